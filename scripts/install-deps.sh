@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages SOLAR's C++ core and its tests need. Idempotent; run as root.
-#   build:  g++ (>= 12), zlib (npz reading), nlohmann-json (reports), CLI11 (command line)
+#   build:  g++ (>= 12), zlib (npz reading), nlohmann-json (reports), yaml-cpp (device files),
+#           CLI11 (command line)
 #   tests:  GoogleTest, clang-tidy / clang-format (lint)
 set -euo pipefail
-pkgs=(g++ zlib1g-dev nlohmann-json3-dev libcli11-dev libgtest-dev clang-tidy clang-format)
+pkgs=(g++ zlib1g-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libgtest-dev clang-tidy clang-format)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -33,7 +33,19 @@ struct RunOptions {
 // out-of-range data-dependent indices, and exceeding the memory limit are UserErrors.
 TensorMap run(const ir::Program& p, const TensorMap& inputs, const RunOptions& options = {});
 
-// Bytes `run` would allocate for `p` at these sizes (the number compared with the memory limit).
+// Bytes `run` would allocate for `p` at these sizes (the number compared with the memory limit):
+// every declared tensor at its dtype size, plus the largest scratch buffer one statement needs
+// (a double accumulator for a reduction into a non-f64 tensor; a snapshot of a tensor that a
+// statement both reads and writes).
 uint64_t required_bytes(const ir::Program& p, const ir::SymbolValues& sizes);
+
+// `t` converted to `dtype`, every value rounded as a store to `dtype` rounds (an exact copy when
+// the dtype is already `dtype`).
+Tensor convert_to(const Tensor& t, ir::DType dtype);
+
+// A copy of `t`'s bytes read as `dtype`, which must have the same element size (UserError
+// otherwise). This is how bf16 and f8 arrays travel in .npz files: as their raw bits in 2- and
+// 1-byte integer arrays (see npz.h).
+Tensor reinterpret_bits(const Tensor& t, ir::DType dtype);
 
 }  // namespace solar::exec

@@ -26,9 +26,9 @@ class Tensor {
   void* data() { return data_; }
   const void* data() const { return data_; }
 
-  double get(int64_t flat) const;          // element as double
-  void set(int64_t flat, double v);        // rounds to dtype
-  Tensor clone() const;                    // owned deep copy
+  double get(int64_t flat) const;    // element as double
+  void set(int64_t flat, double v);  // rounds to dtype
+  Tensor clone() const;              // owned deep copy
 
  private:
   ir::DType dtype_ = ir::DType::F32;

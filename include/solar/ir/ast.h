@@ -274,6 +274,7 @@ struct Kernel {
   std::vector<IntExprP> out_indices;
   AssignOp op = AssignOp::Assign;
   ExprP rhs;
+  Loc out_loc;  // position of the output tensor's name (diagnostics); line 0 when unknown
 };
 
 // One entry of a slice list: `a:b:c`, `a:b`, `:`, `a:`, `:b`, or a single index `a` (which drops

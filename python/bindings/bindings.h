@@ -1,0 +1,13 @@
+// The pieces of the `solar._core` extension module: one binding file per C++ module, each with
+// one entry point called from module.cpp. The Python API built on them is python/solar/.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+namespace solar::python {
+
+void bind_ir(nanobind::module_& m);    // ir.cpp:   Program, parse, print, check
+void bind_exec(nanobind::module_& m);  // exec.cpp: run on numpy arrays
+void bind_cli(nanobind::module_& m);   // cli.cpp:  run_cli, the `solar` command in-process
+
+}  // namespace solar::python

@@ -1,0 +1,7 @@
+"""``python -m solar``: the ``solar`` command."""
+
+import sys
+
+from solar.cli import main
+
+sys.exit(main())

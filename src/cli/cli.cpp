@@ -1,0 +1,485 @@
+// The `solar` command line (see include/solar/cli/cli.h and docs/cli.md).
+//
+// Subcommands are dispatched by hand one level at a time (so an unknown one gets a message that
+// lists the valid ones); each leaf command's options are parsed by CLI11. Every error ends here:
+// a user error is one line on `err` (a program's diagnostics, one line each) and exit code 1; a
+// broken invariant of ours is exit code 2. Nothing is written to a file unless the command
+// succeeds, and files are replaced atomically.
+#include "solar/cli/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <new>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "solar/cli/inputs.h"
+#include "solar/exec/executor.h"
+#include "solar/exec/npz.h"
+#include "solar/ir/checker.h"
+#include "solar/ir/diagnostic.h"
+#include "solar/ir/parser.h"
+#include "solar/ir/printer.h"
+#include "solar/ir/sizes.h"
+#include "solar/util/error.h"
+
+namespace solar::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------------------------
+// Option values
+
+struct CheckArgs {
+  std::vector<std::string> files;
+  std::vector<std::string> sizes;
+};
+
+struct FmtArgs {
+  std::vector<std::string> files;
+  bool in_place = false;
+  bool check = false;
+};
+
+struct RunArgs {
+  std::string file;
+  std::string inputs;
+  std::string out;
+  std::string save_inputs;
+  std::vector<std::string> sizes;
+  std::string memory_limit = "8GiB";
+  bool no_fast_paths = false;
+  bool random = false;
+  uint64_t seed = 0;
+};
+
+// `--size N=64 --size M=8` or `--size N=64,M=8`. A name given twice is an error.
+ir::SymbolValues size_overrides(const std::vector<std::string>& items) {
+  ir::SymbolValues result;
+  for (const std::string& item : items) {
+    for (auto& [name, value] : ir::parse_size_overrides(item)) {
+      if (!result.emplace(name, value).second) {
+        throw UserError("--size " + name + " is given more than once");
+      }
+    }
+  }
+  return result;
+}
+
+// "8GiB", "512MiB", "1.5GB", "100000" (bytes). Units: B, kB/MB/GB/TB (powers of 1000),
+// KiB/MiB/GiB/TiB (powers of 1024); case-insensitive.
+uint64_t parse_byte_size(const std::string& text) {
+  const auto bad = [&] {
+    return UserError("--memory-limit '" + text +
+                     "' is not a size (examples: 8GiB, 512MiB, 2GB, 1000000)");
+  };
+  size_t pos = 0;
+  double number = 0;
+  try {
+    number = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  std::string unit = text.substr(pos);
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"", 1.0},    {"b", 1.0},      {"kb", 1e3},     {"mb", 1e6},     {"gb", 1e9},
+      {"tb", 1e12}, {"kib", 0x1p10}, {"mib", 0x1p20}, {"gib", 0x1p30}, {"tib", 0x1p40}};
+  for (const auto& [name, scale] : kUnits) {
+    if (unit == name) {
+      const double bytes = number * scale;
+      if (!std::isfinite(bytes) || bytes < 0 || bytes >= 0x1p64) throw bad();
+      return static_cast<uint64_t>(bytes);
+    }
+  }
+  throw bad();
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError("cannot read '" + path + "': " + std::strerror(errno));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw UserError("cannot read '" + path + "': " + std::strerror(errno));
+  return text;
+}
+
+// Writes `content` to a temporary file beside `path`, then renames it over `path`: readers see
+// the old file or the new one, never a part. Keeps the old file's permissions.
+void write_text_file_atomically(const std::string& path, const std::string& content) {
+  const fs::path target(path);
+  fs::path tmp = target;
+  tmp += ".solar-tmp";
+  {
+    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+    if (!o) throw UserError("cannot write '" + tmp.string() + "': " + std::strerror(errno));
+    o << content;
+    o.close();
+    if (!o) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw UserError("cannot write '" + tmp.string() + "'");
+    }
+  }
+  std::error_code ec;
+  const fs::file_status old = fs::status(target, ec);
+  if (!ec && fs::exists(old)) fs::permissions(tmp, old.permissions(), ec);
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw UserError("cannot replace '" + path + "': " + ec.message());
+  }
+}
+
+std::string shape_text(const exec::Tensor& t) {
+  std::string s = std::string(ir::dtype_name(t.dtype())) + "[";
+  for (size_t i = 0; i < t.shape().size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(t.shape()[i]);
+  }
+  return s + "]";
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// "20 MiB (20971520 bytes)"; plain "512 bytes" below 1 KiB.
+std::string bytes_text(uint64_t n) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (n < 1024) return std::to_string(n) + " bytes";
+  double v = static_cast<double>(n) / 1024;
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++u;
+  }
+  return number_text(v) + " " + kUnits[u] + " (" + std::to_string(n) + " bytes)";
+}
+
+// One line per tensor: `name: f32[4, 3]  min -1.5  max 2.25  mean 0.125` (NaNs counted apart).
+void print_summary(std::ostream& out, const exec::TensorMap& tensors) {
+  for (const auto& [name, t] : tensors) {
+    out << "  " << name << ": " << shape_text(t);
+    const int64_t n = t.numel();
+    double lo = std::numeric_limits<double>::infinity();
+    double hi = -lo;
+    double sum = 0;
+    int64_t finite = 0;
+    int64_t nans = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = t.get(i);
+      if (std::isnan(v)) {
+        ++nans;
+        continue;
+      }
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+      if (std::isfinite(v)) {
+        sum += v;
+        ++finite;
+      }
+    }
+    if (n > nans) {
+      out << "  min " << number_text(lo) << "  max " << number_text(hi);
+      if (finite > 0) out << "  mean " << number_text(sum / static_cast<double>(finite));
+    }
+    if (nans > 0) out << "  nan " << nans;
+    out << '\n';
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands
+
+// A UserError's message is one line; IR diagnostics already start with `file:line:col: error:`.
+std::string user_error_line(const std::string& message) {
+  if (message.find(": error: ") != std::string::npos) return message;
+  return "solar: error: " + message;
+}
+
+int cmd_check(const CheckArgs& a, std::ostream& out, std::ostream& err) {
+  const ir::SymbolValues overrides = size_overrides(a.sizes);
+  int rc = 0;
+  for (const std::string& file : a.files) {
+    try {
+      const ir::Program p = ir::parse_file(file);
+      ir::check_or_throw(p, overrides);
+      out << file << ": ok\n";
+    } catch (const ir::DiagnosticError& e) {
+      for (const ir::Diagnostic& d : e.diagnostics()) err << d.str() << '\n';
+      if (e.diagnostics().empty()) err << e.what() << '\n';
+      rc = 1;
+    } catch (const UserError& e) {
+      err << user_error_line(e.what()) << '\n';
+      rc = 1;
+    }
+  }
+  return rc;
+}
+
+int cmd_fmt(const FmtArgs& a, std::ostream& out, std::ostream& err) {
+  if (a.in_place && a.check) throw UserError("ir fmt: give either --in-place or --check, not both");
+  if (!a.in_place && !a.check && a.files.size() != 1) {
+    throw UserError("ir fmt prints one file to stdout; use -i or --check for several files");
+  }
+  int rc = 0;
+  for (const std::string& file : a.files) {
+    const std::string text = read_text_file(file);
+    const ir::Program p = ir::parse(text, file);
+    const std::string canonical = ir::print(p);
+    if (a.check) {
+      if (canonical != text) {
+        err << file << ": not in canonical form (run 'solar ir fmt -i " << file << "')\n";
+        rc = 1;
+      }
+    } else if (a.in_place) {
+      ir::check_or_throw(p);  // never rewrite a file into an invalid program's canonical form
+      if (canonical != text) {
+        write_text_file_atomically(file, canonical);
+        out << file << ": reformatted\n";
+      }
+    } else {
+      out << canonical;
+    }
+  }
+  return rc;
+}
+
+int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
+  (void)err;
+  if (a.inputs.empty() && !a.random) {
+    throw UserError(
+        "ir run: give --inputs IN.npz, or --random-inputs to run on seeded random data");
+  }
+  for (const std::string* path : {&a.out, &a.save_inputs}) {
+    if (path->empty()) continue;
+    const fs::path dir = fs::path(*path).parent_path();
+    if (!dir.empty() && !fs::is_directory(dir)) {
+      throw UserError("cannot write '" + *path + "': directory '" + dir.string() +
+                      "' does not exist");
+    }
+  }
+  exec::RunOptions options;
+  options.memory_limit_bytes = parse_byte_size(a.memory_limit);
+  options.fast_paths = !a.no_fast_paths;
+  options.size_overrides = size_overrides(a.sizes);
+
+  const ir::Program p = ir::parse_file(a.file);
+  const ir::SymbolValues sizes = ir::check_or_throw(p, options.size_overrides);
+  exec::TensorMap inputs;
+  if (a.random) {
+    // Refuse before generating anything that would not fit.
+    const uint64_t need = exec::required_bytes(p, sizes);
+    if (need > options.memory_limit_bytes) {
+      throw UserError("program needs " + bytes_text(need) +
+                      " for its tensors, more than the memory limit of " +
+                      bytes_text(options.memory_limit_bytes) +
+                      "; set a larger limit with --memory-limit or run at smaller sizes");
+    }
+    inputs = random_inputs(p, sizes, a.seed);
+  } else {
+    inputs = conform_inputs(p, exec::read_npz(a.inputs));
+  }
+  const exec::TensorMap outputs = exec::run(p, inputs, options);
+  if (!a.save_inputs.empty()) exec::write_npz(a.save_inputs, inputs);
+  if (!a.out.empty()) exec::write_npz(a.out, outputs);
+
+  out << a.file << ": ran on "
+      << (a.random ? "random inputs (seed " + std::to_string(a.seed) + ")" : "'" + a.inputs + "'")
+      << "\n";
+  print_summary(out, outputs);
+  if (!a.save_inputs.empty()) out << "wrote inputs to " << a.save_inputs << "\n";
+  if (!a.out.empty()) out << "wrote " << a.out << "\n";
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Command-line structure
+
+struct Cli {
+  CLI::App app{"SOLAR: speed-of-light analysis of deep-learning programs.", "solar"};
+  CLI::App* ir = nullptr;
+  CLI::App* check = nullptr;
+  CLI::App* fmt = nullptr;
+  CLI::App* run = nullptr;
+  CheckArgs check_args;
+  FmtArgs fmt_args;
+  RunArgs run_args;
+
+  Cli() {
+    app.set_version_flag("--version", std::string("solar ") + SOLAR_VERSION,
+                         "Print the version and exit");
+    app.add_subcommand("help", "Show help for a command: solar help ir run");
+    ir = app.add_subcommand("ir", "Affine Loop IR files: check, format, run (docs/ir.md)");
+
+    check =
+        ir->add_subcommand("check", "Parse and check IR files; print 'FILE: ok' or diagnostics");
+    check->add_option("FILE", check_args.files, "IR files")->required()->type_name("");
+    add_size_option(check, check_args.sizes);
+
+    fmt = ir->add_subcommand("fmt", "Print IR files in canonical form");
+    fmt->add_option("FILE", fmt_args.files, "IR files")->required()->type_name("");
+    fmt->add_flag("-i,--in-place", fmt_args.in_place,
+                  "Rewrite the files (atomically; only valid programs are rewritten)");
+    fmt->add_flag("--check", fmt_args.check,
+                  "Print nothing; exit 1 if a file is not in canonical form");
+
+    run = ir->add_subcommand("run", "Run an IR program on .npz inputs; write the outputs as .npz");
+    run->add_option("FILE", run_args.file, "IR file")->required()->type_name("");
+    CLI::Option* inputs =
+        run->add_option("--inputs", run_args.inputs,
+                        "Inputs and weights by name (numpy .npz); other dtypes are converted "
+                        "only when exact (docs/cli.md)")
+            ->type_name("IN.npz");
+    run->add_option("--out", run_args.out, "Write the outputs (atomically; nothing on error)")
+        ->type_name("OUT.npz");
+    add_size_option(run, run_args.sizes);
+    run->add_option("--memory-limit", run_args.memory_limit,
+                    "Refuse runs whose tensors need more (8GiB, 512MiB, 2GB, ...)")
+        ->type_name("BYTES")
+        ->capture_default_str();
+    run->add_flag("--no-fast-paths", run_args.no_fast_paths,
+                  "Run every kernel on the generic interpreter (no GEMM fast path)");
+    CLI::Option* random =
+        run->add_flag("--random-inputs", run_args.random,
+                      "Generate seeded random inputs instead of reading them (docs/cli.md)");
+    random->excludes(inputs);
+    run->add_option("--seed", run_args.seed, "Seed of --random-inputs")
+        ->type_name("S")
+        ->capture_default_str()
+        ->needs(random);
+    run->add_option("--save-inputs", run_args.save_inputs, "Also write the inputs used to a .npz")
+        ->type_name("FILE.npz");
+
+    // Set last: subcommands inherit their parent's footer when they are created.
+    app.footer("Run 'solar COMMAND --help' for the options of a command.");
+    ir->footer("Run 'solar ir COMMAND --help' for the options of a command.");
+  }
+
+  static void add_size_option(CLI::App* cmd, std::vector<std::string>& target) {
+    cmd->add_option("--size", target, "Set a free size: --size N=1024 (repeatable)")
+        ->type_name("NAME=N")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  }
+};
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+std::vector<std::string> subcommand_names(CLI::App* app) {
+  std::vector<std::string> names;
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) {
+    names.push_back(sub->get_name());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool is_help_or_version(const std::string& a) {
+  return a == "-h" || a == "--help" || a == "--version";
+}
+
+int run_cli_impl(std::vector<std::string> args, std::ostream& out, std::ostream& err) {
+  // `solar help [COMMAND...]` is `solar [COMMAND...] --help`.
+  if (!args.empty() && args[0] == "help") {
+    args.erase(args.begin());
+    args.emplace_back("--help");
+  }
+  Cli cli;
+  // Walk the command words: an unknown one, or a missing one, is reported with the valid names.
+  CLI::App* cur = &cli.app;
+  std::string prog = "solar";
+  size_t i = 0;
+  for (; i < args.size() && !args[i].empty() && args[i][0] != '-'; ++i) {
+    const std::vector<std::string> names = subcommand_names(cur);
+    if (names.empty()) break;
+    if (std::find(names.begin(), names.end(), args[i]) == names.end()) {
+      err << prog << ": error: unknown command '" << args[i] << "' (valid: " << join_names(names)
+          << ")\n";
+      return 1;
+    }
+    cur = cur->get_subcommand(args[i]);
+    prog += " " + args[i];
+  }
+  if (!subcommand_names(cur).empty() &&
+      std::none_of(args.begin(), args.end(), is_help_or_version)) {
+    err << prog << ": error: missing command (valid: " << join_names(subcommand_names(cur))
+        << "; see '" << prog << " --help')\n";
+    return 1;
+  }
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
+  try {
+    cli.app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out << cli.app.help();
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    out << e.what() << '\n';
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    err << prog << ": error: " << e.what() << " (see '" << prog << " --help')\n";
+    return 1;
+  }
+  if (cli.check->parsed()) return cmd_check(cli.check_args, out, err);
+  if (cli.fmt->parsed()) return cmd_fmt(cli.fmt_args, out, err);
+  if (cli.run->parsed()) return cmd_run(cli.run_args, out, err);
+  internal_error(__FILE__, __LINE__, "no command selected after parsing: " + prog);
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  int rc = 2;
+  try {
+    rc = run_cli_impl(args, out, err);
+  } catch (const ir::DiagnosticError& e) {
+    for (const ir::Diagnostic& d : e.diagnostics()) err << d.str() << '\n';
+    if (e.diagnostics().empty()) err << user_error_line(e.what()) << '\n';
+    rc = 1;
+  } catch (const UserError& e) {
+    err << user_error_line(e.what()) << '\n';
+    rc = 1;
+  } catch (const InternalError& e) {
+    err << "solar: " << e.what() << '\n';
+    rc = 2;
+  } catch (const std::bad_alloc&) {
+    err << "solar: error: out of memory (lower the sizes or --memory-limit)\n";
+    rc = 1;
+  } catch (const std::exception& e) {
+    err << "solar: internal error (please report): " << e.what() << '\n';
+    rc = 2;
+  } catch (...) {
+    err << "solar: internal error (please report): unknown exception\n";
+    rc = 2;
+  }
+  out.flush();
+  err.flush();
+  return rc;
+}
+
+}  // namespace solar::cli

@@ -1,0 +1,93 @@
+// Kernels: compilation to affine accesses and an expression program, and the generic
+// interpreter (private to the executor).
+//
+// A kernel is compiled once per execution (sizes and repeat indices are then constants): every
+// loop bound and tensor index becomes a Linear form, every access a base pointer plus per-dim
+// forms, and the right side a flat list of Nodes. The interpreter evaluates the right side over
+// chunks of the innermost loop (up to kChunk points at once), so the cost of interpreting the
+// tree is paid once per chunk, not once per point.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "env.h"
+#include "linear.h"
+#include "solar/ir/ast.h"
+
+namespace solar::exec {
+
+inline constexpr int64_t kChunk = 256;
+
+// One tensor access, affine in the loop indices.
+struct Access {
+  std::string tensor;
+  ir::Loc loc;
+  ir::DType dtype = ir::DType::F32;
+  std::byte* data = nullptr;  // storage (for reads of the kernel's own output: a snapshot)
+  std::vector<int64_t> shape;
+  std::vector<Linear> dims;  // the index of each dimension
+  Linear flat;               // the row-major element offset
+
+  bool in_bounds_at(const int64_t* idx) const;
+};
+
+struct LoopBounds {
+  std::string name;
+  Linear lo, hi;  // affine in the loops to the left
+};
+
+// A node of the right side. Children are indices into CompiledKernel::nodes.
+struct Node {
+  ir::ExprKind kind = ir::ExprKind::Const;
+  ir::UnaryOp unary = ir::UnaryOp::Neg;
+  ir::BinaryOp binary = ir::BinaryOp::Add;
+  ir::DType cast = ir::DType::F64;
+  double value = 0.0;                       // Const
+  std::optional<Linear> index;              // Index, when affine in the loop indices
+  const ir::IntExpr* index_expr = nullptr;  // Index (evaluated per point when not affine)
+  int access = -1;                          // Read: index into CompiledKernel::reads
+  std::vector<int> args;
+};
+
+struct CompiledKernel {
+  std::string name;
+  std::string file;
+  ir::Loc loc;
+  ir::AssignOp op = ir::AssignOp::Assign;
+  const ir::SymbolValues* symbols = nullptr;  // the run's, for Index nodes that are not affine
+  std::vector<LoopBounds> loops;
+  Access out;
+  std::vector<Access> reads;
+  std::vector<Node> nodes;
+  int root = 0;
+  int depth = 1;  // scratch registers the evaluator needs
+
+  // The order in which the interpreter runs the loops: the kernel's own, or with one output loop
+  // moved innermost when that makes the accesses contiguous (see choose_order in kernel.cpp).
+  std::vector<int> order;
+  // The loops whose index appears in the output index, in nest order.
+  std::vector<int> output_loops() const;
+};
+
+// Compiles `k` against the tensors of `env`. Reads of the output tensor use `snapshot` (the
+// output's state before the kernel) when given.
+CompiledKernel compile_kernel(const ir::Kernel& k, const ir::Stmt& s, Env& env, Tensor* snapshot);
+
+// Runs a compiled kernel on the generic interpreter.
+void run_generic(const CompiledKernel& k);
+
+// Runs the kernel statement `s` (compile, then the GEMM fast path or the interpreter).
+void run_kernel(const ir::Stmt& s, Env& env);
+
+// Throws the UserError for an out-of-bounds access of `a` at the loop indices `idx`.
+[[noreturn]] void throw_out_of_bounds(const CompiledKernel& k, const Access& a, const int64_t* idx,
+                                      bool write);
+
+// `file:line:col: error: what` at `loc` (or at the kernel when loc has no line).
+[[noreturn]] void throw_at(const CompiledKernel& k, ir::Loc loc, const std::string& what);
+
+}  // namespace solar::exec

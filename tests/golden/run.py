@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Golden-file tests for the Affine Loop IR, run against the `solar` executable.
+
+Two kinds of case, one file each:
+
+  fmt/NAME.ir      `solar ir fmt fmt/NAME.ir` must exit 0 and print exactly fmt/NAME.expected
+                   (the canonical form), and formatting NAME.expected must print it unchanged.
+                   `--update` rewrites the .expected files from the actual output and prints a
+                   unified diff of every change.
+  errors/NAME.ir   holds one line `# expected-error: LINE:COL: MESSAGE` (MLIR style).
+                   `solar ir check errors/NAME.ir` must exit non-zero and print exactly one line
+                   on stderr: `errors/NAME.ir:LINE:COL: error: MESSAGE` (the path as passed).
+
+Usage: run.py [--solar PATH] [--update] [CASE ...]   (CASE: .ir files; default: all cases)
+Prints one line per failure with the details, then `golden: N passed, M failed`; exits 1 if
+any case failed (or none was found), else 0. Python 3 standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+TIMEOUT_S = 60
+EXPECTED_ERROR = re.compile(r"^\s*#\s*expected-error:\s*(\d+):(\d+):\s*(.*?)\s*$")
+
+
+@dataclass
+class Result:
+    case: Path
+    ok: bool
+    detail: str = ""
+
+
+def run_solar(solar: str, args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [solar, *args], capture_output=True, text=True, errors="replace", timeout=TIMEOUT_S
+    )
+
+
+def unified_diff(expected: str, actual: str, name: str) -> str:
+    lines = difflib.unified_diff(
+        expected.splitlines(keepends=True),
+        actual.splitlines(keepends=True),
+        fromfile=f"{name} (expected)",
+        tofile=f"{name} (actual)",
+    )
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
+
+
+def run_fmt_case(solar: str, case: Path, update: bool) -> Result:
+    expected_path = case.with_suffix(".expected")
+    proc = run_solar(solar, ["ir", "fmt", str(case)])
+    if proc.returncode != 0:
+        return Result(case, False, f"exit code {proc.returncode}, stderr: {proc.stderr.strip()}")
+    expected = expected_path.read_text() if expected_path.exists() else None
+    if expected == proc.stdout:
+        return check_fixed_point(solar, case, expected_path)
+    if update:
+        sys.stdout.write(unified_diff(expected or "", proc.stdout, str(expected_path)))
+        expected_path.write_text(proc.stdout)
+        return Result(case, True, "updated")
+    if expected is None:
+        return Result(case, False, f"missing {expected_path.name} (run with --update)")
+    return Result(case, False, "output differs:\n" + unified_diff(expected, proc.stdout, str(case)))
+
+
+def check_fixed_point(solar: str, case: Path, expected_path: Path) -> Result:
+    """The canonical form formats to itself (print is idempotent)."""
+    proc = run_solar(solar, ["ir", "fmt", str(expected_path)])
+    expected = expected_path.read_text()
+    if proc.returncode != 0 or proc.stdout != expected:
+        return Result(
+            case,
+            False,
+            f"{expected_path.name} does not format to itself:\n"
+            + unified_diff(expected, proc.stdout, str(expected_path))
+            + proc.stderr,
+        )
+    return Result(case, True)
+
+
+def expected_error(case: Path) -> str | None:
+    """`PATH:LINE:COL: error: MESSAGE` from the case's `# expected-error:` line, or None."""
+    matches = [EXPECTED_ERROR.match(line) for line in case.read_text().splitlines()]
+    found = [m for m in matches if m]
+    if len(found) != 1:
+        return None
+    line, col, message = found[0].groups()
+    return f"{case}:{line}:{col}: error: {message}"
+
+
+def run_error_case(solar: str, case: Path) -> Result:
+    want = expected_error(case)
+    if want is None:
+        return Result(case, False, "needs exactly one '# expected-error: LINE:COL: MESSAGE' line")
+    proc = run_solar(solar, ["ir", "check", str(case)])
+    got = proc.stderr.rstrip("\n")
+    if proc.returncode == 0:
+        return Result(case, False, f"expected failure, got exit 0; wanted: {want}")
+    if got != want:
+        return Result(case, False, f"stderr differs:\n  expected: {want}\n  actual:   {got}")
+    return Result(case, True)
+
+
+def collect(paths: list[str]) -> list[Path]:
+    if paths:
+        return [Path(p) for p in paths]
+    return sorted((ROOT / "fmt").glob("*.ir")) + sorted((ROOT / "errors").glob("*.ir"))
+
+
+def run_case(solar: str, case: Path, update: bool) -> Result:
+    try:
+        if case.parent.name == "fmt":
+            return run_fmt_case(solar, case, update)
+        if case.parent.name == "errors":
+            return run_error_case(solar, case)
+        return Result(case, False, "not under fmt/ or errors/")
+    except (OSError, subprocess.SubprocessError) as e:
+        return Result(case, False, f"could not run: {e}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--solar", default="solar", help="the solar executable (default: on PATH)")
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="rewrite fmt/*.expected from the actual output and show the diff",
+    )
+    parser.add_argument("cases", nargs="*", help="case files to run (default: all)")
+    args = parser.parse_args(argv)
+
+    results = [run_case(args.solar, case, args.update) for case in collect(args.cases)]
+    for r in results:
+        if not r.ok:
+            print(f"FAIL {r.case}: {r.detail}")
+        elif r.detail:
+            print(f"{r.detail.upper()} {r.case}")
+    if not results:
+        print("no golden cases found")
+    failed = sum(not r.ok for r in results)
+    print(f"golden: {len(results) - failed} passed, {failed} failed")
+    return 1 if failed or not results else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
