@@ -16,8 +16,10 @@ clang-format --dry-run -Werror "${files[@]}"
 log=$(mktemp)
 if ! run-clang-tidy -p "$build" -quiet -j "${JOBS:-2}" \
     -extra-arg=-Wno-unknown-warning-option "$PWD/(src|tests)/.*\.cpp$" >"$log" 2>&1; then
-  grep -v '^clang-tidy-\?[0-9]* \|^Running clang-tidy\|warnings generated\|^Suppressed\|^Use -header-filter' \
-    "$log" || cat "$log"
+  # run-clang-tidy always colours its output: strip the escapes, and the progress lines.
+  sed 's/\x1b\[[0-9;]*m//g' "$log" |
+    grep -v '^clang-tidy\|^Running clang-tidy\|warnings\? generated\|^Suppressed\|-header-filter' ||
+    true
   rm -f "$log"
   echo "clang-tidy: failed" >&2
   exit 1

@@ -19,7 +19,9 @@ step "Debian packages"
 bash scripts/install-deps.sh
 
 step "Python package: pip install .[test]"
-"$PYTHON" -m pip install --quiet --disable-pip-version-check ".[test]"
+# SOLAR_WERROR: the bindings compile with warnings as errors here too.
+"$PYTHON" -m pip install --quiet --disable-pip-version-check \
+  --config-settings=cmake.define.SOLAR_WERROR=ON ".[test]"
 
 step "C++ build (build/ci, -Werror)"
 generator=()

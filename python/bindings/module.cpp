@@ -1,7 +1,7 @@
 // `solar._core`: the C++ core as a Python extension module (nanobind).
 //
 // Errors: a solar::UserError (bad IR, bad inputs, limits; DiagnosticError included) becomes
-// `solar._core.IRError`, a ValueError subclass, whose message is the error's one line
+// `solar.IRError` (defined here), a ValueError subclass, whose message is the error's one line
 // (`file:line:col: error: ...` for IR diagnostics) and whose `diagnostics` attribute lists every
 // diagnostic line (empty for errors that are not about a program's text). A solar::InternalError
 // (a broken invariant of ours) becomes RuntimeError.
@@ -49,7 +49,7 @@ NB_MODULE(_core, m) {
   m.attr("__version__") = SOLAR_VERSION;
 
   g_ir_error = PyErr_NewExceptionWithDoc(
-      "solar._core.IRError",
+      "solar.IRError",
       "A user error: an invalid IR program (the message starts with file:line:col), inputs that "
       "do not match the program, or a run over the memory limit. `diagnostics` lists every "
       "diagnostic line of an invalid program.",

@@ -116,7 +116,9 @@ def _to_core(program: Program, inputs: Mapping[str, object]) -> dict[str, np.nda
         dtype = declared.get(name)
         if dtype in _BITS_DTYPES and array.dtype.name == _ML_DTYPES_NAMES[dtype]:
             array = array.view(_BITS_DTYPES[dtype])  # a view: no copy
-        arrays[name] = np.ascontiguousarray(array)  # the array itself when already contiguous
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)  # (which would also make a 0-d array 1-d)
+        arrays[name] = array
     return arrays
 
 

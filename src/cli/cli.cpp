@@ -28,7 +28,10 @@
 #include <utility>
 #include <vector>
 
+#include "solar/cli/hw_command.h"
 #include "solar/cli/inputs.h"
+#include "solar/cli/lift_command.h"
+#include "solar/cli/sol_commands.h"
 #include "solar/exec/executor.h"
 #include "solar/exec/npz.h"
 #include "solar/ir/checker.h"
@@ -217,6 +220,16 @@ std::string user_error_line(const std::string& message) {
   return "solar: error: " + message;
 }
 
+// Reports a user error about one file of several (the command goes on with the next file).
+void report(const UserError& e, std::ostream& err) {
+  if (const auto* d = dynamic_cast<const ir::DiagnosticError*>(&e);
+      d && !d->diagnostics().empty()) {
+    for (const ir::Diagnostic& diag : d->diagnostics()) err << diag.str() << '\n';
+  } else {
+    err << user_error_line(e.what()) << '\n';
+  }
+}
+
 int cmd_check(const CheckArgs& a, std::ostream& out, std::ostream& err) {
   const ir::SymbolValues overrides = size_overrides(a.sizes);
   int rc = 0;
@@ -225,12 +238,8 @@ int cmd_check(const CheckArgs& a, std::ostream& out, std::ostream& err) {
       const ir::Program p = ir::parse_file(file);
       ir::check_or_throw(p, overrides);
       out << file << ": ok\n";
-    } catch (const ir::DiagnosticError& e) {
-      for (const ir::Diagnostic& d : e.diagnostics()) err << d.str() << '\n';
-      if (e.diagnostics().empty()) err << e.what() << '\n';
-      rc = 1;
     } catch (const UserError& e) {
-      err << user_error_line(e.what()) << '\n';
+      report(e, err);
       rc = 1;
     }
   }
@@ -244,29 +253,33 @@ int cmd_fmt(const FmtArgs& a, std::ostream& out, std::ostream& err) {
   }
   int rc = 0;
   for (const std::string& file : a.files) {
-    const std::string text = read_text_file(file);
-    const ir::Program p = ir::parse(text, file);
-    const std::string canonical = ir::print(p);
-    if (a.check) {
-      if (canonical != text) {
-        err << file << ": not in canonical form (run 'solar ir fmt -i " << file << "')\n";
-        rc = 1;
+    try {
+      const std::string text = read_text_file(file);
+      const ir::Program p = ir::parse(text, file);
+      const std::string canonical = ir::print(p);
+      if (a.check) {
+        if (canonical != text) {
+          err << file << ": not in canonical form (run 'solar ir fmt -i " << file << "')\n";
+          rc = 1;
+        }
+      } else if (a.in_place) {
+        ir::check_or_throw(p);  // never rewrite a file into an invalid program's canonical form
+        if (canonical != text) {
+          write_text_file_atomically(file, canonical);
+          out << file << ": reformatted\n";
+        }
+      } else {
+        out << canonical;
       }
-    } else if (a.in_place) {
-      ir::check_or_throw(p);  // never rewrite a file into an invalid program's canonical form
-      if (canonical != text) {
-        write_text_file_atomically(file, canonical);
-        out << file << ": reformatted\n";
-      }
-    } else {
-      out << canonical;
+    } catch (const UserError& e) {
+      report(e, err);
+      rc = 1;
     }
   }
   return rc;
 }
 
-int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
-  (void)err;
+int cmd_run(const RunArgs& a, std::ostream& out) {
   if (a.inputs.empty() && !a.random) {
     throw UserError(
         "ir run: give --inputs IN.npz, or --random-inputs to run on seeded random data");
@@ -316,6 +329,25 @@ int cmd_run(const RunArgs& a, std::ostream& out, std::ostream& err) {
 // ---------------------------------------------------------------------------------------------
 // Command-line structure
 
+// Top-level commands implemented in their own files (include/solar/cli/*_command.h): each takes
+// the words after its name, prints its own help for -h/--help, returns the exit code and never
+// throws. A new one is one line here.
+struct DelegatedCommand {
+  std::string_view name;
+  std::string_view help;
+  int (*run)(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+};
+constexpr DelegatedCommand kDelegatedCommands[] = {
+    {"compare", "SOL of one program on several devices, one table (docs/report.md)",
+     compare_command},
+    {"hw", "The device database: list the built-in devices, show one (docs/devices.md)",
+     hw_command},
+    {"lift", "A program's einsum graph, as text or Graphviz DOT (docs/einsum.md)", lift_command},
+    {"provision", "The hardware a program needs to meet a latency target (docs/report.md)",
+     provision_command},
+    {"sol", "Speed-of-light analysis of a program on a device (docs/report.md)", sol_command},
+};
+
 struct Cli {
   CLI::App app{"SOLAR: speed-of-light analysis of deep-learning programs.", "solar"};
   CLI::App* ir = nullptr;
@@ -330,6 +362,9 @@ struct Cli {
     app.set_version_flag("--version", std::string("solar ") + SOLAR_VERSION,
                          "Print the version and exit");
     app.add_subcommand("help", "Show help for a command: solar help ir run");
+    for (const DelegatedCommand& c : kDelegatedCommands) {
+      app.add_subcommand(std::string(c.name), std::string(c.help));  // listed in the help
+    }
     ir = app.add_subcommand("ir", "Affine Loop IR files: check, format, run (docs/ir.md)");
 
     check =
@@ -409,6 +444,11 @@ int run_cli_impl(std::vector<std::string> args, std::ostream& out, std::ostream&
     args.erase(args.begin());
     args.emplace_back("--help");
   }
+  for (const DelegatedCommand& c : kDelegatedCommands) {
+    if (!args.empty() && args[0] == c.name) {
+      return c.run(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+    }
+  }
   Cli cli;
   // Walk the command words: an unknown one, or a missing one, is reported with the valid names.
   CLI::App* cur = &cli.app;
@@ -447,7 +487,7 @@ int run_cli_impl(std::vector<std::string> args, std::ostream& out, std::ostream&
   }
   if (cli.check->parsed()) return cmd_check(cli.check_args, out, err);
   if (cli.fmt->parsed()) return cmd_fmt(cli.fmt_args, out, err);
-  if (cli.run->parsed()) return cmd_run(cli.run_args, out, err);
+  if (cli.run->parsed()) return cmd_run(cli.run_args, out);
   internal_error(__FILE__, __LINE__, "no command selected after parsing: " + prog);
 }
 

@@ -2,11 +2,13 @@
 // Loading files is in device_file.cpp, the built-in registry in registry.cpp.
 #include "solar/hw/device.h"
 
+#include <array>
 #include <cctype>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "hw_util.h"
 #include "solar/util/error.h"
@@ -72,12 +74,22 @@ std::optional<Figure>* find_slot(Device& d, const std::string& path) {
   return found;
 }
 
+// "{a,b,c}" of the names of `all`.
+template <class Enum, size_t N>
+std::string brace_list(const std::array<Enum, N>& all, std::string_view (*to_name)(Enum)) {
+  std::vector<std::string> names;
+  for (Enum v : all) names.emplace_back(to_name(v));
+  return "{" + detail::join(names, ",") + "}";
+}
+
 [[noreturn]] void throw_unknown_key(std::string_view key) {
   throw UserError("--set: unknown key '" + std::string(key) + "'" +
-                  detail::did_you_mean(key, override_keys()) +
-                  "; valid: peak_flops_per_s.{tensor,vector}.{fp64,fp32,tf32,fp16,bf16,fp8,int8,"
-                  "fp4}, memory.{DRAM,L2,SMEM}.{capacity_bytes,bandwidth_bytes_per_s} (short: "
-                  "dram_bandwidth_bytes_per_s etc.), compute_units, clock_hz");
+                  detail::did_you_mean(key, override_keys()) + "; valid: peak_flops_per_s." +
+                  brace_list(kAllComputeUnits, compute_unit_name) + "." +
+                  brace_list(kAllPrecisions, precision_name) + ", memory." +
+                  brace_list(kAllMemoryLevels, memory_level_name) + ".{" +
+                  std::string(kCapacityKey) + "," + std::string(kBandwidthKey) +
+                  "} (short form: dram_bandwidth_bytes_per_s etc.), compute_units, clock_hz");
 }
 
 // A memory level's bandwidth needs the level to exist; compute_units is a whole number.
@@ -98,8 +110,9 @@ void check_override(const Device& d, const std::string& path, double value) {
 nlohmann::json rates_to_json(const RateTable& rates) {
   nlohmann::json out = nlohmann::json::object();
   for (Precision p : kAllPrecisions) {
-    if (const auto& f = rates[static_cast<size_t>(p)])
+    if (const auto& f = rates[static_cast<size_t>(p)]) {
       out[std::string(precision_name(p))] = f->value;
+    }
   }
   return out;
 }

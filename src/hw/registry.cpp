@@ -23,11 +23,12 @@ std::vector<fs::path> binary_dirs() {
   std::vector<fs::path> dirs;
   static const int anchor = 0;  // any object of this binary
   Dl_info info{};
-  if (dladdr(&anchor, &info) != 0 && info.dli_fname != nullptr) {
-    const fs::path module(info.dli_fname);
-    if (module.is_absolute()) dirs.push_back(module.parent_path());
-  }
   std::error_code ec;
+  if (dladdr(&anchor, &info) != 0 && info.dli_fname != nullptr && *info.dli_fname != '\0') {
+    // A library loaded by a relative path is named relative to the working directory.
+    const fs::path module = fs::absolute(info.dli_fname, ec);
+    if (!ec) dirs.push_back(module.parent_path());
+  }
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec && exe.is_absolute() && (dirs.empty() || dirs.front() != exe.parent_path())) {
     dirs.push_back(exe.parent_path());
@@ -39,8 +40,8 @@ std::vector<fs::path> binary_dirs() {
 std::vector<fs::path> data_dir_candidates() {
   std::vector<fs::path> out;
   for (const fs::path& dir : binary_dirs()) {
-    out.push_back((dir / ".." / "data").lexically_normal());
     out.push_back(dir / "data");
+    out.push_back((dir / ".." / "data").lexically_normal());
   }
 #ifdef SOLAR_DATA_DIR
   out.emplace_back(SOLAR_DATA_DIR);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Golden-file tests for the Affine Loop IR, run against the `solar` executable.
+"""Golden-file tests for the `solar` executable: IR formatting, diagnostics, and command output.
 
-Two kinds of case, one file each:
+Three kinds of case, one file each:
 
   fmt/NAME.ir      `solar ir fmt fmt/NAME.ir` must exit 0 and print exactly fmt/NAME.expected
                    (the canonical form), and formatting NAME.expected must print it unchanged.
@@ -10,6 +10,11 @@ Two kinds of case, one file each:
   errors/NAME.ir   holds one line `# expected-error: LINE:COL: MESSAGE` (MLIR style).
                    `solar ir check errors/NAME.ir` must exit non-zero and print exactly one line
                    on stderr: `errors/NAME.ir:LINE:COL: error: MESSAGE` (the path as passed).
+  DIR/NAME.ir      in any other folder DIR that holds a file `DIR/command`: that file's one line is
+                   a solar command line with `{case}` standing for the case's path (e.g.
+                   `lift {case}`); a case may add arguments with one line `# golden-args: ARGS`.
+                   The command must exit 0 and print exactly DIR/NAME.expected; `--update`
+                   rewrites it as for fmt/.
 
 Usage: run.py [--solar PATH] [--update] [CASE ...]   (CASE: .ir files; default: all cases)
 Prints one line per failure with the details, then `golden: N passed, M failed`; exits 1 if
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -29,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 TIMEOUT_S = 60
 EXPECTED_ERROR = re.compile(r"^\s*#\s*expected-error:\s*(\d+):(\d+):\s*(.*?)\s*$")
+GOLDEN_ARGS = re.compile(r"^\s*#\s*golden-args:(.*)$")
 
 
 @dataclass
@@ -56,21 +63,50 @@ def unified_diff(expected: str, actual: str, name: str) -> str:
     )
 
 
-def run_fmt_case(solar: str, case: Path, update: bool) -> Result:
+def compare_output(
+    case: Path, proc: subprocess.CompletedProcess, update: bool
+) -> tuple[Result, bool]:
+    """The case's result, and whether its output equals its .expected file (as it was)."""
     expected_path = case.with_suffix(".expected")
-    proc = run_solar(solar, ["ir", "fmt", str(case)])
     if proc.returncode != 0:
-        return Result(case, False, f"exit code {proc.returncode}, stderr: {proc.stderr.strip()}")
+        detail = f"exit code {proc.returncode}, stderr: {proc.stderr.strip()}"
+        return Result(case, False, detail), False
     expected = expected_path.read_text() if expected_path.exists() else None
     if expected == proc.stdout:
-        return check_fixed_point(solar, case, expected_path)
+        return Result(case, True), True
     if update:
         sys.stdout.write(unified_diff(expected or "", proc.stdout, str(expected_path)))
         expected_path.write_text(proc.stdout)
-        return Result(case, True, "updated")
+        return Result(case, True, "updated"), False
     if expected is None:
-        return Result(case, False, f"missing {expected_path.name} (run with --update)")
-    return Result(case, False, "output differs:\n" + unified_diff(expected, proc.stdout, str(case)))
+        return Result(case, False, f"missing {expected_path.name} (run with --update)"), False
+    diff = unified_diff(expected, proc.stdout, str(case))
+    return Result(case, False, "output differs:\n" + diff), False
+
+
+def run_fmt_case(solar: str, case: Path, update: bool) -> Result:
+    result, matched = compare_output(case, run_solar(solar, ["ir", "fmt", str(case)]), update)
+    if matched:
+        return check_fixed_point(solar, case, case.with_suffix(".expected"))
+    return result
+
+
+def command_line(case: Path) -> list[str] | None:
+    """The folder's command with `{case}` replaced, plus the case's `# golden-args:`; None if
+    the case has more than one such line."""
+    words = shlex.split((case.parent / "command").read_text())
+    extra = [m.group(1) for m in map(GOLDEN_ARGS.match, case.read_text().splitlines()) if m]
+    if len(extra) > 1:
+        return None
+    args = [str(case) if w == "{case}" else w for w in words]
+    return args + (shlex.split(extra[0]) if extra else [])
+
+
+def run_command_case(solar: str, case: Path, update: bool) -> Result:
+    args = command_line(case)
+    if args is None:
+        return Result(case, False, "more than one '# golden-args:' line")
+    return compare_output(case, run_solar(solar, args), update)[0]
 
 
 def check_fixed_point(solar: str, case: Path, expected_path: Path) -> Result:
@@ -114,7 +150,10 @@ def run_error_case(solar: str, case: Path) -> Result:
 def collect(paths: list[str]) -> list[Path]:
     if paths:
         return [Path(p) for p in paths]
-    return sorted((ROOT / "fmt").glob("*.ir")) + sorted((ROOT / "errors").glob("*.ir"))
+    cases = sorted((ROOT / "fmt").glob("*.ir")) + sorted((ROOT / "errors").glob("*.ir"))
+    for command in sorted(ROOT.glob("*/command")):
+        cases += sorted(command.parent.glob("*.ir"))
+    return cases
 
 
 def run_case(solar: str, case: Path, update: bool) -> Result:
@@ -123,7 +162,9 @@ def run_case(solar: str, case: Path, update: bool) -> Result:
             return run_fmt_case(solar, case, update)
         if case.parent.name == "errors":
             return run_error_case(solar, case)
-        return Result(case, False, "not under fmt/ or errors/")
+        if (case.parent / "command").is_file():
+            return run_command_case(solar, case, update)
+        return Result(case, False, "not under fmt/, errors/ or a folder with a 'command' file")
     except (OSError, subprocess.SubprocessError) as e:
         return Result(case, False, f"could not run: {e}")
 
@@ -134,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--update",
         action="store_true",
-        help="rewrite fmt/*.expected from the actual output and show the diff",
+        help="rewrite the .expected files from the actual output and show the diff",
     )
     parser.add_argument("cases", nargs="*", help="case files to run (default: all)")
     args = parser.parse_args(argv)

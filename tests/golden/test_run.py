@@ -21,10 +21,18 @@ import run  # noqa: E402
 # `ir fmt FILE` prints FILE with trailing spaces removed from each line, and "v1" changed to
 # "v2" and "v2" to "v3" (so it is not idempotent on those). `ir check FILE` prints
 # the text after `DIAG ` on each such line of FILE to stderr, prefixed with `FILE:`, and exits 1
-# if there was one; otherwise prints `FILE: ok` and exits 0.
+# if there was one; otherwise prints `FILE: ok` and exits 0. `show FILE ARGS...` prints FILE in
+# upper case, then `args: ARGS`, and exits 1 if FILE holds `FAIL`.
 FAKE_SOLAR = textwrap.dedent("""\
     #!/usr/bin/env python3
     import sys
+    if sys.argv[1] == "show":
+        text = open(sys.argv[2]).read()
+        if "FAIL" in text:
+            sys.stderr.write("failed\\n")
+            sys.exit(1)
+        sys.stdout.write(text.upper() + "args: " + " ".join(sys.argv[3:]) + "\\n")
+        sys.exit(0)
     _, _, cmd, path = sys.argv
     text = open(path).read()
     if cmd == "fmt":
@@ -125,6 +133,44 @@ class RunnerTest(unittest.TestCase):
         self.assertNotIn(f"FAIL {ok}", out)
         self.assertTrue(out.endswith("golden: 1 passed, 4 failed\n"))
 
+    def test_command_cases(self) -> None:
+        (self.root / "show").mkdir()
+        self.write("show/command", "show {case} --flag\n")
+        good = self.write("show/good.ir", "a\n# golden-args: -n 'x y'\n")
+        self.write("show/good.expected", "A\n# GOLDEN-ARGS: -N 'X Y'\nargs: --flag -n x y\n")
+        bad = self.write("show/bad.ir", "b\n")
+        self.write("show/bad.expected", "c\nargs: --flag\n")
+        failing = self.write("show/failing.ir", "FAIL\n")
+        two = self.write("show/two.ir", "# golden-args: -a\n# golden-args: -b\n")
+        rc, out = self.main(*(str(p) for p in (good, bad, failing, two)))
+        self.assertEqual(rc, 1)
+        self.assertNotIn(f"FAIL {good}", out)
+        self.assertIn(f"FAIL {bad}: output differs", out)
+        self.assertIn("-c\n+B\n", out)
+        self.assertIn(f"FAIL {failing}: exit code 1, stderr: failed", out)
+        self.assertIn(f"FAIL {two}: more than one '# golden-args:' line", out)
+        self.assertTrue(out.endswith("golden: 1 passed, 3 failed\n"))
+
+    def test_command_case_update(self) -> None:
+        (self.root / "show").mkdir()
+        self.write("show/command", "show {case}\n")
+        case = self.write("show/new.ir", "n\n")
+        rc, out = self.main(str(case))
+        self.assertEqual(rc, 1)
+        self.assertIn("missing new.expected (run with --update)", out)
+        rc, out = self.main("--update", str(case))
+        self.assertEqual(rc, 0)
+        self.assertIn(f"UPDATED {case}", out)
+        self.assertEqual((self.root / "show/new.expected").read_text(), "N\nargs: \n")
+        self.assertEqual(self.main(str(case)), (0, "golden: 1 passed, 0 failed\n"))
+
+    def test_case_outside_a_known_folder(self) -> None:
+        (self.root / "other").mkdir()
+        case = self.write("other/x.ir", "x\n")
+        rc, out = self.main(str(case))
+        self.assertEqual(rc, 1)
+        self.assertIn("not under fmt/, errors/ or a folder with a 'command' file", out)
+
     def test_missing_binary_fails_cleanly(self) -> None:
         case = self.write("errors/e.ir", "# expected-error: 1:1: x\n")
         out = io.StringIO()
@@ -141,8 +187,14 @@ class RunnerTest(unittest.TestCase):
             self.write("fmt/a.expected", "a\n")
             self.write("errors/b.ir", "# expected-error: 1:1: x\nDIAG 1:1: error: x\n")
             self.write("fmt/notes.txt", "not a case")
+            (self.root / "show").mkdir()
+            self.write("show/command", "show {case}\n")
+            self.write("show/c.ir", "c\n")
+            self.write("show/c.expected", "C\nargs: \n")
+            (self.root / "other").mkdir()
+            self.write("other/d.ir", "no command file here: not collected\n")
             rc, out = self.main()
-            self.assertEqual((rc, out), (0, "golden: 2 passed, 0 failed\n"))
+            self.assertEqual((rc, out), (0, "golden: 3 passed, 0 failed\n"))
 
 
 if __name__ == "__main__":

@@ -118,7 +118,7 @@ TEST(Fuzz, MutatedProgramsNeverCrashAndRoundTrip) {
   const std::vector<std::string> seeds = load_seeds();
   ASSERT_GE(seeds.size(), 3u) << "fuzzing needs seed programs in examples/ and tests/golden/fmt/";
   std::mt19937_64 rng(20261129);
-  const int iterations = 6000;
+  const int iterations = 30000;
   int parsed = 0;
   int checked_ok = 0;
   for (int it = 0; it < iterations; ++it) {

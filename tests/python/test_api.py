@@ -92,6 +92,14 @@ def test_run_accepts_sizes_and_exact_conversions():
     np.testing.assert_array_equal(out["C"], np.tile([[2, 2]], (4, 1)))
 
 
+def test_scalars_go_in_and_come_out_as_0d_arrays():
+    program = "input s : f32[]\ninput v : f32[3]\noutput t : f32[]\n\n" + (
+        "kernel total {\n  for i in 0..3:\n    t[] += v[i] * s[]\n}\n"
+    )
+    out = solar.run(program, {"s": np.float32(2), "v": np.array([1, 2, 3], np.float32)})
+    assert out["t"].shape == () and out["t"] == 12
+
+
 # ---------------------------------------------------------------------------------------------
 # Errors
 

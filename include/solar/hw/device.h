@@ -166,7 +166,7 @@ Device load_device_file(const std::string& path);
 const std::vector<std::string>& builtin_device_names();
 
 // The folder holding `hardware/*.yaml`, looked up in order (docs/devices.md): $SOLAR_DATA_DIR (if
-// set, the only place looked at); `<dir>/../data` and `<dir>/data` for the directory of the
+// set, the only place looked at); `<dir>/data` and `<dir>/../data` for the directory of the
 // binary holding SOLAR's code (the `solar` executable, or the Python extension module) and of the
 // running executable; the source tree's data/ (compile-time SOLAR_DATA_DIR). Throws UserError
 // naming the places tried when none has a `hardware` folder.

@@ -1,0 +1,154 @@
+// The einsum graph: what SOLAR's analyses run on.
+//
+// Lifting turns a checked IR program (at bound sizes) into a list of nodes in program order
+// (repeat blocks unrolled): every kernel becomes one extended-einsum node, every composition
+// statement either folds away as a view (no data moves: the consumers' accesses are rewritten to
+// read the viewed tensor directly) or becomes a data-movement node (bytes, no arithmetic).
+//
+// Counting conventions (stated once, here and in docs/fidelities.md):
+//   - MACs: the points of a node's domain where its body multiplies two operands under a sum
+//     reduction (`+=` with a top-level product). 1 MAC = 2 FLOPs.
+//   - Other ops, per point, by cost class (ast.h): simple (add, sub, mul, compare, select, min,
+//     max, abs, ...) and special (exp, log, tanh, erf, div, sqrt, rsqrt, pow, ...). A reduction
+//     that is not a MAC counts one simple op per point (the combine). Casts, negation and reads
+//     are free. `select` counts its condition, one simple op, and the larger of its two branches.
+//   - FLOPs = 2 x MACs + other ops.
+//   - Domain sizes are exact integer-point counts (a causal triangle counts the triangle).
+//   - Bytes of an access = its footprint (distinct elements touched) x element size of the
+//     tensor's dtype.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "solar/ir/affine.h"
+#include "solar/ir/ast.h"
+#include "solar/ir/sizes.h"
+
+namespace solar::einsum {
+
+#define SOLAR_NODE_KINDS(X)                                  \
+  X(Einsum)   /* a kernel: Out[o] = R_r f(In_1[a_1], ...) */ \
+  X(Movement) /* a composition statement that moves data: bytes, no arithmetic */
+
+enum class NodeKind : uint8_t {
+#define SOLAR_X(e) e,
+  SOLAR_NODE_KINDS(SOLAR_X)
+#undef SOLAR_X
+};
+std::string_view node_kind_name(NodeKind k);
+
+// sum for `+=`, prod `*=`, max `max=`, min `min=`, none for `=` and data movement.
+enum class Reduction : uint8_t { None, Sum, Prod, Max, Min };
+std::string_view reduction_name(Reduction r);
+
+struct OpCounts {
+  int64_t macs = 0;
+  int64_t simple = 0;
+  int64_t special = 0;
+  int64_t other_ops() const { return simple + special; }
+  int64_t flops() const { return 2 * macs + simple + special; }
+};
+
+// One access map of a node: how the points of `domain` reach a tensor's storage.
+//   Affine maps: the element at flat row-major offset `offset + sum_d strides[d] * index[d]` of
+//   the tensor, where index[d] is the d-th index as written in the kernel (for a read through a
+//   folded view, an index of the view, whose dimension d has size extent[d]). A guarded map (a
+//   read inside a `select` branch) is performed only where every index lies in 0..extent[d].
+//   Data-dependent maps (take, gather, scatter): `moved` elements at positions given by an index
+//   tensor's values; `index` is empty.
+struct AccessMap {
+  std::string text;  // e.g. "x[n, c, 2 * oh + kh, ow]"; "x.flat[...]" when no per-dimension form
+  ir::AffineDomain domain;
+  int64_t offset = 0;
+  std::vector<ir::AffineForm> index;
+  std::vector<int64_t> strides;
+  std::vector<int64_t> extent;
+  bool guarded = false;
+  bool data_dependent = false;
+  int64_t moved = 0;
+
+  ir::AffineForm flat() const;  // offset + sum_d strides[d] * index[d] (affine maps only)
+};
+
+// The tensor accesses of a node, after views are folded: one per tensor whose storage is touched
+// (a graph input, weight, output or materialised intermediate), holding all the node's access maps
+// of that tensor, so that an element two maps touch is counted once.
+struct Access {
+  std::string tensor;
+  std::string text;       // the maps' texts, joined by ", ", e.g. "x[n, c, 2 * oh + kh, ow]"
+  int64_t footprint = 0;  // distinct elements touched (data-dependent maps: see docs/einsum.md)
+  bool footprint_exact = true;  // false: a documented lower bound (see docs/einsum.md)
+  int64_t bytes = 0;            // footprint x element size
+  std::vector<AccessMap> maps = {};
+};
+
+struct Node {
+  std::string name;  // kernel name; in repeat blocks suffixed "[t=3]"; movement: "copy:y" etc.
+                     // (unique: a repeated movement name gets "#2", "#3", ...)
+  NodeKind kind = NodeKind::Einsum;
+  std::string op;      // "kernel", or the composition op's name ("concat", "copy", ...)
+  std::string einsum;  // one-line canonical text of the node
+  int64_t points = 0;  // |domain| (movement nodes: elements moved)
+  Reduction reduction = Reduction::None;
+  ir::AffineDomain domain;    // the iteration domain (movement nodes: the elements written)
+  std::vector<Access> reads;  // one per tensor, in order of first appearance
+  std::vector<Access> writes;
+  OpCounts counts;
+  // What decides the precision the node runs in (the SOL engine's precision policy):
+  std::optional<ir::DType> mac_lhs_dtype, mac_rhs_dtype;  // operands of the product (macs > 0)
+  ir::DType out_dtype = ir::DType::F32;
+  ir::DType compute_dtype = ir::DType::F32;  // widest floating dtype among operands and output
+  bool conv_like = false;  // a contraction with a sliding window (an operand index that combines
+                           // an output loop and a reduced loop in one dimension, or an output
+                           // index that combines two loops: a transposed convolution)
+
+  int64_t bytes_read() const;
+  int64_t bytes_written() const;
+};
+
+struct TensorInfo {
+  std::string name;
+  ir::TensorRole role = ir::TensorRole::Intermediate;
+  ir::DType dtype = ir::DType::F32;
+  std::vector<int64_t> shape;
+  int64_t numel = 0;
+  int64_t bytes = 0;
+};
+
+struct Graph {
+  std::string source;               // the program's file name (for reports)
+  ir::SymbolValues sizes;           // the bound sizes
+  std::vector<TensorInfo> tensors;  // declaration order
+  std::vector<Node> nodes;          // program order, repeats unrolled
+
+  const TensorInfo* find_tensor(std::string_view name) const;
+};
+
+// Lifts a program that passes the checker at `sizes` (checked again here; DiagnosticError if not).
+// `sizes` sets free sizes (as --size does), and may also hold derived sizes at the values they
+// derive to (so the result of ir::check_or_throw can be passed as is).
+Graph lift(const ir::Program& p, const ir::SymbolValues& sizes);
+
+// Graph inputs, weights and outputs touched by the whole graph, each counted once: the number of
+// distinct elements of `tensor` read (inputs, weights) or written (outputs, intermediates) by all
+// nodes together. Data-dependent accesses add their moved elements, as if distinct.
+int64_t touched_elements(const Graph& g, std::string_view tensor);
+
+// touched_elements with its exactness: `exact` is false when `elements` is a lower bound (e.g. a
+// union of overlapping accesses of a tensor of more than 2^28 elements; docs/einsum.md,
+// "Footprints", lists the cases).
+struct Footprint {
+  int64_t elements = 0;
+  bool exact = true;
+};
+Footprint touched_footprint(const Graph& g, std::string_view tensor);
+
+// Text form (documented in docs/einsum.md; deterministic) and Graphviz DOT.
+std::string print_graph(const Graph& g);
+std::string graph_to_dot(const Graph& g);
+
+}  // namespace solar::einsum

@@ -1,0 +1,43 @@
+// The SOL report of one graph on one device: a data model, its JSON form (docs/report.md) and a
+// terminal rendering. Renderers read the data; none computes a cost (sol/analysis.h does).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "solar/einsum/graph.h"
+#include "solar/hw/device.h"
+#include "solar/sol/analysis.h"
+#include "solar/sol/precision.h"
+
+namespace solar::report {
+
+// Bumped whenever a key changes meaning or disappears (adding a key does not bump it).
+inline constexpr int kSchemaVersion = 1;
+inline constexpr std::string_view kFlopsConvention = "1 MAC = 2 FLOPs; FLOPs = 2*MACs + other ops";
+// The verification status of a graph lifted straight from an IR file.
+inline constexpr std::string_view kNotVerified = "not verified: IR file analysed directly";
+
+struct Report {
+  einsum::Graph graph;     // graph.source: the IR file (reports show its name, no directories)
+  hw::Device device;       // with any command-line overrides applied
+  sol::Analysis analysis;  // of graph on device
+  std::string verification{kNotVerified};
+};
+
+// Analyses `graph` on `device` under `policy` at `fidelities` (UserError as sol::analyze).
+Report make_report(einsum::Graph graph, hw::Device device, const sol::PrecisionPolicy& policy,
+                   const std::vector<sol::Fidelity>& fidelities);
+
+// The report as JSON, keys sorted, no timestamps or absolute paths: same report, same bytes.
+nlohmann::json report_to_json(const Report& r);
+
+// A readable summary: header, totals, one row per fidelity, the `top_nodes` slowest nodes
+// (unfused time), and every precision fallback. Units scaled (ns/us/ms/s, kB/MB/GB, TFLOP/s).
+std::string render_report(const Report& r, size_t top_nodes = 10);
+
+}  // namespace solar::report

@@ -1,0 +1,117 @@
+// Speed-of-light (SOL) analysis of an einsum graph on a device: per-node costs and the SOL time at
+// each fidelity (docs/fidelities.md). All cost formulas of the SOL engine live here.
+//
+// Conventions, stated once:
+//   - Device rates are FLOP/s with 1 MAC = 2 FLOPs (int8: ops/s, same convention). A node's
+//     MACs take 2 x MACs / rate seconds; its other ops take other_ops / rate seconds, one op
+//     counted as one FLOP. A non-FMA op issues at half the FMA FLOP rate on real hardware, so
+//     this is optimistic: the time stays a lower bound.
+//   - compute_i = max(mac_s_i, other_s_i): MACs and other ops may overlap (separate units),
+//     again a lower bound. memory_i = bytes_i / DRAM bandwidth.
+//   - unfused: T = sum_i max(compute_i, memory_i), bytes_i = node i's reads and writes.
+//   - fused:   T = max(sum_i compute_i, bytes_io / DRAM bandwidth), bytes_io = the touched
+//     elements of every graph input, weight and output, each counted once, x element size.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "solar/einsum/graph.h"
+#include "solar/hw/device.h"
+#include "solar/sol/precision.h"
+
+namespace solar::sol {
+
+// What bounds a time: the compute term or the memory term (memory on a tie).
+enum class Bottleneck : uint8_t { Compute, Memory };
+std::string_view bottleneck_name(Bottleneck b);
+
+// The cost of one node run alone (the unfused model).
+struct NodeCost {
+  std::optional<Rate> mac_rate;    // present when the node has MACs
+  std::optional<Rate> other_rate;  // present when the node has other ops
+  double mac_s = 0;                // 2 x MACs / mac rate
+  double other_s = 0;              // other ops / other-ops rate
+  double compute_s = 0;            // max(mac_s, other_s)
+  int64_t bytes = 0;               // bytes read + bytes written
+  double memory_s = 0;             // bytes / DRAM bandwidth
+  double time_s = 0;               // max(compute_s, memory_s)
+  Bottleneck bottleneck = Bottleneck::Memory;
+
+  // The rate of the node's main work: its MACs when it has any, else its other ops; nullptr for
+  // a node without arithmetic (data movement).
+  const Rate* main_rate() const;
+};
+
+// The registry of fidelities: X(enumerator, name, description).
+#define SOLAR_FIDELITIES(X)                                                                     \
+  X(Unfused, "unfused", "every node runs alone: all its inputs and outputs go through DRAM")    \
+  X(Fused, "fused",                                                                             \
+    "one kernel, unlimited on-chip memory: only graph inputs, weights and outputs touch DRAM, " \
+    "each once")                                                                                \
+  X(Cache, "cache", "cache-aware fused, finite on-chip memory (not implemented in this version)")
+
+enum class Fidelity : uint8_t {
+#define SOLAR_X(e, s, d) e,
+  SOLAR_FIDELITIES(SOLAR_X)
+#undef SOLAR_X
+};
+
+std::string_view fidelity_name(Fidelity f);
+bool fidelity_implemented(Fidelity f);
+
+// The implemented fidelities, in registry order.
+const std::vector<Fidelity>& implemented_fidelities();
+
+// `--fidelity` values: a fidelity's name, or `all` (the implemented ones). An unknown name is a
+// UserError listing the valid ones; a fidelity of the registry that is not implemented is a
+// UserError saying so.
+std::vector<Fidelity> parse_fidelities(std::string_view text);
+
+// The SOL time of a whole graph at one fidelity, with its two terms. For unfused, compute_s and
+// memory_s are the sums of the nodes' terms (time_s >= both) and the bottleneck is the kind
+// of the nodes that account for more of the time.
+struct FidelityResult {
+  Fidelity fidelity = Fidelity::Unfused;
+  double time_s = 0;
+  double compute_s = 0;
+  double memory_s = 0;
+  int64_t bytes = 0;  // DRAM traffic of the model
+  Bottleneck bottleneck = Bottleneck::Memory;
+};
+
+struct Analysis {
+  std::string policy;  // precision policy name
+  double dram_bandwidth_bytes_per_s = 0;
+  einsum::OpCounts totals;              // summed over the nodes
+  std::vector<NodeCost> nodes;          // one per graph node, in graph order
+  std::vector<FidelityResult> results;  // one per requested fidelity, in the order requested
+
+  // The result of `f`; InternalError when it was not requested.
+  const FidelityResult& result(Fidelity f) const;
+};
+
+// The unfused cost of node `n`.
+NodeCost node_cost(const einsum::Node& n, const hw::Device& d, const PrecisionPolicy& policy);
+
+// The counts of every node of `g`, summed.
+einsum::OpCounts total_counts(const einsum::Graph& g);
+
+// bytes_io of the fused model: sum over graph inputs, weights and outputs of
+// touched_elements x element size.
+int64_t fused_bytes(const einsum::Graph& g);
+
+// The DRAM bytes of fidelity `f`'s model, the same on every device: unfused, the sum of every
+// node's reads and writes; fused, fused_bytes. InternalError for a fidelity not implemented.
+int64_t dram_bytes(const einsum::Graph& g, Fidelity f);
+
+// Analyses `g` on `d` under `policy` at `fidelities` (each implemented; InternalError otherwise).
+// Throws UserError when the device has no rate for some node's work (precision.h).
+Analysis analyze(const einsum::Graph& g, const hw::Device& d, const PrecisionPolicy& policy,
+                 const std::vector<Fidelity>& fidelities = implemented_fidelities());
+
+}  // namespace solar::sol

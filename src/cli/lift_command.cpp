@@ -1,0 +1,110 @@
+// `solar lift` (include/solar/cli/lift_command.h, docs/einsum.md).
+#include "solar/cli/lift_command.h"
+
+#include <algorithm>
+#include <exception>
+#include <new>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "solar/einsum/graph.h"
+#include "solar/ir/diagnostic.h"
+#include "solar/ir/parser.h"
+#include "solar/ir/sizes.h"
+#include "solar/util/error.h"
+
+namespace solar::cli {
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: solar lift FILE.ir [--size N=64 ...] [--dot]\n"
+    "\n"
+    "Lifts a program to its einsum graph and prints it (docs/einsum.md): tensors, and per node\n"
+    "its einsum, MACs and other operations, and the bytes of each access.\n"
+    "\n"
+    "  --size N=V    set a free size (repeatable, or N=V,M=W)\n"
+    "  --dot         print the graph as Graphviz DOT instead\n";
+
+struct LiftArgs {
+  std::string file;
+  ir::SymbolValues sizes;
+  bool dot = false;
+};
+
+void add_sizes(LiftArgs& a, const std::string& text) {
+  for (const auto& [name, value] : ir::parse_size_overrides(text)) {
+    if (!a.sizes.emplace(name, value).second) {
+      throw UserError("--size " + name + " is given more than once");
+    }
+  }
+}
+
+LiftArgs parse_args(const std::vector<std::string>& args) {
+  LiftArgs a;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& w = args[i];
+    if (w == "--dot") {
+      a.dot = true;
+    } else if (w == "--size") {
+      if (i + 1 == args.size()) throw UserError("lift: --size needs NAME=VALUE");
+      add_sizes(a, args[++i]);
+    } else if (w.starts_with("--size=")) {
+      add_sizes(a, w.substr(7));
+    } else if (w.starts_with("-")) {
+      throw UserError("lift: unknown option '" + w + "' (valid: --size, --dot)");
+    } else if (!a.file.empty()) {
+      throw UserError("lift: one file at a time (got '" + a.file + "' and '" + w + "')");
+    } else {
+      a.file = w;
+    }
+  }
+  if (a.file.empty()) throw UserError("lift: missing FILE.ir (see 'solar lift --help')");
+  return a;
+}
+
+bool is_help(const std::string& w) { return w == "-h" || w == "--help" || w == "help"; }
+
+int run(const std::vector<std::string>& args, std::ostream& out) {
+  if (std::any_of(args.begin(), args.end(), is_help)) {
+    out << kUsage;
+    return 0;
+  }
+  const LiftArgs a = parse_args(args);
+  const einsum::Graph g = einsum::lift(ir::parse_file(a.file), a.sizes);
+  out << (a.dot ? einsum::graph_to_dot(g) : einsum::print_graph(g));
+  return 0;
+}
+
+// A message that already names its place (`file:line:col: error: ...`) is printed as is.
+std::string error_line(const std::string& message) {
+  if (message.find(": error: ") != std::string::npos) return message;
+  return "solar: error: " + message;
+}
+
+}  // namespace
+
+int lift_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    return run(args, out);
+  } catch (const ir::DiagnosticError& e) {
+    for (const ir::Diagnostic& d : e.diagnostics()) err << d.str() << '\n';
+    if (e.diagnostics().empty()) err << error_line(e.what()) << '\n';
+    return 1;
+  } catch (const UserError& e) {
+    err << error_line(e.what()) << '\n';
+    return 1;
+  } catch (const InternalError& e) {
+    err << "solar: " << e.what() << '\n';
+    return 2;
+  } catch (const std::bad_alloc&) {
+    err << "solar: error: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    err << "solar: internal error (please report): " << e.what() << '\n';
+    return 2;
+  }
+}
+
+}  // namespace solar::cli

@@ -1,0 +1,260 @@
+// `solar sol`, `solar provision`, `solar compare` (include/solar/cli/sol_commands.h).
+//
+// Each command: parse its options (CLI11), lift the IR file to an einsum graph, load the devices
+// with their overrides, analyse, and print a table or write JSON. Nothing is written unless the
+// analysis succeeds, and a JSON file is replaced atomically.
+#include "solar/cli/sol_commands.h"
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "solar/einsum/graph.h"
+#include "solar/hw/device.h"
+#include "solar/ir/checker.h"
+#include "solar/ir/diagnostic.h"
+#include "solar/ir/parser.h"
+#include "solar/ir/sizes.h"
+#include "solar/report/report.h"
+#include "solar/report/whatif.h"
+#include "solar/sol/analysis.h"
+#include "solar/sol/precision.h"
+#include "solar/sol/provision.h"
+#include "solar/util/error.h"
+
+namespace solar::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Options every command takes.
+struct CommonArgs {
+  std::string file;
+  std::string json;
+  std::string policy{sol::kDefaultPrecisionPolicy};
+  std::string fidelity = "all";
+  std::vector<std::string> sizes;
+  std::vector<std::string> sets;
+};
+
+struct SolArgs {
+  CommonArgs common;
+  std::string hw;
+  size_t top = 10;
+};
+
+struct MultiArgs {
+  CommonArgs common;
+  std::vector<std::string> hw;  // empty: every built-in device
+  std::string latency;          // provision only
+};
+
+void add_common_options(CLI::App& app, CommonArgs& a) {
+  app.add_option("FILE", a.file, "IR file")->required()->type_name("");
+  app.add_option("--json", a.json, "Write the JSON report (docs/report.md); '-': to stdout")
+      ->type_name("OUT");
+  app.add_option("--policy", a.policy, "Precision policy (docs/precision.md)")
+      ->type_name("NAME")
+      ->capture_default_str();
+  app.add_option("--fidelity", a.fidelity, "unfused, fused or all (docs/fidelities.md)")
+      ->type_name("F")
+      ->capture_default_str();
+  app.add_option("--size", a.sizes, "Set a free size: --size N=1024 (repeatable)")
+      ->type_name("NAME=N")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--set", a.sets,
+                 "Override a device figure: --set dram_bandwidth_bytes_per_s=4e12 (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+// `--size N=64 --size M=8` or `--size N=64,M=8`. A name given twice is an error.
+ir::SymbolValues size_overrides(const std::vector<std::string>& items) {
+  ir::SymbolValues result;
+  for (const std::string& item : items) {
+    for (auto& [name, value] : ir::parse_size_overrides(item)) {
+      if (!result.emplace(name, value).second) {
+        throw UserError("--size " + name + " is given more than once");
+      }
+    }
+  }
+  return result;
+}
+
+einsum::Graph load_graph(const CommonArgs& a) {
+  const ir::Program p = ir::parse_file(a.file);
+  const ir::SymbolValues sizes = ir::check_or_throw(p, size_overrides(a.sizes));
+  einsum::Graph g = einsum::lift(p, sizes);
+  g.source = a.file;
+  return g;
+}
+
+hw::Device load_device(const std::string& spec, const std::vector<std::string>& sets) {
+  hw::Device d = hw::resolve_device(spec);
+  for (const std::string& s : sets) hw::apply_override(d, s);
+  return d;
+}
+
+std::vector<hw::Device> load_devices(std::vector<std::string> specs,
+                                     const std::vector<std::string>& sets) {
+  if (specs.empty()) specs = hw::builtin_device_names();
+  std::vector<hw::Device> devices;
+  for (const std::string& spec : specs) devices.push_back(load_device(spec, sets));
+  return devices;
+}
+
+// Writes `content` to a temporary file beside `path`, then renames it over `path`: readers see
+// the old file or the new one, never a part.
+void write_file_atomically(const std::string& path, const std::string& content) {
+  fs::path tmp(path);
+  tmp += ".solar-tmp";
+  {
+    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+    if (!o) throw UserError("cannot write '" + tmp.string() + "': " + std::strerror(errno));
+    o << content;
+    o.close();
+    if (!o) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw UserError("cannot write '" + tmp.string() + "'");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw UserError("cannot replace '" + path + "': " + ec.message());
+  }
+}
+
+// The table on `out`, or with `--json -` the JSON instead; with `--json OUT` both (the JSON to
+// OUT).
+void emit(const nlohmann::json& j, const std::string& json_path, const std::string& table,
+          std::ostream& out) {
+  const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (json_path == "-") {
+    out << text;
+    return;
+  }
+  if (!json_path.empty()) write_file_atomically(json_path, text);
+  out << table;
+  if (!json_path.empty()) out << "\nwrote " << json_path << "\n";
+}
+
+int run_sol(const SolArgs& a, std::ostream& out) {
+  const sol::PrecisionPolicy& policy = sol::find_precision_policy(a.common.policy);
+  const std::vector<sol::Fidelity> fidelities = sol::parse_fidelities(a.common.fidelity);
+  report::Report r = report::make_report(load_graph(a.common), load_device(a.hw, a.common.sets),
+                                         policy, fidelities);
+  emit(report::report_to_json(r), a.common.json, report::render_report(r, a.top), out);
+  return 0;
+}
+
+int run_multi(const MultiArgs& a, bool provision, std::ostream& out) {
+  const sol::PrecisionPolicy& policy = sol::find_precision_policy(a.common.policy);
+  const std::vector<sol::Fidelity> fidelities = sol::parse_fidelities(a.common.fidelity);
+  std::optional<double> latency;
+  if (provision) latency = sol::parse_duration(a.latency);
+  const einsum::Graph g = load_graph(a.common);
+  const report::MultiDeviceReport r =
+      report::compare_devices(g, load_devices(a.hw, a.common.sets), policy, fidelities, latency);
+  emit(report::multi_device_to_json(r), a.common.json,
+       provision ? report::render_provision(r) : report::render_compare(r), out);
+  return 0;
+}
+
+// Parses `args` with `app` and runs `body`; every error becomes a message on `err` and an exit
+// code.
+template <typename Body>
+int run_command(CLI::App& app, const std::vector<std::string>& args, std::ostream& out,
+                std::ostream& err, Body body) {
+  const std::string prog = app.get_name();
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
+    app.parse(reversed);
+    return body();
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    err << prog << ": error: " << e.what() << " (see '" << prog << " --help')\n";
+    return 1;
+  } catch (const ir::DiagnosticError& e) {
+    for (const ir::Diagnostic& d : e.diagnostics()) err << d.str() << '\n';
+    if (e.diagnostics().empty()) err << prog << ": error: " << e.what() << '\n';
+    return 1;
+  } catch (const UserError& e) {
+    const std::string message = e.what();
+    err << (message.find(": error: ") != std::string::npos ? "" : prog + ": error: ") << message
+        << '\n';
+    return 1;
+  } catch (const InternalError& e) {
+    err << "solar: " << e.what() << '\n';
+    return 2;
+  } catch (const std::bad_alloc&) {
+    err << prog << ": error: out of memory (lower the sizes)\n";
+    return 1;
+  } catch (const std::exception& e) {
+    err << "solar: internal error (please report): " << e.what() << '\n';
+    return 2;
+  }
+}
+
+// The options of provision and compare.
+void add_multi_options(CLI::App& app, MultiArgs& a) {
+  add_common_options(app, a.common);
+  app.add_option("--hw", a.hw, "Devices, built-in names or .yaml files (default: every built-in)")
+      ->type_name("NAME,...")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+}  // namespace
+
+int sol_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"Speed-of-light time of an IR program on one device (docs/report.md).", "solar sol"};
+  SolArgs a;
+  add_common_options(app, a.common);
+  app.add_option("--hw", a.hw, "Device: a built-in name (solar hw list) or a .yaml file")
+      ->type_name("NAME")
+      ->required();
+  app.add_option("--top", a.top, "Nodes shown in the table")->type_name("N")->capture_default_str();
+  return run_command(app, args, out, err, [&] { return run_sol(a, out); });
+}
+
+int provision_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{
+      "Inverse roofline: what a latency target needs of each device "
+      "(docs/fidelities.md).",
+      "solar provision"};
+  MultiArgs a;
+  add_multi_options(app, a);
+  app.add_option("--latency", a.latency, "Latency target: 2ms, 1.5us, 0.25s, 800ns")
+      ->type_name("TIME")
+      ->required();
+  return run_command(app, args, out, err, [&] { return run_multi(a, true, out); });
+}
+
+int compare_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"SOL of an IR program on several devices, one table (docs/report.md).",
+               "solar compare"};
+  MultiArgs a;
+  add_multi_options(app, a);
+  return run_command(app, args, out, err, [&] { return run_multi(a, false, out); });
+}
+
+}  // namespace solar::cli

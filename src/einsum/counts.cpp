@@ -1,0 +1,150 @@
+// Operation counts and dtypes of kernels (see counts.h).
+#include "counts.h"
+
+#include "solar/util/error.h"
+
+namespace solar::einsum::detail {
+namespace {
+
+// Operations at one point of the domain.
+struct PerPoint {
+  int64_t simple = 0;
+  int64_t special = 0;
+  int64_t total() const { return simple + special; }
+};
+
+PerPoint operator+(PerPoint a, PerPoint b) { return {a.simple + b.simple, a.special + b.special}; }
+
+PerPoint of_class(char cost_class) {
+  switch (cost_class) {
+    case 's':
+      return {1, 0};
+    case 'x':
+      return {0, 1};
+    default:
+      return {};
+  }
+}
+
+// The larger of two branches: more operations, then more special ones.
+PerPoint larger(PerPoint a, PerPoint b) {
+  if (a.total() != b.total()) return a.total() > b.total() ? a : b;
+  return a.special >= b.special ? a : b;
+}
+
+PerPoint ops_of(const ir::Expr& e) {
+  switch (e.kind) {
+    case ir::ExprKind::Const:
+    case ir::ExprKind::Index:
+    case ir::ExprKind::Read:
+      return {};
+    case ir::ExprKind::Unary:
+      return of_class(ir::unary_op_cost_class(e.unary_op)) + ops_of(*e.args[0]);
+    case ir::ExprKind::Binary:
+      return of_class(ir::binary_op_cost_class(e.binary_op)) + ops_of(*e.args[0]) +
+             ops_of(*e.args[1]);
+    case ir::ExprKind::Select:
+      return ops_of(*e.args[0]) + PerPoint{1, 0} + larger(ops_of(*e.args[1]), ops_of(*e.args[2]));
+    case ir::ExprKind::Cast:
+      return ops_of(*e.args[0]);
+  }
+  SOLAR_CHECK(false, "unknown ExprKind");
+}
+
+int64_t times(int64_t per_point, int64_t points) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(per_point, points, &r)) {
+    throw UserError("operation count overflows 64 bits");
+  }
+  return r;
+}
+
+// Ranks of dtypes for promotion: kind first (bool < integer < float), then size.
+int kind_rank(ir::DType t) {
+  if (ir::dtype_is_float(t)) return 2;
+  return ir::dtype_is_integer(t) ? 1 : 0;
+}
+
+void visit_dtypes(const ir::Expr& e, const DTypeOf& dtype_of, bool& have, ir::DType& widest,
+                  bool floats_only) {
+  std::optional<ir::DType> t;
+  if (e.kind == ir::ExprKind::Read) t = dtype_of(e.tensor);
+  if (e.kind == ir::ExprKind::Cast) t = e.cast_to;
+  if (t && (!floats_only || ir::dtype_is_float(*t))) {
+    widest = have ? promote(widest, *t) : *t;
+    have = true;
+  }
+  for (const ir::ExprP& a : e.args) visit_dtypes(*a, dtype_of, have, widest, floats_only);
+}
+
+}  // namespace
+
+bool is_mac(const ir::Kernel& k) {
+  return k.op == ir::AssignOp::Sum && k.rhs->kind == ir::ExprKind::Binary &&
+         k.rhs->binary_op == ir::BinaryOp::Mul;
+}
+
+OpCounts count_ops(const ir::Kernel& k, int64_t points) {
+  OpCounts c;
+  PerPoint p;
+  if (is_mac(k)) {
+    c.macs = points;
+    p = ops_of(*k.rhs->args[0]) + ops_of(*k.rhs->args[1]);
+  } else {
+    p = ops_of(*k.rhs);
+    if (k.op != ir::AssignOp::Assign) p.simple += 1;  // the reduction's combine
+  }
+  c.simple = times(p.simple, points);
+  c.special = times(p.special, points);
+  return c;
+}
+
+ir::DType promote(ir::DType a, ir::DType b) {
+  if (a == b) return a;
+  if (kind_rank(a) != kind_rank(b)) return kind_rank(a) > kind_rank(b) ? a : b;
+  if (ir::dtype_size(a) != ir::dtype_size(b)) return ir::dtype_size(a) > ir::dtype_size(b) ? a : b;
+  switch (ir::dtype_size(a)) {  // two different dtypes of one size and kind
+    case 2:
+      return ir::DType::F32;  // f16, bf16
+    case 1:
+      return ir::dtype_is_float(a) ? ir::DType::F16 : ir::DType::I32;  // f8 pair; i8, u8
+    default:
+      internal_error(__FILE__, __LINE__, "promote: unexpected dtype pair");
+  }
+}
+
+std::optional<ir::DType> value_dtype(const ir::Expr& e, const DTypeOf& dtype_of) {
+  switch (e.kind) {
+    case ir::ExprKind::Const:
+    case ir::ExprKind::Index:
+      return std::nullopt;
+    case ir::ExprKind::Read:
+      return dtype_of(e.tensor);
+    case ir::ExprKind::Cast:
+      return e.cast_to;
+    case ir::ExprKind::Unary:
+    case ir::ExprKind::Binary:
+    case ir::ExprKind::Select:
+      break;
+  }
+  std::optional<ir::DType> t;
+  const size_t first = e.kind == ir::ExprKind::Select ? 1 : 0;  // not the condition
+  for (size_t i = first; i < e.args.size(); ++i) {
+    const std::optional<ir::DType> a = value_dtype(*e.args[i], dtype_of);
+    if (a) t = t ? promote(*t, *a) : *a;
+  }
+  return t;
+}
+
+ir::DType compute_dtype(const ir::Expr& rhs, ir::DType out, const DTypeOf& dtype_of) {
+  bool have_float = ir::dtype_is_float(out);
+  ir::DType widest_float = out;
+  visit_dtypes(rhs, dtype_of, have_float, widest_float, true);
+  if (have_float) return widest_float;
+  bool have = true;
+  ir::DType widest = out;
+  visit_dtypes(rhs, dtype_of, have, widest, false);
+  return widest;
+}
+
+}  // namespace solar::einsum::detail

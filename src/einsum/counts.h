@@ -1,0 +1,38 @@
+// Operation counts and dtypes of a kernel, by the conventions of graph.h (docs/einsum.md,
+// "Counting conventions").
+//
+// Internal to the einsum module; not part of the public API.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "solar/einsum/graph.h"
+#include "solar/ir/ast.h"
+
+namespace solar::einsum::detail {
+
+// Whether the kernel's points are MACs: a `+=` whose right side is a product of two operands.
+bool is_mac(const ir::Kernel& k);
+
+// MACs and other operations of a kernel over `points` points of its domain.
+OpCounts count_ops(const ir::Kernel& k, int64_t points);
+
+// The dtype two values of dtypes a and b combine to: a float over an integer over bool; the wider
+// of two floats (or of two integers); f16 with bf16 gives f32, the two f8 give f16, i8 with u8
+// gives i32 (no narrower dtype holds both).
+ir::DType promote(ir::DType a, ir::DType b);
+
+using DTypeOf = std::function<ir::DType(const std::string& tensor)>;
+
+// The dtype an expression's value has before it is stored: a read has its tensor's dtype, a cast
+// its target, an operation the promotion of its operands (a select: of its two branches);
+// nullopt for constants and indices, which take the dtype of what they combine with.
+std::optional<ir::DType> value_dtype(const ir::Expr& e, const DTypeOf& dtype_of);
+
+// The widest floating dtype among the tensors read, the casts and the output; the promotion of
+// all of them when none is floating.
+ir::DType compute_dtype(const ir::Expr& rhs, ir::DType out, const DTypeOf& dtype_of);
+
+}  // namespace solar::einsum::detail

@@ -1,0 +1,683 @@
+// Footprints by structure (see footprint.h and docs/einsum.md, "Footprints").
+#include "footprint.h"
+
+#include <algorithm>
+#include <bit>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "solar/util/error.h"
+
+namespace solar::einsum::detail {
+namespace {
+
+// At most this many points of a coupled component's outer loops are enumerated (one run each),
+// and about this many word operations spent summing one group in a bitset.
+constexpr int64_t kMaxCoupledPoints = int64_t{1} << 22;
+constexpr int64_t kMaxBitsetWork = int64_t{1} << 31;
+
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  SOLAR_CHECK(!__builtin_mul_overflow(a, b, &r), "footprint: product of group sizes overflows");
+  return r;
+}
+
+int64_t floor_mod(int64_t a, int64_t m) {
+  const int64_t r = a % m;
+  return r < 0 ? r + m : r;
+}
+
+// A set of values from disjoint runs: count, bounds and gcd of the differences.
+ValueSet set_of_runs(std::vector<Run> runs) {
+  ValueSet s;
+  if (runs.empty()) return s;
+  s.min = runs.front().start;
+  s.max = runs.front().last();
+  for (const Run& r : runs) {
+    s.min = std::min(s.min, r.start);
+    s.max = std::max(s.max, r.last());
+    s.count += r.count;
+  }
+  for (const Run& r : runs) {
+    s.gcd = std::gcd(s.gcd, r.start - s.min);
+    if (r.count > 1) s.gcd = std::gcd(s.gcd, r.step);
+  }
+  s.runs = std::move(runs);
+  return s;
+}
+
+// Sorts runs that all have step `step` (or are single values, then step is 1) and merges those
+// that overlap or touch within a residue class modulo the step, so that the result is disjoint.
+std::vector<Run> merge_runs(std::vector<Run> runs, int64_t step) {
+  for (Run& r : runs) r.step = step;
+  std::sort(runs.begin(), runs.end(), [&](const Run& a, const Run& b) {
+    const int64_t ra = floor_mod(a.start, step), rb = floor_mod(b.start, step);
+    return ra != rb ? ra < rb : a.start < b.start;
+  });
+  std::vector<Run> merged;
+  for (const Run& r : runs) {
+    if (!merged.empty()) {
+      Run& m = merged.back();
+      if (floor_mod(m.start, step) == floor_mod(r.start, step) && r.start <= m.last() + step) {
+        m.count = (std::max(m.last(), r.last()) - m.start) / step + 1;
+        continue;
+      }
+    }
+    merged.push_back(r);
+  }
+  return merged;
+}
+
+// Loop bounds compiled for fast enumeration: constant + terms over earlier loops of the nest.
+class CompiledNest {
+ public:
+  // `loops`: positions in `domain`, in nest order; their bounds mention only loops among them.
+  CompiledNest(const ir::AffineDomain& domain, const std::vector<size_t>& loops) {
+    for (size_t k = 0; k < loops.size(); ++k) {
+      const ir::AffineLoop& l = domain[loops[k]];
+      lo_.push_back(compile(l.lo, domain, loops, k));
+      hi_.push_back(compile(l.hi, domain, loops, k));
+    }
+  }
+
+  size_t size() const { return lo_.size(); }
+  int64_t lo(size_t k, const std::vector<int64_t>& x) const { return eval(lo_[k], x); }
+  int64_t hi(size_t k, const std::vector<int64_t>& x) const { return eval(hi_[k], x); }
+
+  // Calls fn(x) for the points of the first `depth` loops, in order, until it returns false or
+  // `limit` points were visited. Returns whether every point was visited.
+  template <typename Fn>
+  bool enumerate(size_t depth, int64_t limit, Fn fn) const {
+    std::vector<int64_t> x(size(), 0);
+    int64_t visited = 0;
+    auto rec = [&](auto& self, size_t k) -> bool {
+      if (k == depth) {
+        return ++visited <= limit && fn(static_cast<const std::vector<int64_t>&>(x));
+      }
+      const int64_t hi_k = hi(k, x);
+      for (x[k] = lo(k, x); x[k] < hi_k; ++x[k]) {
+        if (!self(self, k + 1)) return false;
+      }
+      return true;
+    };
+    return rec(rec, 0);
+  }
+
+ private:
+  struct Bound {
+    int64_t constant = 0;
+    std::vector<std::pair<size_t, int64_t>> terms;  // (position among the loops, coefficient)
+  };
+
+  static Bound compile(const ir::AffineForm& f, const ir::AffineDomain& domain,
+                       const std::vector<size_t>& loops, size_t k) {
+    Bound b{f.constant, {}};
+    for (size_t j = 0; j < k; ++j) {
+      const int64_t c = f.coeff(domain[loops[j]].var);
+      if (c != 0) b.terms.emplace_back(j, c);
+    }
+    return b;
+  }
+
+  static int64_t eval(const Bound& b, const std::vector<int64_t>& x) {
+    int64_t v = b.constant;
+    for (const auto& [j, c] : b.terms) v += c * x[j];
+    return v;
+  }
+
+  std::vector<Bound> lo_, hi_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Bitsets over a group's reduced range: bit b stands for min + gcd * b.
+
+using Bits = std::vector<uint64_t>;
+
+void set_bit(Bits& bits, int64_t b) {
+  bits[static_cast<size_t>(b) / 64] |= uint64_t{1} << (b % 64);
+}
+
+// dst |= src << s (bits shifted past the end are dropped). dst and src may be the same.
+void or_shifted(Bits& dst, const Bits& src, int64_t s) {
+  const auto ws = static_cast<size_t>(s / 64);
+  const int bs = static_cast<int>(s % 64);
+  for (size_t w = dst.size(); w-- > ws;) {
+    uint64_t v = src[w - ws] << bs;
+    if (bs != 0 && w > ws) v |= src[w - ws - 1] >> (64 - bs);
+    dst[w] |= v;
+  }
+}
+
+// bits + {0, step, ..., (count - 1) * step}, by doubling the number of terms covered.
+void add_progression(Bits& bits, int64_t step, int64_t count) {
+  for (int64_t have = 1; have < count;) {
+    const int64_t take = std::min(have, count - have);
+    or_shifted(bits, bits, take * step);
+    have += take;
+  }
+}
+
+int64_t popcount(const Bits& bits) {
+  int64_t n = 0;
+  for (uint64_t w : bits) n += std::popcount(w);
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Groups
+
+// |A_1 + ... + A_k| >= |A_1| + ... + |A_k| - (k - 1) (Cauchy-Davenport for the integers).
+ValueSet lower_bound_sum(const std::vector<ValueSet>& parts) {
+  ValueSet s;
+  s.listed = false;
+  s.exact = false;
+  for (const ValueSet& p : parts) {
+    s.count += p.count;
+    s.min += p.min;
+    s.max += p.max;
+    s.gcd = std::gcd(s.gcd, p.gcd);
+  }
+  s.count -= static_cast<int64_t>(parts.size()) - 1;
+  return s;
+}
+
+// Whether the parts, each one run, chain into one interval of their gcd-reduced range: sorted by
+// step, the first has step g and each next step is at most the span covered so far plus g.
+bool chains_to_interval(std::vector<ValueSet> parts, int64_t g) {
+  if (std::any_of(parts.begin(), parts.end(),
+                  [](const ValueSet& p) { return p.runs.size() != 1; })) {
+    return false;
+  }
+  std::sort(parts.begin(), parts.end(),
+            [](const ValueSet& a, const ValueSet& b) { return a.runs[0].step < b.runs[0].step; });
+  int64_t covered = 0;  // the reduced interval 0..covered is covered so far
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const int64_t b = parts[i].runs[0].step / g;
+    if (i == 0 ? b != 1 : b > covered + 1) return false;
+    covered += (parts[i].runs[0].count - 1) * b;
+  }
+  return true;
+}
+
+// The Minkowski sum of a group's parts in a bitset, or nullopt when too much work.
+std::optional<Bits> bitset_sum(std::vector<ValueSet> parts, int64_t g, int64_t range) {
+  std::sort(parts.begin(), parts.end(),
+            [](const ValueSet& a, const ValueSet& b) { return a.runs.size() > b.runs.size(); });
+  const int64_t words = range / 64 + 1;
+  int64_t work = parts[0].count;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    for (const Run& r : parts[i].runs) work += words * (2 + std::bit_width(uint64_t(r.count)));
+  }
+  if (work > kMaxBitsetWork) return std::nullopt;
+  Bits cur(static_cast<size_t>(words), 0);
+  for (const Run& r : parts[0].runs) {
+    for (int64_t j = 0; j < r.count; ++j) set_bit(cur, (r.start - parts[0].min + j * r.step) / g);
+  }
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (parts[i].runs.size() == 1) {  // the run starts at the part's min: no shift
+      add_progression(cur, parts[i].runs[0].step / g, parts[i].runs[0].count);
+      continue;
+    }
+    Bits next(cur.size(), 0);
+    for (const Run& r : parts[i].runs) {
+      Bits shifted(cur.size(), 0);
+      or_shifted(shifted, cur, (r.start - parts[i].min) / g);
+      add_progression(shifted, r.step / g, r.count);
+      for (size_t w = 0; w < next.size(); ++w) next[w] |= shifted[w];
+    }
+    cur = std::move(next);
+  }
+  return cur;
+}
+
+// The Minkowski sum of a group of parts.
+ValueSet sum_group(const std::vector<ValueSet>& parts) {
+  if (parts.size() == 1) return parts[0];
+  const bool listed =
+      std::all_of(parts.begin(), parts.end(), [](const ValueSet& p) { return p.listed; });
+  if (!listed) return lower_bound_sum(parts);
+  ValueSet s;
+  for (const ValueSet& p : parts) {
+    s.gcd = std::gcd(s.gcd, p.gcd);
+    s.min += p.min;
+    s.max += p.max;
+  }
+  const int64_t range = (s.max - s.min) / s.gcd + 1;
+  if (chains_to_interval(parts, s.gcd)) {
+    s.runs = {Run{s.min, s.gcd, range}};
+    s.count = range;
+    return s;
+  }
+  std::optional<Bits> bits;
+  if (range <= kMaxBits) bits = bitset_sum(parts, s.gcd, range);
+  if (!bits) return lower_bound_sum(parts);
+  s.count = popcount(*bits);
+  s.bits = std::move(*bits);
+  return s;
+}
+
+int64_t span(const ValueSet& s) { return s.max - s.min; }
+
+// Combines independent parts into an image (see footprint.h).
+Image combine(int64_t constant, std::vector<ValueSet> parts) {
+  Image img;
+  img.constant = constant;
+  std::vector<ValueSet> kept;
+  for (ValueSet& p : parts) {
+    if (p.count == 0) return img;  // an empty part: the image is empty
+    if (p.count == 1 && p.exact) {
+      img.constant += p.min;  // a single value only translates the image
+    } else {
+      kept.push_back(std::move(p));
+    }
+  }
+  std::sort(kept.begin(), kept.end(), [](const ValueSet& a, const ValueSet& b) {
+    return a.gcd != b.gcd ? a.gcd < b.gcd : span(a) < span(b);
+  });
+  std::vector<int64_t> suffix_gcd(kept.size() + 1, 0);
+  for (size_t k = kept.size(); k-- > 0;) suffix_gcd[k] = std::gcd(suffix_gcd[k + 1], kept[k].gcd);
+  img.count = 1;
+  img.min = img.max = img.constant;
+  std::vector<ValueSet> group;
+  int64_t group_span = 0;
+  for (size_t k = 0; k <= kept.size(); ++k) {
+    // Cut before part k when the group so far cannot reach the next value of what follows.
+    if (!group.empty() && (k == kept.size() || group_span < suffix_gcd[k])) {
+      ValueSet g = sum_group(group);
+      img.count = checked_mul(img.count, g.count);
+      img.exact = img.exact && g.exact;
+      img.min += g.min;
+      img.max += g.max;
+      img.groups.push_back(std::move(g));
+      group.clear();
+      group_span = 0;
+    }
+    if (k < kept.size()) {
+      group_span += span(kept[k]);
+      group.push_back(std::move(kept[k]));
+    }
+  }
+  return img;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parts of a domain
+
+// The components of the domain: loops tied by their bounds, each in nest order.
+std::vector<std::vector<size_t>> components(const ir::AffineDomain& domain) {
+  std::vector<size_t> root(domain.size());
+  std::iota(root.begin(), root.end(), size_t{0});
+  const auto find = [&](size_t k) {
+    while (root[k] != k) k = root[k] = root[root[k]];
+    return k;
+  };
+  for (size_t k = 0; k < domain.size(); ++k) {
+    for (size_t j = 0; j < k; ++j) {
+      const std::string& v = domain[j].var;
+      if (domain[k].lo.coeff(v) != 0 || domain[k].hi.coeff(v) != 0) root[find(k)] = find(j);
+    }
+  }
+  std::vector<std::vector<size_t>> result;
+  std::vector<size_t> index_of_root(domain.size(), SIZE_MAX);
+  for (size_t k = 0; k < domain.size(); ++k) {
+    size_t& slot = index_of_root[find(k)];
+    if (slot == SIZE_MAX) {
+      slot = result.size();
+      result.emplace_back();
+    }
+    result[slot].push_back(k);
+  }
+  return result;
+}
+
+ir::AffineForm var_form(const std::string& var) { return ir::AffineForm{0, {{var, 1}}}; }
+
+// a - b
+ir::AffineForm minus(ir::AffineForm a, const ir::AffineForm& b) {
+  a.constant -= b.constant;
+  for (const auto& [v, c] : b.coeffs) {
+    if ((a.coeffs[v] -= c) == 0) a.coeffs.erase(v);
+  }
+  return a;
+}
+
+// The part of a box loop: {a x : lo <= x < hi}.
+ValueSet box_part(int64_t a, int64_t lo, int64_t hi) {
+  const int64_t start = a > 0 ? a * lo : a * (hi - 1);
+  return set_of_runs({Run{start, a > 0 ? a : -a, hi - lo}});
+}
+
+// Restricted to the loops of one component, the terms of `f` on them.
+ir::AffineForm restrict_form(const ir::AffineForm& f, const ir::AffineDomain& domain,
+                             const std::vector<size_t>& loops) {
+  ir::AffineForm r;
+  for (size_t k : loops) {
+    const int64_t c = f.coeff(domain[k].var);
+    if (c != 0) r.coeffs[domain[k].var] = c;
+  }
+  return r;
+}
+
+ir::AffineDomain sub_domain(const ir::AffineDomain& domain, const std::vector<size_t>& loops) {
+  ir::AffineDomain d;
+  for (size_t k : loops) d.push_back(domain[k]);
+  return d;
+}
+
+// For a component too large to enumerate: when `g` (its terms of f) is injective on the
+// component's loops that it uses, and the others can be dropped (nothing depends on them and
+// their range is never empty), the image has as many values as those loops have points.
+std::optional<int64_t> injective_count(const ir::AffineForm& g, const ir::AffineDomain& domain,
+                                       std::vector<size_t> loops) {
+  const auto depended_on = [&](size_t k) {
+    return std::any_of(loops.begin(), loops.end(), [&](size_t j) {
+      return domain[j].lo.coeff(domain[k].var) != 0 || domain[j].hi.coeff(domain[k].var) != 0;
+    });
+  };
+  for (size_t i = loops.size(); i-- > 0;) {
+    const ir::AffineLoop& l = domain[loops[i]];
+    if (g.coeff(l.var) != 0) continue;
+    if (depended_on(loops[i]) || ir::affine_min(minus(l.hi, l.lo), domain).value < 1) {
+      return std::nullopt;
+    }
+    loops.erase(loops.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  std::vector<ValueSet> hull;  // g on the bounding box of the loops
+  size_t varying = 0;
+  for (size_t k : loops) {
+    const std::string& v = domain[k].var;
+    hull.push_back(box_part(g.coeff(v), ir::affine_min(var_form(v), domain).value,
+                            ir::affine_max(var_form(v), domain).value + 1));
+    varying += hull.back().count > 1 ? 1 : 0;
+  }
+  // Injective on the box when no two varying loops share a group.
+  if (combine(0, std::move(hull)).groups.size() != varying) return std::nullopt;
+  return ir::count_points(sub_domain(domain, loops));
+}
+
+// The part of a coupled component: the runs its innermost loop traces for every point of its
+// outer loops, merged. Beyond the enumeration limits, injective_count or a lower bound.
+ValueSet coupled_part(const ir::AffineForm& f, const ir::AffineDomain& domain,
+                      const std::vector<size_t>& loops) {
+  const CompiledNest nest(domain, loops);
+  const size_t inner = loops.size() - 1;
+  const int64_t a = f.coeff(domain[loops[inner]].var);
+  std::vector<int64_t> outer_coeffs;
+  for (size_t k = 0; k < inner; ++k) outer_coeffs.push_back(f.coeff(domain[loops[k]].var));
+  const int64_t step = a == 0 ? 1 : (a > 0 ? a : -a);
+  std::vector<Run> runs;
+  const bool complete =
+      nest.enumerate(inner, kMaxCoupledPoints, [&](const std::vector<int64_t>& x) {
+        const int64_t lo = nest.lo(inner, x), hi = nest.hi(inner, x);
+        if (lo >= hi) return true;
+        int64_t base = 0;
+        for (size_t k = 0; k < inner; ++k) base += outer_coeffs[k] * x[k];
+        const Run r =
+            a == 0 ? Run{base, 1, 1} : Run{base + (a > 0 ? a * lo : a * (hi - 1)), step, hi - lo};
+        // Extend the previous run when this one continues it (an ascending triangle's rows).
+        Run& prev = runs.empty() ? runs.emplace_back(r) : runs.back();
+        if (floor_mod(prev.start, step) == floor_mod(r.start, step) && r.start >= prev.start &&
+            r.start <= prev.last() + step) {
+          prev.count = (std::max(prev.last(), r.last()) - prev.start) / step + 1;
+        } else {
+          runs.push_back(r);
+        }
+        return true;
+      });
+  runs = merge_runs(std::move(runs), step);
+  ValueSet s = set_of_runs(std::move(runs));
+  if (complete) return s;
+  // Too large to list: count it exactly if injective, else keep what was seen (a lower bound).
+  const ir::AffineForm g = restrict_form(f, domain, loops);
+  s.runs.clear();
+  s.listed = false;
+  s.min = ir::affine_min(g, domain).value;
+  s.max = ir::affine_max(g, domain).value;
+  s.gcd = 0;
+  for (const auto& [v, c] : g.coeffs) s.gcd = std::gcd(s.gcd, c);
+  if (const std::optional<int64_t> n = injective_count(g, domain, loops)) {
+    s.count = *n;
+  } else {
+    s.exact = false;
+  }
+  return s;
+}
+
+// The parts of f over the domain, one per component whose loops f uses.
+std::vector<ValueSet> domain_parts(const ir::AffineForm& f, const ir::AffineDomain& domain) {
+  std::vector<ValueSet> parts;
+  for (const std::vector<size_t>& c : components(domain)) {
+    const bool used =
+        std::any_of(c.begin(), c.end(), [&](size_t k) { return f.coeff(domain[k].var) != 0; });
+    if (!used) continue;  // the domain is not empty, so neither is this component
+    if (c.size() == 1) {
+      const ir::AffineLoop& l = domain[c[0]];
+      parts.push_back(box_part(f.coeff(l.var), l.lo.constant, l.hi.constant));
+    } else {
+      parts.push_back(coupled_part(f, domain, c));
+    }
+  }
+  return parts;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Guarded maps
+
+std::set<std::string> vars_of(const ir::AffineForm& f) {
+  std::set<std::string> vars;
+  for (const auto& [v, c] : f.coeffs) vars.insert(v);
+  return vars;
+}
+
+// Sorted distinct values as runs of consecutive values, each value times `scale` (non-zero).
+std::vector<Run> consecutive_runs(const std::vector<int64_t>& sorted, int64_t scale) {
+  std::vector<Run> runs;
+  for (size_t i = 0; i < sorted.size();) {
+    size_t j = i + 1;
+    while (j < sorted.size() && sorted[j] == sorted[j - 1] + 1) ++j;
+    const auto n = static_cast<int64_t>(j - i);
+    runs.push_back(scale > 0 ? Run{scale * sorted[i], scale, n}
+                             : Run{scale * sorted[j - 1], -scale, n});
+    i = j;
+  }
+  return runs;
+}
+
+bool needs_clip(const AccessMap& m, size_t d) {
+  return ir::affine_min(m.index[d], m.domain).value < 0 ||
+         ir::affine_max(m.index[d], m.domain).value > m.extent[d] - 1;
+}
+
+// The values of index d that lie in 0..extent, times its stride, as a part; nullopt when they
+// cannot be listed.
+std::optional<ValueSet> clipped_part(const AccessMap& m, size_t d, const ir::AffineDomain& loops) {
+  const Image values = affine_image(m.index[d], loops);
+  if (!values.listed()) return std::nullopt;
+  std::vector<int64_t> in_bounds;
+  values.for_each([&](int64_t v) {
+    if (v >= 0 && v < m.extent[d]) in_bounds.push_back(v);
+  });
+  std::sort(in_bounds.begin(), in_bounds.end());
+  if (m.strides[d] == 0) {  // a broadcast dimension: one element, if any index is in bounds
+    return in_bounds.empty() ? ValueSet{} : set_of_runs({Run{0, 1, 1}});
+  }
+  return set_of_runs(consecutive_runs(in_bounds, m.strides[d]));
+}
+
+// A guarded map whose out-of-bounds indices each use their own box loops: the in-bounds values
+// of those indices are independent parts added to the image of the other indices.
+std::optional<Image> separable_guarded_image(const AccessMap& m) {
+  std::set<std::string> clipped_vars;
+  std::vector<std::set<std::string>> vars;
+  for (const ir::AffineForm& e : m.index) vars.push_back(vars_of(e));
+  std::vector<ValueSet> parts;
+  ir::AffineForm rest{m.offset, {}};
+  for (size_t d = 0; d < m.index.size(); ++d) {
+    if (!needs_clip(m, d)) {
+      rest.constant += m.strides[d] * m.index[d].constant;
+      for (const auto& [v, c] : m.index[d].coeffs) rest.coeffs[v] += m.strides[d] * c;
+      continue;
+    }
+    ir::AffineDomain loops;
+    for (const ir::AffineLoop& l : m.domain) {
+      if (!vars[d].contains(l.var)) continue;
+      if (!l.lo.coeffs.empty() || !l.hi.coeffs.empty()) return std::nullopt;  // not a box loop
+      loops.push_back(l);
+    }
+    for (size_t e = 0; e < vars.size(); ++e) {
+      for (const std::string& v : vars[d]) {
+        if (e != d && vars[e].contains(v)) return std::nullopt;  // shared with another index
+      }
+    }
+    std::optional<ValueSet> part = clipped_part(m, d, loops);
+    if (!part) return std::nullopt;
+    parts.push_back(std::move(*part));
+    clipped_vars.insert(vars[d].begin(), vars[d].end());
+  }
+  std::erase_if(rest.coeffs, [](const auto& entry) { return entry.second == 0; });
+  ir::AffineDomain rest_domain;
+  for (const ir::AffineLoop& l : m.domain) {
+    const bool depended_on = std::any_of(m.domain.begin(), m.domain.end(), [&](const auto& o) {
+      return o.lo.coeff(l.var) != 0 || o.hi.coeff(l.var) != 0;
+    });
+    if (clipped_vars.contains(l.var) && depended_on) return std::nullopt;
+    if (!clipped_vars.contains(l.var)) rest_domain.push_back(l);
+  }
+  return affine_image(rest, rest_domain, std::move(parts));
+}
+
+// A guarded map by enumeration of its domain: exact up to kMaxEnumerated points, then the
+// distinct offsets seen so far (a lower bound). Offsets spanning more than kMaxBits are collected
+// in a list instead of a bitset, up to kMaxCoupledPoints points.
+Image enumerated_guarded_image(const AccessMap& m) {
+  int64_t lo = m.offset, hi = m.offset;
+  for (size_t d = 0; d < m.index.size(); ++d) {
+    const int64_t reach = m.strides[d] * (m.extent[d] - 1);
+    (reach < 0 ? lo : hi) += reach;
+  }
+  const bool in_bitset = hi - lo + 1 <= kMaxBits;
+  Bits bits(in_bitset ? static_cast<size_t>((hi - lo) / 64 + 1) : 0, 0);
+  std::vector<int64_t> seen;
+  std::vector<size_t> all(m.domain.size());
+  std::iota(all.begin(), all.end(), size_t{0});
+  std::vector<std::vector<int64_t>> coeffs(m.index.size());
+  for (size_t d = 0; d < m.index.size(); ++d) {
+    for (const ir::AffineLoop& l : m.domain) coeffs[d].push_back(m.index[d].coeff(l.var));
+  }
+  const int64_t limit = in_bitset ? kMaxEnumerated : kMaxCoupledPoints;
+  const bool complete =
+      CompiledNest(m.domain, all).enumerate(all.size(), limit, [&](const auto& x) {
+        int64_t flat = m.offset;
+        for (size_t d = 0; d < m.index.size(); ++d) {
+          int64_t v = m.index[d].constant;
+          for (size_t k = 0; k < x.size(); ++k) v += coeffs[d][k] * x[k];
+          if (v < 0 || v >= m.extent[d]) return true;
+          flat += m.strides[d] * v;
+        }
+        if (in_bitset) {
+          set_bit(bits, flat - lo);
+        } else {
+          seen.push_back(flat);
+        }
+        return true;
+      });
+  ValueSet s;
+  if (in_bitset) {
+    s.count = popcount(bits);
+    s.bits = std::move(bits);
+    s.min = lo;
+    s.max = hi;
+    s.gcd = 1;
+  } else {
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    s = set_of_runs(consecutive_runs(seen, 1));
+  }
+  s.exact = s.listed = complete;
+  Image img{0, {}, s.count, complete, lo, hi};
+  if (s.count > 0) img.groups.push_back(std::move(s));
+  return img;
+}
+
+}  // namespace
+
+bool same_map(const AccessMap& a, const AccessMap& b) {
+  const auto same_domain = [](const ir::AffineDomain& x, const ir::AffineDomain& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const auto& l, const auto& r) {
+      return l.var == r.var && l.lo == r.lo && l.hi == r.hi;
+    });
+  };
+  return a.data_dependent == b.data_dependent && a.moved == b.moved && a.offset == b.offset &&
+         a.index == b.index && a.strides == b.strides && a.extent == b.extent &&
+         a.guarded == b.guarded && same_domain(a.domain, b.domain) && a.text == b.text;
+}
+
+bool Image::listed() const {
+  return std::all_of(groups.begin(), groups.end(), [](const ValueSet& g) { return g.listed; });
+}
+
+Image affine_image(const ir::AffineForm& f, const ir::AffineDomain& domain,
+                   std::vector<ValueSet> extra) {
+  if (ir::count_points(domain) == 0) return Image{f.constant, {}, 0, true, 0, 0};
+  std::vector<ValueSet> parts = domain_parts(f, domain);
+  for (ValueSet& p : extra) parts.push_back(std::move(p));
+  return combine(f.constant, std::move(parts));
+}
+
+Image map_image(const AccessMap& m) {
+  SOLAR_CHECK(!m.data_dependent, "map_image of a data-dependent map");
+  bool clip = false;
+  for (size_t d = 0; d < m.index.size() && m.guarded && !clip; ++d) clip = needs_clip(m, d);
+  if (!clip) return affine_image(m.flat(), m.domain);
+  if (std::optional<Image> img = separable_guarded_image(m)) return *img;
+  return enumerated_guarded_image(m);
+}
+
+Footprint union_footprint(const std::vector<const AccessMap*>& maps, int64_t numel) {
+  std::vector<const AccessMap*> distinct;
+  int64_t moved = 0;
+  for (const AccessMap* m : maps) {
+    if (m->data_dependent) {
+      moved += m->moved;
+    } else if (std::none_of(distinct.begin(), distinct.end(),
+                            [&](const AccessMap* d) { return same_map(*d, *m); })) {
+      distinct.push_back(m);
+    }
+  }
+  std::vector<Image> images;
+  for (const AccessMap* m : distinct) images.push_back(map_image(*m));
+  std::sort(images.begin(), images.end(),
+            [](const Image& a, const Image& b) { return a.min < b.min; });
+  Footprint fp;
+  bool disjoint = true;
+  std::erase_if(images, [](const Image& img) { return img.count == 0; });
+  for (size_t i = 0; i < images.size(); ++i) {
+    if (images[i].exact && images[i].count >= numel) return Footprint{numel, true};
+    disjoint = disjoint && (i == 0 || images[i].min > images[i - 1].max);
+    fp.elements += images[i].count;
+    fp.exact = fp.exact && images[i].exact;
+  }
+  if (!disjoint) {
+    const bool listed =
+        std::all_of(images.begin(), images.end(), [](const Image& img) { return img.listed(); });
+    if (listed && numel <= kMaxBits) {
+      Bits bits(static_cast<size_t>(numel / 64 + 1), 0);
+      for (const Image& img : images) {
+        img.for_each([&](int64_t v) {
+          if (v >= 0 && v < numel) set_bit(bits, v);
+        });
+      }
+      fp = Footprint{popcount(bits), true};
+    } else {
+      fp.elements = 0;  // a lower bound: the largest single map
+      for (const Image& img : images) fp.elements = std::max(fp.elements, img.count);
+      fp.exact = false;
+    }
+  }
+  fp.elements = std::min(numel, fp.elements + moved);
+  return fp;
+}
+
+}  // namespace solar::einsum::detail

@@ -1,0 +1,616 @@
+// Lifting a checked program to an einsum graph (graph.h; docs/einsum.md, "Lifting").
+//
+// Repeat blocks are unrolled into a list of steps. Every tensor name is bound to a view of some
+// tensor's storage (initially its own); a view statement rebinds its destination when it can be
+// folded, and every other statement writes the destination's own storage and rebinds it to it.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "counts.h"
+#include "footprint.h"
+#include "solar/einsum/graph.h"
+#include "solar/ir/checker.h"
+#include "solar/ir/printer.h"
+#include "solar/util/error.h"
+#include "view.h"
+
+namespace solar::einsum {
+namespace {
+
+using detail::View;
+
+// One statement of the unrolled program.
+struct Step {
+  const ir::Stmt* stmt = nullptr;
+  ir::SymbolValues values;  // sizes and the enclosing repeat indices
+  std::string suffix;       // "[t=3]", "[t=1,u=2]" inside repeat blocks, else ""
+};
+
+void unroll(const std::vector<ir::StmtP>& body, const ir::SymbolValues& values,
+            const std::string& bindings, std::vector<Step>& out) {
+  for (const ir::StmtP& s : body) {
+    if (s->kind() != ir::StmtKind::Repeat) {
+      out.push_back({s.get(), values, bindings.empty() ? "" : "[" + bindings + "]"});
+      continue;
+    }
+    const ir::Repeat& r = std::get<ir::Repeat>(s->node);
+    const int64_t hi = ir::eval_int(*r.hi, values);
+    for (int64_t t = ir::eval_int(*r.lo, values); t < hi; ++t) {
+      ir::SymbolValues inner = values;
+      inner[r.var] = t;
+      unroll(r.body, inner,
+             (bindings.empty() ? "" : bindings + ",") + r.var + "=" + std::to_string(t), out);
+    }
+  }
+}
+
+void collect_reads(const ir::Expr& e, std::vector<std::string>& names) {
+  if (e.kind == ir::ExprKind::Read) names.push_back(e.tensor);
+  for (const ir::ExprP& a : e.args) collect_reads(*a, names);
+}
+
+// The lifted program, built step by step.
+class Lifter {
+ public:
+  Lifter(const ir::Program& p, const ir::SymbolValues& sizes) : p_(p) {
+    g_.source = p.file;
+    g_.sizes = sizes;
+    for (const ir::TensorDecl& t : p.tensors) {
+      TensorInfo info{t.name, t.role, t.dtype, {}, 0, 0};
+      for (const ir::IntExprP& d : t.shape) info.shape.push_back(ir::eval_int(*d, sizes, p.file));
+      info.numel = detail::numel(info.shape);
+      info.bytes = info.numel * ir::dtype_size(t.dtype);
+      g_.tensors.push_back(std::move(info));
+    }
+    unroll(p.body, sizes, "", steps_);
+    for (size_t i = 0; i < steps_.size(); ++i) index_uses(i);
+  }
+
+  Graph run() && {
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const ir::Stmt& s = *steps_[i].stmt;
+      if (s.kind() == ir::StmtKind::Kernel) {
+        kernel(steps_[i]);
+      } else {
+        compose(i);
+      }
+    }
+    return std::move(g_);
+  }
+
+ private:
+  // ------------------------------------------------------------------------------------------
+  // Where each tensor is read and written, for the folding rule.
+
+  void index_uses(size_t i) {
+    const ir::Stmt& s = *steps_[i].stmt;
+    std::vector<std::string> reads;
+    if (s.kind() == ir::StmtKind::Kernel) {
+      const ir::Kernel& k = std::get<ir::Kernel>(s.node);
+      collect_reads(*k.rhs, reads);
+      writes_at_[k.out].push_back(i);
+    } else {
+      const ir::Compose& c = std::get<ir::Compose>(s.node);
+      reads = c.srcs;
+      writes_at_[c.dst].push_back(i);
+    }
+    for (const std::string& r : reads) {
+      std::vector<size_t>& at = reads_at_[r];
+      if (at.empty() || at.back() != i) at.push_back(i);
+    }
+  }
+
+  static size_t next_after(const std::vector<size_t>& positions, size_t i, size_t none) {
+    const auto it = std::upper_bound(positions.begin(), positions.end(), i);
+    return it == positions.end() ? none : *it;
+  }
+
+  // Whether `dst = view of base` at step i can stay a view: dst is not a graph output, and while
+  // it holds this value (until dst is next written) and is still read, base is not overwritten.
+  // A view that a kernel or a region copy later writes into is materialised (they write only
+  // part of it), unless it is not read before (then it is dead, and dropped).
+  bool can_fold(size_t i, const std::string& dst, const std::string& base) {
+    if (tensor(dst).role == ir::TensorRole::Output || base == dst) return false;
+    const size_t end = steps_.size();
+    const size_t next_write = next_after(writes_at_[dst], i, end);
+    const std::vector<size_t>& reads = reads_at_[dst];
+    const auto last = std::lower_bound(reads.begin(), reads.end(), next_write);
+    if (last == reads.begin() || *std::prev(last) <= i) return true;  // never read: dead
+    const size_t last_read = *std::prev(last);
+    if (next_write < end) {
+      const ir::Stmt& w = *steps_[next_write].stmt;
+      if (w.kind() == ir::StmtKind::Kernel || !std::get<ir::Compose>(w.node).dst_region.empty()) {
+        return false;
+      }
+    }
+    return next_after(writes_at_[base], i, end) >= last_read;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Tensors and bindings
+
+  const TensorInfo& tensor(const std::string& name) const {
+    const TensorInfo* t = g_.find_tensor(name);
+    SOLAR_CHECK(t != nullptr, "lift: unknown tensor '" + name + "'");
+    return *t;
+  }
+
+  View binding(const std::string& name) const {
+    const auto it = bindings_.find(name);
+    return it == bindings_.end() ? detail::whole_view(tensor(name)) : it->second;
+  }
+
+  // After a step writes `name`'s own storage.
+  void materialise(const std::string& name) { bindings_.erase(name); }
+
+  // The accesses of a node, one per tensor in order of first appearance; identical maps kept once.
+  std::vector<Access> group(const std::vector<std::pair<std::string, AccessMap>>& maps) const {
+    std::vector<Access> accesses;
+    for (const auto& entry : maps) {
+      const std::string& name = entry.first;
+      const AccessMap& m = entry.second;
+      auto it = std::find_if(accesses.begin(), accesses.end(),
+                             [&](const Access& a) { return a.tensor == name; });
+      if (it == accesses.end()) {
+        accesses.push_back(Access{name, "", 0, true, 0, {}});
+        it = std::prev(accesses.end());
+      }
+      const bool seen = std::any_of(it->maps.begin(), it->maps.end(),
+                                    [&](const AccessMap& o) { return detail::same_map(o, m); });
+      if (!seen) it->maps.push_back(m);
+    }
+    for (Access& a : accesses) {
+      const TensorInfo& t = tensor(a.tensor);
+      std::vector<const AccessMap*> ptrs;
+      for (const AccessMap& m : a.maps) {
+        ptrs.push_back(&m);
+        a.text += (a.text.empty() ? "" : ", ") + m.text;
+      }
+      const Footprint fp = detail::union_footprint(ptrs, t.numel);
+      a.footprint = fp.elements;
+      a.footprint_exact = fp.exact;
+      a.bytes = fp.elements * ir::dtype_size(t.dtype);
+    }
+    return accesses;
+  }
+
+  // A unique node name: `base`, or `base#2`, `base#3`, ... when taken.
+  std::string unique_name(const std::string& base) {
+    const int n = ++name_counts_[base];
+    return n == 1 ? base : base + "#" + std::to_string(n);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Kernels
+
+  ir::AffineForm affine(const ir::IntExpr& e, const ir::SymbolValues& values) const {
+    std::optional<ir::AffineForm> f = ir::to_affine(e, values);
+    SOLAR_CHECK(f.has_value(), "lift: a checked index is not affine");
+    return *f;
+  }
+
+  std::vector<ir::AffineForm> affine_all(const std::vector<ir::IntExprP>& index,
+                                         const ir::SymbolValues& values) const {
+    std::vector<ir::AffineForm> forms;
+    for (const ir::IntExprP& e : index) forms.push_back(affine(*e, values));
+    return forms;
+  }
+
+  // The read maps of an expression, in order; `guarded` inside a select branch.
+  void read_maps(const ir::Expr& e, const Step& s, const ir::AffineDomain& domain, bool guarded,
+                 std::vector<std::pair<std::string, AccessMap>>& out) const {
+    if (e.kind == ir::ExprKind::Read) {
+      const View v = binding(e.tensor);
+      out.emplace_back(v.base, detail::view_map(v, tensor(v.base), affine_all(e.indices, s.values),
+                                                domain, guarded));
+    }
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      const bool branch = e.kind == ir::ExprKind::Select && i > 0;
+      read_maps(*e.args[i], s, domain, guarded || branch, out);
+    }
+  }
+
+  // The right side with every read written against the storage it reaches, and indices as
+  // affine forms with sizes and repeat indices substituted.
+  ir::ExprP render(const ir::Expr& e, const Step& s, const ir::AffineDomain& domain) const {
+    std::vector<ir::ExprP> args;
+    for (const ir::ExprP& a : e.args) args.push_back(render(*a, s, domain));
+    switch (e.kind) {
+      case ir::ExprKind::Const:
+        return ir::expr_const(e.number, e.is_integer_literal);
+      case ir::ExprKind::Index: {
+        const std::optional<ir::AffineForm> f = ir::to_affine(*e.index, s.values);
+        return ir::expr_index(f ? detail::form_expr(*f, domain) : e.index);
+      }
+      case ir::ExprKind::Read: {
+        const View v = binding(e.tensor);
+        const detail::BaseAccess a =
+            detail::base_access(v, tensor(v.base), affine_all(e.indices, s.values));
+        std::vector<ir::IntExprP> index;
+        for (const ir::AffineForm& f : a.index) index.push_back(detail::form_expr(f, domain));
+        return ir::expr_read(a.name, std::move(index));
+      }
+      case ir::ExprKind::Unary:
+        return ir::expr_unary(e.unary_op, args[0]);
+      case ir::ExprKind::Binary:
+        return ir::expr_binary(e.binary_op, args[0], args[1]);
+      case ir::ExprKind::Select:
+        return ir::expr_select(args[0], args[1], args[2]);
+      case ir::ExprKind::Cast:
+        return ir::expr_cast(e.cast_to, args[0]);
+    }
+    SOLAR_CHECK(false, "unknown ExprKind");
+  }
+
+  static std::string domain_text(const ir::AffineDomain& domain) {
+    std::string s;
+    for (const ir::AffineLoop& l : domain) {
+      s += (s.empty() ? "for " : ", ") + l.var + " in " + detail::form_text(l.lo, domain) + ".." +
+           detail::form_text(l.hi, domain);
+    }
+    return s.empty() ? s : s + ": ";
+  }
+
+  // A sliding window: a read index that combines a loop of the output index with a loop reduced
+  // over, or an output index that combines two loops (a transposed convolution).
+  static bool sliding_window(const std::vector<std::pair<std::string, AccessMap>>& reads,
+                             const std::vector<ir::AffineForm>& out) {
+    std::set<std::string> out_loops;
+    for (const ir::AffineForm& f : out) {
+      if (f.coeffs.size() >= 2) return true;
+      for (const auto& [v, c] : f.coeffs) out_loops.insert(v);
+    }
+    return std::any_of(reads.begin(), reads.end(), [&](const auto& read) {
+      const std::vector<ir::AffineForm>& index = read.second.index;
+      return std::any_of(index.begin(), index.end(), [&](const ir::AffineForm& f) {
+        const auto is_out = [&](const auto& term) { return out_loops.contains(term.first); };
+        return std::any_of(f.coeffs.begin(), f.coeffs.end(), is_out) &&
+               !std::all_of(f.coeffs.begin(), f.coeffs.end(), is_out);
+      });
+    });
+  }
+
+  void kernel(const Step& s) {
+    const ir::Kernel& k = std::get<ir::Kernel>(s.stmt->node);
+    Node n;
+    n.name = unique_name(k.name + s.suffix);
+    n.kind = NodeKind::Einsum;
+    n.op = "kernel";
+    std::optional<ir::AffineDomain> domain = ir::to_affine_domain(k.loops, s.values);
+    SOLAR_CHECK(domain.has_value(), "lift: a checked loop bound is not affine");
+    n.domain = std::move(*domain);
+    n.points = ir::count_points(n.domain);
+    n.reduction = reduction_of(k.op);
+
+    std::vector<std::pair<std::string, AccessMap>> reads;
+    read_maps(*k.rhs, s, n.domain, false, reads);
+    const std::vector<ir::AffineForm> out_index = affine_all(k.out_indices, s.values);
+    const TensorInfo& out = tensor(k.out);
+    const AccessMap write =
+        detail::view_map(detail::whole_view(out), out, out_index, n.domain, false);
+    n.einsum = domain_text(n.domain) + write.text + " " +
+               std::string(ir::assign_op_spelling(k.op)) + " " +
+               ir::print(*render(*k.rhs, s, n.domain));
+    n.reads = group(reads);
+    n.writes = group({{k.out, write}});
+
+    n.counts = detail::count_ops(k, n.points);
+    const detail::DTypeOf dtype_of = [&](const std::string& t) { return tensor(t).dtype; };
+    n.out_dtype = out.dtype;
+    n.compute_dtype = detail::compute_dtype(*k.rhs, out.dtype, dtype_of);
+    if (detail::is_mac(k)) {
+      const std::optional<ir::DType> a = detail::value_dtype(*k.rhs->args[0], dtype_of);
+      const std::optional<ir::DType> b = detail::value_dtype(*k.rhs->args[1], dtype_of);
+      n.mac_lhs_dtype = a ? a : b ? b : out.dtype;
+      n.mac_rhs_dtype = b ? b : a ? a : out.dtype;
+      n.conv_like = sliding_window(reads, out_index);
+    }
+    g_.nodes.push_back(std::move(n));
+    materialise(k.out);
+  }
+
+  static Reduction reduction_of(ir::AssignOp op) {
+    switch (op) {
+      case ir::AssignOp::Assign:
+        return Reduction::None;
+      case ir::AssignOp::Sum:
+        return Reduction::Sum;
+      case ir::AssignOp::Prod:
+        return Reduction::Prod;
+      case ir::AssignOp::Max:
+        return Reduction::Max;
+      case ir::AssignOp::Min:
+        return Reduction::Min;
+    }
+    SOLAR_CHECK(false, "unknown AssignOp");
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Composition statements
+
+  int64_t eval(const ir::IntExpr& e, const Step& s) const {
+    return ir::eval_int(e, s.values, p_.file);
+  }
+
+  std::vector<int64_t> ints(const ir::Compose& c, std::string_view key, const Step& s) const {
+    std::vector<int64_t> v;
+    for (const ir::ComposeAttr& a : c.attrs) {
+      if (a.key != key) continue;
+      for (const ir::IntExprP& e : a.ints) v.push_back(eval(*e, s));
+    }
+    return v;
+  }
+
+  std::vector<detail::SliceBounds> slices(const std::vector<ir::SliceSpec>& specs,
+                                          const std::vector<int64_t>& shape, const Step& s) const {
+    std::vector<detail::SliceBounds> out;
+    for (size_t d = 0; d < specs.size(); ++d) {
+      const ir::SliceSpec& sp = specs[d];
+      detail::SliceBounds b;
+      b.is_index = sp.is_index;
+      b.start = sp.start ? eval(*sp.start, s) : 0;
+      b.stop = sp.stop ? eval(*sp.stop, s) : shape[d];
+      b.step = sp.step ? eval(*sp.step, s) : 1;
+      out.push_back(b);
+    }
+    return out;
+  }
+
+  // The view a view statement gives, or nullopt when its data must move.
+  std::optional<View> view_of(const ir::Compose& c, const Step& s) const {
+    const View x = binding(c.srcs.at(0));
+    const TensorInfo& y = tensor(c.dst);
+    switch (c.op) {
+      case ir::ComposeOp::Copy:
+        if (!c.dst_region.empty() || tensor(c.srcs[0]).dtype != y.dtype) return std::nullopt;
+        return x;
+      case ir::ComposeOp::Slice:
+        return detail::slice_view(x, slices(c.src_slices, x.shape, s));
+      case ir::ComposeOp::Reshape:
+        return detail::reshape_view(x, y.shape);
+      case ir::ComposeOp::Permute: {
+        std::vector<int64_t> perm;
+        for (const ir::IntExprP& e : c.list) perm.push_back(eval(*e, s));
+        return detail::permute_view(x, perm);
+      }
+      case ir::ComposeOp::Broadcast: {
+        std::vector<int64_t> dims = ints(c, "dims", s);
+        const bool has_dims = std::any_of(c.attrs.begin(), c.attrs.end(),
+                                          [](const ir::ComposeAttr& a) { return a.key == "dims"; });
+        for (size_t i = 0; !has_dims && i < x.shape.size(); ++i) {  // numpy: align on the right
+          dims.push_back(static_cast<int64_t>(y.shape.size() - x.shape.size() + i));
+        }
+        return detail::broadcast_view(x, y.shape, dims);
+      }
+      case ir::ComposeOp::Concat:
+      case ir::ComposeOp::Pad:
+      case ir::ComposeOp::Take:
+      case ir::ComposeOp::Gather:
+      case ir::ComposeOp::Scatter:
+        return std::nullopt;
+    }
+    SOLAR_CHECK(false, "unknown ComposeOp");
+  }
+
+  void compose(size_t i) {
+    const Step& s = steps_[i];
+    const ir::Compose& c = std::get<ir::Compose>(s.stmt->node);
+    std::optional<View> v = view_of(c, s);
+    if (v && can_fold(i, c.dst, v->base)) {
+      bindings_[c.dst] = std::move(*v);
+      return;
+    }
+    Movement m = movement(c, s, v);
+    const TensorInfo& y = tensor(c.dst);
+    Node n;
+    n.name = unique_name(std::string(ir::compose_op_name(c.op)) + ":" + c.dst + s.suffix);
+    n.kind = NodeKind::Movement;
+    n.op = ir::compose_op_name(c.op);
+    n.einsum = statement_text(*s.stmt);
+    n.domain = detail::box_domain(m.points_shape);
+    n.points = detail::numel(m.points_shape);
+    n.reads = group(m.reads);
+    n.writes = group(m.writes);
+    n.out_dtype = y.dtype;
+    n.compute_dtype = y.dtype;
+    for (const Access& a : n.reads)
+      n.compute_dtype = detail::promote(n.compute_dtype, tensor(a.tensor).dtype);
+    g_.nodes.push_back(std::move(n));
+    materialise(c.dst);
+  }
+
+  // The canonical text of one statement (repeat indices stay symbolic; the node name has them).
+  static std::string statement_text(const ir::Stmt& s) {
+    ir::Program one;
+    one.body.push_back(std::make_shared<const ir::Stmt>(ir::Stmt{s.node, {}, {}}));
+    std::string text = ir::print(one);
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    return text;
+  }
+
+  struct Movement {
+    std::vector<std::pair<std::string, AccessMap>> reads, writes;
+    std::vector<int64_t> points_shape;  // the elements moved
+  };
+
+  // A map of `v` over the box of `shape`.
+  std::pair<std::string, AccessMap> box(const View& v) const {
+    return {v.base, detail::box_map(v, tensor(v.base))};
+  }
+
+  std::pair<std::string, AccessMap> whole(const std::string& name) const {
+    return box(detail::whole_view(tensor(name)));
+  }
+
+  // A data-dependent map: `moved` elements of `name`, printed as `text`.
+  std::pair<std::string, AccessMap> data_dependent(const std::string& name, std::string text,
+                                                   int64_t moved) const {
+    AccessMap m;
+    m.text = std::move(text);
+    m.data_dependent = true;
+    m.moved = moved;
+    return {binding(name).base, std::move(m)};
+  }
+
+  // The text of a data-dependent access of x (of rank `rank`) over the loops d0, d1, ... of
+  // the elements moved: "x[d0, idx[d1, d2], d3]" for take (I's loops replace dimension dim),
+  // "x[d0, idx[d0, d1]]" for gather and scatter (the loops of I's own dimensions).
+  static std::string indexed_text(const std::string& x, size_t rank, size_t dim,
+                                  const std::string& idx, size_t idx_rank, bool take) {
+    const auto var = [](size_t k) { return "d" + std::to_string(k); };
+    const size_t first = take ? dim : 0;
+    std::string s = x + "[";
+    for (size_t d = 0; d < rank; ++d) {
+      if (d > 0) s += ", ";
+      if (d != dim) {
+        s += var(take && d > dim ? d - 1 + idx_rank : d);
+        continue;
+      }
+      s += idx + "[";
+      for (size_t k = 0; k < idx_rank; ++k) s += (k ? ", " : "") + var(first + k);
+      s += "]";
+    }
+    return s + "]";
+  }
+
+  Movement movement(const ir::Compose& c, const Step& s, const std::optional<View>& view) const {
+    Movement m;
+    const TensorInfo& y = tensor(c.dst);
+    m.points_shape = y.shape;
+    switch (c.op) {
+      case ir::ComposeOp::Copy: {
+        const View region =
+            detail::slice_view(detail::whole_view(y), slices(c.dst_region, y.shape, s));
+        m.reads.push_back(box(binding(c.srcs[0])));
+        m.writes.push_back(box(region));
+        m.points_shape = region.shape;
+        return m;
+      }
+      case ir::ComposeOp::Slice:
+      case ir::ComposeOp::Permute:
+      case ir::ComposeOp::Broadcast:
+        m.reads.push_back(box(*view));
+        m.writes.push_back(whole(c.dst));
+        return m;
+      case ir::ComposeOp::Reshape:
+        m.reads.push_back(box(view ? *view : binding(c.srcs[0])));
+        m.writes.push_back(whole(c.dst));
+        return m;
+      case ir::ComposeOp::Concat:
+        concat(c, s, m);
+        return m;
+      case ir::ComposeOp::Pad:
+        m.reads.push_back(box(binding(c.srcs[0])));
+        m.writes.push_back(whole(c.dst));
+        return m;
+      case ir::ComposeOp::Take:
+      case ir::ComposeOp::Gather:
+        take_or_gather(c, s, m);
+        return m;
+      case ir::ComposeOp::Scatter:
+        scatter(c, s, m);
+        return m;
+    }
+    SOLAR_CHECK(false, "unknown ComposeOp");
+  }
+
+  // Each source is written to its own part of Y along `dim`.
+  void concat(const ir::Compose& c, const Step& s, Movement& m) const {
+    const TensorInfo& y = tensor(c.dst);
+    const auto dim = static_cast<size_t>(ints(c, "dim", s).at(0));
+    int64_t at = 0;
+    for (const std::string& src : c.srcs) {
+      const View x = binding(src);
+      m.reads.push_back(box(x));
+      View part = detail::whole_view(y);
+      part.offset = at * part.strides[dim];
+      part.shape = x.shape;
+      m.writes.push_back(box(part));
+      at += x.shape[dim];
+    }
+  }
+
+  // take: Y[a.., i.., b..] = X[a.., I[i..], b..];  gather: Y[p] = X[p with p[dim] = I[p]].
+  // Reads I, and one element of X per element of Y, at positions I decides.
+  void take_or_gather(const ir::Compose& c, const Step& s, Movement& m) const {
+    const std::string& x = c.srcs[0];
+    const std::string& idx = c.srcs[1];
+    const TensorInfo& y = tensor(c.dst);
+    const auto dim = static_cast<size_t>(ints(c, "dim", s).at(0));
+    const size_t x_rank = tensor(x).shape.size();
+    const size_t idx_rank = tensor(idx).shape.size();
+    m.reads.push_back(box(binding(idx)));
+    const std::string text =
+        indexed_text(x, x_rank, dim, idx, idx_rank, c.op == ir::ComposeOp::Take);
+    m.reads.push_back(data_dependent(x, text, y.numel));
+    m.writes.push_back(whole(c.dst));
+  }
+
+  // Y = X, then Y[.., I[p], ..] op= S[p] for every position p of I. In place (Y is X's own
+  // storage), only the updates move: I, the elements of S at I's positions, and as many of Y
+  // (also read first when reduce is not none). Else X is copied to Y first.
+  void scatter(const ir::Compose& c, const Step& s, Movement& m) const {
+    const View x = binding(c.srcs[0]);
+    const TensorInfo& y = tensor(c.dst);
+    const TensorInfo& idx = tensor(c.srcs[1]);
+    const auto dim = static_cast<size_t>(ints(c, "dim", s).at(0));
+    View s_part = binding(c.srcs[2]);
+    s_part.shape = idx.shape;  // I is no larger than S: S is read at I's positions
+    m.reads.push_back(box(binding(c.srcs[1])));
+    m.reads.push_back(box(s_part));
+    const bool in_place = detail::is_whole(x, y);
+    if (!in_place) {
+      m.reads.push_back(box(x));
+      m.writes.push_back(whole(c.dst));
+      return;
+    }
+    std::string reduce = "none";
+    for (const ir::ComposeAttr& a : c.attrs) {
+      if (a.key == "reduce") reduce = a.word;
+    }
+    const std::string text =
+        indexed_text(c.dst, y.shape.size(), dim, c.srcs[1], idx.shape.size(), false);
+    if (reduce != "none") m.reads.push_back(data_dependent(c.dst, text, idx.numel));
+    m.writes.push_back(data_dependent(c.dst, text, idx.numel));
+    m.points_shape = idx.shape;
+  }
+
+  const ir::Program& p_;
+  Graph g_;
+  std::vector<Step> steps_;
+  std::map<std::string, std::vector<size_t>> reads_at_, writes_at_;
+  std::map<std::string, View> bindings_;
+  std::map<std::string, int> name_counts_;
+};
+
+// Sizes to check with: the free sizes of `sizes` as overrides. A derived size in `sizes` must
+// have the value it derives to.
+ir::SymbolValues bind_checked(const ir::Program& p, const ir::SymbolValues& sizes) {
+  ir::SymbolValues overrides;
+  for (const auto& [name, value] : sizes) {
+    const ir::SizeDecl* d = p.find_size(name);
+    if (d == nullptr || d->is_free()) overrides[name] = value;
+  }
+  ir::SymbolValues bound = ir::check_or_throw(p, overrides);
+  for (const auto& [name, value] : sizes) {
+    if (bound.at(name) != value) {
+      throw UserError("size '" + name + "' is derived from other sizes and is " +
+                      std::to_string(bound.at(name)) + " here, not " + std::to_string(value));
+    }
+  }
+  return bound;
+}
+
+}  // namespace
+
+Graph lift(const ir::Program& p, const ir::SymbolValues& sizes) {
+  return Lifter(p, bind_checked(p, sizes)).run();
+}
+
+}  // namespace solar::einsum

@@ -1,0 +1,30 @@
+// JSON pieces shared by the report and the what-if reports (not public API; docs/report.md).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "solar/einsum/graph.h"
+#include "solar/ir/sizes.h"
+#include "solar/sol/analysis.h"
+
+namespace solar::report::detail {
+
+// The name a report shows for the IR file at `path`: its file name, without directories, so a
+// report does not depend on where the file lies.
+std::string source_name(const std::string& path);
+
+// {"macs", "flops", "other_ops", "simple_ops", "special_ops"}.
+nlohmann::json totals_json(const einsum::OpCounts& c);
+
+// {"N": 1024, ...}.
+nlohmann::json sizes_json(const ir::SymbolValues& sizes);
+
+// `sol`: for each fidelity F analysed, "F_s", "bottleneck_F", "memory_F_s"; "compute_s" (the
+// summed compute terms, the same at every fidelity); "fused_over_unfused" when both were.
+nlohmann::json sol_json(const sol::Analysis& a);
+
+// `bytes`: {"F": DRAM bytes} for each fidelity analysed.
+nlohmann::json bytes_json(const sol::Analysis& a);
+
+}  // namespace solar::report::detail

@@ -1,0 +1,194 @@
+// Multi-device what-if reports: compare and provision (include/solar/report/whatif.h).
+#include "solar/report/whatif.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "format.h"
+#include "json_parts.h"
+#include "solar/util/error.h"
+
+namespace solar::report {
+namespace {
+
+using namespace detail;
+
+size_t count_fallback_nodes(const sol::Analysis& a) {
+  return static_cast<size_t>(std::count_if(a.nodes.begin(), a.nodes.end(), [](const auto& c) {
+    return (c.mac_rate && c.mac_rate->fallback()) || (c.other_rate && c.other_rate->fallback());
+  }));
+}
+
+nlohmann::json provision_json(const sol::Provision& p) {
+  return {{"time_s", p.time_s},
+          {"factor", p.factor},
+          {"compute_factor", p.compute_factor},
+          {"bandwidth_factor", p.bandwidth_factor},
+          {"effective_flops_per_s", p.effective_flops_per_s},
+          {"meets_target", p.meets()}};
+}
+
+nlohmann::json device_json(const DeviceResult& d) {
+  nlohmann::json j = {{"name", d.device}};
+  if (!d.analysis) {
+    j["error"] = d.error;
+    return j;
+  }
+  j["sol"] = sol_json(*d.analysis);
+  j["precision_fallback_nodes"] = d.fallback_nodes;
+  if (!d.provision.empty()) {
+    nlohmann::json p = nlohmann::json::object();
+    for (const sol::Provision& x : d.provision) {
+      p[std::string(sol::fidelity_name(x.fidelity))] = provision_json(x);
+    }
+    j["provision"] = std::move(p);
+  }
+  return j;
+}
+
+std::string header(const MultiDeviceReport& r, const std::string& title) {
+  std::string s = title + "\n  precision policy: " + r.policy + "\n  " + r.verification + "\n";
+  s += "  work: " + format_count(static_cast<double>(r.totals.macs), "MAC") + ", " +
+       format_count(static_cast<double>(r.totals.flops()), "FLOP") + " (" +
+       std::string(kFlopsConvention) + ")\n  DRAM bytes: ";
+  std::string sep;
+  for (const auto& [f, bytes] : r.bytes) {
+    s += sep + std::string(sol::fidelity_name(f)) + " " + format_bytes(static_cast<double>(bytes));
+    sep = ", ";
+  }
+  return s + "\n";
+}
+
+// Devices that could not be analysed, and devices that used fallback rates.
+std::string device_notes(const MultiDeviceReport& r) {
+  std::string s;
+  for (const DeviceResult& d : r.devices) {
+    if (!d.analysis) {
+      s += "  " + d.device + ": not analysed: " + d.error + "\n";
+    } else if (d.fallback_nodes > 0) {
+      s += "  " + d.device + ": " + std::to_string(d.fallback_nodes) +
+           " node(s) at a fallback precision (solar sol --hw " + d.device + " lists them)\n";
+    }
+  }
+  return s.empty() ? s : "\nNotes:\n" + s;
+}
+
+}  // namespace
+
+MultiDeviceReport compare_devices(const einsum::Graph& g, const std::vector<hw::Device>& devices,
+                                  const sol::PrecisionPolicy& policy,
+                                  const std::vector<sol::Fidelity>& fidelities,
+                                  std::optional<double> latency_s) {
+  MultiDeviceReport r;
+  r.source = source_name(g.source);
+  r.sizes = g.sizes;
+  r.policy = policy.name;
+  r.fidelities = fidelities;
+  r.totals = sol::total_counts(g);
+  for (const sol::Fidelity f : fidelities) r.bytes.emplace_back(f, sol::dram_bytes(g, f));
+  r.latency_s = latency_s;
+  for (const hw::Device& d : devices) {
+    DeviceResult result;
+    result.device = d.name;
+    try {
+      result.analysis = sol::analyze(g, d, policy, fidelities);
+    } catch (const UserError& e) {  // the device has no rate for some node's precision
+      result.error = e.what();
+    }
+    if (result.analysis) {
+      result.fallback_nodes = count_fallback_nodes(*result.analysis);
+      if (latency_s) result.provision = sol::provision(*result.analysis, *latency_s);
+    }
+    r.devices.push_back(std::move(result));
+  }
+  return r;
+}
+
+nlohmann::json multi_device_to_json(const MultiDeviceReport& r) {
+  nlohmann::json bytes = nlohmann::json::object();
+  for (const auto& [f, n] : r.bytes) bytes[std::string(sol::fidelity_name(f))] = n;
+  nlohmann::json devices = nlohmann::json::array();
+  for (const DeviceResult& d : r.devices) devices.push_back(device_json(d));
+  nlohmann::json j = {
+      {"schema_version", kSchemaVersion},     {"source", r.source},
+      {"sizes", sizes_json(r.sizes)},         {"precision_policy", r.policy},
+      {"flops_convention", kFlopsConvention}, {"verification", {{"status", r.verification}}},
+      {"totals", totals_json(r.totals)},      {"bytes", bytes},
+      {"devices", std::move(devices)},
+  };
+  if (r.latency_s) {
+    const double l = *r.latency_s;
+    nlohmann::json bandwidth = nlohmann::json::object();
+    for (const auto& [f, n] : r.bytes) {
+      bandwidth[std::string(sol::fidelity_name(f))] = static_cast<double>(n) / l;
+    }
+    j["latency_s"] = l;
+    j["required"] = {{"flops_per_s", static_cast<double>(r.totals.flops()) / l},
+                     {"bandwidth_bytes_per_s", std::move(bandwidth)}};
+  }
+  return j;
+}
+
+std::string render_compare(const MultiDeviceReport& r) {
+  std::vector<std::string> head = {"device"};
+  std::string align = "l";
+  for (const sol::Fidelity f : r.fidelities) {
+    head.push_back(std::string(sol::fidelity_name(f)));
+    head.push_back("bound");
+    align += "rl";
+  }
+  head.push_back("fused/unfused");
+  align += "r";
+  std::vector<std::vector<std::string>> rows = {head};
+  for (const DeviceResult& d : r.devices) {
+    std::vector<std::string> row = {d.device};
+    if (!d.analysis) {
+      row.resize(head.size(), "n/a");
+    } else {
+      for (const sol::FidelityResult& f : d.analysis->results) {
+        row.push_back(format_seconds(f.time_s));
+        row.push_back(std::string(sol::bottleneck_name(f.bottleneck)));
+      }
+      const nlohmann::json sol = sol_json(*d.analysis);
+      const bool ratio = sol.contains("fused_over_unfused") && !sol["fused_over_unfused"].is_null();
+      row.push_back(ratio ? format_number(sol["fused_over_unfused"].get<double>()) : "-");
+    }
+    rows.push_back(std::move(row));
+  }
+  return header(r, "SOL of " + r.source + " across devices") + "\n" + format_table(rows, align) +
+         device_notes(r);
+}
+
+std::string render_provision(const MultiDeviceReport& r) {
+  SOLAR_CHECK(r.latency_s.has_value(), "render_provision needs a latency target");
+  const double l = *r.latency_s;
+  std::string s = header(r, "What " + r.source + " needs to run in " + format_seconds(l));
+  s += "  needs: " + format_rate(static_cast<double>(r.totals.flops()) / l) + " (FLOP / latency)";
+  for (const auto& [f, bytes] : r.bytes) {
+    s += ", " + std::string(sol::fidelity_name(f)) + " " +
+         format_bandwidth(static_cast<double>(bytes) / l);
+  }
+  s += " DRAM\n  factor = SOL / latency: > 1, every rate and the bandwidth must grow that much;"
+       "\n  compute x, bandwidth x: each alone must grow at least that much "
+       "(docs/fidelities.md)\n\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"device", "fidelity", "SOL", "factor", "compute x", "bandwidth x", "verdict"}};
+  for (const DeviceResult& d : r.devices) {
+    if (!d.analysis) {
+      rows.push_back({d.device, "-", "n/a", "n/a", "n/a", "n/a", "not analysed"});
+      continue;
+    }
+    for (const sol::Provision& p : d.provision) {
+      rows.push_back({d.device, std::string(sol::fidelity_name(p.fidelity)),
+                      format_seconds(p.time_s), format_number(p.factor),
+                      format_number(p.compute_factor), format_number(p.bandwidth_factor),
+                      p.meets() ? "meets" : "short"});
+    }
+  }
+  return s + format_table(rows, "llrrrrl") + device_notes(r);
+}
+
+}  // namespace solar::report

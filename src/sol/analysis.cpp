@@ -1,0 +1,200 @@
+// SOL cost formulas and the fidelity registry (include/solar/sol/analysis.h, docs/fidelities.md).
+#include "solar/sol/analysis.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "solar/ir/dtype.h"
+#include "solar/util/error.h"
+
+namespace solar::sol {
+namespace {
+
+Bottleneck bound(double compute_s, double memory_s) {
+  return compute_s > memory_s ? Bottleneck::Compute : Bottleneck::Memory;
+}
+
+// Unfused: T = sum_i max(compute_i, memory_i).
+FidelityResult evaluate_unfused(const einsum::Graph& g, const std::vector<NodeCost>& nodes,
+                                double /*bandwidth*/) {
+  FidelityResult r{Fidelity::Unfused};
+  double compute_bound_s = 0;
+  double memory_bound_s = 0;
+  for (const NodeCost& c : nodes) {
+    r.time_s += c.time_s;
+    r.compute_s += c.compute_s;
+    r.memory_s += c.memory_s;
+    (c.bottleneck == Bottleneck::Compute ? compute_bound_s : memory_bound_s) += c.time_s;
+  }
+  r.bytes = dram_bytes(g, Fidelity::Unfused);
+  r.bottleneck = bound(compute_bound_s, memory_bound_s);
+  return r;
+}
+
+// Fused: T = max(sum_i compute_i, bytes_io / bandwidth).
+FidelityResult evaluate_fused(const einsum::Graph& g, const std::vector<NodeCost>& nodes,
+                              double bandwidth) {
+  FidelityResult r{Fidelity::Fused};
+  for (const NodeCost& c : nodes) r.compute_s += c.compute_s;
+  r.bytes = dram_bytes(g, Fidelity::Fused);
+  r.memory_s = static_cast<double>(r.bytes) / bandwidth;
+  r.time_s = std::max(r.compute_s, r.memory_s);
+  r.bottleneck = bound(r.compute_s, r.memory_s);
+  return r;
+}
+
+using Evaluator = FidelityResult (*)(const einsum::Graph&, const std::vector<NodeCost>&, double);
+
+struct FidelityInfo {
+  Fidelity fidelity;
+  std::string_view name;
+  std::string_view description;
+  Evaluator evaluate;  // nullptr: not implemented in this version
+};
+
+constexpr Evaluator evaluator_of(Fidelity f) {
+  switch (f) {
+    case Fidelity::Unfused:
+      return evaluate_unfused;
+    case Fidelity::Fused:
+      return evaluate_fused;
+    case Fidelity::Cache:
+      return nullptr;
+  }
+  return nullptr;
+}
+
+constexpr FidelityInfo kFidelities[] = {
+#define SOLAR_X(e, s, d) {Fidelity::e, s, d, evaluator_of(Fidelity::e)},
+    SOLAR_FIDELITIES(SOLAR_X)
+#undef SOLAR_X
+};
+
+const FidelityInfo& info(Fidelity f) { return kFidelities[static_cast<size_t>(f)]; }
+
+}  // namespace
+
+std::string_view bottleneck_name(Bottleneck b) {
+  switch (b) {
+    case Bottleneck::Compute:
+      return "compute";
+    case Bottleneck::Memory:
+      return "memory";
+  }
+  internal_error(__FILE__, __LINE__, "bad Bottleneck");
+}
+
+const Rate* NodeCost::main_rate() const {
+  if (mac_rate) return &*mac_rate;
+  return other_rate ? &*other_rate : nullptr;
+}
+
+std::string_view fidelity_name(Fidelity f) { return info(f).name; }
+bool fidelity_implemented(Fidelity f) { return info(f).evaluate != nullptr; }
+
+const std::vector<Fidelity>& implemented_fidelities() {
+  static const std::vector<Fidelity> implemented = [] {
+    std::vector<Fidelity> v;
+    for (const FidelityInfo& i : kFidelities) {
+      if (i.evaluate) v.push_back(i.fidelity);
+    }
+    return v;
+  }();
+  return implemented;
+}
+
+std::vector<Fidelity> parse_fidelities(std::string_view text) {
+  if (text == "all") return implemented_fidelities();
+  std::string valid;
+  for (const FidelityInfo& i : kFidelities) {
+    if (i.name == text) {
+      if (!i.evaluate) {
+        throw UserError("fidelity '" + std::string(text) + "' (" + std::string(i.description) +
+                        ") is not implemented in this version");
+      }
+      return {i.fidelity};
+    }
+    if (i.evaluate) valid += std::string(i.name) + ", ";
+  }
+  throw UserError("unknown fidelity '" + std::string(text) + "' (valid: " + valid + "all)");
+}
+
+const FidelityResult& Analysis::result(Fidelity f) const {
+  for (const FidelityResult& r : results) {
+    if (r.fidelity == f) return r;
+  }
+  internal_error(__FILE__, __LINE__,
+                 "fidelity '" + std::string(fidelity_name(f)) + "' was not analysed");
+}
+
+NodeCost node_cost(const einsum::Node& n, const hw::Device& d, const PrecisionPolicy& policy) {
+  NodeCost c;
+  if (n.counts.macs > 0) {
+    c.mac_rate = mac_rate(n, d, policy);
+    c.mac_s = 2.0 * static_cast<double>(n.counts.macs) / c.mac_rate->flops_per_s;
+  }
+  if (n.counts.other_ops() > 0) {
+    c.other_rate = other_ops_rate(n, d, policy);
+    c.other_s = static_cast<double>(n.counts.other_ops()) / c.other_rate->flops_per_s;
+  }
+  c.compute_s = std::max(c.mac_s, c.other_s);
+  c.bytes = n.bytes_read() + n.bytes_written();
+  c.memory_s = static_cast<double>(c.bytes) / d.dram_bandwidth_bytes_per_s();
+  c.time_s = std::max(c.compute_s, c.memory_s);
+  c.bottleneck = bound(c.compute_s, c.memory_s);
+  return c;
+}
+
+einsum::OpCounts total_counts(const einsum::Graph& g) {
+  einsum::OpCounts t;
+  for (const einsum::Node& n : g.nodes) {
+    t.macs += n.counts.macs;
+    t.simple += n.counts.simple;
+    t.special += n.counts.special;
+  }
+  return t;
+}
+
+int64_t fused_bytes(const einsum::Graph& g) {
+  int64_t bytes = 0;
+  for (const einsum::TensorInfo& t : g.tensors) {
+    if (t.role == ir::TensorRole::Intermediate) continue;
+    bytes += einsum::touched_elements(g, t.name) * ir::dtype_size(t.dtype);
+  }
+  return bytes;
+}
+
+int64_t dram_bytes(const einsum::Graph& g, Fidelity f) {
+  switch (f) {
+    case Fidelity::Unfused: {
+      int64_t bytes = 0;
+      for (const einsum::Node& n : g.nodes) bytes += n.bytes_read() + n.bytes_written();
+      return bytes;
+    }
+    case Fidelity::Fused:
+      return fused_bytes(g);
+    case Fidelity::Cache:
+      break;
+  }
+  internal_error(__FILE__, __LINE__,
+                 "no DRAM byte count for fidelity '" + std::string(fidelity_name(f)) + "'");
+}
+
+Analysis analyze(const einsum::Graph& g, const hw::Device& d, const PrecisionPolicy& policy,
+                 const std::vector<Fidelity>& fidelities) {
+  Analysis a;
+  a.policy = policy.name;
+  a.dram_bandwidth_bytes_per_s = d.dram_bandwidth_bytes_per_s();
+  a.totals = total_counts(g);
+  for (const einsum::Node& n : g.nodes) a.nodes.push_back(node_cost(n, d, policy));
+  for (const Fidelity f : fidelities) {
+    const Evaluator evaluate = info(f).evaluate;
+    SOLAR_CHECK(evaluate != nullptr,
+                "fidelity '" + std::string(fidelity_name(f)) + "' is not implemented");
+    a.results.push_back(evaluate(g, a.nodes, a.dram_bandwidth_bytes_per_s));
+  }
+  return a;
+}
+
+}  // namespace solar::sol

@@ -1,0 +1,675 @@
+// Lifting whole programs (include/solar/einsum/graph.h): every count and byte figure below is
+// worked out by hand in the comment next to it. f32 is 4 bytes, bf16 2, i64 8.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "solar/einsum/graph.h"
+#include "solar/ir/diagnostic.h"
+#include "solar/ir/parser.h"
+#include "solar/util/error.h"
+
+namespace solar::einsum {
+namespace {
+
+Graph lift_text(const std::string& text, const ir::SymbolValues& sizes = {}) {
+  return lift(ir::parse(text, "test.ir"), sizes);
+}
+
+const Node& node(const Graph& g, const std::string& name) {
+  const auto it =
+      std::find_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.name == name; });
+  if (it == g.nodes.end()) throw std::runtime_error("no node " + name);
+  return *it;
+}
+
+const Access& access(const std::vector<Access>& accesses, const std::string& tensor) {
+  const auto it = std::find_if(accesses.begin(), accesses.end(),
+                               [&](const Access& a) { return a.tensor == tensor; });
+  if (it == accesses.end()) throw std::runtime_error("no access of " + tensor);
+  return *it;
+}
+
+const Access& read(const Graph& g, const std::string& n, const std::string& t) {
+  return access(node(g, n).reads, t);
+}
+
+const Access& write(const Graph& g, const std::string& n, const std::string& t) {
+  return access(node(g, n).writes, t);
+}
+
+std::vector<std::string> node_names(const Graph& g) {
+  std::vector<std::string> names;
+  for (const Node& n : g.nodes) names.push_back(n.name);
+  return names;
+}
+
+TEST(Lift, Gemm) {
+  const Graph g = lift_text(R"(size M = 64
+size N = 32
+size K = 16
+input A : f32[M, K]
+weight B : f32[K, N]
+output C : f32[M, N]
+kernel matmul {
+  for i in 0..M, j in 0..N, k in 0..K:
+    C[i, j] += A[i, k] * B[k, j]
+}
+)");
+  ASSERT_EQ(g.nodes.size(), 1u);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.kind, NodeKind::Einsum);
+  EXPECT_EQ(n.einsum, "for i in 0..64, j in 0..32, k in 0..16: C[i, j] += A[i, k] * B[k, j]");
+  EXPECT_EQ(n.points, 32768);       // 64 * 32 * 16
+  EXPECT_EQ(n.counts.macs, 32768);  // one MAC per point
+  EXPECT_EQ(n.counts.flops(), 65536);
+  EXPECT_EQ(n.counts.other_ops(), 0);  // the add is part of the MAC
+  EXPECT_EQ(n.reduction, Reduction::Sum);
+  EXPECT_EQ(read(g, "matmul", "A").bytes, 4096);   // 64 * 16 * 4
+  EXPECT_EQ(read(g, "matmul", "B").bytes, 2048);   // 16 * 32 * 4
+  EXPECT_EQ(write(g, "matmul", "C").bytes, 8192);  // 64 * 32 * 4
+  EXPECT_EQ(n.mac_lhs_dtype, ir::DType::F32);
+  EXPECT_EQ(n.mac_rhs_dtype, ir::DType::F32);
+  EXPECT_FALSE(n.conv_like);
+  EXPECT_EQ(touched_elements(g, "B"), 512);
+}
+
+TEST(Lift, BatchedGemmWithABroadcastWeightReadsTheWeightOnce) {
+  const Graph g = lift_text(R"(size B = 4
+size M = 8
+size K = 16
+size N = 32
+input x : f32[B, M, K]
+weight w : f32[K, N]
+tensor wb : f32[B, K, N]
+output y : f32[B, M, N]
+wb = broadcast(w, dims=[1, 2])
+kernel bmm {
+  for b in 0..B, i in 0..M, j in 0..N, k in 0..K:
+    y[b, i, j] += x[b, i, k] * wb[b, k, j]
+}
+)");
+  ASSERT_EQ(node_names(g), std::vector<std::string>{"bmm"});  // the broadcast is a view
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.einsum,
+            "for b in 0..4, i in 0..8, j in 0..32, k in 0..16: y[b, i, j] += x[b, i, k] * w[k, j]");
+  EXPECT_EQ(n.counts.macs, 16384);                // 4 * 8 * 32 * 16
+  EXPECT_EQ(read(g, "bmm", "w").footprint, 512);  // 16 * 32 once, not 4 * 512
+  EXPECT_EQ(read(g, "bmm", "w").bytes, 2048);
+  EXPECT_EQ(read(g, "bmm", "x").bytes, 2048);   // 4 * 8 * 16 * 4
+  EXPECT_EQ(write(g, "bmm", "y").bytes, 4096);  // 4 * 8 * 32 * 4
+  EXPECT_EQ(touched_elements(g, "w"), 512);
+}
+
+TEST(Lift, GroupedConvolutionWithStrideReadsTheWindowImage) {
+  // 2 groups of 2 input and 3 output channels, H = W = 8, 3x3 kernel, stride 2, no padding:
+  // OH = (8 - 3) / 2 + 1 = 3. Rows read: 2*oh + r for oh in 0..3, r in 0..3 = {0..6}: 7 of the
+  // 8 rows (row 7 is never read), and 7 of 8 columns.
+  const Graph g = lift_text(R"(size G = 2
+size CI = 2
+size CO = 3
+size H = 8
+size R = 3
+size OH = (H - R) / 2 + 1
+input x : f32[1, G * CI, H, H]
+weight w : f32[G * CO, CI, R, R]
+output y : f32[1, G * CO, OH, OH]
+kernel conv {
+  for n in 0..1, g in 0..G, co in 0..CO, oh in 0..OH, ow in 0..OH, ci in 0..CI, r in 0..R, s in 0..R:
+    y[n, CO*g + co, oh, ow] += x[n, CI*g + ci, 2*oh + r, 2*ow + s] * w[CO*g + co, ci, r, s]
+}
+)");
+  const Node& n = node(g, "conv");
+  EXPECT_EQ(n.counts.macs, 972);  // N*Cout*OH*OW*(Cin/G)*R*R = 1 * 6 * 3 * 3 * 2 * 3 * 3
+  EXPECT_EQ(read(g, "conv", "x").footprint, 196);  // 1 * 4 channels * 7 rows * 7 columns
+  EXPECT_EQ(read(g, "conv", "x").bytes, 784);
+  EXPECT_TRUE(read(g, "conv", "x").footprint_exact);
+  EXPECT_EQ(read(g, "conv", "w").footprint, 108);  // 6 * 2 * 3 * 3
+  EXPECT_EQ(write(g, "conv", "y").footprint, 54);  // 6 * 3 * 3
+  EXPECT_TRUE(n.conv_like);
+  EXPECT_EQ(touched_elements(g, "x"), 196);  // of 4 * 8 * 8 = 256
+}
+
+TEST(Lift, DepthwiseConvolutionWithDilationAndPaddingByPad) {
+  // C = 3, H = W = 9, padded by 1 on each side to 11x11 (a movement node), 3x3 kernel with
+  // stride 2 and dilation 2: OH = (11 - 5) / 2 + 1 = 4. Rows read: 2*oh + 2*r = {0, 2, ..., 10}:
+  // 6 of the 11 padded rows.
+  const Graph g = lift_text(R"(size C = 3
+size H = 9
+size OH = (H + 2 - 5) / 2 + 1
+input x : f32[1, C, H, H]
+tensor xp : f32[1, C, H + 2, H + 2]
+weight w : f32[C, 3, 3]
+output y : f32[1, C, OH, OH]
+xp = pad(x, lo=[0, 0, 1, 1], hi=[0, 0, 1, 1], value=0.0)
+kernel dw {
+  for n in 0..1, c in 0..C, oh in 0..OH, ow in 0..OH, r in 0..3, s in 0..3:
+    y[n, c, oh, ow] += xp[n, c, 2*oh + 2*r, 2*ow + 2*s] * w[c, r, s]
+}
+)");
+  ASSERT_EQ(node_names(g), (std::vector<std::string>{"pad:xp", "dw"}));
+  const Node& pad = node(g, "pad:xp");
+  EXPECT_EQ(pad.kind, NodeKind::Movement);
+  EXPECT_EQ(pad.counts.flops(), 0);
+  EXPECT_EQ(read(g, "pad:xp", "x").bytes, 972);     // 3 * 9 * 9 * 4
+  EXPECT_EQ(write(g, "pad:xp", "xp").bytes, 1452);  // 3 * 11 * 11 * 4
+  EXPECT_EQ(node(g, "dw").counts.macs, 432);        // 3 * 4 * 4 * 3 * 3
+  EXPECT_EQ(read(g, "dw", "xp").footprint, 108);    // 3 channels * 6 rows * 6 columns
+  EXPECT_EQ(read(g, "dw", "w").footprint, 27);
+  EXPECT_TRUE(node(g, "dw").conv_like);
+}
+
+TEST(Lift, DepthwiseConvolutionWithPaddingBySelectCountsInBoundsRows) {
+  // Padding 1 written as a guarded read, stride 2, dilation 2, H = W = 8: OH = (8 + 2 - 5) / 2 +
+  // 1 = 3. Row index 2*oh + 2*r - 1 for oh, r in 0..3 is {-1, 1, 3, 5, 7}; in bounds: {1, 3, 5,
+  // 7}, 4 of 8 rows, and 4 of 8 columns.
+  const Graph g = lift_text(R"(size C = 3
+size H = 8
+size OH = (H + 2 - 5) / 2 + 1
+input x : f32[1, C, H, H]
+weight w : f32[C, 3, 3]
+output y : f32[1, C, OH, OH]
+kernel dw {
+  for n in 0..1, c in 0..C, oh in 0..OH, ow in 0..OH, r in 0..3, s in 0..3:
+    y[n, c, oh, ow] += select(2*oh + 2*r - 1 >= 0 && 2*ow + 2*s - 1 >= 0, x[n, c, 2*oh + 2*r - 1, 2*ow + 2*s - 1], 0.0) * w[c, r, s]
+}
+)");
+  const Node& n = node(g, "dw");
+  EXPECT_EQ(n.points, 243);       // 3 * 3 * 3 * 3 * 3
+  EXPECT_EQ(n.counts.macs, 243);  // a top-level product under +=
+  // Per point: each comparison `2*oh + 2*r - 1 >= 0` is 2 mul + add + sub + compare = 5 simple;
+  // two of them, `&&` and the select: 5 + 5 + 1 + 1 = 12; the branches (a read, a constant)
+  // cost nothing. 12 * 243 = 2916.
+  EXPECT_EQ(n.counts.simple, 2916);
+  EXPECT_EQ(n.counts.special, 0);
+  EXPECT_EQ(read(g, "dw", "x").footprint, 48);  // 3 channels * 4 rows * 4 columns
+  EXPECT_TRUE(read(g, "dw", "x").footprint_exact);
+  EXPECT_EQ(touched_elements(g, "x"), 48);  // of 3 * 8 * 8 = 192
+}
+
+TEST(Lift, Conv3d) {
+  // 2 -> 4 channels, 6x6x6 input, 3x3x3 kernel, stride 1: 4x4x4 output.
+  const Graph g = lift_text(R"(input x : f32[1, 2, 6, 6, 6]
+weight w : f32[4, 2, 3, 3, 3]
+output y : f32[1, 4, 4, 4, 4]
+kernel conv3d {
+  for n in 0..1, k in 0..4, od in 0..4, oh in 0..4, ow in 0..4, c in 0..2, a in 0..3, b in 0..3, e in 0..3:
+    y[n, k, od, oh, ow] += x[n, c, od + a, oh + b, ow + e] * w[k, c, a, b, e]
+}
+)");
+  const Node& n = node(g, "conv3d");
+  EXPECT_EQ(n.counts.macs, 13824);                 // 4 * 64 outputs * 2 * 27
+  EXPECT_EQ(read(g, "conv3d", "x").bytes, 1728);   // every element: 2 * 216 * 4
+  EXPECT_EQ(read(g, "conv3d", "w").bytes, 864);    // 4 * 2 * 27 * 4
+  EXPECT_EQ(write(g, "conv3d", "y").bytes, 1024);  // 4 * 64 * 4
+  EXPECT_TRUE(n.conv_like);
+}
+
+TEST(Lift, TransposedConvolution) {
+  // Stride 2, 3x3 kernel, 3x3 input, no padding: output (3 - 1) * 2 + 3 = 7 per side; each input
+  // pixel scatters a 3x3 window. Output rows written: 2*ih + kh = {0..6}, all 7.
+  const Graph g = lift_text(R"(input x : f32[1, 2, 3, 3]
+weight w : f32[2, 4, 3, 3]
+output y : f32[1, 4, 7, 7]
+kernel convt {
+  for n in 0..1, co in 0..4, ih in 0..3, iw in 0..3, kh in 0..3, kw in 0..3, ci in 0..2:
+    y[n, co, 2*ih + kh, 2*iw + kw] += x[n, ci, ih, iw] * w[ci, co, kh, kw]
+}
+)");
+  const Node& n = node(g, "convt");
+  EXPECT_EQ(n.counts.macs, 648);                     // 4 * 3 * 3 * 3 * 3 * 2
+  EXPECT_EQ(write(g, "convt", "y").footprint, 196);  // 4 * 7 * 7, all of y
+  EXPECT_EQ(read(g, "convt", "x").footprint, 18);    // 2 * 3 * 3
+  EXPECT_EQ(read(g, "convt", "w").footprint, 72);    // 2 * 4 * 3 * 3
+  EXPECT_TRUE(n.conv_like);  // the output index 2*ih + kh combines two loops
+}
+
+TEST(Lift, CausalAttentionCountsTheTriangle) {
+  const Graph g = lift_text(R"(size T = 16
+size D = 8
+input q : f32[T, D]
+input k : f32[T, D]
+input v : f32[T, D]
+tensor s : f32[T, T]
+output o : f32[T, D]
+kernel scores {
+  for i in 0..T, j in 0..i+1, d in 0..D:
+    s[i, j] += q[i, d] * k[j, d]
+}
+kernel pv {
+  for i in 0..T, d in 0..D, j in 0..i+1:
+    o[i, d] += s[i, j] * v[j, d]
+}
+)");
+  // T(T+1)/2 = 16 * 17 / 2 = 136 pairs (i, j), times D = 8: 1088 MACs each.
+  EXPECT_EQ(node(g, "scores").points, 1088);
+  EXPECT_EQ(node(g, "scores").counts.macs, 1088);
+  EXPECT_EQ(node(g, "pv").counts.macs, 1088);
+  EXPECT_EQ(write(g, "scores", "s").footprint, 136);  // the triangle, not 256
+  EXPECT_EQ(read(g, "pv", "s").footprint, 136);
+  EXPECT_EQ(read(g, "scores", "k").footprint, 128);  // all T rows of k: 16 * 8
+  EXPECT_EQ(read(g, "pv", "v").footprint, 128);
+  EXPECT_EQ(node(g, "scores").einsum,
+            "for i in 0..16, j in 0..i + 1, d in 0..8: s[i, j] += q[i, d] * k[j, d]");
+  // At T = 4096, D = 64: 4096 * 4097 / 2 = 8390656 pairs; * 64 = 537001984 MACs.
+  const Graph big = lift_text(
+      "size T = 16\nsize D = 8\ninput q : f32[T, D]\ninput k : f32[T, D]\noutput s : f32[T, T]\n"
+      "kernel scores {\n  for i in 0..T, j in 0..i+1, d in 0..D:\n    s[i, j] += q[i, d] * k[j, "
+      "d]\n}\n",
+      {{"T", 4096}, {"D", 64}});
+  EXPECT_EQ(big.nodes[0].counts.macs, 537001984);
+  EXPECT_EQ(write(big, "scores", "s").footprint, 8390656);
+  EXPECT_EQ(touched_elements(big, "s"), 8390656);
+}
+
+TEST(Lift, SoftmaxOperationCounts) {
+  // N = 4 rows of M = 6: |D| = 24 points in each kernel.
+  const Graph g = lift_text(R"(input x : f32[4, 6]
+tensor m : f32[4]
+tensor s : f32[4]
+output y : f32[4, 6]
+kernel rowmax {
+  for i in 0..4, j in 0..6:
+    m[i] max= x[i, j]
+}
+kernel expsum {
+  for i in 0..4, j in 0..6:
+    s[i] += exp(x[i, j] - m[i])
+}
+kernel divide {
+  for i in 0..4, j in 0..6:
+    y[i, j] = exp(x[i, j] - m[i]) / s[i]
+}
+)");
+  // max= of a plain read: one compare per point.
+  EXPECT_EQ(node(g, "rowmax").counts.simple, 24);
+  EXPECT_EQ(node(g, "rowmax").counts.special, 0);
+  EXPECT_EQ(node(g, "rowmax").reduction, Reduction::Max);
+  // exp(x - m) summed: per point 1 sub + 1 add (the combine) simple, 1 exp special.
+  EXPECT_EQ(node(g, "expsum").counts.simple, 48);
+  EXPECT_EQ(node(g, "expsum").counts.special, 24);
+  EXPECT_EQ(node(g, "expsum").counts.macs, 0);  // not a product
+  // exp(x - m) / s: 1 sub simple; exp and div special.
+  EXPECT_EQ(node(g, "divide").counts.simple, 24);
+  EXPECT_EQ(node(g, "divide").counts.special, 48);
+  EXPECT_EQ(node(g, "divide").counts.flops(), 72);
+  EXPECT_EQ(node(g, "divide").reduction, Reduction::None);
+  // Bytes: x 4 * 6 * 4 = 96, m and s 4 * 4 = 16 each.
+  EXPECT_EQ(node(g, "rowmax").bytes_read(), 96);
+  EXPECT_EQ(node(g, "rowmax").bytes_written(), 16);
+  EXPECT_EQ(node(g, "expsum").bytes_read(), 112);  // x + m
+  EXPECT_EQ(node(g, "divide").bytes_read(), 128);  // x + m + s
+  EXPECT_EQ(node(g, "divide").bytes_written(), 96);
+}
+
+TEST(Lift, LayerNorm) {
+  // N = 4 rows of D = 8: 32 points per row-wise kernel.
+  const Graph g = lift_text(R"(input x : f32[4, 8]
+weight gamma : f32[8]
+weight beta : f32[8]
+tensor sum : f32[4]
+tensor mu : f32[4]
+tensor var : f32[4]
+output y : f32[4, 8]
+kernel total {
+  for i in 0..4, d in 0..8:
+    sum[i] += x[i, d]
+}
+kernel mean {
+  for i in 0..4:
+    mu[i] = sum[i] / 8.0
+}
+kernel variance {
+  for i in 0..4, d in 0..8:
+    var[i] += (x[i, d] - mu[i]) * (x[i, d] - mu[i])
+}
+kernel norm {
+  for i in 0..4, d in 0..8:
+    y[i, d] = (x[i, d] - mu[i]) * rsqrt(var[i] / 8.0 + 1e-05) * gamma[d] + beta[d]
+}
+)");
+  EXPECT_EQ(node(g, "total").counts.simple, 32);     // the combine only
+  EXPECT_EQ(node(g, "mean").counts.special, 4);      // one division per row
+  EXPECT_EQ(node(g, "variance").counts.macs, 32);    // a product of two operands under +=
+  EXPECT_EQ(node(g, "variance").counts.simple, 64);  // the two subtractions
+  // norm per point: sub, add, two muls, final add = 5 simple; div and rsqrt = 2 special.
+  EXPECT_EQ(node(g, "norm").counts.simple, 160);
+  EXPECT_EQ(node(g, "norm").counts.special, 64);
+  EXPECT_EQ(read(g, "norm", "x").bytes, 128);  // read twice in the text, counted once
+  EXPECT_EQ(node(g, "norm").bytes_read(), 128 + 16 + 16 + 32 + 32);  // x, mu, var, gamma, beta
+}
+
+TEST(Lift, MlpChainBytesPerNode) {
+  // y = relu(x @ W1 + b1) @ W2 with x [4, 8], W1 [8, 16], W2 [16, 8].
+  const Graph g = lift_text(R"(input x : f32[4, 8]
+weight W1 : f32[8, 16]
+weight b1 : f32[16]
+weight W2 : f32[16, 8]
+tensor h0 : f32[4, 16]
+tensor h : f32[4, 16]
+output y : f32[4, 8]
+kernel mm1 {
+  for i in 0..4, j in 0..16, k in 0..8:
+    h0[i, j] += x[i, k] * W1[k, j]
+}
+kernel bias_relu {
+  for i in 0..4, j in 0..16:
+    h[i, j] = max(h0[i, j] + b1[j], 0.0)
+}
+kernel mm2 {
+  for i in 0..4, j in 0..8, k in 0..16:
+    y[i, j] += h[i, k] * W2[k, j]
+}
+)");
+  EXPECT_EQ(node(g, "mm1").counts.macs, 512);              // 4 * 16 * 8
+  EXPECT_EQ(node(g, "mm1").bytes_read(), 128 + 512);       // x 4*8*4, W1 8*16*4
+  EXPECT_EQ(node(g, "mm1").bytes_written(), 256);          // h0 4*16*4
+  EXPECT_EQ(node(g, "bias_relu").counts.simple, 128);      // add and max on 64 points
+  EXPECT_EQ(node(g, "bias_relu").bytes_read(), 256 + 64);  // h0, b1 16*4
+  EXPECT_EQ(node(g, "bias_relu").bytes_written(), 256);    // h
+  EXPECT_EQ(node(g, "mm2").counts.macs, 512);              // 4 * 8 * 16
+  EXPECT_EQ(node(g, "mm2").bytes_read(), 256 + 512);       // h, W2 16*8*4
+  EXPECT_EQ(node(g, "mm2").bytes_written(), 128);          // y 4*8*4
+  // Inputs, weights and outputs, each touched once: 32 + 128 + 16 + 128 + 32 elements.
+  int64_t io = 0;
+  for (const char* t : {"x", "W1", "b1", "W2", "y"}) io += touched_elements(g, t) * 4;
+  EXPECT_EQ(io, 1344);
+}
+
+TEST(Lift, StackOfSlicesReadsEachSliceOnce) {
+  // N = 4 slices of 3x5 in one stacked tensor, one kernel per slice (repeat unrolled); each
+  // slice is a view: each node reads its own 15 elements, and the stack is read once in all.
+  const Graph g = lift_text(R"(input stacked : f32[4, 3, 5]
+tensor sl : f32[3, 5]
+output out : f32[4, 5]
+repeat t in 0..4 {
+  sl = stacked[t]
+  kernel colsum {
+    for c in 0..5, r in 0..3:
+      out[t, c] += sl[r, c]
+  }
+}
+)");
+  ASSERT_EQ(node_names(g),
+            (std::vector<std::string>{"colsum[t=0]", "colsum[t=1]", "colsum[t=2]", "colsum[t=3]"}));
+  EXPECT_EQ(node(g, "colsum[t=2]").einsum,
+            "for c in 0..5, r in 0..3: out[2, c] += stacked[2, r, c]");
+  for (const Node& n : g.nodes) {
+    EXPECT_EQ(access(n.reads, "stacked").bytes, 60);  // 3 * 5 * 4
+    EXPECT_EQ(n.counts.simple, 15);                   // the combine
+  }
+  EXPECT_EQ(touched_elements(g, "stacked"), 60);  // 4 disjoint slices of 15
+  EXPECT_EQ(touched_elements(g, "out"), 20);
+}
+
+TEST(Lift, ViewsFoldIntoOneStorage) {
+  // q and k are column slices of one qkv tensor, split into heads and permuted: all views, so
+  // the kernel reads qkv directly. The two maps of qkv are disjoint: 2 * 2 * 4 * 6 = 96 of 144.
+  const Graph g = lift_text(R"(input qkv : f32[2, 4, 18]
+tensor q : f32[2, 4, 6]
+tensor k : f32[2, 4, 6]
+tensor q4 : f32[2, 4, 2, 3]
+tensor k4 : f32[2, 4, 2, 3]
+tensor qh : f32[2, 2, 4, 3]
+tensor kh : f32[2, 2, 4, 3]
+output s : f32[2, 2, 4, 4]
+q = qkv[:, :, 0:6]
+k = qkv[:, :, 6:12]
+q4 = reshape(q)
+k4 = reshape(k)
+qh = permute(q4, [0, 2, 1, 3])
+kh = permute(k4, [0, 2, 1, 3])
+kernel scores {
+  for b in 0..2, h in 0..2, i in 0..4, j in 0..4, d in 0..3:
+    s[b, h, i, j] += qh[b, h, i, d] * kh[b, h, j, d]
+}
+)");
+  ASSERT_EQ(g.nodes.size(), 1u);
+  const Access& a = read(g, "scores", "qkv");
+  EXPECT_EQ(a.text, "qkv[b, i, 3 * h + d], qkv[b, j, 3 * h + d + 6]");
+  EXPECT_EQ(a.maps.size(), 2u);
+  EXPECT_EQ(a.footprint, 96);
+  EXPECT_FALSE(g.nodes[0].conv_like);  // the indices as written (qh, kh) use one loop each
+}
+
+TEST(Lift, ViewsThatMustMoveData) {
+  // A permute whose result is a graph output, and a reshape of a permuted (non-contiguous) view,
+  // are movement nodes; the reshape reads x through the permute.
+  const Graph g = lift_text(R"(input x : f32[2, 3]
+tensor xt : f32[3, 2]
+tensor flat : f32[6]
+output xo : f32[3, 2]
+output y : f32[6]
+xt = permute(x, [1, 0])
+xo = permute(x, [1, 0])
+flat = reshape(xt)
+kernel k {
+  for i in 0..6:
+    y[i] = flat[i] * 2.0
+}
+)");
+  ASSERT_EQ(node_names(g), (std::vector<std::string>{"permute:xo", "reshape:flat", "k"}));
+  EXPECT_EQ(read(g, "reshape:flat", "x").text, "x[d1, d0]");
+  EXPECT_EQ(read(g, "reshape:flat", "x").bytes, 24);
+  EXPECT_EQ(write(g, "reshape:flat", "flat").bytes, 24);
+  EXPECT_EQ(node(g, "k").einsum, "for i in 0..6: y[i] = flat[i] * 2.0");
+}
+
+TEST(Lift, ReshapeOfAContiguousSliceFoldsToFlatOffsets) {
+  // Rows 1..3 of x [4, 6] are contiguous: reshaped to [12], element i is x.flat[i + 6].
+  const Graph g = lift_text(R"(input x : f32[4, 6]
+tensor rows : f32[2, 6]
+tensor v : f32[12]
+output y : f32[12]
+rows = x[1:3]
+v = reshape(rows)
+kernel k {
+  for i in 0..12:
+    y[i] = v[i]
+}
+)");
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(read(g, "k", "x").text, "x.flat[i + 6]");
+  EXPECT_EQ(read(g, "k", "x").footprint, 12);
+}
+
+TEST(Lift, AViewOfATensorOverwrittenWhileStillReadIsMaterialised) {
+  const std::string head = R"(input x : f32[4]
+tensor t : f32[4]
+tensor v : f32[4]
+output y : f32[4]
+kernel k1 {
+  for i in 0..4:
+    t[i] = x[i] * 2.0
+}
+v = t
+)";
+  const std::string tail = R"(kernel k3 {
+  for i in 0..4:
+    y[i] = v[i] + t[i]
+}
+)";
+  // t is overwritten by k2 before v is read: v must hold its own copy.
+  const Graph moved =
+      lift_text(head + "kernel k2 {\n  for i in 0..4:\n    t[i] = x[i] + 1.0\n}\n" + tail);
+  EXPECT_EQ(node_names(moved), (std::vector<std::string>{"k1", "copy:v", "k2", "k3"}));
+  EXPECT_EQ(node(moved, "k3").reads.size(), 2u);  // v and t
+  // Without k2, v is t: k3 reads t by one map, 16 bytes.
+  const Graph folded = lift_text(head + tail);
+  EXPECT_EQ(node_names(folded), (std::vector<std::string>{"k1", "k3"}));
+  EXPECT_EQ(node(folded, "k3").einsum, "for i in 0..4: y[i] = t[i] + t[i]");
+  EXPECT_EQ(node(folded, "k3").bytes_read(), 16);
+}
+
+TEST(Lift, ConcatAndCopiesAreMovement) {
+  const Graph g = lift_text(R"(input a : f32[2, 3]
+input b : f32[2, 5]
+output cat : f32[2, 8]
+output half : bf16[2, 3]
+output part : f32[2, 8]
+cat = concat(a, b, dim=1)
+half = a
+part[:, 0:3] = a
+)");
+  ASSERT_EQ(node_names(g), (std::vector<std::string>{"concat:cat", "copy:half", "copy:part"}));
+  const Node& c = node(g, "concat:cat");
+  EXPECT_EQ(c.kind, NodeKind::Movement);
+  EXPECT_EQ(c.points, 16);  // 2 * 8 elements moved
+  EXPECT_EQ(c.counts.flops(), 0);
+  EXPECT_EQ(c.bytes_read(), 24 + 40);                  // a 2*3*4, b 2*5*4
+  EXPECT_EQ(write(g, "concat:cat", "cat").bytes, 64);  // 2 * 8 * 4, both parts
+  EXPECT_EQ(write(g, "concat:cat", "cat").text, "cat[d0, d1], cat[d0, d1 + 3]");
+  EXPECT_EQ(write(g, "copy:half", "half").bytes, 12);  // 6 bf16 elements
+  EXPECT_EQ(node(g, "copy:half").compute_dtype, ir::DType::F32);
+  EXPECT_EQ(write(g, "copy:part", "part").footprint, 6);  // the region only
+  EXPECT_EQ(write(g, "copy:part", "part").text, "part[d0, d1]");
+  EXPECT_EQ(touched_elements(g, "part"), 6);
+}
+
+TEST(Lift, ConcatOfSlicesOfOneTensorReadsTheSlices) {
+  // Rows 0..2 and 4..6 of x [8, 3], concatenated: 12 elements of x read, in two disjoint maps.
+  const Graph g = lift_text(R"(input x : f32[8, 3]
+tensor lo : f32[2, 3]
+tensor hi : f32[2, 3]
+output y : f32[4, 3]
+lo = x[0:2]
+hi = x[4:6]
+y = concat(lo, hi, dim=0)
+)");
+  EXPECT_EQ(read(g, "concat:y", "x").text, "x[d0, d1], x[d0 + 4, d1]");
+  EXPECT_EQ(read(g, "concat:y", "x").footprint, 12);
+  EXPECT_EQ(touched_elements(g, "x"), 12);
+}
+
+TEST(Lift, TakeOfAnEmbeddingReadsTheIndicesAndOneRowPerIndex) {
+  // ids [2, 3] of i64 pick rows of a [10, 4] table: reads ids (6 * 8 = 48 bytes) and 6 rows
+  // (6 * 4 * 4 = 96 bytes), writes emb [2, 3, 4] (96 bytes).
+  const Graph g = lift_text(R"(input ids : i64[2, 3]
+weight table : f32[10, 4]
+output emb : f32[2, 3, 4]
+emb = take(table, ids, dim=0)
+)");
+  const Node& n = node(g, "take:emb");
+  EXPECT_EQ(n.kind, NodeKind::Movement);
+  EXPECT_EQ(read(g, "take:emb", "ids").bytes, 48);
+  EXPECT_EQ(read(g, "take:emb", "table").bytes, 96);
+  EXPECT_EQ(read(g, "take:emb", "table").text, "table[ids[d0, d1], d2]");
+  EXPECT_TRUE(read(g, "take:emb", "table").maps[0].data_dependent);
+  EXPECT_EQ(write(g, "take:emb", "emb").bytes, 96);
+  EXPECT_EQ(touched_elements(g, "table"), 24);  // 6 rows of 4, of 40
+}
+
+TEST(Lift, GatherAndScatter) {
+  const Graph g = lift_text(R"(input x : f32[4, 6]
+input idx : i64[4, 2]
+input src : f32[4, 3]
+tensor acc : f32[4, 6]
+output picked : f32[4, 2]
+output y : f32[4, 6]
+picked = gather(x, idx, dim=1)
+acc = x
+acc = scatter(acc, idx, src, dim=1, reduce=add)
+y = scatter(x, idx, src, dim=1)
+)");
+  // gather: idx (8 * 8 bytes), one x element per output (8 * 4), writes picked (8 * 4).
+  EXPECT_EQ(read(g, "gather:picked", "idx").bytes, 64);
+  EXPECT_EQ(read(g, "gather:picked", "x").bytes, 32);
+  EXPECT_EQ(read(g, "gather:picked", "x").text, "x[d0, idx[d0, d1]]");
+  // acc = x is a view of x, so `acc = scatter(acc, ...)` is not in place: x is copied (24 * 4
+  // bytes), idx read (64 bytes), and src at idx's 4x2 positions (8 * 4 = 32 bytes).
+  EXPECT_EQ(node(g, "scatter:acc").bytes_read(), 96 + 64 + 32);
+  EXPECT_EQ(node(g, "scatter:acc").bytes_written(), 96);
+  EXPECT_EQ(read(g, "scatter:acc", "src").text, "src[d0, d1]");
+  EXPECT_EQ(node(g, "scatter:y").bytes_written(), 96);
+}
+
+TEST(Lift, ScatterInPlaceMovesOnlyTheUpdates) {
+  const Graph g = lift_text(R"(input idx : i64[4, 2]
+input src : f32[4, 3]
+output acc : f32[4, 6]
+kernel zero {
+  for i in 0..4, j in 0..6:
+    acc[i, j] = 0.0
+}
+acc = scatter(acc, idx, src, dim=1, reduce=add)
+)");
+  // In place with reduce=add: reads idx (64 bytes), src at 8 positions (32 bytes) and the 8
+  // updated elements of acc (32 bytes); writes those 8 (32 bytes).
+  const Node& n = node(g, "scatter:acc");
+  EXPECT_EQ(n.points, 8);
+  EXPECT_EQ(n.bytes_read(), 64 + 32 + 32);
+  EXPECT_EQ(n.bytes_written(), 32);
+  EXPECT_EQ(write(g, "scatter:acc", "acc").text, "acc[d0, idx[d0, d1]]");
+}
+
+TEST(Lift, Dtypes) {
+  const Graph g = lift_text(R"(input a : bf16[4, 8]
+input b : bf16[8, 2]
+output c : f32[4, 2]
+output d : f32[4, 2]
+input m : i8[4]
+input u : u8[4]
+output n : i32[4]
+input h : f16[4]
+output hb : bf16[4]
+kernel mm {
+  for i in 0..4, j in 0..2, k in 0..8:
+    c[i, j] += a[i, k] * b[k, j]
+}
+kernel mixed {
+  for i in 0..4, j in 0..2, k in 0..8:
+    d[i, j] += f32(a[i, k]) * 2.0
+}
+kernel ints {
+  for i in 0..4:
+    n[i] = m[i] + u[i]
+}
+kernel halves {
+  for i in 0..4:
+    hb[i] = h[i] * a[i, 0]
+}
+)");
+  const Node& mm = node(g, "mm");
+  EXPECT_EQ(mm.mac_lhs_dtype, ir::DType::BF16);
+  EXPECT_EQ(mm.mac_rhs_dtype, ir::DType::BF16);
+  EXPECT_EQ(mm.out_dtype, ir::DType::F32);
+  EXPECT_EQ(mm.compute_dtype, ir::DType::F32);  // the widest float: the f32 output
+  EXPECT_EQ(read(g, "mm", "a").bytes, 64);      // 4 * 8 * 2
+  const Node& mixed = node(g, "mixed");
+  EXPECT_EQ(mixed.counts.macs, 64);                // a product of two operands, one a constant
+  EXPECT_EQ(mixed.mac_lhs_dtype, ir::DType::F32);  // the cast
+  EXPECT_EQ(mixed.mac_rhs_dtype, ir::DType::F32);  // a constant takes the other side's dtype
+  EXPECT_EQ(node(g, "ints").compute_dtype, ir::DType::I32);  // no float: i8, u8 and i32 promote
+  EXPECT_EQ(node(g, "halves").compute_dtype, ir::DType::F32);  // f16 with bf16 promotes to f32
+  EXPECT_FALSE(node(g, "halves").mac_lhs_dtype.has_value());   // `=`: no MACs
+}
+
+TEST(Lift, Sizes) {
+  const std::string text = R"(size N = 4
+size M = N * 2
+input x : f32[M]
+output y : f32[M]
+kernel k {
+  for i in 0..M:
+    y[i] = x[i]
+}
+)";
+  EXPECT_EQ(lift_text(text, {{"N", 8}}).nodes[0].points, 16);  // M = 8 * 2
+  // The bound sizes themselves (derived ones included) are accepted when consistent.
+  EXPECT_EQ(lift_text(text, {{"N", 8}, {"M", 16}}).sizes.at("M"), 16);
+  try {
+    lift_text(text, {{"N", 8}, {"M", 10}});
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), "size 'M' is derived from other sizes and is 16 here, not 10");
+  }
+  EXPECT_THROW(lift_text(text, {{"Q", 1}}), UserError);  // not a size
+  // A program the checker rejects is not lifted.
+  EXPECT_THROW(lift_text("input x : f32[4]\noutput y : f32[4]\nkernel k {\n  for i in 0..5:\n"
+                         "    y[i] = x[i]\n}\n"),
+               ir::DiagnosticError);
+}
+
+}  // namespace
+}  // namespace solar::einsum

@@ -1,0 +1,213 @@
+// The report data model, its JSON form and the terminal renderers (include/solar/report/*.h):
+// required keys and their values, determinism, every key documented in docs/report.md, the
+// documented terminal example, and number formatting.
+#include "solar/report/report.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../../src/report/format.h"
+#include "solar/einsum/graph.h"
+#include "solar/hw/device.h"
+#include "solar/ir/checker.h"
+#include "solar/ir/parser.h"
+#include "solar/report/whatif.h"
+#include "solar/sol/precision.h"
+
+namespace solar::report {
+namespace {
+
+using nlohmann::json;
+
+const sol::PrecisionPolicy& default_policy() {
+  return sol::find_precision_policy(sol::kDefaultPrecisionPolicy);
+}
+
+einsum::Graph lift_file(const std::string& relative) {
+  const ir::Program p = ir::parse_file(SOLAR_SOURCE_DIR "/" + relative);
+  einsum::Graph g = einsum::lift(p, ir::check_or_throw(p));
+  g.source = relative;
+  return g;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+Report mlp_report(const std::vector<sol::Fidelity>& fidelities = sol::implemented_fidelities()) {
+  return make_report(lift_file("examples/mlp.ir"), hw::load_builtin_device("H100-SXM"),
+                     default_policy(), fidelities);
+}
+
+TEST(ReportJson, RequiredKeysAndValues) {
+  // examples/mlp.ir: B = 4, I = 16, HID = 32, O = 8 (the MLP of tests/sol/test_analysis.cpp):
+  // MACs 2048 + 1024 = 3072, other ops 256 + 32 = 288, FLOPs 2 * 3072 + 288 = 6432,
+  // bytes unfused 5920, fused 3616; every node memory-bound on H100 (3.35e12 B/s).
+  const json j = report_to_json(mlp_report());
+  EXPECT_EQ(j["schema_version"], kSchemaVersion);
+  EXPECT_EQ(j["source"], "mlp.ir");  // the file name, without directories
+  EXPECT_EQ(j["sizes"], (json{{"B", 4}, {"HID", 32}, {"I", 16}, {"O", 8}}));
+  EXPECT_EQ(j["hardware"]["name"], "H100-SXM");
+  EXPECT_EQ(j["hardware"]["dram_bandwidth_bytes_per_s"], 3.35e12);
+  EXPECT_EQ(j["hardware"]["overrides"], json::object());
+  EXPECT_EQ(j["precision_policy"], "pytorch-cuda-default");
+  EXPECT_EQ(j["flops_convention"], "1 MAC = 2 FLOPs; FLOPs = 2*MACs + other ops");
+  EXPECT_EQ(j["verification"]["status"], "not verified: IR file analysed directly");
+  EXPECT_EQ(j["totals"]["macs"], 3072);
+  EXPECT_EQ(j["totals"]["other_ops"], 288);
+  EXPECT_EQ(j["totals"]["flops"], 6432);
+  EXPECT_EQ(j["bytes"], (json{{"unfused", 5920}, {"fused", 3616}}));
+  EXPECT_DOUBLE_EQ(j["sol"]["unfused_s"].get<double>(), 5920 / 3.35e12);
+  EXPECT_DOUBLE_EQ(j["sol"]["fused_s"].get<double>(), 3616 / 3.35e12);
+  EXPECT_EQ(j["sol"]["bottleneck_fused"], "memory");
+  EXPECT_EQ(j["sol"]["bottleneck_unfused"], "memory");
+  EXPECT_DOUBLE_EQ(j["sol"]["fused_over_unfused"].get<double>(),
+                   (3616 / 3.35e12) / (5920 / 3.35e12));  // 0.6108
+
+  ASSERT_EQ(j["nodes"].size(), 4u);
+  const json& fc1 = j["nodes"][0];
+  EXPECT_EQ(fc1["name"], "fc1");
+  EXPECT_EQ(fc1["macs"], 2048);
+  EXPECT_EQ(fc1["other_ops"], 0);
+  EXPECT_EQ(fc1["bytes_unfused"], 2816);  // x 256 + w1 2048 + z 512
+  EXPECT_DOUBLE_EQ(fc1["sol_unfused_s"].get<double>(), 2816 / 3.35e12);
+  EXPECT_EQ(fc1["precision"], "fp32 vector");
+  EXPECT_EQ(fc1["rate_flops_per_s"], 67e12);
+  EXPECT_EQ(fc1["other_ops_precision"], "none");
+  EXPECT_TRUE(fc1["other_ops_rate_flops_per_s"].is_null());
+  EXPECT_FALSE(fc1["einsum"].get<std::string>().empty());
+  const json& relu = j["nodes"][1];
+  EXPECT_EQ(relu["macs"], 0);
+  EXPECT_EQ(relu["other_ops"], 256);  // 4 * 32 points x (add, max)
+  EXPECT_EQ(relu["precision"], "fp32 vector");
+  EXPECT_EQ(relu["other_ops_precision"], "fp32 vector");
+  EXPECT_EQ(relu["bottleneck"], "memory");
+}
+
+TEST(ReportJson, SameInputSameBytes) {
+  EXPECT_EQ(report_to_json(mlp_report()).dump(2), report_to_json(mlp_report()).dump(2));
+}
+
+TEST(ReportJson, OverridesAndFallbacksAreRecorded) {
+  hw::Device d = hw::load_builtin_device("TPU-v5e");
+  hw::apply_override(d, "dram_bandwidth_bytes_per_s=1e12");
+  const json j = report_to_json(make_report(lift_file("examples/mlp.ir"), d, default_policy(),
+                                            sol::implemented_fidelities()));
+  EXPECT_EQ(j["hardware"]["overrides"], (json{{"memory.DRAM.bandwidth_bytes_per_s", 1e12}}));
+  EXPECT_EQ(j["hardware"]["dram_bandwidth_bytes_per_s"], 1e12);
+  for (const json& n : j["nodes"]) {
+    EXPECT_TRUE(n["precision_fallback"].get<bool>()) << n["name"];
+    EXPECT_EQ(n["precision"],
+              "fp32 vector->bf16 tensor (TPU-v5e has no fp32 vector or tf32 tensor rate)");
+    EXPECT_EQ(n["rate_flops_per_s"], 197e12);
+  }
+}
+
+TEST(ReportJson, OnlyTheRequestedFidelities) {
+  const json j = report_to_json(mlp_report({sol::Fidelity::Fused}));
+  EXPECT_EQ(j["bytes"], (json{{"fused", 3616}}));
+  EXPECT_TRUE(j["sol"].contains("fused_s"));
+  EXPECT_FALSE(j["sol"].contains("unfused_s"));
+  EXPECT_FALSE(j["sol"].contains("fused_over_unfused"));
+  EXPECT_TRUE(j["nodes"][0].contains("sol_unfused_s"));  // per-node costs always
+}
+
+// A key as docs/report.md writes it: a fidelity's name in it as `<fidelity>` ("unfused_s" ->
+// "<fidelity>_s", "bottleneck_fused" -> "bottleneck_<fidelity>").
+std::string doc_key(const std::string& key) {
+  static const std::regex fidelity_key("^(bottleneck_|memory_)?(unfused|fused)(_s)?$");
+  return std::regex_replace(key, fidelity_key, "$1<fidelity>$3");
+}
+
+// Every key path of `j` as documented: objects joined by '.', arrays as "[]". The walk stops at
+// user-chosen names (children of `sizes` and `hardware.overrides`) and at `devices[].sol`
+// (documented as the report's `sol`).
+void key_paths(const json& j, const std::string& prefix, std::set<std::string>& out) {
+  if (j.is_array()) {
+    for (const json& e : j) key_paths(e, prefix + "[]", out);
+    return;
+  }
+  if (!j.is_object()) return;
+  for (const auto& [key, value] : j.items()) {
+    const std::string path = (prefix.empty() ? "" : prefix + ".") + doc_key(key);
+    out.insert(path);
+    if (path != "sizes" && path != "hardware.overrides" && path != "devices[].sol") {
+      key_paths(value, path, out);
+    }
+  }
+}
+
+TEST(ReportDocs, EveryKeyIsDocumented) {
+  const std::string doc = read_file(SOLAR_SOURCE_DIR "/docs/report.md");
+  ASSERT_FALSE(doc.empty());
+  std::set<std::string> paths;
+  key_paths(report_to_json(mlp_report()), "", paths);
+  const std::vector<hw::Device> devices = {hw::load_builtin_device("H100-SXM"),
+                                           hw::load_builtin_device("TPU-v5e")};
+  const json multi =
+      multi_device_to_json(compare_devices(lift_file("examples/mlp.ir"), devices, default_policy(),
+                                           sol::implemented_fidelities(), 1e-3));
+  key_paths(multi, "", paths);
+  // devices[].sol is the report's sol, on that device: the same keys.
+  for (const json& d : multi["devices"]) {
+    std::set<std::string> device_sol;
+    std::set<std::string> report_sol;
+    key_paths(d["sol"], "", device_sol);
+    key_paths(report_to_json(mlp_report())["sol"], "", report_sol);
+    EXPECT_EQ(device_sol, report_sol);
+  }
+  for (const std::string& path : paths) {
+    EXPECT_NE(doc.find("`" + path + "`"), std::string::npos) << path << " is not in docs/report.md";
+  }
+}
+
+TEST(ReportTerminal, ShowsTotalsFidelitiesNodesAndFallbacks) {
+  hw::Device tpu = hw::load_builtin_device("TPU-v5e");
+  const std::string s = render_report(make_report(lift_file("examples/mlp.ir"), tpu,
+                                                  default_policy(), sol::implemented_fidelities()),
+                                      2);
+  EXPECT_NE(s.find("SOL of mlp.ir on TPU-v5e (DRAM 819 GB/s)\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("work: 3.072 kMAC, 288 other ops, 6.432 kFLOP"), std::string::npos) << s;
+  EXPECT_NE(s.find("\nunfused "), std::string::npos) << s;
+  EXPECT_NE(s.find("\nfused "), std::string::npos) << s;
+  EXPECT_NE(s.find("Slowest nodes, run alone (2 of 4):"), std::string::npos) << s;
+  EXPECT_NE(s.find("bf16 tensor*"), std::string::npos) << s;
+  EXPECT_NE(s.find("  fc1: fp32 vector->bf16 tensor (TPU-v5e has no fp32 vector or tf32 tensor "
+                   "rate)\n"),
+            std::string::npos)
+      << s;
+}
+
+TEST(Format, UnitsScaleWithMagnitude) {
+  using namespace detail;
+  EXPECT_EQ(format_seconds(0), "0 ps");
+  EXPECT_EQ(format_seconds(812e-9), "812 ns");
+  EXPECT_EQ(format_seconds(3.2052e-5), "32.05 us");
+  EXPECT_EQ(format_seconds(1.5e-3), "1.5 ms");
+  EXPECT_EQ(format_seconds(2.25), "2.25 s");
+  EXPECT_EQ(format_seconds(21.49e-12), "21.49 ps");
+  EXPECT_EQ(format_seconds(1e-15), "0.001 ps");
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(5920), "5.92 kB");
+  EXPECT_EQ(format_bytes(67141632), "67.14 MB");
+  EXPECT_EQ(format_bytes(80e9), "80 GB");
+  EXPECT_EQ(format_bandwidth(3.35e12), "3.35 TB/s");
+  EXPECT_EQ(format_rate(67e12), "67 TFLOP/s");
+  EXPECT_EQ(format_rate(2.25e15), "2.25 PFLOP/s");
+  EXPECT_EQ(format_count(512), "512");
+  EXPECT_EQ(format_count(36864, "MAC"), "36.86 kMAC");
+  EXPECT_EQ(format_count(1073741824), "1.074 G");
+  EXPECT_EQ(format_table({{"a", "bb", "x"}, {"ccc", "d", "yy"}}, "lr"),
+            "a    bb  x\nccc   d  yy\n");
+}
+
+}  // namespace
+}  // namespace solar::report

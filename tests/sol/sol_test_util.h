@@ -1,0 +1,57 @@
+// Helpers for the SOL tests: hand-made devices and nodes, and graphs lifted from IR text.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "solar/einsum/graph.h"
+#include "solar/hw/device.h"
+#include "solar/ir/checker.h"
+#include "solar/ir/parser.h"
+
+namespace solar::sol::testing {
+
+struct RateSpec {
+  hw::ComputeUnit unit;
+  hw::Precision precision;
+  double flops_per_s;
+};
+
+// A device with exactly the given rates and DRAM bandwidth.
+inline hw::Device make_device(const std::string& name, std::initializer_list<RateSpec> rates,
+                              double dram_bytes_per_s) {
+  hw::Device d;
+  d.name = name;
+  d.vendor = "test";
+  for (const RateSpec& r : rates) d.peak(r.unit, r.precision) = hw::Figure{r.flops_per_s, "test"};
+  d.level(hw::MemoryLevel::Dram).capacity_bytes = hw::Figure{80e9, "test"};
+  d.level(hw::MemoryLevel::Dram).bandwidth_bytes_per_s = hw::Figure{dram_bytes_per_s, "test"};
+  return d;
+}
+
+// An einsum node with the given counts; MAC operands of dtype `mac_dtype` when macs > 0.
+inline einsum::Node make_node(const std::string& name, int64_t macs, int64_t simple,
+                              int64_t special, ir::DType dtype, bool conv_like = false) {
+  einsum::Node n;
+  n.name = name;
+  n.op = "kernel";
+  n.counts = {macs, simple, special};
+  if (macs > 0) {
+    n.mac_lhs_dtype = dtype;
+    n.mac_rhs_dtype = dtype;
+  }
+  n.out_dtype = dtype;
+  n.compute_dtype = dtype;
+  n.conv_like = conv_like;
+  return n;
+}
+
+// The graph of IR program `text` at its default sizes, lifted.
+inline einsum::Graph lift_text(const std::string& text, const std::string& file = "test.ir") {
+  const ir::Program p = ir::parse(text, file);
+  return einsum::lift(p, ir::check_or_throw(p));
+}
+
+}  // namespace solar::sol::testing

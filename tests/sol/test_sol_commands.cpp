@@ -1,0 +1,239 @@
+// `solar sol`, `solar provision` and `solar compare` through their command functions with string
+// streams: exit codes, tables, JSON output (to a file and to stdout) and one-line errors.
+#include "solar/cli/sol_commands.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "solar/hw/device.h"
+
+namespace solar::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Result {
+  int rc;
+  std::string out;
+  std::string err;
+};
+
+using Command = int (*)(const std::vector<std::string>&, std::ostream&, std::ostream&);
+
+Result run(Command command, const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int rc = command(args, out, err);
+  return {rc, out.str(), err.str()};
+}
+
+const std::string kGemm = SOLAR_SOURCE_DIR "/examples/gemm.ir";
+const std::string kMlp = SOLAR_SOURCE_DIR "/examples/mlp.ir";
+
+// A fresh, empty directory for one test.
+fs::path temp_dir(const std::string& name) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("solar-sol-test-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(SolCommand, PrintsTheReport) {
+  const Result r = run(sol_command, {kGemm, "--hw", "H100-SXM"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.find("SOL of gemm.ir on H100-SXM (DRAM 3.35 TB/s)\n"), 0u) << r.out;
+  EXPECT_NE(r.out.find("precision policy: pytorch-cuda-default"), std::string::npos);
+  EXPECT_NE(r.out.find("not verified: IR file analysed directly"), std::string::npos);
+}
+
+TEST(SolCommand, JsonToAFileAndToStdout) {
+  const fs::path dir = temp_dir("json");
+  const std::string path = (dir / "r.json").string();
+  const Result r = run(sol_command, {kMlp, "--hw", "H100-SXM", "--json", path});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("\nwrote " + path + "\n"), std::string::npos) << r.out;
+  const Result s = run(sol_command, {kMlp, "--hw", "H100-SXM", "--json", "-"});
+  ASSERT_EQ(s.rc, 0) << s.err;
+  EXPECT_EQ(read_file(path), s.out);  // same bytes; the table is not printed with `--json -`
+  const json j = json::parse(s.out);
+  EXPECT_EQ(j["bytes"]["fused"], 3616);  // x + w1 + b1 + w2 + b2 + y (tests/sol/test_analysis.cpp)
+  EXPECT_EQ(std::vector<fs::path>(fs::directory_iterator(dir), fs::directory_iterator()),
+            std::vector<fs::path>{dir / "r.json"});  // no temporary file left
+  fs::remove_all(dir);
+}
+
+TEST(SolCommand, OptionsReachTheAnalysis) {
+  const Result r =
+      run(sol_command, {kGemm, "--hw", "H100-SXM", "--json", "-", "--size", "M=64", "--policy",
+                        "tf32", "--fidelity", "fused", "--set", "dram_bandwidth_bytes_per_s=1e12"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["sizes"]["M"], 64);
+  EXPECT_EQ(j["precision_policy"], "tf32");
+  EXPECT_EQ(j["nodes"][0]["precision"], "tf32 tensor");
+  EXPECT_EQ(j["bytes"].size(), 1u);
+  EXPECT_EQ(j["hardware"]["overrides"]["memory.DRAM.bandwidth_bytes_per_s"], 1e12);
+}
+
+TEST(SolCommand, UserErrorsAreOneLineAndWriteNothing) {
+  const fs::path dir = temp_dir("errors");
+  const std::string path = (dir / "r.json").string();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{kGemm, "--hw", "H100-SXM", "--json", path, "--policy", "fast"},
+       "solar sol: error: unknown precision policy 'fast' (valid: pytorch-cuda-default, strict, "
+       "tf32, bf16, fp8)\n"},
+      {{kGemm, "--hw", "H100-SXM", "--json", path, "--fidelity", "cache"},
+       "solar sol: error: fidelity 'cache' (cache-aware fused, finite on-chip memory (not "
+       "implemented in this version)) is not implemented in this version\n"},
+      {{kGemm, "--hw", "H100-SXM", "--json", path, "--set", "dram_bandwidth_bytes_per_s=-1"}, ""},
+      {{kGemm, "--json", path}, ""},
+      {{kGemm, "--hw", "H100", "--json", path}, ""},
+  };
+  for (const auto& [args, message] : cases) {
+    const Result r = run(sol_command, args);
+    EXPECT_EQ(r.rc, 1) << args.back();
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    if (!message.empty()) {
+      EXPECT_EQ(r.err, message);
+    }
+    EXPECT_FALSE(fs::exists(path));
+  }
+  EXPECT_NE(run(sol_command, {kGemm}).err.find("--hw is required"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(SolCommand, IrDiagnosticsNameTheFile) {
+  const fs::path dir = temp_dir("diag");
+  const fs::path bad = dir / "bad.ir";
+  std::ofstream(bad) << "input x : f32[4]\noutput y : f32[4]\nkernel k {\n  for i in 0..4:\n"
+                        "    y[i] = z[i]\n}\n";
+  const Result r = run(sol_command, {bad.string(), "--hw", "H100-SXM"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err.rfind(bad.string() + ":5:", 0), 0u) << r.err;
+  fs::remove_all(dir);
+}
+
+TEST(SolCommand, HelpGoesToStdout) {
+  const Result r = run(sol_command, {"--help"});
+  EXPECT_EQ(r.rc, 0);
+  for (const char* option : {"--hw", "--json", "--policy", "--fidelity", "--size", "--set"}) {
+    EXPECT_NE(r.out.find(option), std::string::npos) << option;
+  }
+}
+
+TEST(ProvisionCommand, EveryBuiltinDeviceWithoutHw) {
+  const Result r = run(provision_command, {kMlp, "--latency", "2ns", "--json", "-"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["latency_s"], 2e-9);
+  // required: 6432 FLOP / 2 ns = 3.216e12 FLOP/s; 3616 B / 2 ns = 1.808e12 B/s fused.
+  EXPECT_DOUBLE_EQ(j["required"]["flops_per_s"].get<double>(), 6432 / 2e-9);
+  EXPECT_DOUBLE_EQ(j["required"]["bandwidth_bytes_per_s"]["fused"].get<double>(), 3616 / 2e-9);
+  ASSERT_EQ(j["devices"].size(), hw::builtin_device_names().size());
+  for (size_t i = 0; i < j["devices"].size(); ++i) {
+    const json& d = j["devices"][i];
+    EXPECT_EQ(d["name"], hw::builtin_device_names()[i]);
+    EXPECT_EQ(d["provision"].size(), 2u) << d["name"];
+  }
+  // H100-SXM fused: 3616 / 3.35e12 = 1.079 ns, factor 0.5397: meets 2 ns.
+  const Result h = run(provision_command, {kMlp, "--latency", "2ns", "--hw", "H100-SXM"});
+  ASSERT_EQ(h.rc, 0) << h.err;
+  EXPECT_NE(h.out.find("What mlp.ir needs to run in 2 ns\n"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("H100-SXM  fused"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("0.5397"), std::string::npos) << h.out;
+}
+
+TEST(ProvisionCommand, LatencyIsRequiredAndChecked) {
+  EXPECT_EQ(run(provision_command, {kMlp}).rc, 1);
+  const Result r = run(provision_command, {kMlp, "--latency", "2 min"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err,
+            "solar provision: error: '2 min' is not a duration (examples: 2ms, 1.5us, 0.25s, "
+            "800ns)\n");
+}
+
+TEST(CompareCommand, OneRowPerDevice) {
+  const Result r = run(compare_command, {kMlp, "--hw", "B200,H100-SXM,A6000,Jetson-AGX-Thor"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  for (const char* d : {"\nB200 ", "\nH100-SXM ", "\nA6000 ", "\nJetson-AGX-Thor "}) {
+    EXPECT_NE(r.out.find(d), std::string::npos) << d << r.out;
+  }
+  EXPECT_NE(r.out.find("fused/unfused"), std::string::npos);
+  // MLP: fused/unfused = 3616 / 5920 = 0.6108 on every device (all memory-bound).
+  EXPECT_NE(r.out.find("0.6108"), std::string::npos) << r.out;
+  const Result j = run(compare_command, {kMlp, "--hw", "B200", "--hw", "TPU-v5e", "--json", "-"});
+  ASSERT_EQ(j.rc, 0) << j.err;
+  const json parsed = json::parse(j.out);
+  ASSERT_EQ(parsed["devices"].size(), 2u);
+  EXPECT_EQ(parsed["devices"][1]["name"], "TPU-v5e");
+  EXPECT_EQ(parsed["devices"][1]["precision_fallback_nodes"], 4);
+  EXPECT_FALSE(parsed.contains("latency_s"));
+}
+
+TEST(CompareCommand, ADeviceThatCannotRunTheGraphKeepsItsRow) {
+  const fs::path dir = temp_dir("f64");
+  const fs::path file = dir / "dot.ir";
+  std::ofstream(file) << "size N = 4\ninput a : f64[N]\ninput b : f64[N]\noutput c : f64[]\n"
+                         "kernel dot {\n  for i in 0..N:\n    c[] += a[i] * b[i]\n}\n";
+  const Result r = run(compare_command, {file.string(), "--hw", "H100-SXM,TPU-v5e"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const size_t row = r.out.find("\nTPU-v5e ");
+  ASSERT_NE(row, std::string::npos) << r.out;
+  EXPECT_EQ(
+      r.out.substr(row + 1, r.out.find('\n', row + 1) - row - 1).find_first_not_of("TPU-v5e n/a"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  TPU-v5e: not analysed: TPU-v5e has no rate for fp64 tensor"),
+            std::string::npos)
+      << r.out;
+  fs::remove_all(dir);
+}
+
+// Every block of docs/report.md that starts with `$ solar COMMAND ARGS`: the command prints the
+// rest of the block. Paths under examples/ are taken from the source tree.
+TEST(DocExamples, ReportPageBlocksAreWhatTheCommandsPrint) {
+  const std::string doc = read_file(SOLAR_SOURCE_DIR "/docs/report.md");
+  int blocks = 0;
+  for (size_t at = doc.find("```\n$ solar "); at != std::string::npos;
+       at = doc.find("```\n$ solar ", at + 1)) {
+    const size_t line_end = doc.find('\n', at + 4);
+    const size_t block_end = doc.find("```\n", line_end);
+    std::istringstream words(doc.substr(at + 12, line_end - at - 12));
+    std::vector<std::string> args{std::istream_iterator<std::string>(words), {}};
+    for (std::string& a : args) {
+      if (a.starts_with("examples/")) a = SOLAR_SOURCE_DIR "/" + a;
+    }
+    const std::string name = args.front();
+    args.erase(args.begin());
+    const Command command = name == "sol"         ? sol_command
+                            : name == "compare"   ? compare_command
+                            : name == "provision" ? provision_command
+                                                  : nullptr;
+    ASSERT_NE(command, nullptr) << name;
+    const Result r = run(command, args);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.out, doc.substr(line_end + 1, block_end - line_end - 1)) << name;
+    ++blocks;
+  }
+  EXPECT_EQ(blocks, 3);
+}
+
+}  // namespace
+}  // namespace solar::cli
