@@ -332,7 +332,7 @@ class Parser {
   std::deque<Token> buffer_;  // lookahead
   uint32_t last_line_ = 0;    // line of the last token taken
   int depth_ = 0;
-  std::map<std::string, NameInfo, std::less<>> names_;   // names in scope
+  std::map<std::string, NameInfo, std::less<>> names_;  // names in scope
   // Kernel names live in a namespace of their own (nothing refers to them inside expressions), so
   // `kernel scores` may write `tensor scores` and a kernel `k` may have a loop `k`.
   std::map<std::string, Loc, std::less<>> kernel_names_;
@@ -547,8 +547,8 @@ Kernel Parser::parse_kernel() {
   const Token name = expect_name("after 'kernel'");
   const auto [prev, inserted] = kernel_names_.emplace(std::string(name.text), name.loc);
   if (!inserted) {
-    fail(name.loc, "kernel '" + std::string(name.text) + "' is already declared at " +
-                       loc_str(prev->second));
+    fail(name.loc,
+         "kernel '" + std::string(name.text) + "' is already declared at " + loc_str(prev->second));
   }
   expect(Tok::LBrace, "after the kernel name");
   Kernel k;

@@ -640,7 +640,7 @@ kernel halves {
   EXPECT_EQ(mixed.counts.macs, 64);                // a product of two operands, one a constant
   EXPECT_EQ(mixed.mac_lhs_dtype, ir::DType::F32);  // the cast
   EXPECT_EQ(mixed.mac_rhs_dtype, ir::DType::F32);  // a constant takes the other side's dtype
-  EXPECT_EQ(node(g, "ints").compute_dtype, ir::DType::I32);  // no float: i8, u8 and i32 promote
+  EXPECT_EQ(node(g, "ints").compute_dtype, ir::DType::I32);    // no float: i8, u8 and i32 promote
   EXPECT_EQ(node(g, "halves").compute_dtype, ir::DType::F32);  // f16 with bf16 promotes to f32
   EXPECT_FALSE(node(g, "halves").mac_lhs_dtype.has_value());   // `=`: no MACs
 }

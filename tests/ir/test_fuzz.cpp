@@ -53,13 +53,38 @@ std::vector<std::string> load_seeds() {
 
 // Tokens worth splicing in: they reach deep parser and checker states.
 const std::vector<std::string>& splice_tokens() {
-  static const std::vector<std::string> tokens = {
-      "[", "]", "(", ")", "{", "}", ",", ":", "..", "=", "+=", "max=", "min=", "*=", "-",
-      "*", "/", "%", "select(", "exp(", "f32", "bf16", "i64", "bool", "kernel", "for", "in",
-      "repeat", "size", "input", "output", "tensor", "weight", "0", "1", "-1", "99999999999",
-      "9223372036854775807", "1e308", "inf", "nan", "i", "j", "N", "#", "\n", "\t", "\xff",
-      "reshape(", "permute(", "concat(", "dim=", "dims=[", "pad(", "take(", "gather(",
-      "scatter(", "reduce=add", "broadcast(", "((((((((", "))))))))", "0..0", "i*j", "/0"};
+  static const std::vector<std::string> tokens = {"[",           "]",
+                                                  "(",           ")",
+                                                  "{",           "}",
+                                                  ",",           ":",
+                                                  "..",          "=",
+                                                  "+=",          "max=",
+                                                  "min=",        "*=",
+                                                  "-",           "*",
+                                                  "/",           "%",
+                                                  "select(",     "exp(",
+                                                  "f32",         "bf16",
+                                                  "i64",         "bool",
+                                                  "kernel",      "for",
+                                                  "in",          "repeat",
+                                                  "size",        "input",
+                                                  "output",      "tensor",
+                                                  "weight",      "0",
+                                                  "1",           "-1",
+                                                  "99999999999", "9223372036854775807",
+                                                  "1e308",       "inf",
+                                                  "nan",         "i",
+                                                  "j",           "N",
+                                                  "#",           "\n",
+                                                  "\t",          "\xff",
+                                                  "reshape(",    "permute(",
+                                                  "concat(",     "dim=",
+                                                  "dims=[",      "pad(",
+                                                  "take(",       "gather(",
+                                                  "scatter(",    "reduce=add",
+                                                  "broadcast(",  "((((((((",
+                                                  "))))))))",    "0..0",
+                                                  "i*j",         "/0"};
   return tokens;
 }
 

@@ -39,6 +39,7 @@ struct Loc {
 // repeat indices are constants there).
 
 // X(enum, spelling) ; spelling is the operator or function name in the text form.
+// clang-format off
 #define SOLAR_INT_OPS(X) \
   X(Const, "")           \
   X(Sym, "")             \
@@ -50,6 +51,7 @@ struct Loc {
   X(Mod, "%")            \
   X(Min, "min")          \
   X(Max, "max")
+// clang-format on
 
 enum class IntOp : uint8_t {
 #define SOLAR_X(e, s) e,
@@ -69,16 +71,16 @@ using IntExprP = std::shared_ptr<const IntExpr>;
 
 struct IntExpr {
   IntOp op;
-  int64_t value = 0;     // Const
-  std::string name;      // Sym
+  int64_t value = 0;                 // Const
+  std::string name;                  // Sym
   SymKind sym_kind = SymKind::Size;  // Sym
-  IntExprP a, b;         // operands (Neg: a only)
+  IntExprP a, b;                     // operands (Neg: a only)
   Loc loc;
 };
 
 IntExprP int_const(int64_t v, Loc loc = {});
 IntExprP int_sym(std::string name, SymKind kind, Loc loc = {});
-IntExprP int_unary(IntOp op, IntExprP a, Loc loc = {});            // op == Neg
+IntExprP int_unary(IntOp op, IntExprP a, Loc loc = {});               // op == Neg
 IntExprP int_binary(IntOp op, IntExprP a, IntExprP b, Loc loc = {});  // Add..Max
 
 std::string_view int_op_spelling(IntOp op);
@@ -87,6 +89,7 @@ std::string_view int_op_spelling(IntOp op);
 // Value expressions: the right-hand side of a kernel assignment. Evaluated per point of the
 // kernel's iteration domain.
 
+// clang-format off
 #define SOLAR_EXPR_KINDS(X) \
   X(Const)  /* a number literal: 1.5, 2, inf, nan (negative numbers are Neg of a literal) */ \
   X(Index)  /* an integer expression (loop index, size, ...) used as a value */              \
@@ -95,6 +98,7 @@ std::string_view int_op_spelling(IntOp op);
   X(Binary) /* x op y, or f(x, y) */                                                         \
   X(Select) /* select(cond, a, b) */                                                         \
   X(Cast)   /* DTYPE(x), e.g. bf16(x): round x to the type's values */
+// clang-format on
 
 enum class ExprKind : uint8_t {
 #define SOLAR_X(e) e,
@@ -105,6 +109,7 @@ enum class ExprKind : uint8_t {
 // X(enum, spelling, cost class) ; cost class: 's' simple (add/mul/compare/select-like),
 // 'x' special (transcendental, division, square root), 'n' none (free: sign flips, casts).
 // A unary op is written as a call `name(x)`, except Neg (`-x`) and Not (`!x`).
+// clang-format off
 #define SOLAR_UNARY_OPS(X)  \
   X(Neg, "neg", 'n')        \
   X(Not, "not", 's')        \
@@ -129,6 +134,7 @@ enum class ExprKind : uint8_t {
   X(Sin, "sin", 'x')        \
   X(Cos, "cos", 'x')        \
   X(IsNan, "isnan", 's')
+// clang-format on
 
 enum class UnaryOp : uint8_t {
 #define SOLAR_X(e, s, c) e,
@@ -140,6 +146,7 @@ enum class UnaryOp : uint8_t {
 // the others as calls `name(a, b)`. Precedence (higher binds tighter):
 //   1 ||   2 &&   3 == !=   4 < <= > >=   5 + -   6 * / %   (unary - and ! bind tighter; ** is
 //   not in the language: use pow). Division of values is true division; `%` is floor modulo.
+// clang-format off
 #define SOLAR_BINARY_OPS(X)      \
   X(Add, "+", true, 5, 's')      \
   X(Sub, "-", true, 5, 's')      \
@@ -158,6 +165,7 @@ enum class UnaryOp : uint8_t {
   X(Min, "min", false, 0, 's')   \
   X(Max, "max", false, 0, 's')   \
   X(Atan2, "atan2", false, 0, 'x')
+// clang-format on
 
 enum class BinaryOp : uint8_t {
 #define SOLAR_X(e, s, inf, p, c) e,
@@ -248,12 +256,14 @@ struct Loop {
 };
 
 // X(enum, spelling, identity element of the reduction)
+// clang-format off
 #define SOLAR_ASSIGN_OPS(X) \
   X(Assign, "=")            \
   X(Sum, "+=")              \
   X(Prod, "*=")             \
   X(Max, "max=")            \
   X(Min, "min=")
+// clang-format on
 
 enum class AssignOp : uint8_t {
 #define SOLAR_X(e, s) e,
@@ -290,12 +300,12 @@ struct SliceSpec {
 //   Slice     `Y = X[slices]`
 //   Reshape   `Y = reshape(X)`         row-major, to Y's declared shape
 //   Permute   `Y = permute(X, [p0, p1, ...])`       Y dim d is X dim p_d
-//   Broadcast `Y = broadcast(X)` / `broadcast(X, dims=[...])`  numpy rules, or X dim i -> Y dim dims[i]
-//   Concat    `Y = concat(A, B, ..., dim=d)`
-//   Pad       `Y = pad(X, lo=[...], hi=[...], value=c)`  constant padding
-//   Take      `Y = take(X, I, dim=d)`  index_select / embedding: Y = X[:, ..., I[...], ...]
-//   Gather    `Y = gather(X, I, dim=d)` torch.gather
-//   Scatter   `Y = scatter(X, I, S, dim=d, reduce=none|add|max|min)` torch.scatter(_reduce)
+//   Broadcast `Y = broadcast(X)` / `broadcast(X, dims=[...])`  numpy rules, or X dim i -> Y dim
+//   dims[i] Concat    `Y = concat(A, B, ..., dim=d)` Pad       `Y = pad(X, lo=[...], hi=[...],
+//   value=c)`  constant padding Take      `Y = take(X, I, dim=d)`  index_select / embedding: Y =
+//   X[:, ..., I[...], ...] Gather    `Y = gather(X, I, dim=d)` torch.gather Scatter   `Y =
+//   scatter(X, I, S, dim=d, reduce=none|add|max|min)` torch.scatter(_reduce)
+// clang-format off
 #define SOLAR_COMPOSE_OPS(X) \
   X(Copy, "copy")            \
   X(Slice, "slice")          \
@@ -307,6 +317,7 @@ struct SliceSpec {
   X(Take, "take")            \
   X(Gather, "gather")        \
   X(Scatter, "scatter")
+// clang-format on
 
 enum class ComposeOp : uint8_t {
 #define SOLAR_X(e, s) e,
@@ -319,10 +330,10 @@ std::optional<ComposeOp> compose_op_from_name(std::string_view name);
 // A keyword argument of a composition call: `dim=1`, `dims=[0, 2]`, `value=-inf`, `reduce=add`.
 struct ComposeAttr {
   std::string key;
-  std::vector<IntExprP> ints;  // one element for `dim=1`, several for `dims=[...]`
-  bool is_list = false;        // written with brackets
+  std::vector<IntExprP> ints;    // one element for `dim=1`, several for `dims=[...]`
+  bool is_list = false;          // written with brackets
   std::optional<double> number;  // `value=...`
-  std::string word;            // `reduce=add`
+  std::string word;              // `reduce=add`
   Loc loc;
 };
 
@@ -344,10 +355,12 @@ struct Repeat {
   std::vector<StmtP> body;
 };
 
+// clang-format off
 #define SOLAR_STMT_KINDS(X) \
   X(Kernel)                 \
   X(Compose)                \
   X(Repeat)
+// clang-format on
 
 enum class StmtKind : uint8_t {
 #define SOLAR_X(e) e,

@@ -9,6 +9,7 @@ namespace solar::ir {
 
 // The one list of dtypes: X(enum name, IR spelling, size in bytes, kind)
 // kind: 'f' floating point, 'i' signed integer, 'u' unsigned integer, 'b' bool.
+// clang-format off
 #define SOLAR_DTYPES(X)         \
   X(F64, "f64", 8, 'f')         \
   X(F32, "f32", 4, 'f')         \
@@ -21,6 +22,7 @@ namespace solar::ir {
   X(I8, "i8", 1, 'i')           \
   X(U8, "u8", 1, 'u')           \
   X(Bool, "bool", 1, 'b')
+// clang-format on
 
 enum class DType : uint8_t {
 #define SOLAR_X(e, s, n, k) e,

@@ -24,7 +24,7 @@ class InternalError : public std::logic_error {
 }  // namespace solar
 
 // Invariant check that stays on in release builds. Never use it on user input.
-#define SOLAR_CHECK(cond, what)                                    \
-  do {                                                             \
+#define SOLAR_CHECK(cond, what)                                     \
+  do {                                                              \
     if (!(cond)) ::solar::internal_error(__FILE__, __LINE__, what); \
   } while (0)

@@ -1,0 +1,200 @@
+"""Capture of PyTorch programs into SOLAR's capture format (docs/capture.md).
+
+This subpackage imports torch; ``import solar`` does not import it (the CLI and
+``solar.analyze`` import this subpackage only when they need it).
+
+- ``load_model_file(path)``: the model and inputs of a benchmark-style file (``class Model``,
+  ``get_inputs()``, ``get_init_inputs()``), seeded with ``torch.manual_seed(0)``.
+- ``capture(model, inputs, source=None)``: traces ``model(*inputs)`` and returns a ``Capture``
+  (the JSON document, and what is needed to make golden data).
+- ``Capture.golden(model, inputs)``: runs the real model once and returns every input, weight,
+  buffer, constant and output as numpy arrays by capture name.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from solar.capture._serialize import serialize
+from solar.capture._trace import CaptureError, Traced, trace
+
+__all__ = ["Capture", "CaptureError", "capture", "load_model_file", "to_numpy", "write_npz"]
+
+
+@dataclass
+class Capture:
+    document: dict
+    traced: Traced
+    fx_to_name: dict[str, str]
+
+    @property
+    def method(self) -> str:
+        return self.document["capture_method"]
+
+    def to_json(self) -> str:
+        """The document as text: one tensor and one node per line, keys in a fixed order;
+        the same model and inputs give the same bytes."""
+        doc = self.document
+        head = {k: v for k, v in doc.items() if k not in ("tensors", "nodes", "outputs")}
+        lines = ["{"]
+        for key, value in head.items():
+            lines.append(f"  {_dumps(key)}: {_dumps(value)},")
+        for key in ("tensors", "nodes"):
+            items = doc[key]
+            lines.append(f'  "{key}": [')
+            lines.extend(
+                f"    {_dumps(item)}{',' if i + 1 < len(items) else ''}"
+                for i, item in enumerate(items)
+            )
+            lines.append("  ],")
+        lines.append(f'  "outputs": {_dumps(doc["outputs"])}')
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def golden(self, model: Any, inputs: tuple) -> dict[str, np.ndarray]:
+        """Runs ``model(*inputs)`` once, for real, and returns every graph input, weight, buffer
+        and constant (their values before the run) and every graph output, by capture name.
+
+        Runs the model: in training mode its buffers (BatchNorm running statistics) change."""
+        from torch.utils import _pytree as pytree
+
+        module = model if isinstance(model, torch.nn.Module) else None
+        flat_inputs = [t for t in pytree.tree_leaves(inputs)]
+        arrays: dict[str, np.ndarray] = {}
+        for fx_name, binding in self.traced.placeholders.items():
+            name = self.fx_to_name.get(fx_name)
+            if name is None:
+                continue
+            if binding.kind == "input":
+                value = flat_inputs[binding.index]
+            elif binding.kind == "weight":
+                value = module.get_parameter(binding.target)
+            elif binding.kind == "buffer":
+                value = module.get_buffer(binding.target)
+            else:
+                value = binding.value
+            arrays[name] = to_numpy(value)  # a copy: taken before the run mutates buffers
+        with torch.no_grad():
+            result = model(*inputs)
+        flat_outputs = [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
+        for node, binding in self.traced.outputs:
+            name = self.fx_to_name[node.name]
+            if binding.kind == "output":
+                value = flat_outputs[binding.index]
+            else:
+                value = module.get_buffer(binding.target)
+            if name not in arrays:  # an output that is an input keeps the input's value
+                arrays[name] = to_numpy(value)
+        return arrays
+
+
+def capture(model: Any, inputs: tuple, source: str | None = None) -> Capture:
+    """Traces ``model(*inputs)`` (an nn.Module or a function of tensors) into a Capture.
+
+    ``inputs`` may be real, fake or meta tensors: tracing never runs the model on data."""
+    traced = trace(model, tuple(inputs))
+    if source is None:
+        source = _source_of(model)
+    document, fx_to_name = serialize(traced, source)
+    return Capture(document, traced, fx_to_name)
+
+
+def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, tuple]:
+    """The model and inputs of a benchmark-style file: ``Model(*get_init_inputs())`` and
+    ``get_inputs()``, built after ``torch.manual_seed(0)``.
+
+    ``fake=True`` builds both as FakeTensors (torch._subclasses.fake_tensor.FakeTensorMode):
+    shapes, dtypes and devices without memory or values, enough to capture but not to make
+    golden data. (Not the meta device: it picks other kernels, e.g. a different SDPA
+    decomposition, so its graph would differ from the one PyTorch runs on the CPU.)"""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise CaptureError(f"{path}: no such file")
+    name = "_solar_model_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # kept: inspect and pickle look classes up there
+    spec.loader.exec_module(module)
+    for attr in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, attr):
+            raise CaptureError(
+                f"{path}: defines no '{attr}' (a model file defines class Model(nn.Module), "
+                "get_inputs() and get_init_inputs())"
+            )
+    torch.manual_seed(0)
+    if not fake:
+        model = module.Model(*module.get_init_inputs())
+        inputs = tuple(module.get_inputs())
+    else:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            model = module.Model(*module.get_init_inputs())
+            inputs = tuple(module.get_inputs())
+    return model, inputs
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    """A numpy copy of a tensor; bf16 as uint16 bits, f8 as uint8 bits (npz.h)."""
+    t = t.detach().to("cpu").contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(np.uint16).copy()
+    if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        return t.view(torch.uint8).numpy().copy()
+    return t.numpy().copy()
+
+
+def write_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
+    """Writes an uncompressed .npz atomically, with deterministic bytes (sorted members, fixed
+    timestamps)."""
+    path = os.fspath(path)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as zf:
+        for name in sorted(arrays):
+            member = io.BytesIO()
+            np.lib.format.write_array(
+                member, np.ascontiguousarray(arrays[name]), allow_pickle=False
+            )
+            zf.writestr(
+                zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0)), member.getvalue()
+            )
+    write_atomic(path, buffer.getvalue())
+
+
+def write_atomic(path: str, data: bytes | str) -> None:
+    """Writes to a temporary file beside ``path`` and renames it into place."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".solar-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, allow_nan=False, ensure_ascii=True)
+
+
+def _source_of(model: Any) -> str | None:
+    import inspect
+
+    target = type(model) if isinstance(model, torch.nn.Module) else model
+    try:
+        return os.path.basename(inspect.getsourcefile(target) or "") or None
+    except (TypeError, OSError):
+        return None

@@ -1,0 +1,226 @@
+"""A traced FX graph as the capture document (docs/capture.md)."""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+import re
+from typing import Any
+
+import torch
+
+from solar.capture._names import NameTable
+from solar.capture._trace import CaptureError, Traced
+
+FORMAT = "solar-capture"
+VERSION = 1
+
+DTYPES = {
+    torch.float64: "f64",
+    torch.float32: "f32",
+    torch.float16: "f16",
+    torch.bfloat16: "bf16",
+    torch.float8_e4m3fn: "f8e4m3",
+    torch.float8_e5m2: "f8e5m2",
+    torch.int64: "i64",
+    torch.int32: "i32",
+    torch.int8: "i8",
+    torch.uint8: "u8",
+    torch.bool: "bool",
+}
+
+# Schema argument types left out of "args": they do not change the work.
+_DROPPED_ARG_TYPES = ("Device", "Layout", "MemoryFormat")
+# Ops that compute nothing (export's run-time assertions): not serialized.
+_NO_OPS = frozenset(
+    {
+        "aten._assert_tensor_metadata.default",
+        "aten._assert_scalar.default",
+        "aten._assert_async.msg",
+        "aten.sym_constrain_range.default",
+        "aten.sym_constrain_range_for_size.default",
+    }
+)
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    if dtype not in DTYPES:
+        raise CaptureError(
+            f"dtype {dtype} has no SOLAR dtype (valid: {', '.join(DTYPES.values())})"
+        )
+    return DTYPES[dtype]
+
+
+def serialize(traced: Traced, source: str | None) -> tuple[dict, dict[str, str]]:
+    """The capture document, and the capture name of every FX node that holds a tensor."""
+    graph = traced.graph
+    names = NameTable()
+    tensor_name: dict[str, str] = {}  # FX node name -> capture tensor name
+    multi: dict[str, list[str | None]] = {}  # FX node of a multi-output op -> element names
+
+    # Pass 1: names. FX's own names first (in graph order), synthetic ones after.
+    for node in graph.nodes:
+        if node.op in ("output",) or node.name in traced.dropped:
+            continue
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            tensor_name[node.name] = names.take(node.name)
+    for node in graph.nodes:
+        val = node.meta.get("val")
+        if node.op == "call_function" and isinstance(val, (tuple, list)):
+            elements: list[str | None] = [None] * len(val)
+            for user in node.users:
+                if user.target is operator.getitem and user.name in tensor_name:
+                    elements[user.args[1]] = tensor_name[user.name]
+            for i, v in enumerate(val):
+                if elements[i] is None and isinstance(v, torch.Tensor):
+                    elements[i] = names.take(f"{node.name}_out{i}")
+            multi[node.name] = elements
+
+    # Pass 2: tensors and nodes.
+    roles: dict[str, str] = {}
+    for fx_name, binding in traced.placeholders.items():
+        if fx_name in tensor_name:
+            roles[tensor_name[fx_name]] = binding.kind
+    outputs = []
+    for value, _binding in traced.outputs:
+        if not isinstance(value, torch.fx.Node) or value.name not in tensor_name:
+            raise CaptureError(f"graph output {value!r} is not a tensor")
+        outputs.append(tensor_name[value.name])
+    for name in outputs:
+        if roles.get(name, "intermediate") == "intermediate":
+            roles[name] = "output"
+
+    tensors: list[dict] = []
+    nodes: list[dict] = []
+
+    def add_tensor(name: str, val: torch.Tensor) -> None:
+        tensors.append(
+            {
+                "name": name,
+                "role": roles.get(name, "intermediate"),
+                "dtype": dtype_name(val.dtype),
+                "shape": [int(s) for s in val.shape],
+            }
+        )
+
+    for node in graph.nodes:
+        if node.name in traced.dropped or node.op == "output":
+            continue
+        val = node.meta.get("val")
+        if node.op in ("placeholder", "get_attr"):
+            if node.name in tensor_name:
+                add_tensor(tensor_name[node.name], val)
+            continue
+        if node.op != "call_function":
+            raise CaptureError(f"unsupported FX node '{node.name}' ({node.op})")
+        if node.target is operator.getitem and node.args[0].name in multi:
+            continue  # resolved: its tensor is listed with the op that produced it
+        op = _op_name(node.target)
+        if op in _NO_OPS:
+            continue
+        if node.name in multi:
+            out_names = multi[node.name]
+            for elem_name, v in zip(out_names, val, strict=True):
+                if elem_name is not None:
+                    add_tensor(elem_name, v)
+        elif node.name in tensor_name:
+            out_names = [tensor_name[node.name]]
+            add_tensor(out_names[0], val)
+        else:
+            raise CaptureError(f"op {op} ('{node.name}') returns no tensor")
+        entry = {
+            "name": out_names[0] if node.name not in multi else names.take(node.name),
+            "op": op,
+            "args": _args(node, tensor_name),
+            "outputs": out_names,
+        }
+        location = _location(node, source)
+        if location:
+            entry["location"] = location
+        nodes.append(entry)
+
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "framework": "torch",
+        "framework_version": torch.__version__.split("+")[0],
+        "capture_method": traced.method,
+        "source": os.path.basename(source) if source else None,
+        "tensors": tensors,
+        "nodes": nodes,
+        "outputs": outputs,
+    }
+    return doc, tensor_name
+
+
+def _op_name(target: Any) -> str:
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)  # "aten.addmm.default"
+    return f"{getattr(target, '__module__', '')}.{getattr(target, '__name__', str(target))}"
+
+
+def _args(node: torch.fx.Node, tensor_name: dict[str, str]) -> dict:
+    target = node.target
+    if not isinstance(target, torch._ops.OpOverload):
+        # Not an ATen op (e.g. a higher-order op): positional arguments as arg0, arg1, ...
+        return {f"arg{i}": _value(a, tensor_name) for i, a in enumerate(node.args)}
+    args = {}
+    positional = list(node.args)
+    for i, arg in enumerate(target._schema.arguments):
+        if arg.kwarg_only or i >= len(positional):
+            if arg.name in node.kwargs:
+                value = node.kwargs[arg.name]
+            elif arg.has_default_value():
+                value = arg.default_value
+            else:
+                raise CaptureError(f"{target}: argument '{arg.name}' has no value")
+        else:
+            value = positional[i]
+        if any(t in str(arg.type) for t in _DROPPED_ARG_TYPES):
+            continue
+        args[arg.name] = _value(value, tensor_name)
+    return args
+
+
+def _value(value: Any, tensor_name: dict[str, str]) -> Any:
+    if isinstance(value, torch.fx.Node):
+        if value.name not in tensor_name:
+            raise CaptureError(f"argument '{value.name}' is not a tensor")
+        return {"tensor": tensor_name[value.name]}
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, torch.SymInt)):
+        return int(value)
+    if isinstance(value, (float, torch.SymFloat)):
+        f = float(value)
+        if math.isnan(f):
+            return "nan"
+        if math.isinf(f):
+            return "inf" if f > 0 else "-inf"
+        return f
+    if isinstance(value, torch.SymBool):
+        return bool(value)
+    if isinstance(value, torch.dtype):
+        return dtype_name(value)
+    if isinstance(value, (list, tuple)):
+        return [_value(v, tensor_name) for v in value]
+    if isinstance(value, (torch.device, torch.layout, torch.memory_format)):
+        return str(value)
+    raise CaptureError(f"argument value {value!r} of type {type(value).__name__} is not supported")
+
+
+def _location(node: torch.fx.Node, source: str | None) -> str | None:
+    """``file:line in function`` of the innermost frame of the user's code (not torch's)."""
+    frames = _FRAME.findall(node.meta.get("stack_trace") or "")
+    user = [f for f in frames if not os.path.abspath(f[0]).startswith(_TORCH_DIR)]
+    if source:
+        mine = [f for f in user if os.path.basename(f[0]) == os.path.basename(source)]
+        user = mine or user
+    if not user:
+        return None
+    path, line, func = user[-1]
+    return f"{os.path.basename(path)}:{line} in {func}"

@@ -1,0 +1,401 @@
+// The lowering driver: reads the capture, runs each node's rule, joins the IR text, checks it.
+#include "solar/frontend/lower.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "rules.h"
+#include "solar/ir/checker.h"
+#include "solar/ir/diagnostic.h"
+#include "solar/ir/parser.h"
+#include "solar/util/error.h"
+
+namespace solar::frontend {
+
+using nlohmann::json;
+
+int64_t TensorInfo::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string lit(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "(-inf)";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, std::abs(v));
+  std::string s(buf, res.ptr);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return v < 0 || std::signbit(v) ? "(-" + s + ")" : s;
+}
+
+std::string join_ints(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s;
+}
+
+std::string box_loops(const std::vector<int64_t>& shape, const std::string& p) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    s += (i ? ", " : "") + p + std::to_string(i) + " in 0.." + std::to_string(shape[i]);
+  }
+  return s;
+}
+
+std::string box_index(int rank, const std::string& p) {
+  std::string s;
+  for (int i = 0; i < rank; ++i) s += (i ? ", " : "") + p + std::to_string(i);
+  return s;
+}
+
+std::string bcast_names(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape,
+                        const std::vector<std::string>& names) {
+  const size_t offset = out_shape.size() - shape.size();
+  std::string s;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const bool broadcast = shape[d] == 1 && out_shape[offset + d] != 1;
+    s += (d ? ", " : "") + (broadcast ? std::string("0") : names[offset + d]);
+  }
+  return s;
+}
+
+std::string bcast_index(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape,
+                        const std::string& p) {
+  std::vector<std::string> names;
+  for (size_t d = 0; d < out_shape.size(); ++d) names.push_back(p + std::to_string(d));
+  return bcast_names(shape, out_shape, names);
+}
+
+int64_t norm_dim(int64_t dim, int rank) {
+  const int64_t r = std::max(rank, 1);
+  if (dim < -r || dim >= r) {
+    throw UserError("dimension " + std::to_string(dim) + " is out of range for rank " +
+                    std::to_string(rank));
+  }
+  return dim < 0 ? dim + r : dim;
+}
+
+namespace {
+
+// The TensorInfo of one entry of the capture's "tensors" list.
+TensorInfo read_tensor(const json& t) {
+  TensorInfo info;
+  info.name = t.at("name").get<std::string>();
+  const std::string dtype = t.at("dtype").get<std::string>();
+  const auto parsed = ir::dtype_from_name(dtype);
+  if (!parsed) throw UserError("tensor '" + info.name + "' has unknown dtype '" + dtype + "'");
+  info.dtype = *parsed;
+  info.shape = t.at("shape").get<std::vector<int64_t>>();
+  return info;
+}
+
+bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Leading underscores of `name`.
+size_t underscores(const std::string& name) {
+  return std::min(name.find_first_not_of('_'), name.size());
+}
+
+// The end of the number literal starting at `i` (`12`, `1.5`, `1e-05`).
+size_t number_end(const std::string& text, size_t i) {
+  while (i < text.size()) {
+    const char c = text[i];
+    const bool sign = (c == '+' || c == '-') && (text[i - 1] == 'e' || text[i - 1] == 'E');
+    const bool point = c == '.' && i + 1 < text.size() &&
+                       std::isdigit(static_cast<unsigned char>(text[i + 1]));  // not `0..N`
+    if (!std::isalnum(static_cast<unsigned char>(c)) && !point && !sign) break;
+    ++i;
+  }
+  return i;
+}
+
+// The IR role keyword of a capture tensor.
+std::string role_keyword(const std::string& role, bool graph_output) {
+  if (graph_output) return "output";
+  if (role == "input") return "input";
+  if (role == "weight" || role == "buffer" || role == "constant") return "weight";
+  if (role == "intermediate" || role == "output") return "tensor";
+  throw UserError("unknown tensor role '" + role + "'");
+}
+
+// "model.py:12 in forward: " or "" when the node has no location.
+std::string where(const json& node) {
+  const auto it = node.find("location");
+  if (it == node.end() || !it->is_string() || it->get<std::string>().empty()) return "";
+  return it->get<std::string>() + ": ";
+}
+
+std::string supported_list() {
+  std::string s;
+  for (const std::string& name : registered_ops()) s += (s.empty() ? "" : ", ") + name;
+  return s;
+}
+
+// One piece of the program text and the node that produced it (-1: the capture's declarations).
+struct Piece {
+  std::string text;
+  int node;
+};
+
+// Joins the pieces; on a diagnostic, names the operator whose text holds its line.
+std::string join_and_check(const std::vector<Piece>& pieces, const json& nodes,
+                           const std::string& file) {
+  std::string text;
+  std::vector<int> line_owner{-1};  // line numbers are 1-based
+  for (const Piece& piece : pieces) {
+    text += piece.text;
+    for (char c : piece.text) {
+      if (c == '\n') line_owner.push_back(piece.node);
+    }
+  }
+  try {
+    ir::check_or_throw(ir::parse(text, file));
+  } catch (const ir::DiagnosticError& e) {
+    const size_t line = e.diagnostics().front().loc.line;
+    const int owner = line < line_owner.size() ? line_owner[line] : -1;
+    const std::string op =
+        owner < 0 ? "the capture's tensors" : nodes[owner].at("op").get<std::string>();
+    throw InternalError("internal error: lowering of " + op + " produced invalid IR: " + e.what());
+  }
+  return text;
+}
+
+// The capture's JSON; a syntax error is a one-line UserError.
+json parse_json(const std::string& json_text, const std::string& file) {
+  try {
+    return json::parse(json_text);
+  } catch (const json::exception& e) {
+    throw UserError(file + ": invalid capture JSON: " + e.what());
+  }
+}
+
+}  // namespace
+
+NodeLowering::NodeLowering(const json& node, const std::map<std::string, TensorInfo>& tensors,
+                           std::set<std::string>& used_names, const std::string& index_prefix)
+    : args_(node.at("args")),
+      tensors_(tensors),
+      used_names_(used_names),
+      index_prefix_(index_prefix) {
+  op_ = node.at("op").get<std::string>();
+  base_ = node.at("name").get<std::string>();
+  for (const json& name : node.at("outputs")) outputs_.push_back(lookup({{"tensor", name}}));
+}
+
+const json& NodeLowering::arg(const std::string& key) const {
+  const auto it = args_.find(key);
+  if (it == args_.end() || it->is_null()) throw UserError("missing argument '" + key + "'");
+  return *it;
+}
+
+TensorInfo NodeLowering::lookup(const json& ref) const {
+  if (!ref.is_object() || !ref.contains("tensor")) {
+    throw UserError("expected a tensor reference, got " + ref.dump());
+  }
+  const std::string name = ref.at("tensor").get<std::string>();
+  const auto it = tensors_.find(name);
+  if (it == tensors_.end()) throw UserError("unknown tensor '" + name + "'");
+  return it->second;
+}
+
+bool NodeLowering::has(const std::string& key) const {
+  const auto it = args_.find(key);
+  return it != args_.end() && !it->is_null();
+}
+
+bool NodeLowering::is_tensor(const std::string& key) const {
+  return has(key) && arg(key).is_object();
+}
+
+TensorInfo NodeLowering::tensor(const std::string& key) const { return lookup(arg(key)); }
+
+std::vector<TensorInfo> NodeLowering::tensor_list(const std::string& key) const {
+  std::vector<TensorInfo> result;
+  for (const json& ref : arg(key)) result.push_back(lookup(ref));
+  return result;
+}
+
+double NodeLowering::number(const std::string& key) const {
+  const json& v = arg(key);
+  if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+  }
+  throw UserError("argument '" + key + "' is not a number: " + v.dump());
+}
+
+double NodeLowering::number_or(const std::string& key, double fallback) const {
+  return has(key) ? number(key) : fallback;
+}
+
+int64_t NodeLowering::integer(const std::string& key) const {
+  const json& v = arg(key);
+  if (!v.is_number_integer()) throw UserError("argument '" + key + "' is not an integer");
+  return v.get<int64_t>();
+}
+
+int64_t NodeLowering::integer_or(const std::string& key, int64_t fallback) const {
+  return has(key) ? integer(key) : fallback;
+}
+
+bool NodeLowering::flag_or(const std::string& key, bool fallback) const {
+  return has(key) ? number(key) != 0.0 : fallback;
+}
+
+std::string NodeLowering::string_or(const std::string& key, const std::string& fallback) const {
+  return has(key) ? arg(key).get<std::string>() : fallback;
+}
+
+std::vector<int64_t> NodeLowering::ints_or(const std::string& key,
+                                           std::vector<int64_t> fallback) const {
+  if (!has(key)) return fallback;
+  const json& v = arg(key);
+  if (v.is_number_integer()) return {v.get<int64_t>()};
+  return v.get<std::vector<int64_t>>();
+}
+
+const TensorInfo& NodeLowering::out(size_t i) const {
+  if (i >= outputs_.size()) {
+    throw UserError("expected at least " + std::to_string(i + 1) + " outputs, got " +
+                    std::to_string(outputs_.size()));
+  }
+  return outputs_[i];
+}
+
+std::string NodeLowering::fresh(const std::string& hint) {
+  std::string name = base_ + "_" + hint;
+  for (int n = 2; used_names_.count(name) != 0; ++n) name = base_ + "_" + hint + std::to_string(n);
+  used_names_.insert(name);
+  return name;
+}
+
+TensorInfo NodeLowering::temp(const std::string& hint, ir::DType dtype,
+                              std::vector<int64_t> shape) {
+  TensorInfo t{fresh(hint), dtype, std::move(shape)};
+  decls_ += "tensor " + t.name + " : " + std::string(ir::dtype_name(dtype)) + "[" +
+            join_ints(t.shape) + "]\n";
+  return t;
+}
+
+std::string NodeLowering::rename_indices(const std::string& text,
+                                         const std::set<std::string>& indices) const {
+  std::string result;
+  for (size_t i = 0; i < text.size();) {
+    if (std::isdigit(static_cast<unsigned char>(text[i]))) {
+      const size_t end = number_end(text, i);
+      result += text.substr(i, end - i);
+      i = end;
+      continue;
+    }
+    if (!is_ident_start(text[i])) {
+      result += text[i++];
+      continue;
+    }
+    size_t end = i;
+    while (end < text.size() &&
+           (is_ident_start(text[end]) || std::isdigit(static_cast<unsigned char>(text[end])))) {
+      ++end;
+    }
+    const std::string word = text.substr(i, end - i);
+    const bool called = end < text.size() && (text[end] == '[' || text[end] == '(');
+    result += !called && indices.count(word) != 0 ? index_prefix_ + word : word;
+    i = end;
+  }
+  return result;
+}
+
+void NodeLowering::kernel(const std::string& hint, const std::string& loops, const std::string& lhs,
+                          const std::string& assign, const std::string& rhs) {
+  std::set<std::string> indices;  // the loop names: the word before each " in "
+  for (size_t at = loops.find(" in "); at != std::string::npos; at = loops.find(" in ", at + 1)) {
+    const size_t space = loops.rfind(' ', at - 1);
+    const size_t start = space == std::string::npos ? 0 : space + 1;
+    indices.insert(loops.substr(start, at - start));
+  }
+  stmts_ += "kernel " + fresh(hint) + " {\n";
+  if (!loops.empty()) stmts_ += "  for " + rename_indices(loops, indices) + ":\n";
+  stmts_ += "    " + rename_indices(lhs, indices) + " " + assign + " " +
+            rename_indices(rhs, indices) + "\n}\n";
+}
+
+void NodeLowering::stmt(const std::string& text) { stmts_ += text + "\n"; }
+
+std::vector<std::string> registered_ops() {
+  std::vector<std::string> names;
+  for (const auto& [name, rule] : rules()) names.push_back(name);
+  return names;
+}
+
+std::string lower_capture_text(const std::string& json_text, const std::string& file) {
+  const json capture = parse_json(json_text, file);
+  try {
+    if (capture.value("format", "") != "solar-capture" || capture.value("version", 0) != 1) {
+      throw UserError(file + ": not a solar-capture file of version 1");
+    }
+    std::map<std::string, TensorInfo> tensors;
+    std::set<std::string> used_names;
+    std::set<std::string> graph_outputs;
+    for (const json& name : capture.at("outputs")) graph_outputs.insert(name.get<std::string>());
+    std::vector<Piece> decls;
+    for (const json& t : capture.at("tensors")) {
+      const TensorInfo info = read_tensor(t);
+      const std::string role =
+          role_keyword(t.at("role").get<std::string>(), graph_outputs.count(info.name) != 0);
+      decls.push_back({role + " " + info.name + " : " + std::string(ir::dtype_name(info.dtype)) +
+                           "[" + join_ints(info.shape) + "]\n",
+                       -1});
+      tensors[info.name] = info;
+      used_names.insert(info.name);
+    }
+    const json& nodes = capture.at("nodes");
+    // Loop indices get a prefix of more leading underscores than any tensor or node name has
+    // (a fresh name starts with its node's name), so they never collide with a tensor's name.
+    size_t prefix = 1;
+    for (const std::string& name : used_names) prefix = std::max(prefix, underscores(name) + 1);
+    for (const json& node : nodes) {
+      prefix = std::max(prefix, underscores(node.at("name").get<std::string>()) + 2);
+    }
+    const std::string index_prefix(prefix, '_');
+    std::vector<Piece> stmts;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const json& node = nodes[i];
+      const std::string op = node.at("op").get<std::string>();
+      const auto rule = rules().find(op);
+      const std::string node_name = node.at("name").get<std::string>();
+      if (rule == rules().end()) {
+        throw UserError(where(node) + "unsupported operator '" + op + "' (node '" + node_name +
+                        "', " + std::to_string(i + 1) + " of " + std::to_string(nodes.size()) +
+                        " nodes); supported: " + supported_list());
+      }
+      NodeLowering lowering(node, tensors, used_names, index_prefix);
+      try {
+        rule->second(lowering);
+      } catch (const UserError& e) {
+        throw UserError(where(node) + op + " (node '" + node_name + "'): " + e.what());
+      }
+      decls.push_back({lowering.declarations(), static_cast<int>(i)});
+      stmts.push_back({lowering.statements(), static_cast<int>(i)});
+    }
+    decls.push_back({"\n", -1});
+    decls.insert(decls.end(), stmts.begin(), stmts.end());
+    return join_and_check(decls, nodes, file);
+  } catch (const json::exception& e) {
+    throw UserError(file + ": malformed capture: " + e.what());
+  }
+}
+
+ir::Program lower_capture(const std::string& json_text, const std::string& file) {
+  return ir::parse(lower_capture_text(json_text, file), file);
+}
+
+}  // namespace solar::frontend
