@@ -32,7 +32,53 @@ PerPoint larger(PerPoint a, PerPoint b) {
   return a.special >= b.special ? a : b;
 }
 
+bool int_mentions_loop(const ir::IntExpr& e) {
+  if (e.op == ir::IntOp::Sym) return e.sym_kind == ir::SymKind::Loop;
+  return (e.a && int_mentions_loop(*e.a)) || (e.b && int_mentions_loop(*e.b));
+}
+
+// The same value at every point of the domain: no tensor reads, no loop indices. Such a
+// sub-expression is computed once, before the loops, and costs nothing per point.
+bool is_invariant(const ir::Expr& e) {
+  switch (e.kind) {
+    case ir::ExprKind::Const:
+      return true;
+    case ir::ExprKind::Index:
+      return !int_mentions_loop(*e.index);
+    case ir::ExprKind::Read:
+      return false;
+    case ir::ExprKind::Unary:
+    case ir::ExprKind::Binary:
+    case ir::ExprKind::Select:
+    case ir::ExprKind::Cast:
+      break;
+  }
+  for (const ir::ExprP& a : e.args) {
+    if (!is_invariant(*a)) return false;
+  }
+  return true;
+}
+
+bool reads_tensor(const ir::Expr& e) {
+  if (e.kind == ir::ExprKind::Read) return true;
+  for (const ir::ExprP& a : e.args) {
+    if (reads_tensor(*a)) return true;
+  }
+  return false;
+}
+
+// The factors of a product tree: a * b * c -> {a, b, c}.
+void product_factors(const ir::Expr& e, std::vector<const ir::Expr*>& out) {
+  if (e.kind == ir::ExprKind::Binary && e.binary_op == ir::BinaryOp::Mul) {
+    product_factors(*e.args[0], out);
+    product_factors(*e.args[1], out);
+  } else {
+    out.push_back(&e);
+  }
+}
+
 PerPoint ops_of(const ir::Expr& e) {
+  if (is_invariant(e)) return {};
   switch (e.kind) {
     case ir::ExprKind::Const:
     case ir::ExprKind::Index:
@@ -79,17 +125,32 @@ void visit_dtypes(const ir::Expr& e, const DTypeOf& dtype_of, bool& have, ir::DT
 
 }  // namespace
 
-bool is_mac(const ir::Kernel& k) {
-  return k.op == ir::AssignOp::Sum && k.rhs->kind == ir::ExprKind::Binary &&
-         k.rhs->binary_op == ir::BinaryOp::Mul;
+std::optional<MacOperands> mac_operands(const ir::Kernel& k) {
+  if (k.op != ir::AssignOp::Sum) return std::nullopt;
+  std::vector<const ir::Expr*> factors;
+  product_factors(*k.rhs, factors);
+  MacOperands m;
+  for (const ir::Expr* f : factors) {
+    if (is_invariant(*f)) continue;  // folded into the result
+    if (reads_tensor(*f) && !m.lhs) {
+      m.lhs = f;
+    } else if (reads_tensor(*f) && !m.rhs) {
+      m.rhs = f;
+    } else {
+      m.others.push_back(f);
+    }
+  }
+  if (!m.rhs) return std::nullopt;
+  return m;
 }
 
 OpCounts count_ops(const ir::Kernel& k, int64_t points) {
   OpCounts c;
   PerPoint p;
-  if (is_mac(k)) {
+  if (const std::optional<MacOperands> m = mac_operands(k)) {
     c.macs = points;
-    p = ops_of(*k.rhs->args[0]) + ops_of(*k.rhs->args[1]);
+    p = ops_of(*m->lhs) + ops_of(*m->rhs);
+    for (const ir::Expr* f : m->others) p = p + ops_of(*f) + PerPoint{1, 0};  // one more multiply
   } else {
     p = ops_of(*k.rhs);
     if (k.op != ir::AssignOp::Assign) p.simple += 1;  // the reduction's combine

@@ -7,14 +7,23 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "solar/einsum/graph.h"
 #include "solar/ir/ast.h"
 
 namespace solar::einsum::detail {
 
-// Whether the kernel's points are MACs: a `+=` whose right side is a product of two operands.
-bool is_mac(const ir::Kernel& k);
+// The two operands of a kernel whose points are MACs: a `+=` whose right side is a product in
+// which exactly two factors read tensors (`A[i, k] * B[k, j]`, also `q[..] * k[..] * rsqrt(D)`).
+// Factors that are the same at every point (constants, sizes: no reads, no loop indices) are
+// folded into the result and cost nothing. nullopt when the kernel is not a contraction.
+struct MacOperands {
+  const ir::Expr* lhs = nullptr;
+  const ir::Expr* rhs = nullptr;
+  std::vector<const ir::Expr*> others;  // further factors that vary per point (each one multiply)
+};
+std::optional<MacOperands> mac_operands(const ir::Kernel& k);
 
 // MACs and other operations of a kernel over `points` points of its domain.
 OpCounts count_ops(const ir::Kernel& k, int64_t points);

@@ -304,9 +304,9 @@ class Lifter {
     const detail::DTypeOf dtype_of = [&](const std::string& t) { return tensor(t).dtype; };
     n.out_dtype = out.dtype;
     n.compute_dtype = detail::compute_dtype(*k.rhs, out.dtype, dtype_of);
-    if (detail::is_mac(k)) {
-      const std::optional<ir::DType> a = detail::value_dtype(*k.rhs->args[0], dtype_of);
-      const std::optional<ir::DType> b = detail::value_dtype(*k.rhs->args[1], dtype_of);
+    if (const std::optional<detail::MacOperands> m = detail::mac_operands(k)) {
+      const std::optional<ir::DType> a = detail::value_dtype(*m->lhs, dtype_of);
+      const std::optional<ir::DType> b = detail::value_dtype(*m->rhs, dtype_of);
       n.mac_lhs_dtype = a ? a : b ? b : out.dtype;
       n.mac_rhs_dtype = b ? b : a ? a : out.dtype;
       n.conv_like = sliding_window(reads, out_index);

@@ -619,7 +619,11 @@ kernel mm {
 }
 kernel mixed {
   for i in 0..4, j in 0..2, k in 0..8:
-    d[i, j] += f32(a[i, k]) * 2.0
+    d[i, j] += f32(a[i, k]) * a[i, k] * 2.0
+}
+kernel scaled {
+  for i in 0..4, j in 0..2, k in 0..8:
+    d[i, j] += a[i, k] * 2.0
 }
 kernel ints {
   for i in 0..4:
@@ -637,9 +641,14 @@ kernel halves {
   EXPECT_EQ(mm.compute_dtype, ir::DType::F32);  // the widest float: the f32 output
   EXPECT_EQ(read(g, "mm", "a").bytes, 64);      // 4 * 8 * 2
   const Node& mixed = node(g, "mixed");
-  EXPECT_EQ(mixed.counts.macs, 64);                // a product of two operands, one a constant
+  EXPECT_EQ(mixed.counts.macs, 64);                // 4 * 2 * 8: two reading factors
+  EXPECT_EQ(mixed.counts.other_ops(), 0);          // the invariant factor 2.0 is folded in
   EXPECT_EQ(mixed.mac_lhs_dtype, ir::DType::F32);  // the cast
-  EXPECT_EQ(mixed.mac_rhs_dtype, ir::DType::F32);  // a constant takes the other side's dtype
+  EXPECT_EQ(mixed.mac_rhs_dtype, ir::DType::BF16);
+  const Node& scaled = node(g, "scaled");  // one reading factor: a multiply and an add, no MAC
+  EXPECT_EQ(scaled.counts.macs, 0);
+  EXPECT_EQ(scaled.counts.simple, 128);  // (1 multiply + 1 combine) * 64 points
+  EXPECT_FALSE(scaled.mac_lhs_dtype.has_value());
   EXPECT_EQ(node(g, "ints").compute_dtype, ir::DType::I32);    // no float: i8, u8 and i32 promote
   EXPECT_EQ(node(g, "halves").compute_dtype, ir::DType::F32);  // f16 with bf16 promotes to f32
   EXPECT_FALSE(node(g, "halves").mac_lhs_dtype.has_value());   // `=`: no MACs

@@ -6,8 +6,10 @@
 // read the viewed tensor directly) or becomes a data-movement node (bytes, no arithmetic).
 //
 // Counting conventions (stated once, here and in docs/fidelities.md):
-//   - MACs: the points of a node's domain where its body multiplies two operands under a sum
-//     reduction (`+=` with a top-level product). 1 MAC = 2 FLOPs.
+//   - MACs: the points of a node's domain where its body multiplies two tensor-reading operands
+//     under a sum reduction (`+=` with a top-level product; invariant factors such as `rsqrt(D)`
+//     are folded in and free). 1 MAC = 2 FLOPs. Sub-expressions with no read and no loop index
+//     are computed once and cost nothing.
 //   - Other ops, per point, by cost class (ast.h): simple (add, sub, mul, compare, select, min,
 //     max, abs, ...) and special (exp, log, tanh, erf, div, sqrt, rsqrt, pow, ...). A reduction
 //     that is not a MAC counts one simple op per point (the combine). Casts, negation and reads
