@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "solar/cli/guard.h"
 #include "solar/cli/hw_command.h"
 #include "solar/cli/inputs.h"
 #include "solar/cli/lift_command.h"
@@ -40,6 +41,7 @@
 #include "solar/ir/printer.h"
 #include "solar/ir/sizes.h"
 #include "solar/util/error.h"
+#include "solar/util/file.h"
 
 namespace solar::cli {
 namespace {
@@ -115,42 +117,6 @@ uint64_t parse_byte_size(const std::string& text) {
   throw bad();
 }
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError("cannot read '" + path + "': " + std::strerror(errno));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw UserError("cannot read '" + path + "': " + std::strerror(errno));
-  return text;
-}
-
-// Writes `content` to a temporary file beside `path`, then renames it over `path`: readers see
-// the old file or the new one, never a part. Keeps the old file's permissions.
-void write_text_file_atomically(const std::string& path, const std::string& content) {
-  const fs::path target(path);
-  fs::path tmp = target;
-  tmp += ".solar-tmp";
-  {
-    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-    if (!o) throw UserError("cannot write '" + tmp.string() + "': " + std::strerror(errno));
-    o << content;
-    o.close();
-    if (!o) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw UserError("cannot write '" + tmp.string() + "'");
-    }
-  }
-  std::error_code ec;
-  const fs::file_status old = fs::status(target, ec);
-  if (!ec && fs::exists(old)) fs::permissions(tmp, old.permissions(), ec);
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw UserError("cannot replace '" + path + "': " + ec.message());
-  }
-}
-
 std::string shape_text(const exec::Tensor& t) {
   std::string s = std::string(ir::dtype_name(t.dtype())) + "[";
   for (size_t i = 0; i < t.shape().size(); ++i) {
@@ -214,19 +180,13 @@ void print_summary(std::ostream& out, const exec::TensorMap& tensors) {
 // ---------------------------------------------------------------------------------------------
 // Commands
 
-// A UserError's message is one line; IR diagnostics already start with `file:line:col: error:`.
-std::string user_error_line(const std::string& message) {
-  if (message.find(": error: ") != std::string::npos) return message;
-  return "solar: error: " + message;
-}
-
 // Reports a user error about one file of several (the command goes on with the next file).
 void report(const UserError& e, std::ostream& err) {
   if (const auto* d = dynamic_cast<const ir::DiagnosticError*>(&e);
       d && !d->diagnostics().empty()) {
     for (const ir::Diagnostic& diag : d->diagnostics()) err << diag.str() << '\n';
   } else {
-    err << user_error_line(e.what()) << '\n';
+    err << error_line("solar", e.what()) << '\n';
   }
 }
 
@@ -265,7 +225,7 @@ int cmd_fmt(const FmtArgs& a, std::ostream& out, std::ostream& err) {
       } else if (a.in_place) {
         ir::check_or_throw(p);  // never rewrite a file into an invalid program's canonical form
         if (canonical != text) {
-          write_text_file_atomically(file, canonical);
+          write_file_atomically(file, canonical);
           out << file << ": reformatted\n";
         }
       } else {
@@ -494,29 +454,7 @@ int run_cli_impl(std::vector<std::string> args, std::ostream& out, std::ostream&
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  int rc = 2;
-  try {
-    rc = run_cli_impl(args, out, err);
-  } catch (const ir::DiagnosticError& e) {
-    for (const ir::Diagnostic& d : e.diagnostics()) err << d.str() << '\n';
-    if (e.diagnostics().empty()) err << user_error_line(e.what()) << '\n';
-    rc = 1;
-  } catch (const UserError& e) {
-    err << user_error_line(e.what()) << '\n';
-    rc = 1;
-  } catch (const InternalError& e) {
-    err << "solar: " << e.what() << '\n';
-    rc = 2;
-  } catch (const std::bad_alloc&) {
-    err << "solar: error: out of memory (lower the sizes or --memory-limit)\n";
-    rc = 1;
-  } catch (const std::exception& e) {
-    err << "solar: internal error (please report): " << e.what() << '\n';
-    rc = 2;
-  } catch (...) {
-    err << "solar: internal error (please report): unknown exception\n";
-    rc = 2;
-  }
+  const int rc = run_guarded(err, "solar", [&] { return run_cli_impl(args, out, err); });
   out.flush();
   err.flush();
   return rc;

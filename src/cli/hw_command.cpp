@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <exception>
-#include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -12,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "solar/cli/guard.h"
 #include "solar/hw/device.h"
 #include "solar/util/error.h"
 
@@ -170,30 +169,10 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out) {
   throw UserError("hw: unknown command '" + args[0] + "' (valid: list, show)");
 }
 
-// A message that already names its place (`file:line:col: error: ...`) is printed as is.
-std::string error_line(const std::string& message) {
-  if (message.find(": error: ") != std::string::npos) return message;
-  return "solar: error: " + message;
-}
-
 }  // namespace
 
 int hw_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  try {
-    return dispatch(args, out);
-  } catch (const UserError& e) {
-    err << error_line(e.what()) << '\n';
-    return 1;
-  } catch (const InternalError& e) {
-    err << "solar: " << e.what() << '\n';
-    return 2;
-  } catch (const std::bad_alloc&) {
-    err << "solar: error: out of memory\n";
-    return 1;
-  } catch (const std::exception& e) {
-    err << "solar: internal error (please report): " << e.what() << '\n';
-    return 2;
-  }
+  return run_guarded(err, "solar", [&] { return dispatch(args, out); });
 }
 
 }  // namespace solar::cli

@@ -2,13 +2,12 @@
 #include "solar/cli/lift_command.h"
 
 #include <algorithm>
-#include <exception>
-#include <new>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "solar/cli/guard.h"
 #include "solar/einsum/graph.h"
 #include "solar/ir/diagnostic.h"
 #include "solar/ir/parser.h"
@@ -77,34 +76,10 @@ int run(const std::vector<std::string>& args, std::ostream& out) {
   return 0;
 }
 
-// A message that already names its place (`file:line:col: error: ...`) is printed as is.
-std::string error_line(const std::string& message) {
-  if (message.find(": error: ") != std::string::npos) return message;
-  return "solar: error: " + message;
-}
-
 }  // namespace
 
 int lift_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  try {
-    return run(args, out);
-  } catch (const ir::DiagnosticError& e) {
-    for (const ir::Diagnostic& d : e.diagnostics()) err << d.str() << '\n';
-    if (e.diagnostics().empty()) err << error_line(e.what()) << '\n';
-    return 1;
-  } catch (const UserError& e) {
-    err << error_line(e.what()) << '\n';
-    return 1;
-  } catch (const InternalError& e) {
-    err << "solar: " << e.what() << '\n';
-    return 2;
-  } catch (const std::bad_alloc&) {
-    err << "solar: error: out of memory\n";
-    return 1;
-  } catch (const std::exception& e) {
-    err << "solar: internal error (please report): " << e.what() << '\n';
-    return 2;
-  }
+  return run_guarded(err, "solar", [&] { return run(args, out); });
 }
 
 }  // namespace solar::cli
