@@ -121,6 +121,7 @@ def _analyze(args: argparse.Namespace) -> int:
         sys.stdout.write(report.summary())
         if args.json:
             write_atomic(args.json, report.to_json())
+            sys.stdout.write(f"\nwrote {args.json}\n")
     return 0 if report.verification["status"] == "passed" else 1
 
 

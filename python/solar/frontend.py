@@ -194,7 +194,10 @@ def _analyze_capture(
     capture_json = cap.to_json()
     ir_text = lower(capture_json)
     verification = verify(ir_text, cap.document, golden)
-    data, table = sol_report(ir_text, hw, policy)
+    status = f"{verification['status']}: whole program, {verification['detail']}"
+    data, table = sol_report(
+        ir_text, hw, policy, verification=status, source=cap.document.get("source")
+    )
     data["capture"] = {
         "framework": cap.document["framework"],
         "framework_version": cap.document["framework_version"],
@@ -205,8 +208,16 @@ def _analyze_capture(
     return Report(data, table=table, ir=ir_text, capture_json=capture_json, golden=golden)
 
 
-def sol_report(ir_text: str, hw: str, policy: str | None = None) -> tuple[dict, str]:
-    """The ``sol`` command's JSON report and terminal table for an IR program."""
+def sol_report(
+    ir_text: str,
+    hw: str,
+    policy: str | None = None,
+    verification: str | None = None,
+    source: str | None = None,
+) -> tuple[dict, str]:
+    """The ``sol`` command's JSON report and terminal table for an IR program. ``verification``
+    (e.g. "passed: whole program, ...") and ``source`` (the model file's name) replace the
+    report's "not verified" line and the temporary IR file's name; no temporary path is shown."""
     with tempfile.TemporaryDirectory(prefix="solar-") as tmp:
         ir_path = os.path.join(tmp, "program.ir")
         json_path = os.path.join(tmp, "report.json")
@@ -215,12 +226,17 @@ def sol_report(ir_text: str, hw: str, policy: str | None = None) -> tuple[dict, 
         args = ["sol", ir_path, "--hw", hw, "--json", json_path]
         if policy:
             args += ["--policy", policy]
+        if verification:
+            args += ["--verification-status", verification]
+        if source:
+            args += ["--source-name", source]
         rc, out, err = run_cli_captured(args)
         if rc != 0:
             message = err.strip().splitlines()[0] if err.strip() else f"sol exited {rc}"
             raise AnalysisError(message.removeprefix("solar: error: ").replace(ir_path, "<ir>"))
         with open(json_path) as f:
             data = json.load(f)
+    out = out.removesuffix(f"\nwrote {json_path}\n")  # the temporary file: never shown
     return data, out.replace(ir_path, "<ir>")
 
 

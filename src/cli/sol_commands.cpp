@@ -6,17 +6,12 @@
 #include "solar/cli/sol_commands.h"
 
 #include <CLI/CLI.hpp>
-#include <cerrno>
-#include <cstring>
 #include <exception>
-#include <filesystem>
-#include <fstream>
 #include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -32,11 +27,10 @@
 #include "solar/sol/precision.h"
 #include "solar/sol/provision.h"
 #include "solar/util/error.h"
+#include "solar/util/file.h"
 
 namespace solar::cli {
 namespace {
-
-namespace fs = std::filesystem;
 
 // Options every command takes.
 struct CommonArgs {
@@ -52,6 +46,10 @@ struct SolArgs {
   CommonArgs common;
   std::string hw;
   size_t top = 10;
+  // Hidden, for `solar analyze` (python/solar/frontend.py): what verified the program and the
+  // name of the model it was captured from, instead of "not verified" and the IR file's name.
+  std::string verification;
+  std::string source_name;
 };
 
 struct MultiArgs {
@@ -116,31 +114,6 @@ std::vector<hw::Device> load_devices(std::vector<std::string> specs,
   return devices;
 }
 
-// Writes `content` to a temporary file beside `path`, then renames it over `path`: readers see
-// the old file or the new one, never a part.
-void write_file_atomically(const std::string& path, const std::string& content) {
-  fs::path tmp(path);
-  tmp += ".solar-tmp";
-  {
-    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-    if (!o) throw UserError("cannot write '" + tmp.string() + "': " + std::strerror(errno));
-    o << content;
-    o.close();
-    if (!o) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw UserError("cannot write '" + tmp.string() + "'");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw UserError("cannot replace '" + path + "': " + ec.message());
-  }
-}
-
 // The table on `out`, or with `--json -` the JSON instead; with `--json OUT` both (the JSON to
 // OUT).
 void emit(const nlohmann::json& j, const std::string& json_path, const std::string& table,
@@ -158,8 +131,11 @@ void emit(const nlohmann::json& j, const std::string& json_path, const std::stri
 int run_sol(const SolArgs& a, std::ostream& out) {
   const sol::PrecisionPolicy& policy = sol::find_precision_policy(a.common.policy);
   const std::vector<sol::Fidelity> fidelities = sol::parse_fidelities(a.common.fidelity);
-  report::Report r = report::make_report(load_graph(a.common), load_device(a.hw, a.common.sets),
-                                         policy, fidelities);
+  einsum::Graph g = load_graph(a.common);
+  if (!a.source_name.empty()) g.source = a.source_name;
+  report::Report r =
+      report::make_report(std::move(g), load_device(a.hw, a.common.sets), policy, fidelities);
+  if (!a.verification.empty()) r.verification = a.verification;
   emit(report::report_to_json(r), a.common.json, report::render_report(r, a.top), out);
   return 0;
 }
@@ -233,6 +209,8 @@ int sol_command(const std::vector<std::string>& args, std::ostream& out, std::os
       ->type_name("NAME")
       ->required();
   app.add_option("--top", a.top, "Nodes shown in the table")->type_name("N")->capture_default_str();
+  app.add_option("--verification-status", a.verification)->group("");  // hidden: solar analyze
+  app.add_option("--source-name", a.source_name)->group("");           // hidden: solar analyze
   return run_command(app, args, out, err, [&] { return run_sol(a, out); });
 }
 

@@ -131,12 +131,6 @@ std::string where(const json& node) {
   return it->get<std::string>() + ": ";
 }
 
-std::string supported_list() {
-  std::string s;
-  for (const std::string& name : registered_ops()) s += (s.empty() ? "" : ", ") + name;
-  return s;
-}
-
 // One piece of the program text and the node that produced it (-1: the capture's declarations).
 struct Piece {
   std::string text;
@@ -375,7 +369,8 @@ std::string lower_capture_text(const std::string& json_text, const std::string& 
       if (rule == rules().end()) {
         throw UserError(where(node) + "unsupported operator '" + op + "' (node '" + node_name +
                         "', " + std::to_string(i + 1) + " of " + std::to_string(nodes.size()) +
-                        " nodes); supported: " + supported_list());
+                        " nodes); " + std::to_string(rules().size()) +
+                        " operators have lowering rules (docs/lowering.md lists them)");
       }
       NodeLowering lowering(node, tensors, used_names, index_prefix);
       try {

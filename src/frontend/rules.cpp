@@ -156,6 +156,77 @@ void select_rule(NodeLowering& n) {
   n.stmt(n.out().name + " = " + x.name + "[" + slices + std::to_string(index) + "]");
 }
 
+// split_with_sizes and split.Tensor: output k is the slice of x along `dim` after the outputs
+// before it (the outputs' shapes give the sizes; split.Tensor's last piece may be shorter).
+void split_rule(NodeLowering& n) {
+  const TensorInfo x = n.tensor("self");
+  const int64_t dim = norm_dim(n.integer_or("dim", 0), x.rank());
+  std::string lead;
+  for (int64_t d = 0; d < dim; ++d) lead += ":, ";
+  int64_t start = 0;
+  for (size_t k = 0; k < n.outputs(); ++k) {
+    const TensorInfo& y = n.out(k);
+    const int64_t end = start + y.shape[dim];
+    n.stmt(y.name + " = " + x.name + "[" + lead + std::to_string(start) + ":" +
+           std::to_string(end) + "]");
+    start = end;
+  }
+  if (start != x.shape[dim]) {
+    throw UserError("the outputs cover " + std::to_string(start) + " of " +
+                    std::to_string(x.shape[dim]) + " elements of dim " + std::to_string(dim));
+  }
+}
+
+// unbind.int: output k is `x[:, k]` (the dim dropped).
+void unbind_rule(NodeLowering& n) {
+  const TensorInfo x = n.tensor("self");
+  const int64_t dim = norm_dim(n.integer_or("dim", 0), x.rank());
+  if (static_cast<int64_t>(n.outputs()) != x.shape[dim]) {
+    throw UserError(std::to_string(n.outputs()) + " outputs for a dim of size " +
+                    std::to_string(x.shape[dim]));
+  }
+  std::string lead;
+  for (int64_t d = 0; d < dim; ++d) lead += ":, ";
+  for (size_t k = 0; k < n.outputs(); ++k) {
+    n.stmt(n.out(k).name + " = " + x.name + "[" + lead + std::to_string(k) + "]");
+  }
+}
+
+// constant_pad_nd: `pad` lists (low, high) pairs from the last dim backwards; negative amounts
+// crop, done as a slice after padding by the positive parts.
+void constant_pad_rule(NodeLowering& n) {
+  const TensorInfo x = n.tensor("self");
+  const TensorInfo& y = n.out();
+  const std::vector<int64_t> pad = n.ints_or("pad", {});
+  if (pad.size() % 2 != 0 || static_cast<int>(pad.size() / 2) > x.rank()) {
+    throw UserError("pad must list (low, high) pairs for at most rank dims");
+  }
+  std::vector<int64_t> lo(x.rank(), 0), hi(x.rank(), 0);
+  for (size_t k = 0; k < pad.size() / 2; ++k) {
+    lo[x.rank() - 1 - k] = pad[2 * k];
+    hi[x.rank() - 1 - k] = pad[2 * k + 1];
+  }
+  bool crop = false;
+  std::vector<int64_t> plo(x.rank()), phi(x.rank()), padded(x.shape);
+  for (int d = 0; d < x.rank(); ++d) {
+    plo[d] = std::max<int64_t>(lo[d], 0);
+    phi[d] = std::max<int64_t>(hi[d], 0);
+    padded[d] += plo[d] + phi[d];
+    crop = crop || lo[d] < 0 || hi[d] < 0;
+  }
+  const std::string value = lit(n.number_or("value", 0.0));
+  const TensorInfo p = crop ? n.temp("padded", y.dtype, padded) : y;
+  n.stmt(p.name + " = pad(" + x.name + ", lo=[" + join_ints(plo) + "], hi=[" + join_ints(phi) +
+         "], value=" + value + ")");
+  if (!crop) return;
+  std::string slices;
+  for (int d = 0; d < x.rank(); ++d) {
+    const int64_t start = std::max<int64_t>(-lo[d], 0);
+    slices += (d ? ", " : "") + std::to_string(start) + ":" + std::to_string(start + y.shape[d]);
+  }
+  n.stmt(y.name + " = " + p.name + "[" + slices + "]");
+}
+
 // `y = concat(a, b, .., dim=d)`.
 void cat_rule(NodeLowering& n) {
   const TensorInfo& y = n.out();
@@ -194,6 +265,12 @@ Rule fill(double value, const std::string& key = "") {
   return [value, key](NodeLowering& n) {
     pointwise(n, key.empty() ? lit(value) : lit(n.number(key)));
   };
+}
+
+// arange (.default, .start, .start_step): `y[i0] = start + step * i0`.
+void arange_rule(NodeLowering& n) {
+  const double start = n.has("start") ? n.number("start") : 0.0;
+  pointwise(n, lit(start) + " + " + lit(n.number_or("step", 1.0)) + " * " + kI + "0");
 }
 
 // tril (`cmp` "<=") and triu (">="): keeps x where `col - row CMP diagonal`, else 0.
@@ -286,6 +363,44 @@ Rule reduce_rule(const std::string& assign) {
     const TensorInfo x = n.tensor("self");
     reduce_into(n, n.out(), x, reduced_dims(n, x.rank()), assign, at_box(x));
   };
+}
+
+// any (`max=`) and all (`min=`) of `x != 0` over `dim` (all dims when absent).
+Rule any_all_rule(const std::string& assign) {
+  return [assign](NodeLowering& n) {
+    const TensorInfo x = n.tensor("self");
+    reduce_into(n, n.out(), x, reduced_dims(n, x.rank()), assign, "(" + at_box(x) + " != 0.0)");
+  };
+}
+
+// logsumexp over `dim`: max m (0 where m is infinite, as torch does), then
+// `log(sum(exp(x - m))) + m`.
+void logsumexp_rule(NodeLowering& n) {
+  const TensorInfo x = n.tensor("self");
+  const TensorInfo& y = n.out();
+  const std::vector<bool> reduced = reduced_dims(n, x.rank());
+  std::vector<int64_t> kept_shape;
+  std::string kept;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (reduced[d]) continue;
+    kept_shape.push_back(x.shape[d]);
+    kept += (kept.empty() ? "" : ", ") + kI + std::to_string(d);
+  }
+  const TensorInfo mx = n.temp("max", acc_dtype(x), kept_shape);
+  const TensorInfo s = n.temp("sum", acc_dtype(x), kept_shape);
+  reduce_into(n, mx, x, reduced, "max=", at_box(x));
+  const std::string m = mx.name + "[" + kept + "]";
+  const std::string shift = "select(abs(" + m + ") == inf, 0.0, " + m + ")";
+  reduce_into(n, s, x, reduced, "+=", "exp(" + at_box(x) + " - " + shift + ")");
+  // y has x's rank (keepdim) or drops the reduced dims; read the stats by y's kept indices.
+  const bool keep = y.rank() == x.rank();
+  std::string yk;
+  for (int d = 0; d < y.rank(); ++d) {
+    if (keep && reduced[d]) continue;
+    yk += (yk.empty() ? "" : ", ") + kI + std::to_string(d);
+  }
+  const std::string ms = mx.name + "[" + yk + "]";
+  pointwise(n, "log(" + s.name + "[" + yk + "]) + select(abs(" + ms + ") == inf, 0.0, " + ms + ")");
 }
 
 // mean: the sum, then one division by the number of reduced elements.
@@ -747,6 +862,13 @@ std::map<std::string, Rule> make_rules() {
   r["aten.cat.default"] = cat_rule;
   r["aten.stack.default"] = stack_rule;
   r["aten.embedding.default"] = embedding_rule;
+  r["aten.split_with_sizes.default"] = split_rule;
+  r["aten.split.Tensor"] = split_rule;
+  r["aten.unbind.int"] = unbind_rule;
+  r["aten.constant_pad_nd.default"] = constant_pad_rule;
+  for (const char* op : {"aten.arange.default", "aten.arange.start", "aten.arange.start_step"}) {
+    r[op] = arange_rule;
+  }
   r["aten.full.default"] = fill(0.0, "fill_value");
   r["aten.full_like.default"] = fill(0.0, "fill_value");
   r["aten.scalar_tensor.default"] = fill(0.0, "s");
@@ -774,6 +896,14 @@ std::map<std::string, Rule> make_rules() {
       return b + " - " + scaled(a, n.number_or("alpha", 1.0));
     });
   }
+  r["aten.logical_and.default"] = infix("&&");
+  r["aten.logical_or.default"] = infix("||");
+  r["aten.logical_xor.default"] =
+      binary([](NodeLowering&, const std::string& a, const std::string& b) {
+        return "((" + a + " != 0.0) != (" + b + " != 0.0))";
+      });
+  r["aten.logical_not.default"] =
+      unary([](NodeLowering&, const std::string& x) { return "!" + x; });
   r["aten.maximum.default"] = binary([](NodeLowering&, const std::string& a, const std::string& b) {
     return "max(" + a + ", " + b + ")";
   });
@@ -832,6 +962,13 @@ std::map<std::string, Rule> make_rules() {
   r["aten.amax.default"] = reduce_rule("max=");
   r["aten.amin.default"] = reduce_rule("min=");
   r["aten.mean.dim"] = mean_rule;
+  for (const char* op : {"aten.any.default", "aten.any.dim", "aten.any.dims"}) {
+    r[op] = any_all_rule("max=");
+  }
+  for (const char* op : {"aten.all.default", "aten.all.dim", "aten.all.dims"}) {
+    r[op] = any_all_rule("min=");
+  }
+  r["aten.logsumexp.default"] = logsumexp_rule;
   r["aten.mean.default"] = mean_rule;
   r["aten._softmax.default"] = [](NodeLowering& n) { softmax_like(n, false); };
   r["aten._log_softmax.default"] = [](NodeLowering& n) { softmax_like(n, true); };

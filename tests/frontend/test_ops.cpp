@@ -100,9 +100,10 @@ TEST_F(Ops, Unary) {
       {"gt", [](double v) { return v > 0 ? 1.0 : 0.0; }},
       {"masked", [](double v) { return v > 0 ? -INFINITY : v; }},
   };
-  for (const auto& [name, f] : unary) {
+  for (const auto& entry : unary) {  // no structured binding: clang 14 cannot capture one
+    const auto& f = entry.second;
     expect_map(
-        name, [&f](double v, double, int, int) { return f(v); }, 1e-6);
+        entry.first, [&f](double v, double, int, int) { return f(v); }, 1e-6);
   }
 }
 

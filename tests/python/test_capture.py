@@ -370,10 +370,29 @@ def test_analyze_mlp_end_to_end(tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0, out
     assert out.startswith("verification: passed")
+    # The SOL table agrees with the verification and names the model, never a temporary file.
+    assert "passed: whole program, 1 output(s) compared with PyTorch" in out
+    assert "SOL of mlp.py on H100-SXM" in out
+    assert "not verified" not in out and "solar-" not in out and "program.ir" not in out
+    assert out.rstrip().endswith(f"wrote {report_path}")
     report = json.loads(report_path.read_text())
+    assert report["source"] == "mlp.py"
     assert report["verification"]["status"] == "passed"
     assert report["capture"]["method"] == "torch.export"
     assert report["hardware"]["name"] == "H100-SXM"
     assert sum(n["macs"] for n in report["nodes"]) == 4 * 32 * 16 + 4 * 8 * 32
     api = frontend.analyze_file(MODELS / "mlp.py")
     assert json.loads(api.to_json()) == report
+
+
+@pytest.mark.skipif(
+    not frontend.has_lowering(),
+    reason="this build of solar._core has no lower_capture (the C++ lowering)",
+)
+@pytest.mark.parametrize("model", ["transformer.py", "lstm.py"])
+def test_analyze_split_models_verify(model):
+    # chunk (split_with_sizes) in attention and the LSTM's gates; causal-mask ops (arange,
+    # logical_and/not, any) in the transformer.
+    report = frontend.analyze_file(MODELS / model)
+    assert report.verification["status"] == "passed", report.summary()
+    assert report.data["source"] == model
