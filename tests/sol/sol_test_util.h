@@ -54,4 +54,18 @@ inline einsum::Graph lift_text(const std::string& text, const std::string& file 
   return einsum::lift(p, ir::check_or_throw(p));
 }
 
+// An fp32 GEMV, 1 x 4096 by 4096 x 4096: 16777216 MACs; bytes A 16384 + B 67108864 + C 16384 =
+// 67141632 at both fidelities (every tensor is a graph input or output).
+inline constexpr const char* kGemv = R"(size M = 1
+size K = 4096
+size N = 4096
+input A : f32[M, K]
+input B : f32[K, N]
+output C : f32[M, N]
+kernel gemm {
+  for i in 0..M, j in 0..N, k in 0..K:
+    C[i, j] += A[i, k] * B[k, j]
+}
+)";
+
 }  // namespace solar::sol::testing

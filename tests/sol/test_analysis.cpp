@@ -20,6 +20,7 @@ namespace {
 
 using hw::ComputeUnit;
 using hw::Precision;
+using testing::kGemv;
 using testing::lift_text;
 using testing::make_device;
 using testing::make_node;
@@ -128,18 +129,6 @@ TEST(NodeCost, UnfusedSumsTheNodesMaxes) {
 
 // ---------------------------------------------------------------------------------------------
 // Whole programs, lifted from IR text
-
-constexpr const char* kGemv = R"(size M = 1
-size K = 4096
-size N = 4096
-input A : f32[M, K]
-input B : f32[K, N]
-output C : f32[M, N]
-kernel gemm {
-  for i in 0..M, j in 0..N, k in 0..K:
-    C[i, j] += A[i, k] * B[k, j]
-}
-)";
 
 TEST(Sol, Fp32GemvOnH100IsMemoryBound) {
   // MACs = 1 * 4096 * 4096 = 16777216; FLOPs = 33554432.

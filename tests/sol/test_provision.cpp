@@ -16,22 +16,10 @@
 namespace solar::sol {
 namespace {
 
+using testing::kGemv;
 using testing::lift_text;
 
 const PrecisionPolicy& default_policy() { return find_precision_policy(kDefaultPrecisionPolicy); }
-
-// The GEMV of test_analysis.cpp: 16777216 MACs, 67141632 bytes at both fidelities.
-constexpr const char* kGemv = R"(size M = 1
-size K = 4096
-size N = 4096
-input A : f32[M, K]
-input B : f32[K, N]
-output C : f32[M, N]
-kernel gemm {
-  for i in 0..M, j in 0..N, k in 0..K:
-    C[i, j] += A[i, k] * B[k, j]
-}
-)";
 
 TEST(Provision, GemvOnH100ForTenMicroseconds) {
   // H100: compute C = 33554432 / 67e12 = 0.5008 us, memory M = 67141632 / 3.35e12 = 20.04 us.
