@@ -48,24 +48,31 @@ inline einsum::Node make_node(const std::string& name, int64_t macs, int64_t sim
   return n;
 }
 
-// The graph of IR program `text` at its default sizes, lifted.
-inline einsum::Graph lift_text(const std::string& text, const std::string& file = "test.ir") {
+// The graph of IR program `text`, lifted at its default sizes with `sizes` overriding them.
+inline einsum::Graph lift_text(const std::string& text, const std::string& file = "test.ir",
+                               const ir::SymbolValues& sizes = {}) {
   const ir::Program p = ir::parse(text, file);
-  return einsum::lift(p, ir::check_or_throw(p));
+  return einsum::lift(p, ir::check_or_throw(p, sizes));
+}
+
+// C[M, N] = A[M, K] @ B[K, N] in one dtype, at sizes M, K, N: M*N*K MACs; every tensor is a
+// graph input or output, so unfused and fused bytes are both (M*K + K*N + M*N) x element size.
+inline einsum::Graph lift_gemm(const std::string& dtype, int64_t m, int64_t k, int64_t n) {
+  const std::string text =
+      "size M = 1\nsize K = 1\nsize N = 1\n"
+      "input A : " +
+      dtype + "[M, K]\ninput B : " + dtype +
+      "[K, N]\n"
+      "output C : " +
+      dtype +
+      "[M, N]\n"
+      "kernel gemm {\n  for i in 0..M, j in 0..N, k in 0..K:\n"
+      "    C[i, j] += A[i, k] * B[k, j]\n}\n";
+  return lift_text(text, "gemm.ir", {{"M", m}, {"K", k}, {"N", n}});
 }
 
 // An fp32 GEMV, 1 x 4096 by 4096 x 4096: 16777216 MACs; bytes A 16384 + B 67108864 + C 16384 =
-// 67141632 at both fidelities (every tensor is a graph input or output).
-inline constexpr const char* kGemv = R"(size M = 1
-size K = 4096
-size N = 4096
-input A : f32[M, K]
-input B : f32[K, N]
-output C : f32[M, N]
-kernel gemm {
-  for i in 0..M, j in 0..N, k in 0..K:
-    C[i, j] += A[i, k] * B[k, j]
-}
-)";
+// 67141632 at both fidelities.
+inline einsum::Graph lift_gemv() { return lift_gemm("f32", 1, 4096, 4096); }
 
 }  // namespace solar::sol::testing

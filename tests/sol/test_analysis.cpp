@@ -20,7 +20,8 @@ namespace {
 
 using hw::ComputeUnit;
 using hw::Precision;
-using testing::kGemv;
+using testing::lift_gemm;
+using testing::lift_gemv;
 using testing::lift_text;
 using testing::make_device;
 using testing::make_node;
@@ -136,7 +137,7 @@ TEST(Sol, Fp32GemvOnH100IsMemoryBound) {
   // node, whose operands are all graph inputs and outputs).
   // compute = 33554432 / 67e12 = 0.5008 us (fp32 matmul on the vector unit, no TF32)
   // memory  = 67141632 / 3.35e12 = 20.04 us
-  const Analysis a = analyze(lift_text(kGemv), h100(), default_policy());
+  const Analysis a = analyze(lift_gemv(), h100(), default_policy());
   EXPECT_EQ(a.totals.macs, 16777216);
   for (const Fidelity f : {Fidelity::Unfused, Fidelity::Fused}) {
     const FidelityResult& r = a.result(f);
@@ -150,18 +151,8 @@ TEST(Sol, Fp32GemvOnH100IsMemoryBound) {
 TEST(Sol, Fp32GemmOnH100UnfusedEqualsFusedForOneNode) {
   // M = N = K = 1024: MACs 1073741824, compute 2 * 1073741824 / 67e12 = 32.05 us;
   // bytes 3 * 1024 * 1024 * 4 = 12582912, memory 3.756 us: compute-bound at both fidelities.
-  const std::string text = R"(size M = 1024
-size K = 1024
-size N = 1024
-input A : f32[M, K]
-input B : f32[K, N]
-output C : f32[M, N]
-kernel gemm {
-  for i in 0..M, j in 0..N, k in 0..K:
-    C[i, j] += A[i, k] * B[k, j]
-}
-)";
-  const Analysis a = analyze(lift_text(text), h100(), default_policy());
+  const einsum::Graph g = lift_gemm("f32", 1024, 1024, 1024);
+  const Analysis a = analyze(g, h100(), default_policy());
   EXPECT_EQ(a.nodes[0].mac_rate->label, "fp32 vector");
   for (const Fidelity f : {Fidelity::Unfused, Fidelity::Fused}) {
     EXPECT_DOUBLE_EQ(a.result(f).time_s, 2.0 * 1073741824 / 67e12);
@@ -169,7 +160,7 @@ kernel gemm {
     EXPECT_EQ(a.result(f).bottleneck, Bottleneck::Compute);
   }
   // TF32 allowed: compute 2147483648 / 494.5e12 = 4.343 us, still above memory 3.756 us.
-  const Analysis t = analyze(lift_text(text), h100(), find_precision_policy("tf32"));
+  const Analysis t = analyze(g, h100(), find_precision_policy("tf32"));
   EXPECT_EQ(t.nodes[0].mac_rate->label, "tf32 tensor");
   EXPECT_DOUBLE_EQ(t.result(Fidelity::Fused).time_s, 2147483648 / 494.5e12);
 }
@@ -177,18 +168,7 @@ kernel gemm {
 TEST(Sol, Bf16GemmRunsOnTensorCores) {
   // M = N = K = 4096, bf16: MACs 4096^3 = 68719476736; compute 2 * 68719476736 / 989.5e12
   // = 138.9 us; bytes 3 * 4096 * 4096 * 2 = 100663296, memory 30.05 us.
-  const std::string text = R"(size M = 4096
-size K = 4096
-size N = 4096
-input A : bf16[M, K]
-input B : bf16[K, N]
-output C : bf16[M, N]
-kernel matmul {
-  for i in 0..M, j in 0..N, k in 0..K:
-    C[i, j] += A[i, k] * B[k, j]
-}
-)";
-  const Analysis a = analyze(lift_text(text), h100(), default_policy());
+  const Analysis a = analyze(lift_gemm("bf16", 4096, 4096, 4096), h100(), default_policy());
   EXPECT_EQ(a.nodes[0].mac_rate->label, "bf16 tensor");
   EXPECT_EQ(a.nodes[0].mac_rate->flops_per_s, 989.5e12);
   EXPECT_DOUBLE_EQ(a.result(Fidelity::Fused).time_s, 2.0 * 68719476736 / 989.5e12);
@@ -342,8 +322,7 @@ kernel normalize {
 TEST(Sol, DeviceWithoutTheRateFallsBackAndSaysWhy) {
   // TPU-v5e publishes bf16 and int8 tensor rates only: the fp32 GEMV's MACs fall back to bf16
   // tensor, 197e12: compute = 33554432 / 197e12 = 0.17 us; memory 67141632 / 0.819e12 = 82 us.
-  const Analysis a =
-      analyze(lift_text(kGemv), hw::load_builtin_device("TPU-v5e"), default_policy());
+  const Analysis a = analyze(lift_gemv(), hw::load_builtin_device("TPU-v5e"), default_policy());
   const Rate& r = *a.nodes[0].mac_rate;
   EXPECT_TRUE(r.fallback());
   EXPECT_EQ(r.flops_per_s, 197e12);

@@ -16,7 +16,7 @@
 namespace solar::sol {
 namespace {
 
-using testing::kGemv;
+using testing::lift_gemv;
 using testing::lift_text;
 
 const PrecisionPolicy& default_policy() { return find_precision_policy(kDefaultPrecisionPolicy); }
@@ -26,8 +26,7 @@ TEST(Provision, GemvOnH100ForTenMicroseconds) {
   // For L = 10 us: factor = 2.004 (short), compute_factor = 0.05008, bandwidth_factor = 2.004;
   // required 33554432 / 1e-5 = 3.355 TFLOP/s and 67141632 / 1e-5 = 6.714 TB/s; the effective
   // rate is 33554432 / C = 67e12 (all work at the fp32 vector rate).
-  const Analysis a =
-      analyze(lift_text(kGemv), hw::load_builtin_device("H100-SXM"), default_policy());
+  const Analysis a = analyze(lift_gemv(), hw::load_builtin_device("H100-SXM"), default_policy());
   const std::vector<Provision> ps = provision(a, 10e-6);
   ASSERT_EQ(ps.size(), 2u);
   for (const Provision& p : ps) {
