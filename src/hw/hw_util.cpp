@@ -7,39 +7,20 @@
 #include <cstddef>
 #include <system_error>
 
+#include "solar/util/text.h"
+
 namespace solar::hw::detail {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 // The (at most three) candidates containing `name` ignoring case, else the nearest by edit distance
 // when at most a third of the name's length (at least 1) away. Order follows `candidates`.
 std::vector<std::string> close_candidates(std::string_view name,
                                           const std::vector<std::string>& candidates) {
   constexpr size_t kMaxLength = 64;  // keeps the quadratic distance cheap on absurd input
-  const std::string key = lower(name);
+  const std::string key = to_lower(name);
   std::vector<std::string> containing;
   for (const std::string& c : candidates) {
-    if (!key.empty() && lower(c).find(key) != std::string::npos) containing.push_back(c);
+    if (!key.empty() && to_lower(c).find(key) != std::string::npos) containing.push_back(c);
   }
   constexpr size_t kMaxContaining = 3;
   if (!containing.empty() && containing.size() <= kMaxContaining) return containing;
@@ -48,7 +29,7 @@ std::vector<std::string> close_candidates(std::string_view name,
   std::string best;
   size_t best_distance = limit + 1;
   for (const std::string& c : candidates) {
-    const size_t d = edit_distance(key, lower(c));
+    const size_t d = edit_distance(key, to_lower(c));
     if (d < best_distance) {
       best = c;
       best_distance = d;

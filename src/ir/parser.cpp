@@ -20,6 +20,7 @@
 
 #include "lexer.h"
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 
 namespace solar::ir {
 
@@ -55,27 +56,6 @@ std::optional<TensorRole> role_from_keyword(std::string_view w) {
 // ---------------------------------------------------------------------------------------------
 // "Did you mean" suggestions
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // " (did you mean 'x'?)" for the closest candidate, or "". A candidate that differs only in case
 // is always close; otherwise it must be at most a third of the name's length of edits away (at
 // least 1), and fewer edits than the name is long (so 'N' never suggests 'i'). Ties go to the
@@ -88,7 +68,7 @@ std::string did_you_mean(std::string_view name, const std::vector<std::string_vi
   size_t best_distance = limit + 1;
   for (std::string_view c : candidates) {
     if (c.size() > kMaxLength) continue;
-    const size_t d = lower(c) == lower(name) ? 0 : edit_distance(name, c);
+    const size_t d = to_lower(c) == to_lower(name) ? 0 : edit_distance(name, c);
     if (d < best_distance) {
       best = c;
       best_distance = d;
