@@ -74,19 +74,6 @@ struct RunArgs {
   uint64_t seed = 0;
 };
 
-// `--size N=64 --size M=8` or `--size N=64,M=8`. A name given twice is an error.
-ir::SymbolValues size_overrides(const std::vector<std::string>& items) {
-  ir::SymbolValues result;
-  for (const std::string& item : items) {
-    for (auto& [name, value] : ir::parse_size_overrides(item)) {
-      if (!result.emplace(name, value).second) {
-        throw UserError("--size " + name + " is given more than once");
-      }
-    }
-  }
-  return result;
-}
-
 // "8GiB", "512MiB", "1.5GB", "100000" (bytes). Units: B, kB/MB/GB/TB (powers of 1000),
 // KiB/MiB/GiB/TiB (powers of 1024); case-insensitive.
 uint64_t parse_byte_size(const std::string& text) {
@@ -191,7 +178,7 @@ void report(const UserError& e, std::ostream& err) {
 }
 
 int cmd_check(const CheckArgs& a, std::ostream& out, std::ostream& err) {
-  const ir::SymbolValues overrides = size_overrides(a.sizes);
+  const ir::SymbolValues overrides = ir::parse_size_overrides(a.sizes);
   int rc = 0;
   for (const std::string& file : a.files) {
     try {
@@ -255,7 +242,7 @@ int cmd_run(const RunArgs& a, std::ostream& out) {
   exec::RunOptions options;
   options.memory_limit_bytes = parse_byte_size(a.memory_limit);
   options.fast_paths = !a.no_fast_paths;
-  options.size_overrides = size_overrides(a.sizes);
+  options.size_overrides = ir::parse_size_overrides(a.sizes);
 
   const ir::Program p = ir::parse_file(a.file);
   const ir::SymbolValues sizes = ir::check_or_throw(p, options.size_overrides);

@@ -28,17 +28,9 @@ constexpr std::string_view kUsage =
 
 struct LiftArgs {
   std::string file;
-  ir::SymbolValues sizes;
+  std::vector<std::string> sizes;  // the --size options
   bool dot = false;
 };
-
-void add_sizes(LiftArgs& a, const std::string& text) {
-  for (const auto& [name, value] : ir::parse_size_overrides(text)) {
-    if (!a.sizes.emplace(name, value).second) {
-      throw UserError("--size " + name + " is given more than once");
-    }
-  }
-}
 
 LiftArgs parse_args(const std::vector<std::string>& args) {
   LiftArgs a;
@@ -48,9 +40,9 @@ LiftArgs parse_args(const std::vector<std::string>& args) {
       a.dot = true;
     } else if (w == "--size") {
       if (i + 1 == args.size()) throw UserError("lift: --size needs NAME=VALUE");
-      add_sizes(a, args[++i]);
+      a.sizes.push_back(args[++i]);
     } else if (w.starts_with("--size=")) {
-      add_sizes(a, w.substr(7));
+      a.sizes.push_back(w.substr(7));
     } else if (w.starts_with("-")) {
       throw UserError("lift: unknown option '" + w + "' (valid: --size, --dot)");
     } else if (!a.file.empty()) {
@@ -71,7 +63,8 @@ int run(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   const LiftArgs a = parse_args(args);
-  const einsum::Graph g = einsum::lift(ir::parse_file(a.file), a.sizes);
+  const ir::SymbolValues sizes = ir::parse_size_overrides(a.sizes);  // bad options before the file
+  const einsum::Graph g = einsum::lift(ir::parse_file(a.file), sizes);
   out << (a.dot ? einsum::graph_to_dot(g) : einsum::print_graph(g));
   return 0;
 }

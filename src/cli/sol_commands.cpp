@@ -79,22 +79,9 @@ void add_common_options(CLI::App& app, CommonArgs& a) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
-// `--size N=64 --size M=8` or `--size N=64,M=8`. A name given twice is an error.
-ir::SymbolValues size_overrides(const std::vector<std::string>& items) {
-  ir::SymbolValues result;
-  for (const std::string& item : items) {
-    for (auto& [name, value] : ir::parse_size_overrides(item)) {
-      if (!result.emplace(name, value).second) {
-        throw UserError("--size " + name + " is given more than once");
-      }
-    }
-  }
-  return result;
-}
-
 einsum::Graph load_graph(const CommonArgs& a) {
   const ir::Program p = ir::parse_file(a.file);
-  const ir::SymbolValues sizes = ir::check_or_throw(p, size_overrides(a.sizes));
+  const ir::SymbolValues sizes = ir::check_or_throw(p, ir::parse_size_overrides(a.sizes));
   einsum::Graph g = einsum::lift(p, sizes);
   g.source = a.file;
   return g;

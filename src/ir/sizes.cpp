@@ -182,4 +182,16 @@ SymbolValues parse_size_overrides(const std::string& text) {
   }
 }
 
+SymbolValues parse_size_overrides(const std::vector<std::string>& items) {
+  SymbolValues out;
+  for (const std::string& item : items) {
+    for (auto& [name, value] : parse_size_overrides(item)) {
+      if (!out.emplace(name, value).second) {
+        throw UserError("--size " + name + " is given more than once");
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace solar::ir

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "solar/ir/diagnostic.h"
 #include "solar/ir/parser.h"
@@ -150,6 +151,17 @@ TEST(ParseSizeOverrides, Junk) {
        {"", "=4", "1N=4", "N=", "N=4x", "N=1,", "N=9223372036854775808", "N=1.5", "N M=1"}) {
     EXPECT_THROW(parse_size_overrides(junk), UserError) << junk;
   }
+}
+
+TEST(ParseSizeOverrides, SeveralOptions) {
+  using Items = std::vector<std::string>;
+  EXPECT_EQ(parse_size_overrides(Items{"N=8", "M=2,K=3"}),
+            (SymbolValues{{"K", 3}, {"M", 2}, {"N", 8}}));
+  EXPECT_EQ(parse_size_overrides(Items{}), SymbolValues{});
+  EXPECT_EQ(error_of([] {
+              parse_size_overrides(Items{"N=8", "M=1,N=9"});
+            }),
+            "--size N is given more than once");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "solar/ir/ast.h"
 
@@ -23,5 +24,9 @@ int64_t eval_int(const IntExpr& e, const SymbolValues& values, const std::string
 
 // Parses "N=1024,M=64" or repeated "N=1024" items (CLI --size) into overrides. UserError on junk.
 SymbolValues parse_size_overrides(const std::string& text);
+
+// The overrides of several `--size` options together (`--size N=64 --size M=8`); a name set in
+// two of them is a UserError too.
+SymbolValues parse_size_overrides(const std::vector<std::string>& items);
 
 }  // namespace solar::ir
