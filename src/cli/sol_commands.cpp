@@ -7,7 +7,6 @@
 
 #include <CLI/CLI.hpp>
 #include <exception>
-#include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -15,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "solar/cli/guard.h"
 #include "solar/einsum/graph.h"
 #include "solar/hw/device.h"
 #include "solar/ir/checker.h"
@@ -146,35 +146,19 @@ template <typename Body>
 int run_command(CLI::App& app, const std::vector<std::string>& args, std::ostream& out,
                 std::ostream& err, Body body) {
   const std::string prog = app.get_name();
-  try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
-    app.parse(reversed);
+  return run_guarded(err, prog, [&] {
+    try {
+      std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
+      app.parse(reversed);
+    } catch (const CLI::CallForHelp&) {
+      out << app.help();
+      return 0;
+    } catch (const CLI::ParseError& e) {
+      err << prog << ": error: " << e.what() << " (see '" << prog << " --help')\n";
+      return 1;
+    }
     return body();
-  } catch (const CLI::CallForHelp&) {
-    out << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    err << prog << ": error: " << e.what() << " (see '" << prog << " --help')\n";
-    return 1;
-  } catch (const ir::DiagnosticError& e) {
-    for (const ir::Diagnostic& d : e.diagnostics()) err << d.str() << '\n';
-    if (e.diagnostics().empty()) err << prog << ": error: " << e.what() << '\n';
-    return 1;
-  } catch (const UserError& e) {
-    const std::string message = e.what();
-    err << (message.find(": error: ") != std::string::npos ? "" : prog + ": error: ") << message
-        << '\n';
-    return 1;
-  } catch (const InternalError& e) {
-    err << "solar: " << e.what() << '\n';
-    return 2;
-  } catch (const std::bad_alloc&) {
-    err << prog << ": error: out of memory (lower the sizes)\n";
-    return 1;
-  } catch (const std::exception& e) {
-    err << "solar: internal error (please report): " << e.what() << '\n';
-    return 2;
-  }
+  });
 }
 
 // The options of provision and compare.
