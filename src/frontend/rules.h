@@ -103,7 +103,10 @@ int64_t norm_dim(int64_t dim, int rank);
 
 using Rule = std::function<void(NodeLowering&)>;
 
-// The registry: operator name -> rule.
+// The registry: operator name -> rule. Rule families kept in their own files add themselves
+// through these (each called once by the registry; a name registered twice is an internal error).
+void register_lax_rules(std::map<std::string, Rule>& r);  // lax_rules.cpp: JAX primitives
+
 const std::map<std::string, Rule>& rules();
 
 }  // namespace solar::frontend
