@@ -22,12 +22,20 @@ from solar import _core
 
 PYTHON_COMMANDS = ("capture", "analyze")
 
+# Python subcommands that live in their own modules: name -> module with ``main(argv) -> int``
+# (argv without the subcommand; exit codes as below). Imported only when the command runs.
+MODULE_COMMANDS: dict[str, str] = {}
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs ``solar ARGS...``; returns the exit code (0 ok, 1 user error, 2 internal error)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in PYTHON_COMMANDS:
         return _run_python_command(args[0], args[1:])
+    if args and args[0] in MODULE_COMMANDS:
+        import importlib
+
+        return int(importlib.import_module(MODULE_COMMANDS[args[0]]).main(args[1:]))
     return _core.run_cli(args)
 
 

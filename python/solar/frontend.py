@@ -108,7 +108,7 @@ def analyze(
     )
     cap = capture(model, inputs, source=source)
     golden = cap.golden(model, inputs)
-    return _analyze_capture(cap, golden, hw, policy)
+    return analyze_capture(cap, golden, hw, policy)
 
 
 def analyze_file(
@@ -139,7 +139,7 @@ def verify(ir_text: str, document: dict, golden: dict[str, np.ndarray]) -> dict:
         dtype = dtypes[name]
         if name not in got:
             raise AnalysisError(f"the lowered program has no output '{name}'")
-        outputs.append(_compare(name, dtype, np.asarray(got[name]), expected))
+        outputs.append(compare_output(name, dtype, np.asarray(got[name]), expected))
     passed = all(o["passed"] for o in outputs)
     return {
         "status": "passed" if passed else "failed",
@@ -149,7 +149,9 @@ def verify(ir_text: str, document: dict, golden: dict[str, np.ndarray]) -> dict:
     }
 
 
-def _compare(name: str, dtype: str, got: np.ndarray, expected: np.ndarray) -> dict:
+def compare_output(name: str, dtype: str, got: np.ndarray, expected: np.ndarray) -> dict:
+    """One output of SOLAR's run against the framework's, with ``TOLERANCES[dtype]``: a dict
+    with name, dtype, shape, rtol, atol, max_abs_err, max_rel_err, passed (and error)."""
     rtol, atol = TOLERANCES.get(dtype, (0.0, 0.0))
     entry = {"name": name, "dtype": dtype, "shape": list(expected.shape), "rtol": rtol}
     if got.shape != expected.shape:
@@ -188,9 +190,10 @@ def _as_float(a: np.ndarray, dtype: str) -> np.ndarray:
     return a.astype(np.float64)
 
 
-def _analyze_capture(
-    cap: Any, golden: dict[str, np.ndarray], hw: str, policy: str | None
-) -> Report:
+def analyze_capture(cap: Any, golden: dict[str, np.ndarray], hw: str, policy: str | None) -> Report:
+    """Lower, verify and analyse a capture (any framework): ``cap`` has ``.document`` (the
+    capture document, docs/capture.md) and ``.to_json()``; ``golden`` maps every input, weight
+    and output name to its value."""
     capture_json = cap.to_json()
     ir_text = lower(capture_json)
     verification = verify(ir_text, cap.document, golden)

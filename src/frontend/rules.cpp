@@ -992,11 +992,13 @@ std::map<std::string, Rule> make_rules() {
   r["aten.scaled_dot_product_attention.default"] = sdpa_rule;
   r["aten._scaled_dot_product_flash_attention_for_cpu.default"] = sdpa_rule;
 
-  std::map<std::string, Rule> lax;
-  register_lax_rules(lax);
-  for (auto& [name, rule] : lax) {
-    SOLAR_CHECK(!r.contains(name), "lowering rule registered twice: " + name);
-    r[name] = std::move(rule);
+  for (auto* family : {register_lax_rules, register_fragment_rules}) {
+    std::map<std::string, Rule> more;
+    family(more);
+    for (auto& [name, rule] : more) {
+      SOLAR_CHECK(!r.contains(name), "lowering rule registered twice: " + name);
+      r[name] = std::move(rule);
+    }
   }
   return r;
 }

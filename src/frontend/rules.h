@@ -105,7 +105,8 @@ using Rule = std::function<void(NodeLowering&)>;
 
 // The registry: operator name -> rule. Rule families kept in their own files add themselves
 // through these (each called once by the registry; a name registered twice is an internal error).
-void register_lax_rules(std::map<std::string, Rule>& r);  // lax_rules.cpp: JAX primitives
+void register_lax_rules(std::map<std::string, Rule>& r);       // lax_rules.cpp: JAX primitives
+void register_fragment_rules(std::map<std::string, Rule>& r);  // fragment_rules.cpp: IR fragments
 
 const std::map<std::string, Rule>& rules();
 
