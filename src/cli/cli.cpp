@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "solar/cli/curve_command.h"
 #include "solar/cli/guard.h"
 #include "solar/cli/hw_command.h"
 #include "solar/cli/inputs.h"
@@ -287,6 +288,7 @@ struct DelegatedCommand {
 constexpr DelegatedCommand kDelegatedCommands[] = {
     {"compare", "SOL of one program on several devices, one table (docs/report.md)",
      compare_command},
+    {"curve", "DRAM traffic and SOL against on-chip capacity (docs/report.md)", curve_command},
     {"hw", "The device database: list the built-in devices, show one (docs/devices.md)",
      hw_command},
     {"lift", "A program's einsum graph, as text or Graphviz DOT (docs/einsum.md)", lift_command},

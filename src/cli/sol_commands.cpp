@@ -14,7 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include "sol_common.h"
 #include "solar/cli/guard.h"
+#include "solar/cli/report_outputs.h"
 #include "solar/einsum/graph.h"
 #include "solar/hw/device.h"
 #include "solar/ir/checker.h"
@@ -32,6 +34,8 @@
 namespace solar::cli {
 namespace {
 
+using detail::run_command;
+
 // Options every command takes.
 struct CommonArgs {
   std::string file;
@@ -40,6 +44,8 @@ struct CommonArgs {
   std::string fidelity = "all";
   std::vector<std::string> sizes;
   std::vector<std::string> sets;
+  std::string level = "L2";
+  std::string capacity;  // empty: the level's capacity on the device
 };
 
 struct SolArgs {
@@ -50,6 +56,7 @@ struct SolArgs {
   // name of the model it was captured from, instead of "not verified" and the IR file's name.
   std::string verification;
   std::string source_name;
+  ReportOutputs outputs;  // --html, --trace, --csv, --dot, --measured-ms (report_outputs.h)
 };
 
 struct MultiArgs {
@@ -65,7 +72,7 @@ void add_common_options(CLI::App& app, CommonArgs& a) {
   app.add_option("--policy", a.policy, "Precision policy (docs/precision.md)")
       ->type_name("NAME")
       ->capture_default_str();
-  app.add_option("--fidelity", a.fidelity, "unfused, fused or all (docs/fidelities.md)")
+  app.add_option("--fidelity", a.fidelity, "unfused, fused, cache or all (docs/fidelities.md)")
       ->type_name("F")
       ->capture_default_str();
   app.add_option("--size", a.sizes, "Set a free size: --size N=1024 (repeatable)")
@@ -77,6 +84,11 @@ void add_common_options(CLI::App& app, CommonArgs& a) {
       ->type_name("KEY=VALUE")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  detail::add_cache_options(app, a.level, a.capacity);
+}
+
+sol::AnalysisOptions analysis_options(const CommonArgs& a) {
+  return detail::cache_options(a.level, a.capacity, a.fidelity == "all");
 }
 
 einsum::Graph load_graph(const CommonArgs& a) {
@@ -120,10 +132,13 @@ int run_sol(const SolArgs& a, std::ostream& out) {
   const std::vector<sol::Fidelity> fidelities = sol::parse_fidelities(a.common.fidelity);
   einsum::Graph g = load_graph(a.common);
   if (!a.source_name.empty()) g.source = a.source_name;
-  report::Report r =
-      report::make_report(std::move(g), load_device(a.hw, a.common.sets), policy, fidelities);
+  report::Report r = report::make_report(std::move(g), load_device(a.hw, a.common.sets), policy,
+                                         fidelities, analysis_options(a.common));
   if (!a.verification.empty()) r.verification = a.verification;
-  emit(report::report_to_json(r), a.common.json, report::render_report(r, a.top), out);
+  nlohmann::json j = report::report_to_json(r);
+  std::string table = report::render_report(r, a.top);
+  write_report_outputs(r, a.outputs, j, table);  // insights, headroom, --html etc.
+  emit(j, a.common.json, table, out);
   return 0;
 }
 
@@ -134,31 +149,11 @@ int run_multi(const MultiArgs& a, bool provision, std::ostream& out) {
   if (provision) latency = sol::parse_duration(a.latency);
   const einsum::Graph g = load_graph(a.common);
   const report::MultiDeviceReport r =
-      report::compare_devices(g, load_devices(a.hw, a.common.sets), policy, fidelities, latency);
+      report::compare_devices(g, load_devices(a.hw, a.common.sets), policy, fidelities, latency,
+                              analysis_options(a.common));
   emit(report::multi_device_to_json(r), a.common.json,
        provision ? report::render_provision(r) : report::render_compare(r), out);
   return 0;
-}
-
-// Parses `args` with `app` and runs `body`; every error becomes a message on `err` and an exit
-// code.
-template <typename Body>
-int run_command(CLI::App& app, const std::vector<std::string>& args, std::ostream& out,
-                std::ostream& err, Body body) {
-  const std::string prog = app.get_name();
-  return run_guarded(err, prog, [&] {
-    try {
-      std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
-      app.parse(reversed);
-    } catch (const CLI::CallForHelp&) {
-      out << app.help();
-      return 0;
-    } catch (const CLI::ParseError& e) {
-      err << prog << ": error: " << e.what() << " (see '" << prog << " --help')\n";
-      return 1;
-    }
-    return body();
-  });
 }
 
 // The options of provision and compare.
@@ -172,6 +167,44 @@ void add_multi_options(CLI::App& app, MultiArgs& a) {
 
 }  // namespace
 
+namespace detail {  // sol_common.h: what `solar curve` shares
+
+einsum::Graph load_graph(const std::string& file, const std::vector<std::string>& sizes) {
+  CommonArgs a;
+  a.file = file;
+  a.sizes = sizes;
+  return cli::load_graph(a);
+}
+
+hw::Device load_device(const std::string& spec, const std::vector<std::string>& sets) {
+  return cli::load_device(spec, sets);
+}
+
+void emit(const nlohmann::json& j, const std::string& json_path, const std::string& table,
+          std::ostream& out) {
+  cli::emit(j, json_path, table, out);
+}
+
+sol::AnalysisOptions cache_options(const std::string& level, const std::string& capacity,
+                                   bool optional) {
+  sol::AnalysisOptions o;
+  o.cache.level = sol::parse_cache_level(level);
+  if (!capacity.empty()) o.cache.capacity_bytes = sol::parse_capacity(capacity);
+  o.cache_optional = optional;
+  return o;
+}
+
+void add_cache_options(CLI::App& app, std::string& level, std::string& capacity) {
+  app.add_option("--level", level, "On-chip level of the cache fidelity: L2 or SMEM")
+      ->type_name("L2|SMEM")
+      ->capture_default_str();
+  app.add_option("--capacity", capacity,
+                 "On-chip capacity of the cache fidelity, e.g. 32MiB (overrides --level)")
+      ->type_name("BYTES");
+}
+
+}  // namespace detail
+
 int sol_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{"Speed-of-light time of an IR program on one device (docs/report.md).", "solar sol"};
   SolArgs a;
@@ -182,6 +215,7 @@ int sol_command(const std::vector<std::string>& args, std::ostream& out, std::os
   app.add_option("--top", a.top, "Nodes shown in the table")->type_name("N")->capture_default_str();
   app.add_option("--verification-status", a.verification)->group("");  // hidden: solar analyze
   app.add_option("--source-name", a.source_name)->group("");           // hidden: solar analyze
+  add_report_outputs(app, a.outputs);
   return run_command(app, args, out, err, [&] { return run_sol(a, out); });
 }
 

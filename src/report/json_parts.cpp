@@ -27,12 +27,13 @@ nlohmann::json sizes_json(const ir::SymbolValues& sizes) {
 nlohmann::json sol_json(const sol::Analysis& a) {
   nlohmann::json j = nlohmann::json::object();
   for (const sol::FidelityResult& r : a.results) {
-    const std::string f(sol::fidelity_name(r.fidelity));
+    const std::string f(sol::fidelity_key(r.fidelity));
     j[f + "_s"] = r.time_s;
     j["bottleneck_" + f] = sol::bottleneck_name(r.bottleneck);
     j["memory_" + f + "_s"] = r.memory_s;
     j["compute_s"] = r.compute_s;
   }
+  if (a.cache) j["cache_aware_sequential_s"] = a.cache_sequential_s;
   if (j.contains("unfused_s") && j.contains("fused_s")) {
     const double unfused = j["unfused_s"].get<double>();
     j["fused_over_unfused"] = unfused > 0 ? nlohmann::json(j["fused_s"].get<double>() / unfused)
@@ -44,7 +45,7 @@ nlohmann::json sol_json(const sol::Analysis& a) {
 nlohmann::json bytes_json(const sol::Analysis& a) {
   nlohmann::json j = nlohmann::json::object();
   for (const sol::FidelityResult& r : a.results)
-    j[std::string(sol::fidelity_name(r.fidelity))] = r.bytes;
+    j[std::string(sol::fidelity_key(r.fidelity))] = r.bytes;
   return j;
 }
 

@@ -20,11 +20,12 @@ nlohmann::json totals_json(const einsum::OpCounts& c);
 // {"N": 1024, ...}.
 nlohmann::json sizes_json(const ir::SymbolValues& sizes);
 
-// `sol`: for each fidelity F analysed, "F_s", "bottleneck_F", "memory_F_s"; "compute_s" (the
-// summed compute terms, the same at every fidelity); "fused_over_unfused" when both were.
+// `sol`: for each fidelity analysed, by its key F (sol::fidelity_key), "F_s", "bottleneck_F",
+// "memory_F_s"; "compute_s" (the summed compute terms, the same at every fidelity);
+// "fused_over_unfused" when both were; "cache_aware_sequential_s" with the cache fidelity.
 nlohmann::json sol_json(const sol::Analysis& a);
 
-// `bytes`: {"F": DRAM bytes} for each fidelity analysed.
+// `bytes`: {"F": DRAM bytes} for each fidelity analysed, by its key.
 nlohmann::json bytes_json(const sol::Analysis& a);
 
 }  // namespace solar::report::detail

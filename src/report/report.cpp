@@ -92,6 +92,61 @@ std::string header(const Report& r) {
   return s;
 }
 
+// "scores..weighted_sum (5 nodes)", or the one node's name.
+std::string group_members(const einsum::Graph& g, const sol::CacheGroup& grp) {
+  if (grp.last - grp.first == 1) return g.nodes[grp.first].name;
+  return g.nodes[grp.first].name + ".." + g.nodes[grp.last - 1].name + " (" +
+         std::to_string(grp.last - grp.first) + " nodes)";
+}
+
+// "h=1 i=16 j=16" (tiled dims; "-" when none).
+std::string group_tiles(const sol::CacheGroup& grp) {
+  std::string s;
+  for (const sol::GroupDim& d : grp.dims) {
+    s += (s.empty() ? "" : " ") + d.name + "=" + std::to_string(d.tile);
+  }
+  return s.empty() ? "-" : s;
+}
+
+std::string group_order(const sol::CacheGroup& grp) {
+  std::string s;
+  for (const std::string& d : grp.loop_order) s += (s.empty() ? "" : ",") + d;
+  return s.empty() ? "-" : s;
+}
+
+// The cache-aware groups, most traffic first (ties in schedule order), at most `top`.
+std::string cache_table(const einsum::Graph& g, const sol::Analysis& a, size_t top) {
+  if (!a.cache_skipped.empty()) return "cache: not analysed: " + a.cache_skipped + "\n";
+  if (!a.cache) return "";
+  const sol::CacheSchedule& c = *a.cache;
+  std::string s =
+      "cache: on-chip capacity " + format_bytes(static_cast<double>(c.capacity_bytes)) + " (" +
+      a.cache_capacity_source + "), " + std::to_string(c.groups.size()) +
+      " group(s); groups run one after another: " + format_seconds(a.cache_sequential_s) + "\n";
+  std::vector<size_t> order(c.groups.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return c.groups[x].traffic_bytes > c.groups[y].traffic_bytes;
+  });
+  order.resize(std::min(top, order.size()));
+  std::vector<std::vector<std::string>> rows = {
+      {"group", "nodes", "mode", "tiles", "loop order", "working set", "DRAM bytes", "capacity"}};
+  for (const size_t k : order) {
+    const sol::CacheGroup& grp = c.groups[k];
+    rows.push_back(
+        {std::to_string(k + 1), group_members(g, grp), std::string(sol::group_mode_name(grp.mode)),
+         group_tiles(grp), group_order(grp),
+         format_bytes(static_cast<double>(grp.working_set_bytes)),
+         format_bytes(static_cast<double>(grp.traffic_bytes)),
+         grp.capacity_limited
+             ? "limited: " + format_bytes(static_cast<double>(grp.capacity_for_min_traffic_bytes)) +
+                   " for " + format_bytes(static_cast<double>(grp.min_traffic_bytes))
+             : "enough"});
+  }
+  return s + "\nCache-aware groups, most DRAM traffic first (" + std::to_string(order.size()) +
+         " of " + std::to_string(c.groups.size()) + "):\n" + format_table(rows, "rllllrrl");
+}
+
 std::string fidelity_table(const sol::Analysis& a) {
   std::vector<std::vector<std::string>> rows = {
       {"fidelity", "SOL time", "compute", "memory", "DRAM bytes", "bottleneck"}};
@@ -160,8 +215,9 @@ std::string fallback_notes(const Report& r) {
 }  // namespace
 
 Report make_report(einsum::Graph graph, hw::Device device, const sol::PrecisionPolicy& policy,
-                   const std::vector<sol::Fidelity>& fidelities) {
-  sol::Analysis analysis = sol::analyze(graph, device, policy, fidelities);
+                   const std::vector<sol::Fidelity>& fidelities,
+                   const sol::AnalysisOptions& options) {
+  sol::Analysis analysis = sol::analyze(graph, device, policy, fidelities, options);
   return Report{std::move(graph), std::move(device), std::move(analysis)};
 }
 
@@ -186,11 +242,58 @@ nlohmann::json report_to_json(const Report& r) {
       {"bytes", bytes_json(r.analysis)},
       {"sol", sol_json(r.analysis)},
       {"nodes", std::move(nodes)},
+      {"cache", cache_to_json(r.graph, r.analysis)},
   };
+}
+
+nlohmann::json cache_to_json(const einsum::Graph& g, const sol::Analysis& a) {
+  if (!a.cache_skipped.empty()) return {{"error", a.cache_skipped}};
+  if (!a.cache) return nullptr;
+  nlohmann::json groups = nlohmann::json::array();
+  for (size_t k = 0; k < a.cache->groups.size(); ++k) {
+    const sol::CacheGroup& grp = a.cache->groups[k];
+    const sol::CacheGroupCost& cost = a.cache_groups[k];
+    nlohmann::json members = nlohmann::json::array();
+    for (size_t i = grp.first; i < grp.last; ++i) members.push_back(g.nodes[i].name);
+    nlohmann::json dims = nlohmann::json::array();
+    for (const sol::GroupDim& d : grp.dims) {
+      dims.push_back({{"name", d.name}, {"extent", d.extent}, {"tile", d.tile}});
+    }
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const sol::GroupTensor& t : grp.tensors) {
+      tensors.push_back({{"name", t.name},
+                         {"role", sol::tensor_role_name(t.role)},
+                         {"footprint_bytes", t.footprint_bytes},
+                         {"fetches", t.fetches},
+                         {"traffic_bytes", t.traffic_bytes}});
+    }
+    groups.push_back({{"nodes", std::move(members)},
+                      {"mode", sol::group_mode_name(grp.mode)},
+                      {"dims", std::move(dims)},
+                      {"loop_order", grp.loop_order},
+                      {"tensors", std::move(tensors)},
+                      {"online", grp.online},
+                      {"reduced_mapspace", grp.reduced_mapspace},
+                      {"working_set_bytes", grp.working_set_bytes},
+                      {"traffic_bytes", grp.traffic_bytes},
+                      {"compute_s", cost.compute_s},
+                      {"memory_s", cost.memory_s},
+                      {"time_s", cost.time_s},
+                      {"capacity_limited", grp.capacity_limited},
+                      {"min_traffic_bytes", grp.min_traffic_bytes},
+                      {"capacity_for_min_traffic_bytes", grp.capacity_for_min_traffic_bytes}});
+  }
+  return {{"capacity_bytes", a.cache->capacity_bytes},
+          {"capacity_source", a.cache_capacity_source},
+          {"traffic_bytes", a.cache->traffic_bytes},
+          {"sequential_s", a.cache_sequential_s},
+          {"groups", std::move(groups)}};
 }
 
 std::string render_report(const Report& r, size_t top_nodes) {
   std::string s = header(r) + "\n" + fidelity_table(r.analysis);
+  const std::string cache = cache_table(r.graph, r.analysis, top_nodes);
+  s += cache;
   if (!r.graph.nodes.empty()) s += "\n" + node_table(r, top_nodes);
   const std::string notes = fallback_notes(r);
   if (!notes.empty()) s += "\n" + notes;

@@ -38,11 +38,13 @@ nlohmann::json device_json(const DeviceResult& d) {
     return j;
   }
   j["sol"] = sol_json(*d.analysis);
+  j["bytes"] = bytes_json(*d.analysis);
+  if (!d.analysis->cache_skipped.empty()) j["cache_error"] = d.analysis->cache_skipped;
   j["precision_fallback_nodes"] = d.fallback_nodes;
   if (!d.provision.empty()) {
     nlohmann::json p = nlohmann::json::object();
     for (const sol::Provision& x : d.provision) {
-      p[std::string(sol::fidelity_name(x.fidelity))] = provision_json(x);
+      p[std::string(sol::fidelity_key(x.fidelity))] = provision_json(x);
     }
     j["provision"] = std::move(p);
   }
@@ -59,6 +61,11 @@ std::string header(const MultiDeviceReport& r, const std::string& title) {
     s += sep + std::string(sol::fidelity_name(f)) + " " + format_bytes(static_cast<double>(bytes));
     sep = ", ";
   }
+  for (const sol::Fidelity f : r.fidelities) {
+    if (!sol::device_independent_bytes(f)) {
+      s += sep + std::string(sol::fidelity_name(f)) + " per device (its on-chip capacity)";
+    }
+  }
   return s + "\n";
 }
 
@@ -68,7 +75,12 @@ std::string device_notes(const MultiDeviceReport& r) {
   for (const DeviceResult& d : r.devices) {
     if (!d.analysis) {
       s += "  " + d.device + ": not analysed: " + d.error + "\n";
-    } else if (d.fallback_nodes > 0) {
+      continue;
+    }
+    if (!d.analysis->cache_skipped.empty()) {
+      s += "  " + d.device + ": cache not analysed: " + d.analysis->cache_skipped + "\n";
+    }
+    if (d.fallback_nodes > 0) {
       s += "  " + d.device + ": " + std::to_string(d.fallback_nodes) +
            " node(s) at a fallback precision (solar sol --hw " + d.device + " lists them)\n";
     }
@@ -81,20 +93,24 @@ std::string device_notes(const MultiDeviceReport& r) {
 MultiDeviceReport compare_devices(const einsum::Graph& g, const std::vector<hw::Device>& devices,
                                   const sol::PrecisionPolicy& policy,
                                   const std::vector<sol::Fidelity>& fidelities,
-                                  std::optional<double> latency_s) {
+                                  std::optional<double> latency_s, sol::AnalysisOptions options) {
+  std::optional<sol::CacheOptimizer> optimizer;  // one for all devices: it keeps its tilings
+  if (!options.optimizer) options.optimizer = &optimizer.emplace(g);
   MultiDeviceReport r;
   r.source = source_name(g.source);
   r.sizes = g.sizes;
   r.policy = policy.name;
   r.fidelities = fidelities;
   r.totals = sol::total_counts(g);
-  for (const sol::Fidelity f : fidelities) r.bytes.emplace_back(f, sol::dram_bytes(g, f));
+  for (const sol::Fidelity f : fidelities) {
+    if (sol::device_independent_bytes(f)) r.bytes.emplace_back(f, sol::dram_bytes(g, f));
+  }
   r.latency_s = latency_s;
   for (const hw::Device& d : devices) {
     DeviceResult result;
     result.device = d.name;
     try {
-      result.analysis = sol::analyze(g, d, policy, fidelities);
+      result.analysis = sol::analyze(g, d, policy, fidelities, options);
     } catch (const UserError& e) {  // the device has no rate for some node's precision
       result.error = e.what();
     }
@@ -109,7 +125,7 @@ MultiDeviceReport compare_devices(const einsum::Graph& g, const std::vector<hw::
 
 nlohmann::json multi_device_to_json(const MultiDeviceReport& r) {
   nlohmann::json bytes = nlohmann::json::object();
-  for (const auto& [f, n] : r.bytes) bytes[std::string(sol::fidelity_name(f))] = n;
+  for (const auto& [f, n] : r.bytes) bytes[std::string(sol::fidelity_key(f))] = n;
   nlohmann::json devices = nlohmann::json::array();
   for (const DeviceResult& d : r.devices) devices.push_back(device_json(d));
   nlohmann::json j = {
@@ -123,7 +139,7 @@ nlohmann::json multi_device_to_json(const MultiDeviceReport& r) {
     const double l = *r.latency_s;
     nlohmann::json bandwidth = nlohmann::json::object();
     for (const auto& [f, n] : r.bytes) {
-      bandwidth[std::string(sol::fidelity_name(f))] = static_cast<double>(n) / l;
+      bandwidth[std::string(sol::fidelity_key(f))] = static_cast<double>(n) / l;
     }
     j["latency_s"] = l;
     j["required"] = {{"flops_per_s", static_cast<double>(r.totals.flops()) / l},
@@ -148,9 +164,13 @@ std::string render_compare(const MultiDeviceReport& r) {
     if (!d.analysis) {
       row.resize(head.size(), "n/a");
     } else {
-      for (const sol::FidelityResult& f : d.analysis->results) {
-        row.push_back(format_seconds(f.time_s));
-        row.push_back(std::string(sol::bottleneck_name(f.bottleneck)));
+      for (const sol::Fidelity f : r.fidelities) {
+        const auto& results = d.analysis->results;
+        const auto it = std::find_if(results.begin(), results.end(),
+                                     [&](const sol::FidelityResult& x) { return x.fidelity == f; });
+        row.push_back(it == results.end() ? "n/a" : format_seconds(it->time_s));
+        row.push_back(it == results.end() ? "n/a"
+                                          : std::string(sol::bottleneck_name(it->bottleneck)));
       }
       const nlohmann::json sol = sol_json(*d.analysis);
       const bool ratio = sol.contains("fused_over_unfused") && !sol["fused_over_unfused"].is_null();

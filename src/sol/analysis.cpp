@@ -2,6 +2,7 @@
 #include "solar/sol/analysis.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,9 +16,20 @@ Bottleneck bound(double compute_s, double memory_s) {
   return compute_s > memory_s ? Bottleneck::Compute : Bottleneck::Memory;
 }
 
+// What an evaluator reads, and where the cache-aware one leaves its schedule.
+struct EvalContext {
+  const einsum::Graph& g;
+  const hw::Device& device;
+  const std::vector<NodeCost>& nodes;
+  double bandwidth;
+  const AnalysisOptions& options;
+  Analysis& out;
+};
+
 // Unfused: T = sum_i max(compute_i, memory_i).
-FidelityResult evaluate_unfused(const einsum::Graph& g, const std::vector<NodeCost>& nodes,
-                                double /*bandwidth*/) {
+FidelityResult evaluate_unfused(const EvalContext& ctx) {
+  const einsum::Graph& g = ctx.g;
+  const std::vector<NodeCost>& nodes = ctx.nodes;
   FidelityResult r{Fidelity::Unfused};
   double compute_bound_s = 0;
   double memory_bound_s = 0;
@@ -33,22 +45,50 @@ FidelityResult evaluate_unfused(const einsum::Graph& g, const std::vector<NodeCo
 }
 
 // Fused: T = max(sum_i compute_i, bytes_io / bandwidth).
-FidelityResult evaluate_fused(const einsum::Graph& g, const std::vector<NodeCost>& nodes,
-                              double bandwidth) {
-  FidelityResult r{Fidelity::Fused};
-  for (const NodeCost& c : nodes) r.compute_s += c.compute_s;
-  r.bytes = dram_bytes(g, Fidelity::Fused);
-  r.memory_s = static_cast<double>(r.bytes) / bandwidth;
+// max(compute, bytes / bandwidth), the shape of the fused and cache-aware models.
+FidelityResult overlapped(Fidelity f, double compute_s, int64_t bytes, double bandwidth) {
+  FidelityResult r{f};
+  r.compute_s = compute_s;
+  r.bytes = bytes;
+  r.memory_s = static_cast<double>(bytes) / bandwidth;
   r.time_s = std::max(r.compute_s, r.memory_s);
   r.bottleneck = bound(r.compute_s, r.memory_s);
   return r;
 }
 
-using Evaluator = FidelityResult (*)(const einsum::Graph&, const std::vector<NodeCost>&, double);
+double total_compute(const std::vector<NodeCost>& nodes) {
+  double compute = 0;
+  for (const NodeCost& c : nodes) compute += c.compute_s;
+  return compute;
+}
+
+FidelityResult evaluate_fused(const EvalContext& ctx) {
+  return overlapped(Fidelity::Fused, total_compute(ctx.nodes), dram_bytes(ctx.g, Fidelity::Fused),
+                    ctx.bandwidth);
+}
+
+// Cache-aware: T = max(sum_i compute_i, traffic / bandwidth) for the best schedule at capacity C.
+FidelityResult evaluate_cache(const EvalContext& ctx) {
+  const std::optional<int64_t> capacity = cache_capacity(ctx.device, ctx.options.cache);
+  SOLAR_CHECK(capacity.has_value(), "evaluate_cache without a capacity");
+  std::optional<CacheOptimizer> own;
+  CacheOptimizer* opt = ctx.options.optimizer;
+  if (!opt) opt = &own.emplace(ctx.g);
+  CacheSchedule sched = opt->optimize(*capacity);
+  CacheTime t = cache_time(sched, ctx.nodes, ctx.bandwidth);
+  ctx.out.cache = std::move(sched);
+  ctx.out.cache_capacity_source = capacity_source(ctx.options.cache);
+  ctx.out.cache_groups = std::move(t.groups);
+  ctx.out.cache_sequential_s = t.sequential_s;
+  return t.result;
+}
+
+using Evaluator = FidelityResult (*)(const EvalContext&);
 
 struct FidelityInfo {
   Fidelity fidelity;
   std::string_view name;
+  std::string_view key;
   std::string_view description;
   Evaluator evaluate;  // nullptr: not implemented in this version
 };
@@ -60,13 +100,13 @@ constexpr Evaluator evaluator_of(Fidelity f) {
     case Fidelity::Fused:
       return evaluate_fused;
     case Fidelity::Cache:
-      return nullptr;
+      return evaluate_cache;
   }
   return nullptr;
 }
 
 constexpr FidelityInfo kFidelities[] = {
-#define SOLAR_X(e, s, d) {Fidelity::e, s, d, evaluator_of(Fidelity::e)},
+#define SOLAR_X(e, s, k, d) {Fidelity::e, s, k, d, evaluator_of(Fidelity::e)},
     SOLAR_FIDELITIES(SOLAR_X)
 #undef SOLAR_X
 };
@@ -91,6 +131,7 @@ const Rate* NodeCost::main_rate() const {
 }
 
 std::string_view fidelity_name(Fidelity f) { return info(f).name; }
+std::string_view fidelity_key(Fidelity f) { return info(f).key; }
 bool fidelity_implemented(Fidelity f) { return info(f).evaluate != nullptr; }
 
 const std::vector<Fidelity>& implemented_fidelities() {
@@ -165,6 +206,22 @@ int64_t fused_bytes(const einsum::Graph& g) {
   return bytes;
 }
 
+bool device_independent_bytes(Fidelity f) { return f != Fidelity::Cache; }
+
+CacheTime cache_time(const CacheSchedule& s, const std::vector<NodeCost>& nodes, double bandwidth) {
+  CacheTime t;
+  t.result = overlapped(Fidelity::Cache, total_compute(nodes), s.traffic_bytes, bandwidth);
+  for (const CacheGroup& grp : s.groups) {
+    CacheGroupCost c;
+    for (size_t i = grp.first; i < grp.last; ++i) c.compute_s += nodes[i].compute_s;
+    c.memory_s = static_cast<double>(grp.traffic_bytes) / bandwidth;
+    c.time_s = std::max(c.compute_s, c.memory_s);
+    t.sequential_s += c.time_s;
+    t.groups.push_back(c);
+  }
+  return t;
+}
+
 int64_t dram_bytes(const einsum::Graph& g, Fidelity f) {
   switch (f) {
     case Fidelity::Unfused: {
@@ -182,7 +239,7 @@ int64_t dram_bytes(const einsum::Graph& g, Fidelity f) {
 }
 
 Analysis analyze(const einsum::Graph& g, const hw::Device& d, const PrecisionPolicy& policy,
-                 const std::vector<Fidelity>& fidelities) {
+                 const std::vector<Fidelity>& fidelities, const AnalysisOptions& options) {
   Analysis a;
   a.policy = policy.name;
   a.dram_bandwidth_bytes_per_s = d.dram_bandwidth_bytes_per_s();
@@ -192,7 +249,16 @@ Analysis analyze(const einsum::Graph& g, const hw::Device& d, const PrecisionPol
     const Evaluator evaluate = info(f).evaluate;
     SOLAR_CHECK(evaluate != nullptr,
                 "fidelity '" + std::string(fidelity_name(f)) + "' is not implemented");
-    a.results.push_back(evaluate(g, a.nodes, a.dram_bandwidth_bytes_per_s));
+    if (f == Fidelity::Cache && !cache_capacity(d, options.cache)) {
+      const std::string why = d.name + " has no " +
+                              std::string(hw::memory_level_name(options.cache.level)) +
+                              " capacity in its device file; give one with --capacity";
+      if (!options.cache_optional) throw UserError("cache fidelity: " + why);
+      a.cache_skipped = why;
+      continue;
+    }
+    a.results.push_back(
+        evaluate(EvalContext{g, d, a.nodes, a.dram_bandwidth_bytes_per_s, options, a}));
   }
   return a;
 }

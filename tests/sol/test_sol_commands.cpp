@@ -1,5 +1,6 @@
 // `solar sol`, `solar provision` and `solar compare` through their command functions with string
 // streams: exit codes, tables, JSON output (to a file and to stdout) and one-line errors.
+#include "solar/cli/curve_command.h"
 #include "solar/cli/sol_commands.h"
 
 #include <gtest/gtest.h>
@@ -98,10 +99,15 @@ TEST(SolCommand, UserErrorsAreOneLineAndWriteNothing) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{kGemm, "--hw", "H100-SXM", "--json", path, "--policy", "fast"},
        "solar sol: error: unknown precision policy 'fast' (valid: pytorch-cuda-default, strict, "
-       "tf32, bf16, fp8)\n"},
-      {{kGemm, "--hw", "H100-SXM", "--json", path, "--fidelity", "cache"},
-       "solar sol: error: fidelity 'cache' (cache-aware fused, finite on-chip memory (not "
-       "implemented in this version)) is not implemented in this version\n"},
+       "tf32, jax-default, bf16, fp8)\n"},
+      {{kGemm, "--hw", "TPU-v5e", "--json", path, "--fidelity", "cache"},
+       "solar sol: error: cache fidelity: TPU-v5e has no L2 capacity in its device file; give "
+       "one with --capacity\n"},
+      {{kGemm, "--hw", "H100-SXM", "--json", path, "--capacity", "8"},
+       "solar sol: error: no cache-aware schedule fits in an on-chip capacity of 8 bytes (some "
+       "node's smallest tile is larger; give a larger --capacity)\n"},
+      {{kGemm, "--hw", "H100-SXM", "--json", path, "--level", "L3"},
+       "solar sol: error: unknown on-chip level 'L3' (valid: L2, SMEM)\n"},
       {{kGemm, "--hw", "H100-SXM", "--json", path, "--set", "dram_bandwidth_bytes_per_s=-1"}, ""},
       {{kGemm, "--json", path}, ""},
       {{kGemm, "--hw", "H100", "--json", path}, ""},
@@ -150,7 +156,9 @@ TEST(ProvisionCommand, EveryBuiltinDeviceWithoutHw) {
   for (size_t i = 0; i < j["devices"].size(); ++i) {
     const json& d = j["devices"][i];
     EXPECT_EQ(d["name"], hw::builtin_device_names()[i]);
-    EXPECT_EQ(d["provision"].size(), 2u) << d["name"];
+    // unfused, fused, and cache where the device file has an L2 (not the TPUs).
+    const bool l2 = hw::load_builtin_device(d["name"]).level(hw::MemoryLevel::L2).exists();
+    EXPECT_EQ(d["provision"].size(), l2 ? 3u : 2u) << d["name"];
   }
   // H100-SXM fused: 3616 / 3.35e12 = 1.079 ns, factor 0.5397: meets 2 ns.
   const Result h = run(provision_command, {kMlp, "--latency", "2ns", "--hw", "H100-SXM"});
@@ -225,6 +233,7 @@ TEST(DocExamples, ReportPageBlocksAreWhatTheCommandsPrint) {
     const Command command = name == "sol"         ? sol_command
                             : name == "compare"   ? compare_command
                             : name == "provision" ? provision_command
+                            : name == "curve"     ? cli::curve_command
                                                   : nullptr;
     ASSERT_NE(command, nullptr) << name;
     const Result r = run(command, args);
@@ -232,7 +241,7 @@ TEST(DocExamples, ReportPageBlocksAreWhatTheCommandsPrint) {
     EXPECT_EQ(r.out, doc.substr(line_end + 1, block_end - line_end - 1)) << name;
     ++blocks;
   }
-  EXPECT_EQ(blocks, 3);
+  EXPECT_EQ(blocks, 4);
 }
 
 }  // namespace

@@ -31,13 +31,19 @@ struct Report {
 
 // Analyses `graph` on `device` under `policy` at `fidelities` (UserError as sol::analyze).
 Report make_report(einsum::Graph graph, hw::Device device, const sol::PrecisionPolicy& policy,
-                   const std::vector<sol::Fidelity>& fidelities);
+                   const std::vector<sol::Fidelity>& fidelities,
+                   const sol::AnalysisOptions& options = {});
+
+// The `cache` object of a report: the cache-aware schedule, its groups and their costs
+// (docs/report.md); {"error": why} when the cache fidelity was skipped; null when not asked.
+nlohmann::json cache_to_json(const einsum::Graph& g, const sol::Analysis& a);
 
 // The report as JSON, keys sorted, no timestamps or absolute paths: same report, same bytes.
 nlohmann::json report_to_json(const Report& r);
 
-// A readable summary: header, totals, one row per fidelity, the `top_nodes` slowest nodes
-// (unfused time), and every precision fallback. Units scaled (ns/us/ms/s, kB/MB/GB, TFLOP/s).
+// A readable summary: header, totals, one row per fidelity, the cache-aware groups (the
+// `top_nodes` with most traffic), the `top_nodes` slowest nodes (unfused time), and every
+// precision fallback. Units scaled (ns/us/ms/s, kB/MB/GB, TFLOP/s).
 std::string render_report(const Report& r, size_t top_nodes = 10);
 
 }  // namespace solar::report

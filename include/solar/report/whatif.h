@@ -37,16 +37,20 @@ struct MultiDeviceReport {
   std::string verification{kNotVerified};
   std::vector<sol::Fidelity> fidelities;
   einsum::OpCounts totals;
-  std::vector<std::pair<sol::Fidelity, int64_t>> bytes;  // DRAM bytes per fidelity (device-free)
-  std::optional<double> latency_s;                       // the target of `solar provision`
-  std::vector<DeviceResult> devices;                     // in the order given
+  // DRAM bytes of each fidelity whose bytes are device-free (unfused, fused); the cache-aware
+  // bytes are in each device's analysis.
+  std::vector<std::pair<sol::Fidelity, int64_t>> bytes;
+  std::optional<double> latency_s;    // the target of `solar provision`
+  std::vector<DeviceResult> devices;  // in the order given
 };
 
-// Analyses `g` on every device; with `latency_s`, adds the inverse roofline of each.
+// Analyses `g` on every device; with `latency_s`, adds the inverse roofline of each. The cache
+// fidelity shares one optimiser across the devices (unless `options` brings one).
 MultiDeviceReport compare_devices(const einsum::Graph& g, const std::vector<hw::Device>& devices,
                                   const sol::PrecisionPolicy& policy,
                                   const std::vector<sol::Fidelity>& fidelities,
-                                  std::optional<double> latency_s = std::nullopt);
+                                  std::optional<double> latency_s = std::nullopt,
+                                  sol::AnalysisOptions options = {});
 
 // JSON (docs/report.md), keys sorted; `provision` objects only with a latency target.
 nlohmann::json multi_device_to_json(const MultiDeviceReport& r);

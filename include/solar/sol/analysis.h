@@ -11,6 +11,9 @@
 //   - unfused: T = sum_i max(compute_i, memory_i), bytes_i = node i's reads and writes.
 //   - fused:   T = max(sum_i compute_i, bytes_io / DRAM bandwidth), bytes_io = the touched
 //     elements of every graph input, weight and output, each counted once, x element size.
+//   - cache-aware: T = max(sum_i compute_i, traffic / DRAM bandwidth), traffic = the DRAM bytes of
+//     the best schedule (fusion groups, tilings) within an on-chip capacity (sol/cache.h); the
+//     sequential variant sums max(group compute, group traffic / bandwidth) over the groups.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +25,7 @@
 
 #include "solar/einsum/graph.h"
 #include "solar/hw/device.h"
+#include "solar/sol/cache.h"
 #include "solar/sol/precision.h"
 
 namespace solar::sol {
@@ -47,21 +51,26 @@ struct NodeCost {
   const Rate* main_rate() const;
 };
 
-// The registry of fidelities: X(enumerator, name, description).
-#define SOLAR_FIDELITIES(X)                                                                     \
-  X(Unfused, "unfused", "every node runs alone: all its inputs and outputs go through DRAM")    \
-  X(Fused, "fused",                                                                             \
-    "one kernel, unlimited on-chip memory: only graph inputs, weights and outputs touch DRAM, " \
-    "each once")                                                                                \
-  X(Cache, "cache", "cache-aware fused, finite on-chip memory (not implemented in this version)")
+// The registry of fidelities: X(enumerator, name, report key, description). The name is what
+// `--fidelity` takes and tables show; the key names it in JSON (`sol.<key>_s`, `bytes.<key>`).
+#define SOLAR_FIDELITIES(X)                                                                       \
+  X(Unfused, "unfused", "unfused",                                                                \
+    "every node runs alone: all its inputs and outputs go through DRAM")                          \
+  X(Fused, "fused", "fused",                                                                      \
+    "one kernel, unlimited on-chip memory: only graph inputs, weights and outputs touch DRAM, "   \
+    "each once")                                                                                  \
+  X(Cache, "cache", "cache_aware",                                                                \
+    "cache-aware fused: a finite on-chip capacity, fusion groups and tilings chosen to minimise " \
+    "DRAM traffic")
 
 enum class Fidelity : uint8_t {
-#define SOLAR_X(e, s, d) e,
+#define SOLAR_X(e, s, k, d) e,
   SOLAR_FIDELITIES(SOLAR_X)
 #undef SOLAR_X
 };
 
 std::string_view fidelity_name(Fidelity f);
+std::string_view fidelity_key(Fidelity f);  // "unfused", "fused", "cache_aware"
 bool fidelity_implemented(Fidelity f);
 
 // The implemented fidelities, in registry order.
@@ -84,12 +93,37 @@ struct FidelityResult {
   Bottleneck bottleneck = Bottleneck::Memory;
 };
 
+// The cost of one group of the cache-aware schedule.
+struct CacheGroupCost {
+  double compute_s = 0;  // sum of its nodes' compute terms
+  double memory_s = 0;   // its traffic / DRAM bandwidth
+  double time_s = 0;     // max of the two
+};
+
+// How the cache-aware fidelity is run.
+struct AnalysisOptions {
+  CacheOptions cache;
+  // Reused across calls (several devices, several capacities); nullptr: a fresh one per call.
+  CacheOptimizer* optimizer = nullptr;
+  // When the device has no capacity for the level asked (and no --capacity was given): true,
+  // skip the cache fidelity and say why (Analysis::cache_skipped), as `--fidelity all` does;
+  // false, a UserError, as an explicit `--fidelity cache` does.
+  bool cache_optional = true;
+};
+
 struct Analysis {
   std::string policy;  // precision policy name
   double dram_bandwidth_bytes_per_s = 0;
   einsum::OpCounts totals;              // summed over the nodes
   std::vector<NodeCost> nodes;          // one per graph node, in graph order
   std::vector<FidelityResult> results;  // one per requested fidelity, in the order requested
+  // The cache-aware fidelity, when analysed: its schedule, where the capacity came from, the cost
+  // of each group (in schedule order) and the sequential variant of its time.
+  std::optional<CacheSchedule> cache;
+  std::string cache_capacity_source;
+  std::vector<CacheGroupCost> cache_groups;
+  double cache_sequential_s = 0;
+  std::string cache_skipped;  // why the cache fidelity was asked for but not analysed
 
   // The result of `f`; InternalError when it was not requested.
   const FidelityResult& result(Fidelity f) const;
@@ -105,13 +139,29 @@ einsum::OpCounts total_counts(const einsum::Graph& g);
 // touched_elements x element size.
 int64_t fused_bytes(const einsum::Graph& g);
 
+// Whether fidelity `f`'s DRAM bytes are the same on every device (unfused, fused); the
+// cache-aware bytes depend on the device's capacity.
+bool device_independent_bytes(Fidelity f);
+
 // The DRAM bytes of fidelity `f`'s model, the same on every device: unfused, the sum of every
-// node's reads and writes; fused, fused_bytes. InternalError for a fidelity not implemented.
+// node's reads and writes; fused, fused_bytes. InternalError for a fidelity whose bytes depend on
+// the device (cache).
 int64_t dram_bytes(const einsum::Graph& g, Fidelity f);
 
+// The cache-aware time of a schedule: T = max(total compute, traffic / bandwidth), with the
+// per-group costs and the sequential variant (sum over groups of max(compute, memory)).
+struct CacheTime {
+  FidelityResult result;
+  std::vector<CacheGroupCost> groups;
+  double sequential_s = 0;
+};
+CacheTime cache_time(const CacheSchedule& s, const std::vector<NodeCost>& nodes, double bandwidth);
+
 // Analyses `g` on `d` under `policy` at `fidelities` (each implemented; InternalError otherwise).
-// Throws UserError when the device has no rate for some node's work (precision.h).
+// Throws UserError when the device has no rate for some node's work (precision.h), or when the
+// cache fidelity has no capacity (and options.cache_optional is false) or no schedule fits.
 Analysis analyze(const einsum::Graph& g, const hw::Device& d, const PrecisionPolicy& policy,
-                 const std::vector<Fidelity>& fidelities = implemented_fidelities());
+                 const std::vector<Fidelity>& fidelities = implemented_fidelities(),
+                 const AnalysisOptions& options = {});
 
 }  // namespace solar::sol

@@ -1,0 +1,45 @@
+// The report options of `solar sol` beyond the table and the JSON (docs/report.md, "HTML, trace,
+// CSV, DOT"; docs/calibrate.md, "Headroom"):
+//
+//   --html OUT.html   self-contained HTML report (report/html.h)
+//   --trace OUT.json  Chrome / Perfetto trace of the unfused SOL timeline (report/exports.h)
+//   --csv OUT.csv     per-node table
+//   --dot OUT.dot     the einsum graph in Graphviz DOT
+//   --measured-ms X   a measured time of the whole program: adds the `headroom` section
+//   --measured-on N   the device that measured (another than --hw: headroom is a what-if)
+//
+// and the `insights` section, always added to the JSON report and, when it has something to
+// say, to the table.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json_fwd.hpp>
+
+#include "solar/report/report.h"
+
+namespace solar::cli {
+
+struct ReportOutputs {
+  std::string html;
+  std::string trace;
+  std::string csv;
+  std::string dot;
+  std::optional<double> measured_ms;
+  std::string measured_on;
+  std::string measured_method;  // hidden: how `solar analyze --measure` timed the run
+};
+
+// Adds the options above to `app`, storing into `o`.
+void add_report_outputs(CLI::App& app, ReportOutputs& o);
+
+// Adds the `insights` (and with a measured time the `headroom`) section to the JSON report `j`
+// and their lines to `table`, then writes every file asked for (atomically), adding a line
+// "wrote OUT" to `table` for each. Call after the analysis succeeded. UserError for a bad
+// measured time or --measured-on without --measured-ms (nothing is written then).
+void write_report_outputs(const report::Report& r, const ReportOutputs& o, nlohmann::json& j,
+                          std::string& table);
+
+}  // namespace solar::cli

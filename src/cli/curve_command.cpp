@@ -1,0 +1,58 @@
+// `solar curve` (include/solar/cli/curve_command.h).
+#include "solar/cli/curve_command.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sol_common.h"
+#include "solar/report/curve.h"
+#include "solar/sol/precision.h"
+#include "solar/util/file.h"
+
+namespace solar::cli {
+
+int curve_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"DRAM traffic and SOL against on-chip capacity, 1 KiB to 1 GiB (docs/report.md).",
+               "solar curve"};
+  std::string file, hw, json, csv, svg, policy{sol::kDefaultPrecisionPolicy};
+  std::vector<std::string> sizes, sets;
+  app.add_option("FILE", file, "IR file")->required()->type_name("");
+  app.add_option("--hw", hw, "Device: a built-in name (solar hw list) or a .yaml file")
+      ->type_name("NAME")
+      ->required();
+  app.add_option("--json", json, "Write the curve as JSON; '-': to stdout")->type_name("OUT");
+  app.add_option("--csv", csv, "Write the curve as CSV")->type_name("OUT");
+  app.add_option("--svg", svg, "Write the plot as SVG")->type_name("OUT");
+  app.add_option("--policy", policy, "Precision policy (docs/precision.md)")
+      ->type_name("NAME")
+      ->capture_default_str();
+  app.add_option("--size", sizes, "Set a free size: --size N=1024 (repeatable)")
+      ->type_name("NAME=N")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--set", sets, "Override a device figure (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  return detail::run_command(app, args, out, err, [&] {
+    const sol::PrecisionPolicy& p = sol::find_precision_policy(policy);
+    const report::Curve c =
+        report::make_curve(detail::load_graph(file, sizes), detail::load_device(hw, sets), p);
+    std::string table = report::render_curve(c);
+    if (!csv.empty()) {
+      write_file_atomically(csv, report::curve_to_csv(c));
+      table += "\nwrote " + csv + "\n";
+    }
+    if (!svg.empty()) {
+      write_file_atomically(svg, report::curve_to_svg(c));
+      table += "\nwrote " + svg + "\n";
+    }
+    detail::emit(report::curve_to_json(c), json, table, out);
+    return 0;
+  });
+}
+
+}  // namespace solar::cli

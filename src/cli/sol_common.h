@@ -1,0 +1,60 @@
+// What the SOL commands share (`solar sol`, `compare`, `provision`, `curve`): loading a program
+// and devices, the cache-aware options, CLI11 parsing with every error turned into a message, and
+// writing the table or JSON. Not public API; defined in sol_commands.cpp.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <iosfwd>
+#include <nlohmann/json_fwd.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "solar/cli/guard.h"
+#include "solar/einsum/graph.h"
+#include "solar/hw/device.h"
+#include "solar/sol/analysis.h"
+
+namespace solar::cli::detail {
+
+// The einsum graph of the IR file `file` with `--size` assignments (UserError, DiagnosticError).
+einsum::Graph load_graph(const std::string& file, const std::vector<std::string>& sizes);
+
+// A built-in device or device file, with `--set` overrides applied.
+hw::Device load_device(const std::string& spec, const std::vector<std::string>& sets);
+
+// `--level` and `--capacity` as analysis options; `optional`: skip the cache fidelity on a device
+// without that level instead of failing (the default `--fidelity all`).
+sol::AnalysisOptions cache_options(const std::string& level, const std::string& capacity,
+                                   bool optional);
+
+// Adds `--level` and `--capacity` to `app`.
+void add_cache_options(CLI::App& app, std::string& level, std::string& capacity);
+
+// The table on `out`, or with `--json -` the JSON instead; with `--json OUT` both (the JSON to
+// OUT, atomically).
+void emit(const nlohmann::json& j, const std::string& json_path, const std::string& table,
+          std::ostream& out);
+
+// Parses `args` with `app` and runs `body`; every error becomes a message on `err` and an exit
+// code.
+template <typename Body>
+int run_command(CLI::App& app, const std::vector<std::string>& args, std::ostream& out,
+                std::ostream& err, Body body) {
+  const std::string prog = app.get_name();
+  return run_guarded(err, prog, [&] {
+    try {
+      std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
+      app.parse(reversed);
+    } catch (const CLI::CallForHelp&) {
+      out << app.help();
+      return 0;
+    } catch (const CLI::ParseError& e) {
+      err << prog << ": error: " << e.what() << " (see '" << prog << " --help')\n";
+      return 1;
+    }
+    return body();
+  });
+}
+
+}  // namespace solar::cli::detail

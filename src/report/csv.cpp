@@ -1,0 +1,38 @@
+// The per-node table as CSV (include/solar/report/exports.h).
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "solar/report/exports.h"
+
+namespace solar::report {
+namespace {
+
+constexpr const char* kColumns[] = {"name",          "kind",          "op",        "precision",
+                                    "macs",          "other_ops",     "flops",     "bytes_read",
+                                    "bytes_written", "bytes_unfused", "compute_s", "memory_s",
+                                    "sol_unfused_s", "bottleneck"};
+
+// A field, quoted when it holds a comma, a quote or a line break (quotes doubled).
+std::string field(const nlohmann::json& v) {
+  const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+std::string render_csv(const nlohmann::json& report) {
+  std::string s;
+  for (const char* c : kColumns) s += (s.empty() ? "" : ",") + std::string(c);
+  s += "\n";
+  for (const nlohmann::json& n : report.at("nodes")) {
+    std::string line;
+    for (const char* c : kColumns) line += (line.empty() ? "" : ",") + field(n.at(c));
+    s += line + "\n";
+  }
+  return s;
+}
+
+}  // namespace solar::report

@@ -1,0 +1,130 @@
+// Insights and headroom sections: JSON and terminal lines (include/solar/report/sections.h).
+#include "solar/report/sections.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "format.h"
+
+namespace solar::report {
+namespace {
+
+using namespace detail;
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string s;
+  for (const std::string& i : items) s += (s.empty() ? "" : sep) + i;
+  return s;
+}
+
+}  // namespace
+
+std::string format_ratio(double v) {
+  if (v < 1e4) return format_number(v);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+nlohmann::json insights_to_json(const sol::Insights& in) {
+  nlohmann::json chains = nlohmann::json::array();
+  for (const sol::ContractionChain& c : in.chains) {
+    chains.push_back({{"nodes", c.nodes},
+                      {"operands", c.operands},
+                      {"program_order", c.program.text},
+                      {"program_macs", c.program.macs},
+                      {"best_order", c.best.text},
+                      {"best_macs", c.best.macs},
+                      {"flops_saved", c.flops_saved()}});
+  }
+  nlohmann::json fusions = nlohmann::json::array();
+  for (const sol::FusionOpportunity& f : in.fusions) {
+    fusions.push_back({{"tensor", f.tensor},
+                       {"producer", f.producer},
+                       {"consumers", f.consumers},
+                       {"bytes_saved", f.bytes_saved},
+                       {"memory_s_saved", f.memory_s_saved}});
+  }
+  nlohmann::json bottlenecks = nlohmann::json::array();
+  for (const sol::NodeBottleneck& b : in.bottlenecks) {
+    bottlenecks.push_back({{"node", b.node},
+                           {"bottleneck", sol::bottleneck_name(b.bottleneck)},
+                           {"intensity_flops_per_byte", b.intensity_flops_per_byte},
+                           {"ridge_flops_per_byte", b.ridge_flops_per_byte}});
+  }
+  return {{"contraction_chains", std::move(chains)},
+          {"fusion_opportunities", std::move(fusions)},
+          {"bottlenecks", std::move(bottlenecks)},
+          {"notes", in.notes}};
+}
+
+std::string headroom_note(const sol::Headroom& h) {
+  if (h.measurement.device.empty()) {
+    return "the device that measured is not stated: headroom assumes it was " + h.target;
+  }
+  if (h.what_if) {
+    return "measured on " + h.measurement.device + ", SOL of " + h.target +
+           ": headroom is a what-if (the program did not run on " + h.target + ")";
+  }
+  return "measured on " + h.target;
+}
+
+nlohmann::json headroom_to_json(const sol::Headroom& h) {
+  nlohmann::json by = nlohmann::json::object();
+  for (const sol::FidelityHeadroom& f : h.fidelities) {
+    by[std::string(sol::fidelity_key(f.fidelity))] = f.headroom;  // as `bytes` and `sol`
+  }
+  return {{"measured_s", h.measurement.time_s},
+          {"measured_on", h.measurement.device.empty() ? nlohmann::json(nullptr)
+                                                       : nlohmann::json(h.measurement.device)},
+          {"method", h.measurement.method},
+          {"target", h.target},
+          {"what_if", h.what_if},
+          {"note", headroom_note(h)},
+          {"by_fidelity", std::move(by)},
+          {"bound_s", h.bound_s},
+          {"violation", h.violation}};
+}
+
+std::string render_insights(const sol::Insights& in, size_t top_fusions) {
+  std::string s;
+  for (const sol::ContractionChain& c : in.chains) {
+    if (c.best.macs >= c.program.macs) continue;
+    s += "  contraction order of " + join(c.nodes, ", ") + ": " + c.program.text + " " +
+         format_count(static_cast<double>(c.program.macs), "MAC") + " -> " + c.best.text + " " +
+         format_count(static_cast<double>(c.best.macs), "MAC") + ", saves " +
+         format_count(static_cast<double>(c.flops_saved()), "FLOP") + "\n";
+  }
+  const size_t n = std::min(top_fusions, in.fusions.size());
+  for (size_t i = 0; i < n; ++i) {
+    const sol::FusionOpportunity& f = in.fusions[i];
+    s += "  fuse " + f.producer + " -> " + join(f.consumers, ", ") + " (keep " + f.tensor +
+         " on chip): saves " + format_bytes(static_cast<double>(f.bytes_saved)) +
+         " of DRAM traffic\n";
+  }
+  if (in.fusions.size() > n) {
+    s += "  (" + std::to_string(in.fusions.size() - n) +
+         " more fusion opportunities in the JSON report)\n";
+  }
+  return s.empty() ? s : "Insights:\n" + s;
+}
+
+std::string render_headroom(const sol::Headroom& h) {
+  std::string s = "Headroom (measured / SOL): measured " + format_seconds(h.measurement.time_s);
+  if (!h.measurement.method.empty()) s += " (" + h.measurement.method + ")";
+  s += "\n  " + headroom_note(h) + "\n ";
+  for (const sol::FidelityHeadroom& f : h.fidelities) {
+    s += " " + std::string(sol::fidelity_name(f.fidelity)) + " " + format_ratio(f.headroom) + "x";
+  }
+  s += "\n";
+  if (h.violation) {
+    s += "  VIOLATION: the measured time is below the SOL bound " + format_seconds(h.bound_s) +
+         " (device figures too low, or the program does less work than its graph)\n";
+  }
+  return s;
+}
+
+}  // namespace solar::report

@@ -1,0 +1,478 @@
+// The cache-aware fused model (include/solar/sol/cache.h, docs/fidelities.md): hand-computed
+// costs, the optimiser against a brute-force enumeration of its mapspace, the schedule it returns
+// against an independent simulation, the laws (fused <= cache-aware, non-increasing in the
+// capacity, equal to fused once everything fits) and the tiled-GEMM limit.
+#include "solar/sol/cache.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sol_test_util.h"
+#include "solar/ir/affine.h"
+#include "solar/ir/dtype.h"
+#include "solar/sol/analysis.h"
+#include "solar/util/error.h"
+
+namespace solar::sol {
+namespace {
+
+using testing::lift_gemm;
+using testing::lift_text;
+
+// E[i, l] = (A @ B) @ D through the intermediate C.
+const char* const kGemmGemm = R"(
+size M = 4
+size K = 6
+size J = 8
+size L = 4
+input A : f32[M, K]
+weight B : f32[K, J]
+weight D : f32[J, L]
+tensor C : f32[M, J]
+output E : f32[M, L]
+kernel gemm1 {
+  for i in 0..M, j in 0..J, k in 0..K:
+    C[i, j] += A[i, k] * B[k, j]
+}
+kernel gemm2 {
+  for i in 0..M, l in 0..L, j in 0..J:
+    E[i, l] += C[i, j] * D[j, l]
+}
+)";
+
+// Softmax attention over one head, not causal: scores, row max, row sum, probabilities, weighted
+// sum. The loops every kernel shares are named alike (h, i, j).
+std::string attention(int64_t t, int64_t d) {
+  return "size H = 1\nsize T = " + std::to_string(t) + "\nsize D = " + std::to_string(d) + R"(
+input q : f32[H, T, D]
+input k : f32[H, T, D]
+input v : f32[H, T, D]
+tensor s : f32[H, T, T]
+tensor m : f32[H, T]
+tensor l : f32[H, T]
+tensor p : f32[H, T, T]
+output o : f32[H, T, D]
+kernel scores {
+  for h in 0..H, i in 0..T, j in 0..T, d in 0..D:
+    s[h, i, j] += q[h, i, d] * k[h, j, d]
+}
+kernel row_max {
+  for h in 0..H, i in 0..T, j in 0..T:
+    m[h, i] max= s[h, i, j]
+}
+kernel row_sum {
+  for h in 0..H, i in 0..T, j in 0..T:
+    l[h, i] += exp(s[h, i, j] - m[h, i])
+}
+kernel probs {
+  for h in 0..H, i in 0..T, j in 0..T:
+    p[h, i, j] = exp(s[h, i, j] - m[h, i]) / l[h, i]
+}
+kernel weighted_sum {
+  for h in 0..H, i in 0..T, j in 0..T, e in 0..D:
+    o[h, i, e] += p[h, i, j] * v[h, j, e]
+}
+)";
+}
+
+// A 3x3 convolution, stride 1, no padding: 7 loops.
+const char* const kConv = R"(
+size N = 1
+size C = 2
+size K = 4
+size H = 6
+size W = 6
+size OH = 4
+size OW = 4
+input x : f32[N, C, H, W]
+weight w : f32[K, C, 3, 3]
+output y : f32[N, K, OH, OW]
+kernel conv {
+  for n in 0..N, k in 0..K, oh in 0..OH, ow in 0..OW, c in 0..C, r in 0..3, s in 0..3:
+    y[n, k, oh, ow] += x[n, c, oh + r, ow + s] * w[k, c, r, s]
+}
+)";
+
+std::vector<int64_t> divisors_of(int64_t n) {
+  std::vector<int64_t> d;
+  for (int64_t t = 1; t <= n; ++t) {
+    if (n % t == 0) d.push_back(t);
+  }
+  return d;
+}
+
+// The least traffic over the whole mapspace of the tiled segment [first, last), by brute force:
+// every vector of divisors, every permutation of the tiled dims (std::next_permutation), every
+// schedule whose working set fits.
+int64_t brute_force(CacheOptimizer& opt, size_t first, size_t last, int64_t capacity) {
+  const std::vector<GroupDim> dims = *opt.tiled_dims(first, last);
+  std::vector<std::vector<int64_t>> cands;
+  for (const GroupDim& d : dims) cands.push_back(divisors_of(d.extent));
+  std::vector<size_t> digit(dims.size(), 0);
+  int64_t best = -1;
+  while (true) {
+    std::vector<int64_t> tiles;
+    std::vector<size_t> order;
+    for (size_t c = 0; c < dims.size(); ++c) {
+      tiles.push_back(cands[c][digit[c]]);
+      if (tiles[c] < dims[c].extent) order.push_back(c);
+    }
+    do {
+      const auto cost = opt.tiled_cost(first, last, tiles, order);
+      if (cost && cost->working_set_bytes <= capacity && (best < 0 || cost->traffic_bytes < best)) {
+        best = cost->traffic_bytes;
+      }
+    } while (std::next_permutation(order.begin(), order.end()));
+    size_t c = 0;
+    while (c < dims.size() && ++digit[c] == cands[c].size()) digit[c++] = 0;
+    if (c == dims.size()) break;
+  }
+  return best;
+}
+
+// An independent simulation of a tiled group: run its outer tile loops in the order given; at
+// each step every tensor needs the set of elements its accesses touch inside the tile (found by
+// visiting the points of every node); a tensor whose needed set differs from the one it holds
+// swaps it: an input reads the new set, an output writes the old one back and reads back the
+// elements of the new one written before (partial sums). Intermediates cost nothing. Returns
+// the DRAM bytes.
+int64_t simulate(const einsum::Graph& g, const CacheGroup& grp) {
+  std::map<std::string, int64_t> tile, extent;
+  for (const GroupDim& d : grp.dims) {
+    tile[d.name] = d.tile;
+    extent[d.name] = d.extent;
+  }
+  std::map<std::string, TensorRole> role;
+  for (const GroupTensor& t : grp.tensors) role[t.name] = t.role;
+  std::map<std::string, std::set<int64_t>> held, written;
+  int64_t traffic = 0;
+  const auto size_of = [&](const std::string& name) {
+    return static_cast<int64_t>(ir::dtype_size(g.find_tensor(name)->dtype));
+  };
+  const auto write_back = [&](const std::string& name) {
+    traffic += static_cast<int64_t>(held[name].size()) * size_of(name);
+    written[name].insert(held[name].begin(), held[name].end());
+  };
+  std::vector<int64_t> index(grp.loop_order.size(), 0);
+  while (true) {
+    std::map<std::string, int64_t> start;  // tile origin of each tiled dim
+    for (size_t k = 0; k < grp.loop_order.size(); ++k) {
+      start[grp.loop_order[k]] = index[k] * tile[grp.loop_order[k]];
+    }
+    std::map<std::string, std::set<int64_t>> need;
+    for (size_t n = grp.first; n < grp.last; ++n) {
+      const einsum::Node& node = g.nodes[n];
+      std::vector<std::pair<int64_t, int64_t>> range;  // per loop: [lo, hi)
+      for (const ir::AffineLoop& l : node.domain) {
+        const auto it = start.find(l.var);
+        if (it != start.end()) {
+          range.emplace_back(it->second, it->second + tile[l.var]);
+        } else {
+          range.emplace_back(l.lo.constant, l.hi.constant);  // box domains only
+        }
+      }
+      ir::SymbolValues point;
+      std::vector<int64_t> at(range.size());
+      for (size_t v = 0; v < range.size(); ++v) at[v] = range[v].first;
+      while (true) {
+        for (size_t v = 0; v < range.size(); ++v) point[node.domain[v].var] = at[v];
+        for (const auto* list : {&node.reads, &node.writes}) {
+          for (const einsum::Access& a : *list) {
+            for (const einsum::AccessMap& m : a.maps) {
+              need[a.tensor].insert(ir::evaluate(m.flat(), point));
+            }
+          }
+        }
+        size_t v = range.size();
+        while (v > 0 && ++at[v - 1] == range[v - 1].second) {
+          at[v - 1] = range[v - 1].first;
+          --v;
+        }
+        if (v == 0) break;
+      }
+    }
+    for (auto& [name, elems] : need) {
+      const TensorRole r = role.at(name);
+      if (r == TensorRole::OnChip || held[name] == elems) continue;
+      if (r == TensorRole::Input) {
+        traffic += static_cast<int64_t>(elems.size()) * size_of(name);
+      } else {
+        write_back(name);
+        for (const int64_t e : elems) traffic += written[name].count(e) ? size_of(name) : 0;
+      }
+      held[name] = elems;
+    }
+    size_t k = grp.loop_order.size();
+    while (k > 0 && ++index[k - 1] == extent[grp.loop_order[k - 1]] / tile[grp.loop_order[k - 1]]) {
+      index[k - 1] = 0;
+      --k;
+    }
+    if (k == 0) break;
+  }
+  for (const GroupTensor& t : grp.tensors) {
+    if (t.role == TensorRole::Output || t.role == TensorRole::OnChipOut) write_back(t.name);
+  }
+  return traffic;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-computed costs
+
+// GEMM 8x8x8, f32, tiles i=4, j=4, k=8 (k whole), loop order (i, j):
+//   A[i, k]: its innermost relevant loop is i (position 1): 2 visits x a 4x8 tile = 64 elements,
+//            A read once: 256 B.
+//   B[k, j]: innermost relevant loop j (position 2): 2 x 2 = 4 visits x an 8x4 tile = 128
+//            elements, B read twice: 512 B.
+//   C[i, j]: 4 visits x a 4x4 tile, 4 distinct tiles (no reduction loop outside it): written
+//            once, 64 elements: 256 B.
+//   traffic 256 + 512 + 256 = 1024 B; working set (32 + 32 + 16) x 4 = 320 B.
+// Order (j, i) swaps the roles: A read twice, B once: the same 1024 B.
+TEST(CacheCost, GemmByHand) {
+  const einsum::Graph g = lift_gemm("f32", 8, 8, 8);
+  CacheOptimizer opt(g);
+  const std::vector<GroupDim> dims = *opt.tiled_dims(0, 1);
+  ASSERT_EQ(dims.size(), 3u);
+  EXPECT_EQ(dims[0].name, "i");
+  EXPECT_EQ(dims[1].name, "j");
+  EXPECT_EQ(dims[2].name, "k");
+  const auto c = opt.tiled_cost(0, 1, {4, 4, 8}, {0, 1});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->traffic_bytes, 1024);
+  EXPECT_EQ(c->working_set_bytes, 320);
+  EXPECT_EQ(opt.tiled_cost(0, 1, {4, 4, 8}, {1, 0})->traffic_bytes, 1024);
+  // k tiled by 4 and placed outside: order (k, i, j). C's innermost relevant loop is j
+  // (position 3); k outside it: 2 x 2 x 2 = 8 visits of 4 distinct 4x4 tiles: written 8 x 16
+  // = 128 elements, partial sums read back (8 - 4) x 16 = 64: 192 x 4 = 768 B. A[i, k]: loops
+  // up to i (position 2): 4 visits x 4x4 = 64 elements: 256 B. B[k, j]: 8 visits x 4x4 = 128
+  // elements: 512 B. Total 1536 B; working set (16 + 16 + 16) x 4 = 192 B.
+  const auto outer_k = opt.tiled_cost(0, 1, {4, 4, 4}, {2, 0, 1});
+  EXPECT_EQ(outer_k->traffic_bytes, 1536);
+  EXPECT_EQ(outer_k->working_set_bytes, 192);
+}
+
+// GEMM 8x8x8 f32: A, B, C are 256 B each; moving each once is 768 B (the fused traffic). Tiles
+// i=8, j=8, k=1 with the loop over k: A and B move an 8x1 and a 1x8 slice per step, each read
+// once; C has no tiled dim, so it stays on chip for the whole loop and is written once:
+// working set (8 + 8 + 64) x 4 = 320 B for 768 B (k=2: 384 B, k=4: 512 B, same traffic). At
+// 256 B, C (64 elements) no longer fits whole beside anything: more than 768 B.
+TEST(CacheCost, GemmOptimumAtSmallCapacities) {
+  const einsum::Graph g = lift_gemm("f32", 8, 8, 8);
+  CacheOptimizer opt(g);
+  EXPECT_EQ(opt.best_group(0, 1, 768, false)->traffic_bytes, 768);
+  EXPECT_EQ(opt.best_group(0, 1, 384, false)->traffic_bytes, 768);
+  // k=1: (8 + 8 + 64) x 4 = 320 B still moves each once.
+  EXPECT_EQ(opt.best_group(0, 1, 320, false)->traffic_bytes, 768);
+  EXPECT_GT(opt.best_group(0, 1, 256, false)->traffic_bytes, 768);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The optimiser equals a brute-force enumeration of its mapspace
+
+void expect_matches_brute_force(const einsum::Graph& g, size_t first, size_t last,
+                                const std::vector<int64_t>& capacities) {
+  CacheOptimizer opt(g);
+  ASSERT_TRUE(opt.tiled_dims(first, last));
+  for (const int64_t c : capacities) {
+    const int64_t expected = brute_force(opt, first, last, c);
+    const std::optional<CacheGroup> grp = opt.best_group(first, last, c, false);
+    if (expected < 0) {
+      EXPECT_FALSE(grp) << "capacity " << c;
+      continue;
+    }
+    ASSERT_TRUE(grp) << "capacity " << c;
+    EXPECT_EQ(grp->traffic_bytes, expected) << "capacity " << c;
+    EXPECT_LE(grp->working_set_bytes, c);
+    // The schedule returned reproduces its traffic in an independent simulation.
+    EXPECT_EQ(simulate(g, *grp), grp->traffic_bytes) << "capacity " << c;
+  }
+}
+
+TEST(CacheBruteForce, Gemm) {
+  expect_matches_brute_force(lift_gemm("f32", 8, 6, 12), 0, 1,
+                             {12, 16, 24, 48, 64, 100, 128, 200, 256, 400, 512, 1024, 4096});
+}
+
+TEST(CacheBruteForce, Conv) {
+  expect_matches_brute_force(lift_text(kConv), 0, 1,
+                             {12, 40, 64, 100, 128, 200, 256, 512, 700, 1024, 4096});
+}
+
+TEST(CacheBruteForce, GemmGemmChain) {
+  // Common dims i (4) and j (8); k (6) and l (4) whole inside a tile.
+  expect_matches_brute_force(lift_text(kGemmGemm), 0, 2,
+                             {100, 200, 256, 300, 400, 512, 700, 1024, 4096});
+}
+
+TEST(CacheBruteForce, Attention) {
+  expect_matches_brute_force(lift_text(attention(8, 4)), 0, 5,
+                             {200, 300, 400, 512, 700, 1024, 2048, 4096});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fused attention: the key dimension tiled, the row statistics combined online
+
+// T = 64, D = 16, f32: q, k, v, o are 64 x 16 x 4 = 4096 B each: fused 16384 B.
+//   At 16 KiB: k and v whole (8192 B) with one query row at a time (i tiled by 1: q and o rows
+//   of 16, s and p rows of 64, m and l one element each: 162 elements, 648 B): 8840 B of
+//   working set reads q, k, v and writes o once: 16384 B, one group.
+//   At 6 KiB neither q and o nor k and v fit whole (8192 B). Best: i tiled by 32 (q, o tiles
+//   of 512 elements, m and l of 32, resident across the key loop) and the key dimension j tiled
+//   by 1 inside it (k, v tiles of 16, s, p tiles of 32): (512 + 512 + 16 + 16 + 32 + 32 + 32 +
+//   32) x 4 = 4736 B. q read once (2 x 512 x 4 = 4096 B), o written once (4096 B), k and v read
+//   once per query tile (2 x 64 x 16 x 4 = 8192 B each): 24576 B. m and l are reduced over the
+//   tiled j and used inside the group: combined online.
+TEST(CacheAttention, KeyDimensionTiledOnline) {
+  const einsum::Graph g = lift_text(attention(64, 16));
+  CacheOptimizer opt(g);
+  const CacheSchedule roomy = opt.optimize(16384);
+  EXPECT_EQ(roomy.traffic_bytes, 16384);
+  ASSERT_EQ(roomy.groups.size(), 1u);
+  EXPECT_EQ(roomy.groups[0].working_set_bytes, 8840);
+  EXPECT_EQ(roomy.groups[0].loop_order, std::vector<std::string>{"i"});
+
+  const CacheSchedule s = opt.optimize(6144);
+  EXPECT_EQ(s.traffic_bytes, 24576);
+  ASSERT_EQ(s.groups.size(), 1u);
+  const CacheGroup& grp = s.groups[0];
+  EXPECT_EQ(grp.mode, GroupMode::Tiled);
+  EXPECT_EQ(grp.loop_order, (std::vector<std::string>{"i", "j"}));
+  EXPECT_EQ(grp.working_set_bytes, 4736);
+  EXPECT_EQ(grp.online, (std::vector<std::string>{"m", "l"}));
+  // Limited by capacity: 16384 B needs 8840 B.
+  EXPECT_TRUE(grp.capacity_limited);
+  EXPECT_EQ(grp.min_traffic_bytes, 16384);
+  EXPECT_EQ(grp.capacity_for_min_traffic_bytes, 8840);
+  EXPECT_EQ(simulate(g, grp), 24576);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Laws, over every example program
+
+TEST(CacheLaws, ExamplesFusedLeCacheNonIncreasingEqualWhenAllFits) {
+  const std::filesystem::path dir = std::filesystem::path(SOLAR_SOURCE_DIR) / "examples";
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".ir") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_FALSE(files.empty());
+  for (const auto& file : files) {
+    const ir::Program p = ir::parse_file(file.string());
+    const einsum::Graph g = einsum::lift(p, ir::check_or_throw(p, {}));
+    const int64_t fused = dram_bytes(g, Fidelity::Fused);
+    CacheOptimizer opt(g);
+    int64_t previous = -1;
+    for (int k = 6; k <= 40; k += 2) {
+      const std::optional<CacheSchedule> s = opt.try_optimize(int64_t{1} << k);
+      if (!s) {
+        EXPECT_EQ(previous, -1) << file << ": fits at a smaller capacity, not at 2^" << k;
+        continue;
+      }
+      EXPECT_GE(s->traffic_bytes, fused) << file << " 2^" << k;
+      if (previous >= 0) {
+        EXPECT_LE(s->traffic_bytes, previous) << file << " 2^" << k;
+      }
+      previous = s->traffic_bytes;
+      int64_t sum = 0;
+      for (const CacheGroup& grp : s->groups) {
+        sum += grp.traffic_bytes;
+        EXPECT_LE(grp.working_set_bytes, int64_t{1} << k);
+        EXPECT_LE(grp.min_traffic_bytes, grp.traffic_bytes);
+      }
+      EXPECT_EQ(sum, s->traffic_bytes);
+    }
+    EXPECT_EQ(previous, fused) << file << ": everything fits in 1 TiB";
+    // And cache-aware <= unfused once every node fits alone.
+    EXPECT_LE(previous, dram_bytes(g, Fidelity::Unfused)) << file;
+  }
+}
+
+// Time: fused <= cache-aware through the analysis, and T = max(compute, traffic / bandwidth).
+TEST(CacheLaws, AnalysisTimes) {
+  const einsum::Graph g = lift_text(attention(64, 16));
+  const hw::Device d = hw::load_builtin_device("H100-SXM");
+  AnalysisOptions o;
+  o.cache.capacity_bytes = 4096;
+  const Analysis a = analyze(g, d, find_precision_policy(kDefaultPrecisionPolicy),
+                             {Fidelity::Fused, Fidelity::Cache}, o);
+  const FidelityResult& fused = a.result(Fidelity::Fused);
+  const FidelityResult& cache = a.result(Fidelity::Cache);
+  EXPECT_LE(fused.time_s, cache.time_s);
+  EXPECT_EQ(cache.bytes, a.cache->traffic_bytes);
+  EXPECT_DOUBLE_EQ(cache.memory_s, static_cast<double>(cache.bytes) / 3.35e12);
+  EXPECT_DOUBLE_EQ(cache.time_s, std::max(cache.compute_s, cache.memory_s));
+  EXPECT_DOUBLE_EQ(cache.compute_s, fused.compute_s);
+  double sequential = 0;
+  for (const CacheGroupCost& c : a.cache_groups) sequential += std::max(c.compute_s, c.memory_s);
+  EXPECT_DOUBLE_EQ(a.cache_sequential_s, sequential);
+  EXPECT_GE(a.cache_sequential_s, cache.time_s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tiled form of a large square GEMM
+
+// M = N = K = 4096, f32, capacity S = C / 4 elements. In this mapspace the inputs move at least
+// MNK (1/ti + 1/tj) elements with ti x tj < S, hence at least 2 MNK / sqrt(S) (AM-GM), so the
+// ratio r = (traffic - output) / (2 MNK / sqrt(S) x 4 B) is >= 1. Power-of-two tiles reach:
+// S = 4^a x 2: ti = tj = 2^a (ws 4^a + 2^(a+1) <= S), r = sqrt(2); S = 4^a: ti = 2^a,
+// tj = 2^(a-1), r = 1.5. The output stays on chip across k: written once, 4 MN B.
+TEST(CacheLimit, SquareGemmFollowsTiledForm) {
+  const int64_t n = 4096;
+  const einsum::Graph g = lift_gemm("f32", n, n, n);
+  CacheOptimizer opt(g);
+  const double mnk = std::pow(static_cast<double>(n), 3);
+  for (int k = 16; k <= 24; ++k) {
+    const int64_t c = int64_t{1} << k;
+    const CacheSchedule s = opt.optimize(c);
+    int64_t output = 0;
+    for (const GroupTensor& t : s.groups.at(0).tensors) {
+      if (t.name == "C") output = t.traffic_bytes;
+    }
+    EXPECT_EQ(output, 4 * n * n) << "2^" << k;
+    const double inputs = static_cast<double>(s.traffic_bytes - output);
+    const double r = inputs / (2 * mnk / std::sqrt(static_cast<double>(c) / 4) * 4);
+    EXPECT_GE(r, 1.0) << "2^" << k;
+    EXPECT_LE(r, 1.5 + 1e-12) << "2^" << k;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+TEST(CacheOptions, ParseCapacityAndLevel) {
+  EXPECT_EQ(parse_capacity("32MiB"), 32 * 1048576);
+  EXPECT_EQ(parse_capacity("50MB"), 50000000);
+  EXPECT_EQ(parse_capacity("256 KiB"), 262144);
+  EXPECT_EQ(parse_capacity("4096"), 4096);
+  EXPECT_EQ(parse_capacity("1gib"), 1073741824);
+  EXPECT_THROW(parse_capacity("lots"), UserError);
+  EXPECT_THROW(parse_capacity("0"), UserError);
+  EXPECT_THROW(parse_capacity("3 parsecs"), UserError);
+  EXPECT_EQ(parse_cache_level("SMEM"), hw::MemoryLevel::Smem);
+  EXPECT_THROW(parse_cache_level("L3"), UserError);
+  // H100-SXM: L2 50e6 B, SMEM 30818304 B (its device file).
+  const hw::Device d = hw::load_builtin_device("H100-SXM");
+  EXPECT_EQ(cache_capacity(d, {}), 50000000);
+  EXPECT_EQ(cache_capacity(d, {hw::MemoryLevel::Smem, std::nullopt}), 30818304);
+  EXPECT_EQ(cache_capacity(d, {hw::MemoryLevel::L2, int64_t{1024}}), 1024);
+  EXPECT_FALSE(cache_capacity(hw::load_builtin_device("TPU-v5e"), {}));
+}
+
+TEST(CacheOptions, NoScheduleFits) {
+  const einsum::Graph g = lift_gemm("f32", 8, 8, 8);
+  CacheOptimizer opt(g);
+  // The smallest tile: one element of each of A, B, C: 12 B.
+  EXPECT_TRUE(opt.try_optimize(12));
+  EXPECT_FALSE(opt.try_optimize(11));
+  EXPECT_THROW(opt.optimize(11), UserError);
+}
+
+}  // namespace
+}  // namespace solar::sol
