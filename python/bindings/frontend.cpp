@@ -21,6 +21,40 @@ void bind_frontend(nb::module_& m) {
       nb::arg("json_text"), nb::arg("file") = "<capture>",
       "Lowers a solar-capture JSON document to checked IR text. Raises IRError for a malformed "
       "capture or an unsupported operator (the message names the node and where it was called).");
+  m.def(
+      "lower_capture_detailed",
+      [](const std::string& json_text, bool allow_unsupported,
+         const std::vector<std::string>& disabled_rules, const std::string& file) {
+        const frontend::LowerResult r = frontend::lower_capture_detailed(
+            json_text, file, frontend::LowerOptions{allow_unsupported, disabled_rules});
+        nb::list unsupported;
+        for (const frontend::UnsupportedNode& u : r.unsupported) {
+          nb::dict d;
+          d["node"] = u.node;
+          d["op"] = u.op;
+          d["location"] = u.location;
+          d["reason"] = u.reason;
+          d["index"] = u.index;
+          d["inputs"] = nb::cast(u.inputs);
+          d["outputs"] = nb::cast(u.outputs);
+          d["output_bytes"] = u.output_bytes;
+          unsupported.append(d);
+        }
+        nb::dict result;
+        result["ir"] = r.ir;
+        result["unsupported"] = unsupported;
+        result["nodes"] = r.nodes;
+        result["lowered"] = r.nodes - static_cast<int64_t>(r.unsupported.size());
+        result["node_output_bytes"] = r.node_output_bytes;
+        return result;
+      },
+      nb::arg("capture_json"), nb::arg("allow_unsupported") = false,
+      nb::arg("disabled_rules") = std::vector<std::string>{}, nb::arg("file") = "<capture>",
+      "Lowers a capture document; returns {'ir', 'unsupported', 'nodes', 'lowered', "
+      "'node_output_bytes'}. With allow_unsupported, a node without a rule is listed in "
+      "'unsupported' (node, op, location, reason, index, inputs, outputs, output_bytes) and its "
+      "outputs become program inputs; without it, such a node raises IRError. disabled_rules: "
+      "operators treated as having no rule.");
   m.def("registered_ops", &frontend::registered_ops,
         "The operator names with a lowering rule, sorted.");
 }

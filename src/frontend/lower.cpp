@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <utility>
 
@@ -330,8 +331,77 @@ std::vector<std::string> registered_ops() {
   return names;
 }
 
-std::string lower_capture_text(const std::string& json_text, const std::string& file) {
+namespace {
+
+// Every tensor named in an argument value (a reference, or a list holding references), in order.
+void collect_refs(const json& value, std::vector<std::string>& names) {
+  if (value.is_object() && value.contains("tensor")) {
+    const std::string name = value.at("tensor").get<std::string>();
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  } else if (value.is_array()) {
+    for (const json& v : value) collect_refs(v, names);
+  }
+}
+
+// The share `part / whole` as a percentage with one decimal ("12.5%").
+std::string percent(int64_t part, int64_t whole) {
+  const double p = whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", p);
+  return buf;
+}
+
+// The bytes of a node's output tensors.
+int64_t output_bytes(const json& node, const std::map<std::string, TensorInfo>& tensors) {
+  int64_t bytes = 0;
+  for (const json& name : node.at("outputs")) {
+    if (!name.is_string()) continue;
+    const auto it = tensors.find(name.get<std::string>());
+    if (it != tensors.end()) bytes += it->second.numel() * ir::dtype_size(it->second.dtype);
+  }
+  return bytes;
+}
+
+// The error for the first operator without a rule, with how much of the graph has none.
+[[noreturn]] void throw_unsupported(const json& nodes, const std::vector<size_t>& missing,
+                                    const std::map<std::string, TensorInfo>& tensors) {
+  const json& first = nodes[missing.front()];
+  int64_t all_bytes = 0;
+  int64_t missing_bytes = 0;
+  for (const json& node : nodes) all_bytes += output_bytes(node, tensors);
+  std::map<std::string, int> by_op;
+  for (size_t i : missing) {
+    missing_bytes += output_bytes(nodes[i], tensors);
+    ++by_op[nodes[i].at("op").get<std::string>()];
+  }
+  std::string ops;
+  for (const auto& [op, count] : by_op) {
+    ops += (ops.empty() ? "" : ", ") + op + " x" + std::to_string(count);
+  }
+  const auto n = static_cast<int64_t>(nodes.size());
+  const auto k = static_cast<int64_t>(missing.size());
+  throw UserError(
+      where(first) + "unsupported operator '" + first.at("op").get<std::string>() + "' (node '" +
+      first.at("name").get<std::string>() + "', " + std::to_string(missing.front() + 1) + " of " +
+      std::to_string(n) + " nodes); " + std::to_string(rules().size()) +
+      " operators have lowering rules (docs/lowering.md lists them); without a rule: " +
+      std::to_string(k) + " of " + std::to_string(n) + " nodes (" + percent(k, n) + ", " +
+      percent(missing_bytes, all_bytes) + " of the bytes the nodes write): " + ops +
+      "; --allow-unsupported analyses the rest");
+}
+
+}  // namespace
+
+LowerResult lower_capture_detailed(const std::string& json_text, const std::string& file,
+                                   const LowerOptions& options) {
   const json capture = parse_json(json_text, file);
+  for (const std::string& op : options.disabled_rules) {
+    if (rules().count(op) == 0) {
+      throw UserError("cannot disable the rule of '" + op + "': no operator of that name has one");
+    }
+  }
+  const std::set<std::string> disabled(options.disabled_rules.begin(),
+                                       options.disabled_rules.end());
   try {
     if (capture.value("format", "") != "solar-capture" || capture.value("version", 0) != 1) {
       throw UserError(file + ": not a solar-capture file of version 1");
@@ -340,18 +410,24 @@ std::string lower_capture_text(const std::string& json_text, const std::string& 
     std::set<std::string> used_names;
     std::set<std::string> graph_outputs;
     for (const json& name : capture.at("outputs")) graph_outputs.insert(name.get<std::string>());
-    std::vector<Piece> decls;
+    std::vector<std::pair<TensorInfo, std::string>> declared;  // in capture order, with role
     for (const json& t : capture.at("tensors")) {
       const TensorInfo info = read_tensor(t);
-      const std::string role =
-          role_keyword(t.at("role").get<std::string>(), graph_outputs.count(info.name) != 0);
-      decls.push_back({role + " " + info.name + " : " + std::string(ir::dtype_name(info.dtype)) +
-                           "[" + join_ints(info.shape) + "]\n",
-                       -1});
+      declared.emplace_back(info, t.at("role").get<std::string>());
       tensors[info.name] = info;
       used_names.insert(info.name);
     }
     const json& nodes = capture.at("nodes");
+    const auto has_rule = [&](const std::string& op) {
+      return rules().count(op) != 0 && disabled.count(op) == 0;
+    };
+    if (!options.allow_unsupported) {
+      std::vector<size_t> missing;
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (!has_rule(nodes[i].at("op").get<std::string>())) missing.push_back(i);
+      }
+      if (!missing.empty()) throw_unsupported(nodes, missing, tensors);
+    }
     // Loop indices get a prefix of more leading underscores than any tensor or node name has
     // (a fresh name starts with its node's name), so they never collide with a tensor's name.
     size_t prefix = 1;
@@ -360,33 +436,72 @@ std::string lower_capture_text(const std::string& json_text, const std::string& 
       prefix = std::max(prefix, underscores(node.at("name").get<std::string>()) + 2);
     }
     const std::string index_prefix(prefix, '_');
+    LowerResult result;
+    result.nodes = static_cast<int64_t>(nodes.size());
+    std::set<std::string> fed;  // outputs of unsupported nodes: program inputs
+    std::vector<Piece> node_decls;
     std::vector<Piece> stmts;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const json& node = nodes[i];
       const std::string op = node.at("op").get<std::string>();
-      const auto rule = rules().find(op);
       const std::string node_name = node.at("name").get<std::string>();
-      if (rule == rules().end()) {
-        throw UserError(where(node) + "unsupported operator '" + op + "' (node '" + node_name +
-                        "', " + std::to_string(i + 1) + " of " + std::to_string(nodes.size()) +
-                        " nodes); " + std::to_string(rules().size()) +
-                        " operators have lowering rules (docs/lowering.md lists them)");
+      result.node_output_bytes += output_bytes(node, tensors);
+      std::string reason;
+      if (rules().count(op) == 0) {
+        reason = "no lowering rule";
+      } else if (disabled.count(op) != 0) {
+        reason = "lowering rule disabled";
+      } else {
+        NodeLowering lowering(node, tensors, used_names, index_prefix);
+        try {
+          rules().at(op)(lowering);
+          node_decls.push_back({lowering.declarations(), static_cast<int>(i)});
+          stmts.push_back({lowering.statements(), static_cast<int>(i)});
+          continue;
+        } catch (const UserError& e) {
+          if (!options.allow_unsupported) {
+            throw UserError(where(node) + op + " (node '" + node_name + "'): " + e.what());
+          }
+          reason = e.what();
+        }
       }
-      NodeLowering lowering(node, tensors, used_names, index_prefix);
-      try {
-        rule->second(lowering);
-      } catch (const UserError& e) {
-        throw UserError(where(node) + op + " (node '" + node_name + "'): " + e.what());
+      UnsupportedNode u;
+      u.node = node_name;
+      u.op = op;
+      u.location = node.value("location", "");
+      u.reason = reason;
+      u.index = static_cast<int64_t>(i);
+      for (const auto& [key, value] : node.at("args").items()) collect_refs(value, u.inputs);
+      for (const json& name : node.at("outputs")) {
+        if (name.is_string()) u.outputs.push_back(name.get<std::string>());
       }
-      decls.push_back({lowering.declarations(), static_cast<int>(i)});
-      stmts.push_back({lowering.statements(), static_cast<int>(i)});
+      fed.insert(u.outputs.begin(), u.outputs.end());
+      u.output_bytes = output_bytes(node, tensors);
+      result.unsupported.push_back(std::move(u));
     }
-    decls.push_back({"\n", -1});
-    decls.insert(decls.end(), stmts.begin(), stmts.end());
-    return join_and_check(decls, nodes, file);
+    std::vector<Piece> pieces;
+    for (const auto& [info, role] : declared) {
+      // An output of an unsupported node is read from the caller, like a graph input.
+      const std::string keyword = fed.count(info.name) != 0
+                                      ? "input"
+                                      : role_keyword(role, graph_outputs.count(info.name) != 0);
+      pieces.push_back({keyword + " " + info.name + " : " +
+                            std::string(ir::dtype_name(info.dtype)) + "[" + join_ints(info.shape) +
+                            "]\n",
+                        -1});
+    }
+    pieces.insert(pieces.end(), node_decls.begin(), node_decls.end());
+    pieces.push_back({"\n", -1});
+    pieces.insert(pieces.end(), stmts.begin(), stmts.end());
+    result.ir = join_and_check(pieces, nodes, file);
+    return result;
   } catch (const json::exception& e) {
     throw UserError(file + ": malformed capture: " + e.what());
   }
+}
+
+std::string lower_capture_text(const std::string& json_text, const std::string& file) {
+  return lower_capture_detailed(json_text, file, LowerOptions{}).ir;
 }
 
 ir::Program lower_capture(const std::string& json_text, const std::string& file) {

@@ -10,54 +10,42 @@
 #include "solar/util/error.h"
 
 namespace solar::frontend {
-namespace {
 
-using Unary = std::function<std::string(NodeLowering&, const std::string&)>;
-using Binary = std::function<std::string(NodeLowering&, const std::string&, const std::string&)>;
-
-const std::string kI = "i";  // index prefix of the output box of a rule
-
-// `out[i0, ..]` for the node's output `t` (loop prefix kI).
 std::string at_box(const TensorInfo& t) { return t.name + "[" + box_index(t.rank(), kI) + "]"; }
 
-// Argument `key` read at a point of the box over `out`: a broadcast tensor read or a literal.
 std::string read(NodeLowering& n, const std::string& key, const TensorInfo& out) {
   if (!n.is_tensor(key)) return lit(n.number(key));
   const TensorInfo t = n.tensor(key);
   return t.name + "[" + bcast_index(t.shape, out.shape, kI) + "]";
 }
 
-// `out[i..] = rhs` over the output's box.
 void pointwise(NodeLowering& n, const std::string& rhs) {
   const TensorInfo& y = n.out();
   n.kernel("map", box_loops(y.shape, kI), at_box(y), "=", rhs);
 }
 
-// A rule `y = f(x)` elementwise, x the `self` argument.
 Rule unary(Unary f) {
   return [f](NodeLowering& n) { pointwise(n, f(n, read(n, "self", n.out()))); };
 }
 
-// A unary function of the IR: `fn(x)`.
 Rule call(const std::string& fn) {
   return unary([fn](NodeLowering&, const std::string& x) { return fn + "(" + x + ")"; });
 }
 
-// A rule `y = f(a, b)` elementwise, a and b (tensors, broadcast, or scalars) named by `a`, `b`.
-Rule binary(Binary f, const std::string& a = "self", const std::string& b = "other") {
+Rule binary(Binary f, const std::string& a, const std::string& b) {
   return
       [f, a, b](NodeLowering& n) { pointwise(n, f(n, read(n, a, n.out()), read(n, b, n.out()))); };
 }
 
-// The dtype of statistics and softmax temporaries computed from `x`: f64 for f64, else f32.
 ir::DType acc_dtype(const TensorInfo& x) {
   return x.dtype == ir::DType::F64 ? ir::DType::F64 : ir::DType::F32;
 }
 
-// `x * alpha`, or `x` when alpha is 1.
 std::string scaled(const std::string& x, double alpha) {
   return alpha == 1.0 ? x : x + " * " + lit(alpha);
 }
+
+namespace {
 
 // `self OP other`.
 Rule infix(const std::string& op) {
@@ -260,12 +248,15 @@ void embedding_rule(NodeLowering& n) {
          ", dim=0)");
 }
 
-// full/zeros/ones/empty/scalar_tensor and the *_like forms: a constant fill.
-Rule fill(double value, const std::string& key = "") {
+}  // namespace
+
+Rule fill(double value, const std::string& key) {
   return [value, key](NodeLowering& n) {
     pointwise(n, key.empty() ? lit(value) : lit(n.number(key)));
   };
 }
+
+namespace {
 
 // arange (.default, .start, .start_step): `y[i0] = start + step * i0`.
 void arange_rule(NodeLowering& n) {
@@ -336,7 +327,8 @@ void linear_rule(NodeLowering& n) {
 
 // ---- reductions ----------------------------------------------------------------------------
 
-// The reduced dimensions of a `dim` argument (all when absent or empty).
+}  // namespace
+
 std::vector<bool> reduced_dims(NodeLowering& n, int rank) {
   const std::vector<int64_t> dims = n.ints_or("dim", {});
   std::vector<bool> reduced(rank, dims.empty());
@@ -344,7 +336,6 @@ std::vector<bool> reduced_dims(NodeLowering& n, int rank) {
   return reduced;
 }
 
-// y[kept..] op= x[all..]; the index of y keeps reduced dims as 0 when y has x's rank (keepdim).
 void reduce_into(NodeLowering& n, const TensorInfo& y, const TensorInfo& x,
                  const std::vector<bool>& reduced, const std::string& assign,
                  const std::string& value) {
@@ -356,6 +347,8 @@ void reduce_into(NodeLowering& n, const TensorInfo& y, const TensorInfo& x,
   }
   n.kernel("reduce", box_loops(x.shape, kI), y.name + "[" + index + "]", assign, value);
 }
+
+namespace {
 
 // sum, amax, amin: one reduction kernel over `dim` (keepdim from the output's rank).
 Rule reduce_rule(const std::string& assign) {
@@ -441,8 +434,8 @@ void softmax_like(NodeLowering& n, bool log) {
 
 // ---- normalisation -------------------------------------------------------------------------
 
-// Statistics of x over its `reduced` dims: the mean and the biased variance (over `count`
-// elements) into `mean` and `var`, which have x's rank (reduced dims 1) or drop reduced dims.
+}  // namespace
+
 void moments(NodeLowering& n, const TensorInfo& x, const std::vector<bool>& reduced,
              const TensorInfo& mean, const TensorInfo& var, int64_t count) {
   const bool keep = mean.rank() == x.rank();
@@ -461,6 +454,8 @@ void moments(NodeLowering& n, const TensorInfo& x, const std::vector<bool>& redu
   n.kernel("var", box_loops(mean.shape, kI), at_box(var), "=",
            at_box(sq) + " / " + std::to_string(count));
 }
+
+namespace {
 
 // native_layer_norm over the trailing normalized_shape dims; outputs out, mean, rstd.
 void layer_norm_rule(NodeLowering& n) {
@@ -777,7 +772,8 @@ void sdpa_rule(NodeLowering& n) {
   const TensorInfo k = n.tensor("key");
   const TensorInfo v = n.tensor("value");
   const TensorInfo& y = n.out();
-  if (n.number_or("dropout_p", 0.0) != 0.0) throw UserError("dropout_p > 0 is not supported");
+  const double dropout = n.number_or("dropout_p", 0.0);
+  if (dropout < 0.0 || dropout > 1.0) throw UserError("dropout_p must be in [0, 1]");
   const int r = q.rank();
   const int64_t len_q = q.shape[r - 2];
   const int64_t len_k = k.shape[r - 2];
@@ -828,12 +824,29 @@ void sdpa_rule(NodeLowering& n) {
            "exp(" + lg.name + "[" + bi + "i, j] - " + mx.name + row + ")");
   const TensorInfo l = n.temp("sum", acc_dtype(q), row_shape);
   n.kernel("sum", cols, l.name + row, "+=", p.name + "[" + bi + "i, j]");
+  // Dropout of the attention weights: the Weyl mask of native_dropout (docs/lowering.md,
+  // "Dropout") over the weights' flat row-major index; the normaliser divides at the end.
+  TensorInfo pd = p;
+  if (dropout > 0.0) {
+    std::string flat = "i * " + std::to_string(len_k) + " + j";
+    int64_t stride = len_q * len_k;
+    for (int d = r - 3; d >= 0; --d) {
+      flat = "b" + std::to_string(d) + " * " + std::to_string(stride) + " + " + flat;
+      stride *= q_batch[d];
+    }
+    pd = n.temp("dropped", acc_dtype(q), s_shape);
+    const std::string kept = "((" + flat + " + 1) * 0.6180339887498949) % 1.0 >= " + lit(dropout);
+    n.kernel("dropout", cols, pd.name + "[" + bi + "i, j]", "=",
+             dropout >= 1.0 ? std::string("0.0")
+                            : "select(" + kept + ", " + p.name + "[" + bi + "i, j] * " +
+                                  lit(1.0 / (1.0 - dropout)) + ", 0.0)");
+  }
   const TensorInfo acc = n.temp("acc", acc_dtype(q), y.shape);
   n.kernel("pv",
            rows + ", d in 0.." + std::to_string(v.shape[r - 1]) + ", j in 0.." +
                (causal ? "i + 1" : std::to_string(len_k)),
            acc.name + "[" + bi + "i, d]",
-           "+=", p.name + "[" + bi + "i, j] * " + v.name + "[" + bi + "j, d]");
+           "+=", pd.name + "[" + bi + "i, j] * " + v.name + "[" + bi + "j, d]");
   n.kernel("out", rows + ", d in 0.." + std::to_string(v.shape[r - 1]), y.name + "[" + bi + "i, d]",
            "=", acc.name + "[" + bi + "i, d] / " + l.name + row);
   if (n.outputs() >= 2 && n.out(1).shape == row_shape) {
@@ -843,7 +856,7 @@ void sdpa_rule(NodeLowering& n) {
 
 std::map<std::string, Rule> make_rules() {
   std::map<std::string, Rule> r;
-  for (const char* op : {"clone", "alias", "detach", "lift_fresh_copy", "_to_copy"}) {
+  for (const char* op : {"clone", "alias", "detach", "lift_fresh", "lift_fresh_copy", "_to_copy"}) {
     r[std::string("aten.") + op + ".default"] = copy_rule;
   }
   for (const char* op : {"view.default", "_unsafe_view.default", "reshape.default",
@@ -864,6 +877,7 @@ std::map<std::string, Rule> make_rules() {
   r["aten.embedding.default"] = embedding_rule;
   r["aten.split_with_sizes.default"] = split_rule;
   r["aten.split.Tensor"] = split_rule;
+  r["aten.unsafe_split.Tensor"] = split_rule;
   r["aten.unbind.int"] = unbind_rule;
   r["aten.constant_pad_nd.default"] = constant_pad_rule;
   for (const char* op : {"aten.arange.default", "aten.arange.start", "aten.arange.start_step"}) {
@@ -876,6 +890,10 @@ std::map<std::string, Rule> make_rules() {
   r["aten.zeros_like.default"] = fill(0.0);
   r["aten.ones.default"] = fill(1.0);
   r["aten.ones_like.default"] = fill(1.0);
+  for (const char* op : {"aten.empty.memory_format", "aten.empty_like.default",
+                         "aten.empty_permuted.default", "aten.empty_strided.default"}) {
+    r[op] = fill(0.0);
+  }
   r["aten.tril.default"] = [](NodeLowering& n) { tri_rule(n, "<="); };
   r["aten.triu.default"] = [](NodeLowering& n) { tri_rule(n, ">="); };
 
@@ -910,10 +928,11 @@ std::map<std::string, Rule> make_rules() {
   r["aten.minimum.default"] = binary([](NodeLowering&, const std::string& a, const std::string& b) {
     return "min(" + a + ", " + b + ")";
   });
-  r["aten.pow.Tensor_Scalar"] =
-      binary([](NodeLowering&, const std::string& a,
-                const std::string& b) { return "pow(" + a + ", " + b + ")"; },
-             "self", "exponent");
+  for (const char* v : {"aten.pow.Tensor_Scalar", "aten.pow.Tensor_Tensor", "aten.pow.Scalar"}) {
+    r[v] = binary([](NodeLowering&, const std::string& a,
+                     const std::string& b) { return "pow(" + a + ", " + b + ")"; },
+                  "self", "exponent");
+  }
   r["aten.where.self"] = [](NodeLowering& n) {
     pointwise(n, "select(" + read(n, "condition", n.out()) + ", " + read(n, "self", n.out()) +
                      ", " + read(n, "other", n.out()) + ")");
@@ -946,7 +965,75 @@ std::map<std::string, Rule> make_rules() {
   r["aten.hardsigmoid.default"] = unary([](NodeLowering&, const std::string& x) {
     return "min(max(" + x + " + 3.0, 0.0), 6.0) / 6.0";
   });
+  r["aten.elu.default"] = unary([](NodeLowering& n, const std::string& x) {
+    const double scale = n.number_or("scale", 1.0);
+    return "select(" + x + " > 0.0, " + scaled(x, scale) + ", expm1(" +
+           scaled(x, n.number_or("input_scale", 1.0)) + ") * " +
+           lit(n.number_or("alpha", 1.0) * scale) + ")";
+  });
+  r["aten.softplus.default"] = unary([](NodeLowering& n, const std::string& x) {
+    const double beta = n.number_or("beta", 1.0);
+    return "select(" + scaled(x, beta) + " > " + lit(n.number_or("threshold", 20.0)) + ", " + x +
+           ", log1p(exp(" + scaled(x, beta) + ")) / " + lit(beta) + ")";
+  });
+  r["aten.mish.default"] = unary(
+      [](NodeLowering&, const std::string& x) { return x + " * tanh(log1p(exp(" + x + ")))"; });
+  r["aten.xlogy.Tensor"] = binary([](NodeLowering&, const std::string& a, const std::string& b) {
+    return "select(isnan(" + b + "), nan, select(" + a + " == 0.0, 0.0, " + a + " * log(" + b +
+           ")))";
+  });
+  r["aten.div.Tensor_mode"] =
+      binary([](NodeLowering& n, const std::string& a, const std::string& b) {
+        const std::string q = "(" + a + " / " + b + ")";
+        const std::string mode = n.string_or("rounding_mode", "");
+        if (mode.empty()) return q;
+        if (mode == "floor") return "floor" + q;
+        if (mode == "trunc") return "sign" + q + " * floor(abs" + q + ")";
+        throw UserError("unknown rounding_mode '" + mode + "'");
+      });
+  r["aten.trunc.default"] = unary([](NodeLowering&, const std::string& x) {
+    return "sign(" + x + ") * floor(abs(" + x + "))";
+  });
+  r["aten.round.default"] = call("round");
+  for (const char* v : {"aten.remainder.Scalar", "aten.remainder.Tensor"}) {
+    r[v] = infix("%");
+  }
+  for (const char* v : {"aten.fmod.Scalar", "aten.fmod.Tensor"}) {
+    // a % b has b's sign; fmod has a's: subtract b when the signs differ and it is nonzero.
+    r[v] = binary([](NodeLowering&, const std::string& a, const std::string& b) {
+      const std::string m = "(" + a + " % " + b + ")";
+      return "select(" + m + " != 0.0 && (" + a + " < 0.0) != (" + b + " < 0.0), " + m + " - " + b +
+             ", " + m + ")";
+    });
+  }
+  r["aten.isnan.default"] = call("isnan");
+  r["aten.isinf.default"] =
+      unary([](NodeLowering&, const std::string& x) { return "(abs(" + x + ") == inf)"; });
+  r["aten.bitwise_not.default"] = [](NodeLowering& n) {
+    const std::string x = read(n, "self", n.out());
+    pointwise(n, n.tensor("self").dtype == ir::DType::Bool ? "!" + x : "-" + x + " - 1.0");
+  };
+  r["aten.exp2.default"] = call("exp2");
+  r["aten.log10.default"] = unary(
+      [](NodeLowering&, const std::string& x) { return "log(" + x + ") * 0.4342944819032518"; });
+  r["aten.atan.default"] =
+      unary([](NodeLowering&, const std::string& x) { return "atan2(" + x + ", 1.0)"; });
+  r["aten.asin.default"] = unary([](NodeLowering&, const std::string& x) {
+    return "atan2(" + x + ", sqrt(1.0 - " + x + " * " + x + "))";
+  });
+  r["aten.acos.default"] = unary([](NodeLowering&, const std::string& x) {
+    return "atan2(sqrt(1.0 - " + x + " * " + x + "), " + x + ")";
+  });
+  r["aten.tan.default"] =
+      unary([](NodeLowering&, const std::string& x) { return "sin(" + x + ") / cos(" + x + ")"; });
+  r["aten.sinh.default"] = unary([](NodeLowering&, const std::string& x) {
+    return "(exp(" + x + ") - exp(-" + x + ")) * 0.5";
+  });
+  r["aten.cosh.default"] = unary([](NodeLowering&, const std::string& x) {
+    return "(exp(" + x + ") + exp(-" + x + ")) * 0.5";
+  });
   r["aten.clamp.default"] = clamp_rule("min", "max");
+  r["aten.clamp.Tensor"] = clamp_rule("min", "max");
   r["aten.clamp_min.default"] = clamp_rule("min", "");
   r["aten.clamp_max.default"] = clamp_rule("", "max");
   r["aten.hardtanh.default"] = clamp_rule("min_val", "max_val");
@@ -982,6 +1069,9 @@ std::map<std::string, Rule> make_rules() {
         "aten.native_batch_norm.default"}) {
     r[op] = [](NodeLowering& n) { batch_norm(n, n.flag_or("training", true)); };
   }
+  r["aten._native_batch_norm_legit.no_stats"] = [](NodeLowering& n) {
+    batch_norm(n, n.flag_or("training", true));
+  };
 
   r["aten.convolution.default"] = convolution_rule;
   r["aten.max_pool2d_with_indices.default"] = max_pool_rule(2);
@@ -992,7 +1082,8 @@ std::map<std::string, Rule> make_rules() {
   r["aten.scaled_dot_product_attention.default"] = sdpa_rule;
   r["aten._scaled_dot_product_flash_attention_for_cpu.default"] = sdpa_rule;
 
-  for (auto* family : {register_lax_rules, register_fragment_rules}) {
+  for (auto* family : {register_lax_rules, register_fragment_rules, register_index_rules,
+                       register_reduction_rules}) {
     std::map<std::string, Rule> more;
     family(more);
     for (auto& [name, rule] : more) {

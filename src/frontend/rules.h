@@ -40,6 +40,9 @@ class NodeLowering {
   bool has(const std::string& key) const;
   TensorInfo tensor(const std::string& key) const;
   std::vector<TensorInfo> tensor_list(const std::string& key) const;
+  // A list of optional tensors (index.Tensor's `indices`): a null entry is a TensorInfo with an
+  // empty name. Defined in rules_index.cpp.
+  std::vector<TensorInfo> tensor_list_or_null(const std::string& key) const;
   double number(const std::string& key) const;
   double number_or(const std::string& key, double fallback) const;
   int64_t integer(const std::string& key) const;
@@ -103,10 +106,50 @@ int64_t norm_dim(int64_t dim, int rank);
 
 using Rule = std::function<void(NodeLowering&)>;
 
+// ---- helpers shared by the rule files (rules.cpp) ----------------------------------------------
+
+inline const std::string kI = "i";  // index prefix of the output box of a rule
+
+using Unary = std::function<std::string(NodeLowering&, const std::string&)>;
+using Binary = std::function<std::string(NodeLowering&, const std::string&, const std::string&)>;
+
+// `t[i0, ..]`: tensor `t` read at the point of its own box (loop prefix kI).
+std::string at_box(const TensorInfo& t);
+// Argument `key` read at a point of the box over `out`: a broadcast tensor read or a literal.
+std::string read(NodeLowering& n, const std::string& key, const TensorInfo& out);
+// `out[i..] = rhs` over the node's first output's box.
+void pointwise(NodeLowering& n, const std::string& rhs);
+// A rule `y = f(x)` elementwise, x the `self` argument.
+Rule unary(Unary f);
+// A unary function of the IR: `fn(x)`.
+Rule call(const std::string& fn);
+// A rule `y = f(a, b)` elementwise, a and b (tensors, broadcast, or scalars) named by `a`, `b`.
+Rule binary(Binary f, const std::string& a = "self", const std::string& b = "other");
+// The dtype of statistics and softmax temporaries computed from `x`: f64 for f64, else f32.
+ir::DType acc_dtype(const TensorInfo& x);
+// `x * alpha`, or `x` when alpha is 1.
+std::string scaled(const std::string& x, double alpha);
+// full/zeros/ones/empty/scalar_tensor and the *_like forms: a constant fill (`value`, or the
+// number argument `key` when given).
+Rule fill(double value, const std::string& key = "");
+// The reduced dimensions of a `dim` argument (all when absent or empty).
+std::vector<bool> reduced_dims(NodeLowering& n, int rank);
+// y[kept..] op= value over x's box (loop prefix kI); the index of y keeps reduced dims as 0 when
+// y has x's rank (keepdim).
+void reduce_into(NodeLowering& n, const TensorInfo& y, const TensorInfo& x,
+                 const std::vector<bool>& reduced, const std::string& assign,
+                 const std::string& value);
+// Statistics of x over its `reduced` dims: the mean and the biased variance (over `count`
+// elements) into `mean` and `var`, which have x's rank (reduced dims 1) or drop reduced dims.
+void moments(NodeLowering& n, const TensorInfo& x, const std::vector<bool>& reduced,
+             const TensorInfo& mean, const TensorInfo& var, int64_t count);
+
 // The registry: operator name -> rule. Rule families kept in their own files add themselves
 // through these (each called once by the registry; a name registered twice is an internal error).
 void register_lax_rules(std::map<std::string, Rule>& r);       // lax_rules.cpp: JAX primitives
 void register_fragment_rules(std::map<std::string, Rule>& r);  // fragment_rules.cpp: IR fragments
+void register_index_rules(std::map<std::string, Rule>& r);  // rules_index.cpp: indexing, movement
+void register_reduction_rules(std::map<std::string, Rule>& r);  // rules_reduce.cpp: scans, norms
 
 const std::map<std::string, Rule>& rules();
 

@@ -136,6 +136,11 @@ const std::vector<PrecisionPolicy>& precision_policies() {
        "TF32 allowed everywhere (torch.backends.cuda.matmul.allow_tf32 = True): every fp32 "
        "contraction on TF32 tensor cores; otherwise as pytorch-cuda-default",
        table(with_fp32(kPytorchDefault, on_tensor(Precision::Tf32), on_tensor(Precision::Tf32)))},
+      {"jax-default",
+       "JAX/XLA with default precision (jax_default_matmul_precision unset): every fp32 dot "
+       "and convolution on TF32 tensor cores on NVIDIA GPUs (on TPUs, with no TF32 rate, at "
+       "the bf16 rate, as XLA's default single bf16 pass); otherwise as pytorch-cuda-default",
+       table(with_fp32(kPytorchDefault, on_tensor(Precision::Tf32), on_tensor(Precision::Tf32)))},
       {"bf16",
        "what-if: every floating-point contraction at the bf16 tensor rate (rates only: the "
        "bytes stay those of the program's dtypes)",

@@ -73,7 +73,8 @@ TEST(PrecisionPolicy, RegistryNamesAreUniqueAndDefaultComesFirst) {
     EXPECT_EQ(&find_precision_policy(p.name), &p);
   }
   EXPECT_EQ(precision_policies().front().name, kDefaultPrecisionPolicy);
-  for (const char* name : {"pytorch-cuda-default", "strict", "tf32", "bf16", "fp8"}) {
+  for (const char* name :
+       {"pytorch-cuda-default", "strict", "tf32", "jax-default", "bf16", "fp8"}) {
     EXPECT_EQ(names.count(name), 1u) << name;
   }
 }
@@ -85,7 +86,7 @@ TEST(PrecisionPolicy, UnknownNameListsTheValidOnes) {
   } catch (const UserError& e) {
     EXPECT_EQ(std::string(e.what()),
               "unknown precision policy 'fast' (valid: pytorch-cuda-default, strict, tf32, "
-              "bf16, fp8)");
+              "jax-default, bf16, fp8)");
   }
 }
 
@@ -110,6 +111,12 @@ TEST(PrecisionPolicy, Tables) {
   EXPECT_EQ(tf32.wanted(CC::Fp32), on_tensor(Precision::Tf32));
   EXPECT_EQ(tf32.wanted(CC::Fp32Conv), on_tensor(Precision::Tf32));
   EXPECT_EQ(tf32.wanted(CC::Fp64), on_tensor(Precision::Fp64));
+
+  // XLA's default precision: fp32 dots and convolutions on TF32 tensor cores.
+  const PrecisionPolicy& jax = find_precision_policy("jax-default");
+  EXPECT_EQ(jax.wanted(CC::Fp32), on_tensor(Precision::Tf32));
+  EXPECT_EQ(jax.wanted(CC::Fp32Conv), on_tensor(Precision::Tf32));
+  EXPECT_EQ(jax.wanted(CC::Bf16), on_tensor(Precision::Bf16));
 
   for (const CC c : {CC::Fp64, CC::Fp32, CC::Fp32Conv, CC::Fp16, CC::Bf16, CC::Fp8}) {
     EXPECT_EQ(find_precision_policy("bf16").wanted(c), on_tensor(Precision::Bf16));

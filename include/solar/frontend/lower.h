@@ -7,6 +7,7 @@
 // node and where it was called; a rule that produces invalid IR is an InternalError.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,38 @@ namespace solar::frontend {
 // parses and passes the checker. Throws UserError for a malformed capture or an unsupported
 // operator, InternalError when a rule produced invalid IR.
 std::string lower_capture_text(const std::string& json_text, const std::string& file);
+
+// A node that was not lowered (LowerOptions::allow_unsupported).
+struct UnsupportedNode {
+  std::string node;      // the node's name
+  std::string op;        // its operator
+  std::string location;  // "model.py:12 in forward", or "" when the capture has none
+  std::string reason;    // "no lowering rule", "lowering rule disabled", or the rule's error
+  int64_t index = 0;     // its position in the capture's node list (0-based)
+  std::vector<std::string> inputs;   // the tensors its arguments name, in order, once each
+  std::vector<std::string> outputs;  // its output tensors (program inputs in the lowered IR)
+  int64_t output_bytes = 0;          // the bytes of its outputs
+};
+
+struct LowerOptions {
+  // Lower what can be: a node without a rule (or whose rule rejects its arguments) is left out
+  // and its outputs become program inputs, so the rest of the graph is analysed. Without it,
+  // such a node is a UserError that says how much of the graph has no rule.
+  bool allow_unsupported = false;
+  // Operators treated as if they had no rule (tests of the fallbacks); each must have one.
+  std::vector<std::string> disabled_rules;
+};
+
+struct LowerResult {
+  std::string ir;                            // the checked IR text
+  std::vector<UnsupportedNode> unsupported;  // in node order
+  int64_t nodes = 0;                         // the capture's nodes
+  int64_t node_output_bytes = 0;             // the bytes of every node's outputs
+};
+
+// lower_capture_text with options; also lists the nodes that were not lowered.
+LowerResult lower_capture_detailed(const std::string& json_text, const std::string& file,
+                                   const LowerOptions& options);
 
 // lower_capture_text, parsed: the program's file name is `file`.
 ir::Program lower_capture(const std::string& json_text, const std::string& file);

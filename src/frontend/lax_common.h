@@ -1,0 +1,37 @@
+// Private to the JAX lowering rules (lax_rules.cpp, lax_contract.cpp): how a `jax.<primitive>`
+// node's operands are read. Operands are `arg0, arg1, ...` (a tensor reference, or a number for
+// a literal or a scalar known at capture time); parameters keep their jaxpr names, structures
+// flattened as `name.field` / `name.index` (docs/jax.md).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "rules.h"
+
+namespace solar::frontend::lax {
+
+// "arg<k>".
+std::string arg(size_t k);
+// The number of operands (arg0, arg1, ... present).
+size_t operand_count(const NodeLowering& n);
+// Operand k read at a point of the box (loop prefix kI, rules.h) over `out` (numpy broadcasting),
+// or its literal.
+std::string operand(NodeLowering& n, size_t k, const TensorInfo& out);
+// `y[i..] = rhs` over y's box.
+void map_kernel(NodeLowering& n, const TensorInfo& y, const std::string& rhs);
+// Axes as a mask over `rank` dims (negative axes normalised).
+std::vector<bool> axes_mask(const std::vector<int64_t>& axes, int rank);
+// The index of `out` (which drops the `reduced` dims of a box with prefix kI): "i0, i2".
+std::string kept_index(const std::vector<bool>& reduced);
+// `y[kept] ASSIGN value` over x's box: a reduction over the `reduced` dims.
+void reduce_kernel(NodeLowering& n, const TensorInfo& y, const TensorInfo& x,
+                   const std::vector<bool>& reduced, const std::string& assign,
+                   const std::string& value);
+
+// The contraction, reduction, sorting and indexing rules (lax_contract.cpp).
+void register_lax_contract_rules(std::map<std::string, Rule>& r);
+
+}  // namespace solar::frontend::lax

@@ -1,0 +1,313 @@
+// Lowering rules for reductions with indices, scans, norms, group norm, adaptive pooling and
+// dropout. See docs/lowering.md ("Reductions and normalisation", "Dropout").
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "rules.h"
+#include "solar/util/error.h"
+
+namespace solar::frontend {
+namespace {
+
+// The name of a repeat index of the node: unique, as node outputs are, and never a loop index
+// (those start with the index prefix's underscores).
+std::string repeat_index(NodeLowering& n, const std::string& hint) {
+  return n.out().name + "_" + hint;
+}
+
+// The indices `i0, .., i(d-1), VALUE, i(d+1), ..` of a box of `rank`.
+std::string index_with(int rank, int64_t dim, const std::string& value) {
+  std::string s;
+  for (int d = 0; d < rank; ++d) {
+    s += (d ? ", " : "") + (d == dim ? value : kI + std::to_string(d));
+  }
+  return s;
+}
+
+// The box of `shape` with dim `dim` dropped: loops `i0..` (dim skipped).
+std::string loops_without(const std::vector<int64_t>& shape, int64_t dim) {
+  std::string s;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (static_cast<int64_t>(d) == dim) continue;
+    s += (s.empty() ? "" : ", ") + kI + std::to_string(d) + " in 0.." + std::to_string(shape[d]);
+  }
+  return s;
+}
+
+// cumsum (`op` "+") and cumprod ("*") along `dim`: a scan, one step per position, so the
+// counted work is one operation per element: `y[.., 0, ..] = x[.., 0, ..]`, then for t in
+// 1..n `y[.., t, ..] = y[.., t - 1, ..] OP x[.., t, ..]`.
+Rule scan_rule(const std::string& op) {
+  return [op](NodeLowering& n) {
+    const TensorInfo x = n.tensor("self");
+    const TensorInfo& y = n.out();
+    if (x.rank() == 0) return pointwise(n, x.name + "[]");
+    const int64_t dim = norm_dim(n.integer("dim"), x.rank());
+    const int r = x.rank();
+    const std::string loops = loops_without(x.shape, dim);
+    n.kernel("first", loops, y.name + "[" + index_with(r, dim, "0") + "]", "=",
+             x.name + "[" + index_with(r, dim, "0") + "]");
+    if (x.shape[dim] < 2) return;
+    const std::string t = repeat_index(n, "t");
+    n.stmt("repeat " + t + " in 1.." + std::to_string(x.shape[dim]) + " {");
+    n.kernel("step", loops, y.name + "[" + index_with(r, dim, t) + "]", "=",
+             y.name + "[" + index_with(r, dim, t + " - 1") + "] " + op + " " + x.name + "[" +
+                 index_with(r, dim, t) + "]");
+    n.stmt("}");
+  };
+}
+
+// The reduced dims of an argmax-style `dim` (a single optional int: absent reduces all).
+std::vector<bool> single_dim(NodeLowering& n, int rank) {
+  std::vector<bool> reduced(rank, !n.has("dim"));
+  if (n.has("dim")) reduced[norm_dim(n.integer("dim"), rank)] = true;
+  return reduced;
+}
+
+// The row-major flat index, over the reduced dims only, of a point of x's box.
+std::string reduced_flat_index(const TensorInfo& x, const std::vector<bool>& reduced) {
+  std::string flat;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (!reduced[d]) continue;
+    const std::string i = kI + std::to_string(d);
+    flat = flat.empty() ? i : "(" + flat + ") * " + std::to_string(x.shape[d]) + " + " + i;
+  }
+  return flat.empty() ? "0" : flat;
+}
+
+// y[kept..] read at a point of x's box, for y of x's rank (keepdim) or with reduced dims dropped.
+std::string kept_read(const TensorInfo& y, const TensorInfo& x, const std::vector<bool>& reduced) {
+  const bool keep = y.rank() == x.rank();
+  std::string index;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (reduced[d] && !keep) continue;
+    index += (index.empty() ? "" : ", ") + (reduced[d] ? "0" : kI + std::to_string(d));
+  }
+  return y.name + "[" + index + "]";
+}
+
+// max.dim / min.dim (values and indices), argmax / argmin (indices), max / min (all): `max=`
+// (`min=`) over the reduced dims, then the first index where x equals it (`min=` of the
+// row-major index within the reduced dims, as PyTorch returns).
+Rule extremum_rule(const std::string& assign, bool values, bool indices) {
+  return [assign, values, indices](NodeLowering& n) {
+    const TensorInfo x = n.tensor("self");
+    const std::vector<bool> reduced = single_dim(n, x.rank());
+    size_t out = 0;
+    const TensorInfo best = values ? n.out(out++) : n.temp("best", x.dtype, n.out().shape);
+    reduce_into(n, best, x, reduced, assign, at_box(x));
+    if (!indices) return;
+    const TensorInfo& idx = n.out(out);
+    reduce_into(n, idx, x, reduced, "min=",
+                "select(" + at_box(x) + " == " + kept_read(best, x, reduced) + ", " +
+                    reduced_flat_index(x, reduced) + ", inf)");
+  };
+}
+
+// linalg_vector_norm (`ord`) and norm.ScalarOpt_dim (`p`) over `dim`: 2: sqrt(sum x^2);
+// inf / -inf: max / min |x|; 0: the count of nonzeros; 1: sum |x|; p: (sum |x|^p)^(1/p).
+Rule norm_rule(const std::string& ord_key) {
+  return [ord_key](NodeLowering& n) {
+    const TensorInfo x = n.tensor("self");
+    const TensorInfo& y = n.out();
+    const double p = n.number_or(ord_key, 2.0);
+    const std::vector<bool> reduced = reduced_dims(n, x.rank());
+    const std::string ax = "abs(" + at_box(x) + ")";
+    if (std::isinf(p)) return reduce_into(n, y, x, reduced, p > 0 ? "max=" : "min=", ax);
+    if (p == 0.0) return reduce_into(n, y, x, reduced, "+=", "(" + at_box(x) + " != 0.0)");
+    if (p == 1.0) return reduce_into(n, y, x, reduced, "+=", ax);
+    const TensorInfo s = n.temp("sum", acc_dtype(x), y.shape);
+    if (p == 2.0) {
+      reduce_into(n, s, x, reduced, "+=", at_box(x) + " * " + at_box(x));
+      return pointwise(n, "sqrt(" + at_box(s) + ")");
+    }
+    reduce_into(n, s, x, reduced, "+=", "pow(" + ax + ", " + lit(p) + ")");
+    pointwise(n, "pow(" + at_box(s) + ", " + lit(1.0 / p) + ")");
+  };
+}
+
+// var.correction and std.correction over `dim`: the mean (kept dims), the sum of squared
+// deviations, divided by count - correction (default 1); std takes the square root.
+Rule var_rule(bool root) {
+  return [root](NodeLowering& n) {
+    const TensorInfo x = n.tensor("self");
+    const TensorInfo& y = n.out();
+    const std::vector<bool> reduced = reduced_dims(n, x.rank());
+    int64_t count = 1;
+    std::vector<int64_t> kept = x.shape;
+    for (int d = 0; d < x.rank(); ++d) {
+      if (!reduced[d]) continue;
+      count *= x.shape[d];
+      kept[d] = 1;
+    }
+    const TensorInfo sum = n.temp("sum", acc_dtype(x), kept);
+    reduce_into(n, sum, x, reduced, "+=", at_box(x));
+    const TensorInfo mean = n.temp("mean", acc_dtype(x), kept);
+    n.kernel("mean", box_loops(kept, kI), at_box(mean), "=",
+             at_box(sum) + " / " + std::to_string(count));
+    const std::string dev = "(" + at_box(x) + " - " + kept_read(mean, x, reduced) + ")";
+    const TensorInfo sq = n.temp("sqsum", acc_dtype(x), y.shape);
+    reduce_into(n, sq, x, reduced, "+=", dev + " * " + dev);
+    const double divisor = static_cast<double>(count) - n.number_or("correction", 1.0);
+    const std::string v = at_box(sq) + " / " + lit(std::max(divisor, 0.0));
+    pointwise(n, root ? "sqrt(" + v + ")" : v);
+  };
+}
+
+// native_group_norm(input, weight, bias, N, C, HxW, group, eps): x viewed as [N, G, C/G, HxW],
+// mean and biased variance over the last two; outputs out, mean [N, G], rstd [N, G].
+void group_norm_rule(NodeLowering& n) {
+  const TensorInfo x = n.tensor("input");
+  const TensorInfo& y = n.out();
+  const int64_t batch = n.integer("N");
+  const int64_t channels = n.integer("C");
+  const int64_t hw = n.integer("HxW");
+  const int64_t groups = n.integer("group");
+  if (groups <= 0 || channels % groups != 0 || batch * channels * hw != x.numel()) {
+    throw UserError("group norm of " + std::to_string(x.numel()) + " elements with N=" +
+                    std::to_string(batch) + ", C=" + std::to_string(channels) +
+                    ", HxW=" + std::to_string(hw) + ", group=" + std::to_string(groups));
+  }
+  const int64_t cg = channels / groups;
+  const std::vector<int64_t> shape4{batch, groups, cg, hw};
+  const TensorInfo xr = n.temp("x", x.dtype, shape4);
+  n.stmt(xr.name + " = reshape(" + x.name + ")");
+  const std::vector<int64_t> stat_shape{batch, groups};
+  const bool stats_out = n.outputs() == 3 && n.out(1).shape == stat_shape;
+  const TensorInfo mean = stats_out ? n.out(1) : n.temp("mean", acc_dtype(x), stat_shape);
+  const TensorInfo var = n.temp("var", acc_dtype(x), stat_shape);
+  moments(n, xr, {false, false, true, true}, mean, var, cg * hw);
+  const TensorInfo rstd = stats_out ? n.out(2) : n.temp("rstd", acc_dtype(x), stat_shape);
+  n.kernel("rstd", box_loops(stat_shape, kI), at_box(rstd), "=",
+           "rsqrt(" + at_box(var) + " + " + lit(n.number_or("eps", 1e-5)) + ")");
+  const std::string c = std::to_string(cg) + "*" + kI + "1 + " + kI + "2";
+  std::string e = "(" + at_box(xr) + " - " + mean.name + "[" + kI + "0, " + kI + "1]) * " +
+                  rstd.name + "[" + kI + "0, " + kI + "1]";
+  if (n.has("weight")) e += " * " + n.tensor("weight").name + "[" + c + "]";
+  if (n.has("bias")) e += " + " + n.tensor("bias").name + "[" + c + "]";
+  const TensorInfo yr = n.temp("y", y.dtype, shape4);
+  n.kernel("norm", box_loops(shape4, kI), at_box(yr), "=", e);
+  n.stmt(y.name + " = reshape(" + yr.name + ")");
+}
+
+// _adaptive_avg_pool{2,3}d: output o of a spatial dim of input size I and output size O averages
+// the window floor(o*I/O) .. ceil((o+1)*I/O). When every O divides its I, the windows are a
+// regular pool (kernel = stride = I/O); otherwise one kernel per output position (a repeat over
+// the spatial output positions, whose windows are then constant).
+void adaptive_avg_rule(NodeLowering& n) {
+  const TensorInfo x = n.tensor("self");
+  const TensorInfo& y = n.out();
+  const std::vector<int64_t> size = n.ints_or("output_size", {});
+  const size_t sp = size.size();
+  const size_t lead = x.rank() - sp;
+  if (sp == 0 || sp > static_cast<size_t>(x.rank())) throw UserError("bad output_size");
+  bool regular = true;
+  for (size_t d = 0; d < sp; ++d) {
+    regular = regular && size[d] > 0 && x.shape[lead + d] % size[d] == 0;
+  }
+  std::string lead_loops;
+  std::string lead_index;
+  for (size_t d = 0; d < lead; ++d) {
+    lead_loops += kI + std::to_string(d) + " in 0.." + std::to_string(x.shape[d]) + ", ";
+    lead_index += kI + std::to_string(d) + ", ";
+  }
+  const TensorInfo sum = n.temp("sum", acc_dtype(x), y.shape);
+  if (regular) {
+    std::string loops = box_loops(y.shape, kI);
+    std::string index = lead_index;
+    int64_t count = 1;
+    for (size_t d = 0; d < sp; ++d) {
+      const int64_t k = x.shape[lead + d] / size[d];
+      count *= k;
+      loops += ", k" + std::to_string(d) + " in 0.." + std::to_string(k);
+      index += (d ? ", " : "") + std::to_string(k) + "*" + kI + std::to_string(lead + d) + " + k" +
+               std::to_string(d);
+    }
+    n.kernel("pool", loops, at_box(sum), "+=", x.name + "[" + index + "]");
+    return pointwise(n, at_box(sum) + " / " + std::to_string(count));
+  }
+  std::string out_index = lead_index;
+  std::string in_index = lead_index;
+  std::string loops = lead_loops;
+  std::string count;
+  for (size_t d = 0; d < sp; ++d) {
+    const std::string o = repeat_index(n, "o" + std::to_string(d));
+    const std::string in = std::to_string(x.shape[lead + d]);
+    const std::string out = std::to_string(size[d]);
+    const std::string start = "(" + o + " * " + in + ") / " + out;
+    const std::string end = "((" + o + " + 1) * " + in + " + " + out + " - 1) / " + out;
+    n.stmt("repeat " + o + " in 0.." + out + " {");
+    const std::string k = "k" + std::to_string(d);
+    loops += (d ? ", " : "") + k + " in 0.." + end + " - " + start;
+    out_index += (d ? ", " : "") + o;
+    in_index += (d ? ", " : "") + start + " + " + k;
+    // In a value expression `/` is true division: floor() makes it the integer bounds' division.
+    count += (d ? " * (" : "(") + std::string("floor(") + end + ") - floor(" + start + "))";
+  }
+  n.kernel("pool", loops, sum.name + "[" + out_index + "]", "+=", x.name + "[" + in_index + "]");
+  const std::string avg_loops =
+      lead_loops.empty() ? lead_loops : lead_loops.substr(0, lead_loops.size() - 2);  // ", "
+  n.kernel("avg", avg_loops, y.name + "[" + out_index + "]", "=",
+           sum.name + "[" + out_index + "] / (" + count + ")");
+  for (size_t d = 0; d < sp; ++d) n.stmt("}");
+}
+
+// native_dropout(input, p, train): the Weyl-sequence mask of docs/lowering.md ("Dropout"):
+// element i (row-major) is kept iff frac((i + 1) * 0.6180339887498949) >= p; kept elements are
+// scaled by 1 / (1 - p). The mask output is computed from the same formula (never read back),
+// and only when something reads it (an unread output is named `<node>_out1`).
+void dropout_rule(NodeLowering& n) {
+  const TensorInfo x = n.tensor("input");
+  const TensorInfo& y = n.out();
+  const double p = n.number("p");
+  const bool train = n.flag_or("train", true);
+  const bool mask_read = n.outputs() >= 2 && !n.out(1).name.ends_with("_out1");
+  if (!train || p == 0.0) {
+    n.stmt(y.name + " = " + x.name);
+    if (mask_read) n.kernel("mask", box_loops(x.shape, kI), at_box(n.out(1)), "=", "1.0");
+    return;
+  }
+  if (p >= 1.0) {
+    pointwise(n, "0.0");
+    if (mask_read) n.kernel("mask", box_loops(x.shape, kI), at_box(n.out(1)), "=", "0.0");
+    return;
+  }
+  std::string flat;
+  int64_t stride = 1;
+  for (int d = x.rank() - 1; d >= 0; --d) {
+    flat = kI + std::to_string(d) + (stride == 1 ? "" : " * " + std::to_string(stride)) +
+           (flat.empty() ? "" : " + " + flat);
+    stride *= x.shape[d];
+  }
+  // frac(v) as `v % 1.0`: for v >= 0 the floor modulo is v - floor(v), exactly.
+  const std::string v =
+      "((" + (flat.empty() ? std::string("0") : flat) + " + 1) * 0.6180339887498949)";
+  const std::string kept = "(" + v + " % 1.0 >= " + lit(p) + ")";
+  pointwise(n, "select(" + kept + ", " + at_box(x) + " * " + lit(1.0 / (1.0 - p)) + ", 0.0)");
+  if (mask_read) n.kernel("mask", box_loops(x.shape, kI), at_box(n.out(1)), "=", kept);
+}
+
+}  // namespace
+
+void register_reduction_rules(std::map<std::string, Rule>& r) {
+  r["aten.cumsum.default"] = scan_rule("+");
+  r["aten.cumprod.default"] = scan_rule("*");
+  r["aten.max.dim"] = extremum_rule("max=", true, true);
+  r["aten.min.dim"] = extremum_rule("min=", true, true);
+  r["aten.argmax.default"] = extremum_rule("max=", false, true);
+  r["aten.argmin.default"] = extremum_rule("min=", false, true);
+  r["aten.max.default"] = extremum_rule("max=", true, false);
+  r["aten.min.default"] = extremum_rule("min=", true, false);
+  r["aten.linalg_vector_norm.default"] = norm_rule("ord");
+  r["aten.norm.ScalarOpt_dim"] = norm_rule("p");
+  r["aten.var.correction"] = var_rule(false);
+  r["aten.std.correction"] = var_rule(true);
+  r["aten.native_group_norm.default"] = group_norm_rule;
+  r["aten._adaptive_avg_pool2d.default"] = adaptive_avg_rule;
+  r["aten._adaptive_avg_pool3d.default"] = adaptive_avg_rule;
+  r["aten.native_dropout.default"] = dropout_rule;
+}
+
+}  // namespace solar::frontend
