@@ -7,6 +7,10 @@ the Affine Loop IR (docs/ir.md) on numpy arrays:
 - ``check(source, sizes)`` checks it and returns the value of every size;
 - ``run(source, inputs, ...)`` executes it and returns its outputs.
 
+``analyze(model_or_function, example_inputs, hw="H100-SXM", **options)`` captures a PyTorch (or
+JAX) program, lowers it, verifies it and returns its SOL report (``solar.frontend.Report``;
+docs/capture.md). torch and jax are imported only when it is called.
+
 ``source`` is a ``Program``, a path (``os.PathLike``, or a one-line ``str`` ending in ``.ir``) or
 IR text. Every user error (invalid IR, inputs that do not match, a run over the memory limit)
 raises ``IRError``, a ``ValueError`` whose message is one line, ``file:line:col: error: ...`` for
@@ -35,6 +39,7 @@ __all__ = [
     "IRError",
     "Program",
     "__version__",
+    "analyze",
     "check",
     "format_ir",
     "parse",
@@ -47,6 +52,49 @@ Source = Program | str | os.PathLike
 # IR dtypes exchanged as raw bits, and the ml_dtypes names of the same types.
 _BITS_DTYPES = {"bf16": np.uint16, "f8e4m3": np.uint8, "f8e5m2": np.uint8}
 _ML_DTYPES_NAMES = {"bf16": "bfloat16", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
+
+
+def analyze(model_or_function, example_inputs, hw: str = "H100-SXM", **options):
+    """The SOL report (``solar.frontend.Report``, ``.to_json()``) of
+    ``model_or_function(*example_inputs)`` on device ``hw``: captured, lowered, verified against
+    the framework's own run, analysed. A torch module or function goes to
+    ``solar.frontend.analyze`` (options: ``policy``, ``source``, ``allow_unsupported``,
+    ``verify``, ``verify_mode``, ``verify_budget_mb``, ``verify_budget_s``, ``fidelity``,
+    ``extra_args``); a function given JAX arrays to ``solar.jax.analyze`` (option: ``policy``)."""
+    if _is_jax_call(model_or_function, example_inputs):
+        from solar import jax as solar_jax
+
+        return solar_jax.analyze(
+            model_or_function, example_inputs, hw=hw, policy=options.get("policy")
+        )
+    from solar import frontend
+
+    return frontend.analyze(model_or_function, example_inputs, hw=hw, **options)
+
+
+def _is_jax_call(fn, example_inputs) -> bool:
+    """Whether the call is a JAX one: not a torch module, and some input is a jax.Array (jax is
+    then already imported: an array cannot exist without it)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(fn, torch.nn.Module):
+        return False
+    jax = sys.modules.get("jax")
+    if jax is None:
+        return False
+
+    def leaves(x):
+        if isinstance(x, (list, tuple)):
+            for v in x:
+                yield from leaves(v)
+        elif isinstance(x, dict):
+            for v in x.values():
+                yield from leaves(v)
+        else:
+            yield x
+
+    return any(isinstance(x, jax.Array) for x in leaves(example_inputs))
 
 
 def parse(source: Source) -> Program:

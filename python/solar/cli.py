@@ -6,8 +6,14 @@ The subcommands that need PyTorch are here (docs/capture.md):
 
 - ``solar capture MODEL.py -o OUT.json [--golden OUT.npz]``: the capture document (or, with
   ``-o OUT.ir``, the lowered IR program), and optionally the golden data.
-- ``solar analyze MODEL.py [--hw NAME] [--policy NAME] [--json OUT] [--ir OUT]``: capture, lower,
-  verify against PyTorch, and the SOL report.
+- ``solar analyze MODEL.py [--hw NAME] [--policy NAME] [--json OUT] [--ir OUT] [--fidelity F]
+  [--no-verify] [--allow-unsupported] [--verify-budget-mb MB] [--verify-budget-s S]
+  [--verify-mode M]``: capture, lower, verify against PyTorch, and the SOL report.
+- ``solar calibrate -o FILE.yaml`` (solar.calibrate) and ``solar bench DIR --hw NAME --out DIR``
+  (solar.suite): docs/calibrate.md. ``analyze`` also takes ``--measure``, ``--measured-ms``,
+  ``--html``, ``--trace``, ``--csv`` and ``--dot``.
+- ``solar sol|provision|compare|curve MODEL.py ARGS...``: capture, lower and verify the model file,
+  then run the C++ command on the lowered program with ARGS unchanged.
 
 torch is imported only by these two subcommands.
 """
@@ -24,7 +30,11 @@ PYTHON_COMMANDS = ("capture", "analyze")
 
 # Python subcommands that live in their own modules: name -> module with ``main(argv) -> int``
 # (argv without the subcommand; exit codes as below). Imported only when the command runs.
-MODULE_COMMANDS: dict[str, str] = {}
+MODULE_COMMANDS: dict[str, str] = {
+    "translate": "solar.llm.cli",
+    "calibrate": "solar.calibrate",  # docs/calibrate.md
+    "bench": "solar.suite",  # docs/calibrate.md, "Suites"
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,11 +42,98 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in PYTHON_COMMANDS:
         return _run_python_command(args[0], args[1:])
+    if args and args[0] in MODEL_FILE_COMMANDS and _model_file_index(args) is not None:
+        return _run_on_model_file(args)
     if args and args[0] in MODULE_COMMANDS:
         import importlib
 
         return int(importlib.import_module(MODULE_COMMANDS[args[0]]).main(args[1:]))
     return _core.run_cli(args)
+
+
+# C++ analysis commands that also take a PyTorch/JAX model file in place of their IR file.
+MODEL_FILE_COMMANDS = ("sol", "provision", "compare", "curve")
+
+
+def _model_file_index(args: list[str]) -> int | None:
+    """The position of the first argument ending in ``.py`` (the model file), or None."""
+    for i, arg in enumerate(args[1:], start=1):
+        if arg.endswith(".py") and not arg.startswith("-"):
+            return i
+    return None
+
+
+def _run_on_model_file(args: list[str]) -> int:
+    """``solar CMD MODEL.py ARGS...``: capture, lower and verify the model (whole program when it
+    fits, else per op), write the IR to a temporary directory and run ``CMD`` on it. A model
+    that cannot be captured, lowered or verified is a one-line error and exit code 1."""
+    import json
+    import os
+    import tempfile
+
+    command, index = args[0], _model_file_index(args)
+    path = args[index]
+    rest = args[1:index] + args[index + 1 :]
+    hw = _option_value(rest, "--hw")
+    try:
+        from solar import frontend
+
+        report = frontend.analyze_file(
+            path,
+            hw=hw.split(",")[0] if hw else frontend.DEFAULT_HW,
+            policy=_option_value(rest, "--policy"),
+        )
+    except (ValueError, OSError) as e:
+        print(f"solar {command}: error: {_one_line(e)}", file=sys.stderr)
+        return 1
+    v = report.verification
+    if v["status"] == "failed":
+        print(
+            f"solar {command}: error: {path}: verification failed: {v['detail']}", file=sys.stderr
+        )
+        return 1
+    status = f"{v['status']}: {(v['mode'] or '').replace('_', ' ')}, {v['detail']}"
+    stem = os.path.splitext(os.path.basename(path))[0]
+    with tempfile.TemporaryDirectory(prefix="solar-") as tmp:
+        ir_path = os.path.join(tmp, stem + ".ir")
+        with open(ir_path, "w") as f:
+            f.write(report.ir)
+        extra = ["--verification-status", status, "--source-name", os.path.basename(path)]
+        if command == "sol":
+            rc, out, err = frontend.run_cli_captured([command, ir_path, *rest, *extra])
+        else:  # no hidden options there: the "not verified" line is replaced in what it writes
+            rc, out, err = frontend.run_cli_captured([command, ir_path, *rest])
+            out = _replace_status(out, status)
+            json_out = _option_value(rest, "--json")
+            if rc == 0 and json_out and json_out != "-" and os.path.isfile(json_out):
+                with open(json_out) as f:
+                    text = _replace_status(f.read(), json.dumps(status)[1:-1])
+                from solar.capture import write_atomic
+
+                write_atomic(json_out, text)
+    sys.stdout.write(out.replace(ir_path, os.path.basename(path)))
+    sys.stderr.write(err.replace(ir_path, os.path.basename(path)))
+    return rc
+
+
+_NOT_VERIFIED = "not verified: IR file analysed directly"
+
+
+def _replace_status(text: str, status: str) -> str:
+    return text.replace(_NOT_VERIFIED, status)
+
+
+def _option_value(args: list[str], name: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split("\n")[0].split()) or type(e).__name__
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
@@ -65,6 +162,44 @@ def _parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--policy", help="precision policy (docs/precision.md)")
     p.add_argument("--json", metavar="OUT", help="write the JSON report ('-': to stdout)")
     p.add_argument("--ir", metavar="OUT", help="also write the lowered IR program")
+    add_report_arguments(p)  # --measure, --measured-ms, --html, ... (docs/calibrate.md)
+    p.add_argument("--fidelity", help="passed to sol: unfused, fused, ... (docs/report.md)")
+    p.add_argument(
+        "--no-verify",
+        dest="verify",
+        action="store_false",
+        help="do not check the lowered program against PyTorch (the report says so)",
+    )
+    p.add_argument(
+        "--allow-unsupported",
+        action="store_true",
+        help="analyse the rest of a graph with operators that have no lowering rule (listed in "
+        "the report; their outputs are fed from PyTorch's run)",
+    )
+    p.add_argument(
+        "--verify-budget-mb",
+        type=float,
+        default=2048.0,
+        metavar="MB",
+        help="verify the whole program when its tensors fit in MB (1e6 bytes; default 2048), "
+        "else each op alone at reduced size",
+    )
+    p.add_argument(
+        "--verify-budget-s",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="... and when SOLAR's executor would take at most about S seconds (default 60)",
+    )
+    p.add_argument(
+        "--verify-mode",
+        choices=("auto", "whole_program", "per_op"),
+        default="auto",
+        help="force a verification mode (default: auto, by the budgets)",
+    )
+    from solar.llm.cli import add_analyze_arguments  # --llm, --llm-fallback (docs/llm.md)
+
+    add_analyze_arguments(p)
     return p
 
 
@@ -78,8 +213,7 @@ def _run_python_command(command: str, argv: list[str]) -> int:
             return _capture(args)
         return _analyze(args)
     except (ValueError, OSError) as e:  # CaptureError, AnalysisError, IRError, file errors
-        message = " ".join(str(e).split("\n")[0].split()) or type(e).__name__
-        print(f"solar {command}: error: {message}", file=sys.stderr)
+        print(f"solar {command}: error: {_one_line(e)}", file=sys.stderr)
         return 1
 
 
@@ -87,26 +221,13 @@ def _capture(args: argparse.Namespace) -> int:
     import os
 
     from solar import frontend
-    from solar.capture import CaptureError, capture, load_model_file, write_atomic, write_npz
+    from solar.capture import capture, capture_model_file, load_model_file, write_atomic, write_npz
 
-    source = os.path.basename(args.model)
-    cap = None
-    if not args.golden:
-        # No data needed: build the model and its inputs as FakeTensors (no memory).
-        try:
-            model, inputs = load_model_file(args.model, fake=True)
-            cap = capture(model, inputs, source=source)
-        except CaptureError:
-            raise
-        except Exception as e:  # a model that cannot be built on meta: build it for real
-            print(
-                f"solar capture: note: building with FakeTensors failed ({type(e).__name__});"
-                " building the model with real tensors",
-                file=sys.stderr,
-            )
-    if cap is None:
+    if args.golden:
         model, inputs = load_model_file(args.model)
-        cap = capture(model, inputs, source=source)
+        cap = capture(model, inputs, source=os.path.basename(args.model))
+    else:  # no data needed: built with FakeTensors (no memory) when it can be
+        cap, model, inputs = capture_model_file(args.model, prog="solar capture")
     if args.output.endswith(".ir"):
         write_atomic(args.output, frontend.lower(cap.to_json()))
     else:
@@ -120,7 +241,23 @@ def _analyze(args: argparse.Namespace) -> int:
     from solar import frontend
     from solar.capture import write_atomic
 
-    report = frontend.analyze_file(args.model, hw=args.hw, policy=args.policy)
+    if args.llm or args.llm_fallback:
+        from solar.llm.cli import analyze as llm_analyze
+
+        report = llm_analyze(args)
+    else:
+        report = frontend.analyze_file(
+            args.model,
+            hw=args.hw,
+            policy=args.policy,
+            verify=args.verify,
+            allow_unsupported=args.allow_unsupported,
+            verify_budget_mb=args.verify_budget_mb,
+            verify_budget_s=args.verify_budget_s,
+            verify_mode=args.verify_mode,
+            fidelity=args.fidelity,
+            extra_args=report_args(args),
+        )
     if args.ir:
         write_atomic(args.ir, report.ir)
     if args.json == "-":
@@ -130,7 +267,46 @@ def _analyze(args: argparse.Namespace) -> int:
         if args.json:
             write_atomic(args.json, report.to_json())
             sys.stdout.write(f"\nwrote {args.json}\n")
-    return 0 if report.verification["status"] == "passed" else 1
+    return 1 if report.verification["status"] == "failed" else 0
+
+
+def add_report_arguments(p: argparse.ArgumentParser) -> None:
+    """``solar analyze``'s headroom and report-file options (docs/calibrate.md)."""
+    p.add_argument(
+        "--measure",
+        action="store_true",
+        help="time the model here (CUDA events on a GPU, else wall clock) and report headroom",
+    )
+    p.add_argument("--measure-device", choices=("cpu", "cuda"), help="where --measure runs")
+    p.add_argument("--measured-ms", type=float, metavar="X", help="a time measured elsewhere, ms")
+    p.add_argument("--measured-on", metavar="NAME", help="the device --measured-ms was taken on")
+    p.add_argument("--html", metavar="OUT", help="write the self-contained HTML report")
+    p.add_argument("--trace", metavar="OUT", help="write a Chrome/Perfetto trace of the SOL")
+    p.add_argument("--csv", metavar="OUT", help="write the per-node table as CSV")
+    p.add_argument("--dot", metavar="OUT", help="write the einsum graph in Graphviz DOT")
+
+
+def report_args(args: argparse.Namespace) -> list[str]:
+    """The ``sol`` options for ``add_report_arguments``' options; with ``--measure``, times the
+    model first (solar.measure) and passes the median, the device and the method."""
+    extra: list[str] = []
+    for flag in ("html", "trace", "csv", "dot"):
+        if getattr(args, flag, None):
+            extra += [f"--{flag}", getattr(args, flag)]
+    if getattr(args, "measure", False):
+        if args.measured_ms is not None:
+            raise ValueError("give --measure or --measured-ms, not both")
+        from solar.measure import measure_model_file, same_device
+
+        timing = measure_model_file(args.model, device=args.measure_device)
+        on = args.hw if same_device(args.hw, timing.device) else timing.device
+        extra += ["--measured-ms", repr(timing.median_s * 1e3), "--measured-on", on]
+        extra += ["--measured-method", timing.describe()]
+    elif getattr(args, "measured_ms", None) is not None:
+        extra += ["--measured-ms", repr(args.measured_ms)]
+        if args.measured_on:
+            extra += ["--measured-on", args.measured_on]
+    return extra
 
 
 if __name__ == "__main__":

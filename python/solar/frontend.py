@@ -1,15 +1,25 @@
 """The PyTorch frontend, end to end: capture -> lower (C++) -> verify -> SOL report (C++).
 
 Thin glue (docs/capture.md): capture is in ``solar.capture``; lowering, execution and analysis
-are the C++ core's (``_core.lower_capture``, ``solar.run``, the ``sol`` command). torch is
-imported only when a function here is called.
+are the C++ core's (``_core.lower_capture_detailed``, ``solar.run``, the ``sol`` command). torch
+is imported only when a function here is called.
 
-- ``analyze(model, example_inputs, hw="H100-SXM")``: a ``Report`` for ``model(*example_inputs)``.
-- ``analyze_file(path, hw=...)``: the same for a benchmark-style model file.
+- ``analyze(model, example_inputs, hw="H100-SXM", **options)``: a ``Report`` for
+  ``model(*example_inputs)``.
+- ``analyze_file(path, hw=..., **options)``: the same for a benchmark-style model file (a file
+  that imports jax or flax goes to ``solar.jax.analyze_file``).
+- ``analyze_capture(cap, golden, hw, policy, **options)``: lower, verify and analyse a capture of
+  any framework.
 
-Verification runs the lowered IR on the same inputs as PyTorch and compares every graph output
-with PyTorch's, elementwise: ``|solar - torch| <= atol * max(1, max|torch|) + rtol * |torch|``,
-with (rtol, atol) from ``TOLERANCES`` by the output's dtype (integers and bool: exact).
+Options (keyword): ``allow_unsupported`` (nodes without a rule are left out and listed in
+``report.data["coverage"]``; their outputs are fed from the framework's run), ``disabled_rules``
+(ops treated as having no rule), ``verify`` (False: verification "not_run"),
+``verify_mode`` ("auto", "whole_program", "per_op"), ``verify_budget_mb`` and ``verify_budget_s``
+(when "auto" runs the whole program), ``fidelity`` and ``extra_args`` (passed to ``sol``).
+
+Verification compares outputs elementwise: ``|solar - torch| <= atol * max(1, max|torch|) +
+rtol * |torch|``, with (rtol, atol) from ``TOLERANCES`` by the output's dtype (integers and
+bool: exact).
 """
 
 from __future__ import annotations
@@ -18,7 +28,9 @@ import contextlib
 import io
 import json
 import os
+import re
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +40,11 @@ import solar
 from solar import _core
 
 DEFAULT_HW = "H100-SXM"
+DEFAULT_VERIFY_BUDGET_MB = 2048.0  # MB (1e6 bytes) of the captured graph's tensors
+DEFAULT_VERIFY_BUDGET_S = 60.0  # estimated seconds of SOLAR's executor on the whole program
+# A conservative rate of SOLAR's reference executor (FLOP/s, 1 MAC = 2 FLOPs), for the estimate.
+EXECUTOR_FLOPS_PER_S = 1e8
+VERIFY_MODES = ("auto", "whole_program", "per_op")
 
 # (rtol, atol) per dtype. PyTorch computes in the dtype, SOLAR's executor in double and rounds
 # once per store, so the difference is PyTorch's rounding: a few ulps times a reduction's depth.
@@ -39,6 +56,20 @@ TOLERANCES = {
     "f8e4m3": (1.25e-1, 1e-1),
     "f8e5m2": (2.5e-1, 1e-1),
 }
+_ELEMENT_BYTES = {
+    "f64": 8,
+    "f32": 4,
+    "f16": 2,
+    "bf16": 2,
+    "f8e4m3": 1,
+    "f8e5m2": 1,
+    "i64": 8,
+    "i32": 4,
+    "i8": 1,
+    "u8": 1,
+    "bool": 1,
+}
+_JAX_IMPORT = re.compile(r"^\s*(import|from)\s+(jax|flax)\b", re.MULTILINE)
 
 
 class AnalysisError(ValueError):
@@ -49,7 +80,7 @@ class AnalysisError(ValueError):
 @dataclass
 class Report:
     """The SOL report of a captured model: the ``sol`` command's JSON report (docs/report.md)
-    with two more sections, ``capture`` and ``verification``."""
+    with three more sections, ``capture``, ``coverage`` and ``verification``."""
 
     data: dict
     table: str = ""  # the ``sol`` command's terminal table
@@ -61,22 +92,70 @@ class Report:
     def verification(self) -> dict:
         return self.data["verification"]
 
+    @property
+    def coverage(self) -> dict:
+        return self.data["coverage"]
+
     def to_json(self) -> str:
         return json.dumps(self.data, sort_keys=True, indent=2, allow_nan=False) + "\n"
 
     def summary(self) -> str:
+        lines = coverage_lines(self.data.get("coverage"))
         v = self.verification
-        lines = [f"verification: {v['status']} ({v['mode']}; {v['detail']})"]
-        for out in v["outputs"]:
-            errors = out.get("error") or (
-                f"max_abs_err={out['max_abs_err']:.3g} max_rel_err={out['max_rel_err']:.3g}"
-            )
-            verdict = "ok" if out["passed"] else "MISMATCH"
-            lines.append(
-                f"  {out['name']}: {out['dtype']}{out['shape']} {errors}"
-                f" rtol={out['rtol']:g} atol={out['atol']:g} {verdict}"
-            )
+        mode = f"{v['mode']}; " if v.get("mode") else ""
+        lines.append(f"verification: {v['status']} ({mode}{v['detail']})")
+        for note in v.get("notes", []):
+            lines.append(f"  note: {note}")
+        for out in v.get("outputs", []):
+            lines.append("  " + _output_line(out))
+        for check in v.get("ops", []):
+            count = f" x{check['nodes']}" if check["nodes"] > 1 else ""
+            if check["result"] == "not_verified":
+                lines.append(f"  {check['op']}{count}: NOT VERIFIED ({check['reason']})")
+                continue
+            verdict = "ok" if check["result"] == "passed" else "MISMATCH"
+            lines.append(f"  {check['op']}{count}: {check['size']}, {verdict}")
+            if check["result"] == "failed":
+                lines.extend("    " + _output_line(o) for o in check["outputs"])
         return "\n".join(lines) + "\n" + self.table
+
+
+def _output_line(out: dict) -> str:
+    errors = out.get("error") or (
+        f"max_abs_err={out['max_abs_err']:.3g} max_rel_err={out['max_rel_err']:.3g}"
+    )
+    verdict = "ok" if out["passed"] else "MISMATCH"
+    return (
+        f"{out['name']}: {out['dtype']}{out['shape']} {errors}"
+        f" rtol={out['rtol']:g} atol={out['atol']:g} {verdict}"
+    )
+
+
+def coverage_lines(coverage: dict | None) -> list[str]:
+    """The terminal lines of the coverage section: the unsupported operators first and loudly."""
+    if not coverage or not coverage["unsupported_ops"]:
+        return []
+    n, missing = coverage["nodes"], coverage["nodes"] - coverage["lowered"]
+    lines = [
+        f"UNSUPPORTED: {missing} of {n} nodes ({100 * coverage['share_nodes']:.1f}%) were not "
+        f"lowered; they write {_fmt_bytes(coverage['unsupported_bytes'])} "
+        f"({100 * coverage['share_bytes']:.1f}% of the bytes the nodes write).",
+        "  Their outputs are read as program inputs: their work is NOT in the numbers below.",
+    ]
+    for u in coverage["unsupported_ops"]:
+        where = f" at {u['location']}" if u["location"] else ""
+        lines.append(
+            f"  {u['op']} (node '{u['node']}'{where}): {u['reason']}; "
+            f"writes {_fmt_bytes(u['output_bytes'])}"
+        )
+    return lines
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.4g} {unit}"
+    return f"{int(n)} B"
 
 
 def has_lowering() -> bool:
@@ -91,61 +170,135 @@ def lower(capture_json: str) -> str:
     return _core.lower_capture(capture_json)
 
 
+def lower_detailed(
+    capture_json: str, allow_unsupported: bool = False, disabled_rules: Sequence[str] = ()
+) -> dict:
+    """``_core.lower_capture_detailed``: {"ir", "unsupported": [{node, op, location, reason,
+    index, inputs, outputs, output_bytes}], "nodes", "lowered", "node_output_bytes"}."""
+    if not has_lowering():
+        raise AnalysisError("this build of solar has no lowering (solar._core.lower_capture)")
+    return _core.lower_capture_detailed(capture_json, allow_unsupported, list(disabled_rules))
+
+
 def analyze(
     model: Any,
     example_inputs: Any,
     hw: str = DEFAULT_HW,
     policy: str | None = None,
     source: str | None = None,
+    **options: Any,
 ) -> Report:
-    """Captures ``model(*example_inputs)``, lowers it, verifies it against PyTorch on the same
-    inputs and returns its SOL report on device ``hw``. ``model`` is an nn.Module or a function
-    of tensors; the inputs must be real tensors (PyTorch runs once, for the golden outputs)."""
-    from solar.capture import capture
+    """Captures ``model(*example_inputs)``, lowers it, verifies it against PyTorch and returns
+    its SOL report on device ``hw``. ``model`` is an nn.Module or a function of tensors. With
+    real inputs PyTorch runs once for the golden data (when the whole program is verified);
+    with FakeTensor inputs (and a model built under the same FakeTensorMode) nothing is
+    allocated, and verification is per op at reduced size. ``options``: see the module doc."""
+    from solar.capture import capture, is_fake
 
     inputs = (
         tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
     )
     cap = capture(model, inputs, source=source)
-    golden = cap.golden(model, inputs)
-    return analyze_capture(cap, golden, hw, policy)
+    golden = None if is_fake(inputs) else lambda wanted: cap.golden(model, inputs, wanted)
+    return analyze_capture(cap, golden, hw, policy, **options)
+
+
+def imports_jax(path: str | os.PathLike) -> bool:
+    """Whether a model file imports jax or flax (then it is a JAX model file)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return bool(_JAX_IMPORT.search(f.read()))
 
 
 def analyze_file(
-    path: str | os.PathLike, hw: str = DEFAULT_HW, policy: str | None = None
+    path: str | os.PathLike, hw: str = DEFAULT_HW, policy: str | None = None, **options: Any
 ) -> Report:
     """``analyze`` on a benchmark-style model file (``Model``, ``get_inputs``,
-    ``get_init_inputs``), built after ``torch.manual_seed(0)``."""
-    from solar.capture import load_model_file
+    ``get_init_inputs``), built after ``torch.manual_seed(0)``. The model is first built with
+    FakeTensors and captured (no memory); it is built for real only when the whole program is
+    verified. A file that imports jax or flax is analysed by ``solar.jax.analyze_file``."""
+    from solar.capture import capture, capture_model_file, is_fake, load_model_file
 
-    model, inputs = load_model_file(path)
-    return analyze(model, inputs, hw=hw, policy=policy, source=os.path.basename(path))
+    if os.path.isfile(path) and imports_jax(path):
+        from solar import jax as solar_jax
+
+        return solar_jax.analyze_file(path, hw=hw, policy=policy)
+    source = os.path.basename(path)
+    cap, model, inputs = capture_model_file(path)
+    if not is_fake(inputs):  # built for real: FakeTensors could not build it
+        return analyze_capture(
+            cap, lambda wanted: cap.golden(model, inputs, wanted), hw, policy, **options
+        )
+
+    def golden(wanted: list[str]) -> dict[str, np.ndarray]:
+        model, inputs = load_model_file(path)
+        real = cap
+        if _holds_fake_values(cap):  # lifted constants were captured as FakeTensors
+            real = capture(model, inputs, source=source)
+            if real.to_json() != cap.to_json():
+                raise AnalysisError(f"{source}: the model captures differently when built for real")
+        data = real.golden(model, inputs, wanted)
+        cap.golden_notes = real.golden_notes
+        return data
+
+    return analyze_capture(cap, golden, hw, policy, **options)
 
 
-def verify(ir_text: str, document: dict, golden: dict[str, np.ndarray]) -> dict:
-    """Runs the lowered program on the golden inputs and compares each output with PyTorch's."""
+def _holds_fake_values(cap: Any) -> bool:
+    if cap.method != "torch.export":
+        return True  # make_fx keeps constants as attributes of its graph module
+    return any(b.kind == "constant" for b in cap.traced.placeholders.values())
+
+
+_FRAMEWORK_NAMES = {"torch": "PyTorch", "jax": "JAX"}
+
+
+def verify(
+    ir_text: str, document: dict, golden: dict[str, np.ndarray], fed: Sequence[str] = ()
+) -> dict:
+    """Runs the lowered program on the golden inputs and compares each output with the
+    framework's. ``fed``: outputs of nodes that were not lowered, read from ``golden`` as
+    program inputs (graph outputs among them are not compared)."""
     program = solar.parse(ir_text)
     feed = {}
     for name, role, _dtype in program.tensors:
         if role in ("input", "weight"):
+            if name not in golden and name in fed:
+                raise AnalysisError(
+                    f"'{name}', an output of an unsupported node, has no golden value (the "
+                    "framework's run must record it to verify the rest of the program)"
+                )
             if name not in golden:
                 raise AnalysisError(f"the lowered program's {role} '{name}' is not in the capture")
             feed[name] = golden[name]
     got = solar.run(program, feed)
     dtypes = {t["name"]: t["dtype"] for t in document["tensors"]}
     outputs = []
+    not_compared = []
     for name in document["outputs"]:
-        expected = golden[name]
-        dtype = dtypes[name]
+        if name in fed:
+            not_compared.append(name)
+            continue
         if name not in got:
             raise AnalysisError(f"the lowered program has no output '{name}'")
-        outputs.append(compare_output(name, dtype, np.asarray(got[name]), expected))
+        outputs.append(compare_output(name, dtypes[name], np.asarray(got[name]), golden[name]))
     passed = all(o["passed"] for o in outputs)
+    framework = _FRAMEWORK_NAMES.get(document.get("framework", ""), document.get("framework"))
+    detail = f"{len(outputs)} output(s) compared with {framework} on the same inputs"
+    if fed:
+        detail += (
+            f"; the {len(fed)} output(s) of unsupported nodes were fed from {framework}'s run"
+            + (
+                f" ({len(not_compared)} graph output(s) among them not compared)"
+                if not_compared
+                else ""
+            )
+        )
     return {
         "status": "passed" if passed else "failed",
         "mode": "whole_program",
-        "detail": f"{len(outputs)} output(s) compared with PyTorch on the same inputs",
+        "detail": detail,
         "outputs": outputs,
+        "not_compared": not_compared,
     }
 
 
@@ -190,16 +343,167 @@ def _as_float(a: np.ndarray, dtype: str) -> np.ndarray:
     return a.astype(np.float64)
 
 
-def analyze_capture(cap: Any, golden: dict[str, np.ndarray], hw: str, policy: str | None) -> Report:
+verify_program = verify  # analyze_capture's ``verify`` keyword shadows the function
+
+
+def graph_bytes(document: dict) -> int:
+    """The bytes of every tensor of a capture: what a whole-program run holds, at most."""
+    total = 0
+    for t in document["tensors"]:
+        n = 1
+        for s in t["shape"]:
+            n *= s
+        total += n * _ELEMENT_BYTES[t["dtype"]]
+    return total
+
+
+def _coverage(lowered: dict) -> dict:
+    unsupported = [
+        {k: u[k] for k in ("node", "op", "location", "reason", "inputs", "outputs", "output_bytes")}
+        for u in lowered["unsupported"]
+    ]
+    n, total = lowered["nodes"], lowered["node_output_bytes"]
+    missing_bytes = sum(u["output_bytes"] for u in unsupported)
+    return {
+        "nodes": n,
+        "lowered": lowered["lowered"],
+        "unsupported_ops": unsupported,
+        "unsupported_bytes": missing_bytes,
+        "share_nodes": (n - lowered["lowered"]) / n if n else 0.0,
+        "share_bytes": missing_bytes / total if total else 0.0,
+    }
+
+
+def _choose_mode(
+    cap: Any,
+    golden: Any,
+    ir_text: str,
+    hw: str,
+    policy: str | None,
+    budget_mb: float,
+    budget_s: float,
+) -> tuple[str, str]:
+    """ "whole_program" or "per_op", and why."""
+    if golden is None:
+        return "per_op", "no real inputs to run the whole program on"
+    need = graph_bytes(cap.document)
+    if need > budget_mb * 1e6:
+        return "per_op", (
+            f"the whole program holds {_fmt_bytes(need)} of tensors, over the verification "
+            f"budget of {_fmt_bytes(budget_mb * 1e6)} (--verify-budget-mb)"
+        )
+    data, _ = sol_report(ir_text, hw, policy)
+    seconds = data["totals"]["flops"] / EXECUTOR_FLOPS_PER_S
+    if seconds > budget_s:
+        return "per_op", (
+            f"the whole program would take about {seconds:.3g} s in SOLAR's executor, over the "
+            f"verification budget of {budget_s:g} s (--verify-budget-s)"
+        )
+    return "whole_program", (
+        f"the whole program fits the verification budget ({_fmt_bytes(need)} of tensors, "
+        f"about {seconds:.2g} s)"
+    )
+
+
+def verify_per_op(
+    cap: Any, lowered: dict, disabled_rules: Sequence[str] = (), budget_mb: float = 2048.0
+) -> dict:
+    """Checks each distinct lowered op configuration alone at reduced size (PyTorch captures
+    only; solar.capture._per_op)."""
+    from solar.capture._per_op import verify_per_op as checks_of
+
+    def lower_one(capture_json: str) -> str:
+        return lower_detailed(capture_json, False, disabled_rules)["ir"]
+
+    def run_and_compare(ir: str, feed: dict, expected: dict, dtypes: dict) -> list[dict]:
+        got = solar.run(ir, feed)
+        return [compare_output(n, dtypes[n], np.asarray(got[n]), e) for n, e in expected.items()]
+
+    skip = {u["node"] for u in lowered["unsupported"]}
+    ops = checks_of(cap.document, skip, lower_one, run_and_compare, int(budget_mb * 1e6))
+    failed = [c for c in ops if c["result"] == "failed"]
+    unverified = [c for c in ops if c["result"] == "not_verified"]
+    nodes = sum(c["nodes"] for c in ops)
+    reduced = sum(1 for c in ops if (c["size"] or "").startswith("reduced"))
+    detail = (
+        f"{len(ops) - len(unverified)} of {len(ops)} distinct op configuration(s) "
+        f"({nodes} nodes) run alone and compared with PyTorch, {reduced} at reduced size"
+    )
+    if unverified:
+        detail += f"; {len(unverified)} NOT verified"
+    status = "failed" if failed else ("partial" if unverified else "passed")
+    return {"status": status, "mode": "per_op", "detail": detail, "ops": ops}
+
+
+def not_run(detail: str) -> dict:
+    return {"status": "not_run", "mode": None, "detail": detail}
+
+
+def analyze_capture(
+    cap: Any,
+    golden: dict[str, np.ndarray] | Callable[[list[str]], dict] | None,
+    hw: str,
+    policy: str | None,
+    *,
+    allow_unsupported: bool = False,
+    disabled_rules: Sequence[str] = (),
+    verify: bool = True,
+    verify_mode: str = "auto",
+    verify_budget_mb: float = DEFAULT_VERIFY_BUDGET_MB,
+    verify_budget_s: float = DEFAULT_VERIFY_BUDGET_S,
+    fidelity: str | None = None,
+    extra_args: Sequence[str] = (),
+) -> Report:
     """Lower, verify and analyse a capture (any framework): ``cap`` has ``.document`` (the
     capture document, docs/capture.md) and ``.to_json()``; ``golden`` maps every input, weight
-    and output name to its value."""
+    and output name (and, with unsupported nodes, their outputs) to its value, or is a function
+    ``golden(intermediate_names) -> dict`` called only when the whole program is verified, or
+    None (no real data: per-op verification). Options: see the module doc."""
+    if verify_mode not in VERIFY_MODES:
+        raise AnalysisError(
+            f"unknown verify mode '{verify_mode}' (valid: {', '.join(VERIFY_MODES)})"
+        )
     capture_json = cap.to_json()
-    ir_text = lower(capture_json)
-    verification = verify(ir_text, cap.document, golden)
-    status = f"{verification['status']}: whole program, {verification['detail']}"
+    lowered = lower_detailed(capture_json, allow_unsupported, disabled_rules)
+    ir_text = lowered["ir"]
+    fed = [o for u in lowered["unsupported"] for o in u["outputs"]]
+    data_golden: dict[str, np.ndarray] = {}
+    if not verify:
+        verification = not_run(
+            "verification skipped (--no-verify): the lowered program was NOT "
+            "checked against the framework; the numbers are unverified"
+        )
+        status_line = "NOT verified: --no-verify"
+    else:
+        mode, why = verify_mode, f"{verify_mode} verification requested"
+        if mode == "auto":
+            mode, why = _choose_mode(
+                cap, golden, ir_text, hw, policy, verify_budget_mb, verify_budget_s
+            )
+        if mode == "whole_program":
+            if golden is None:
+                raise AnalysisError("whole-program verification needs real inputs")
+            data_golden = golden(fed) if callable(golden) else golden
+            verification = verify_program(ir_text, cap.document, data_golden, fed)
+        elif cap.document.get("framework") != "torch":
+            verification = not_run("per-op verification is built for PyTorch captures only")
+            verification["mode"] = "per_op"
+        else:
+            verification = verify_per_op(cap, lowered, disabled_rules, verify_budget_mb)
+        verification["why"] = why
+        notes = list(getattr(cap, "golden_notes", []) or [])
+        if notes:
+            verification["notes"] = notes
+        mode_words = (verification["mode"] or "").replace("_", " ")
+        status_line = f"{verification['status']}: {mode_words}, {verification['detail']}"
+    args = list(extra_args) + (["--fidelity", fidelity] if fidelity else [])
     data, table = sol_report(
-        ir_text, hw, policy, verification=status, source=cap.document.get("source")
+        ir_text,
+        hw,
+        policy,
+        verification=status_line,
+        source=cap.document.get("source"),
+        extra_args=args,
     )
     data["capture"] = {
         "framework": cap.document["framework"],
@@ -207,8 +511,9 @@ def analyze_capture(cap: Any, golden: dict[str, np.ndarray], hw: str, policy: st
         "method": cap.document["capture_method"],
         "source": cap.document["source"],
     }
+    data["coverage"] = _coverage(lowered)
     data["verification"] = verification
-    return Report(data, table=table, ir=ir_text, capture_json=capture_json, golden=golden)
+    return Report(data, table=table, ir=ir_text, capture_json=capture_json, golden=data_golden)
 
 
 def sol_report(
@@ -217,10 +522,12 @@ def sol_report(
     policy: str | None = None,
     verification: str | None = None,
     source: str | None = None,
+    extra_args: Sequence[str] = (),
 ) -> tuple[dict, str]:
     """The ``sol`` command's JSON report and terminal table for an IR program. ``verification``
     (e.g. "passed: whole program, ...") and ``source`` (the model file's name) replace the
-    report's "not verified" line and the temporary IR file's name; no temporary path is shown."""
+    report's "not verified" line and the temporary IR file's name; no temporary path is shown.
+    ``extra_args``: more ``sol`` options, passed as they are (e.g. ``["--fidelity", "fused"]``)."""
     with tempfile.TemporaryDirectory(prefix="solar-") as tmp:
         ir_path = os.path.join(tmp, "program.ir")
         json_path = os.path.join(tmp, "report.json")
@@ -233,6 +540,7 @@ def sol_report(
             args += ["--verification-status", verification]
         if source:
             args += ["--source-name", source]
+        args += list(extra_args)
         rc, out, err = run_cli_captured(args)
         if rc != 0:
             message = err.strip().splitlines()[0] if err.strip() else f"sol exited {rc}"

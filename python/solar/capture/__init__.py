@@ -5,10 +5,14 @@ This subpackage imports torch; ``import solar`` does not import it (the CLI and
 
 - ``load_model_file(path)``: the model and inputs of a benchmark-style file (``class Model``,
   ``get_inputs()``, ``get_init_inputs()``), seeded with ``torch.manual_seed(0)``.
+- ``capture_model_file(path)``: the capture of a model file built with FakeTensors (no memory).
 - ``capture(model, inputs, source=None)``: traces ``model(*inputs)`` and returns a ``Capture``
   (the JSON document, and what is needed to make golden data).
-- ``Capture.golden(model, inputs)``: runs the real model once and returns every input, weight,
-  buffer, constant and output as numpy arrays by capture name.
+- ``Capture.golden(model, inputs, intermediates=())``: runs the real model once and returns
+  every input, weight, buffer, constant and output (and the intermediates asked for) as numpy
+  arrays by capture name. A graph that draws a dropout mask, or a request for intermediates, is
+  run over the captured graph instead (``_golden.run_graph``), with a deterministic dropout mask;
+  ``Capture.golden_notes`` then says so.
 """
 
 from __future__ import annotations
@@ -20,16 +24,31 @@ import os
 import sys
 import tempfile
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
+from solar.capture._golden import has_random_dropout, run_graph
 from solar.capture._serialize import serialize
 from solar.capture._trace import CaptureError, Traced, trace
 
-__all__ = ["Capture", "CaptureError", "capture", "load_model_file", "to_numpy", "write_npz"]
+__all__ = [
+    "Capture",
+    "CaptureError",
+    "capture",
+    "capture_model_file",
+    "is_fake",
+    "load_model_file",
+    "to_numpy",
+    "write_npz",
+]
+
+DETERMINISTIC_DROPOUT_NOTE = (
+    "dropout made deterministic for verification: PyTorch's run used SOLAR's mask "
+    "(element i kept iff frac((i + 1) * 0.6180339887498949) >= p; docs/capture.md)"
+)
 
 
 @dataclass
@@ -37,6 +56,8 @@ class Capture:
     document: dict
     traced: Traced
     fx_to_name: dict[str, str]
+    elements: dict[str, list[str | None]] = field(default_factory=dict)  # multi-output FX nodes
+    golden_notes: list[str] = field(default_factory=list)  # how the last golden run was made
 
     @property
     def method(self) -> str:
@@ -62,20 +83,22 @@ class Capture:
         lines.append("}")
         return "\n".join(lines) + "\n"
 
-    def golden(self, model: Any, inputs: tuple) -> dict[str, np.ndarray]:
+    def golden(self, model: Any, inputs: tuple, intermediates: Any = ()) -> dict[str, np.ndarray]:
         """Runs ``model(*inputs)`` once, for real, and returns every graph input, weight, buffer
-        and constant (their values before the run) and every graph output, by capture name.
+        and constant (their values before the run) and every graph output, by capture name,
+        plus the tensors named in ``intermediates``.
 
-        Runs the model: in training mode its buffers (BatchNorm running statistics) change."""
+        The model itself runs unless the graph draws a dropout mask or intermediates are asked
+        for: then the captured graph runs (a torch.fx.Interpreter, deterministic dropout), which
+        leaves the model's buffers as they were. In the model's own run, a module in training
+        mode updates its buffers (BatchNorm running statistics)."""
         from torch.utils import _pytree as pytree
 
         module = model if isinstance(model, torch.nn.Module) else None
         flat_inputs = [t for t in pytree.tree_leaves(inputs)]
         arrays: dict[str, np.ndarray] = {}
+        placeholder_values = {}
         for fx_name, binding in self.traced.placeholders.items():
-            name = self.fx_to_name.get(fx_name)
-            if name is None:
-                continue
             if binding.kind == "input":
                 value = flat_inputs[binding.index]
             elif binding.kind == "weight":
@@ -84,7 +107,18 @@ class Capture:
                 value = module.get_buffer(binding.target)
             else:
                 value = binding.value
-            arrays[name] = to_numpy(value)  # a copy: taken before the run mutates buffers
+            placeholder_values[fx_name] = value
+            name = self.fx_to_name.get(fx_name)
+            if name is not None:
+                arrays[name] = to_numpy(value)  # a copy: taken before the run mutates buffers
+        wanted = set(intermediates)
+        random_dropout = has_random_dropout(self.traced.graph)
+        self.golden_notes = []
+        if wanted or random_dropout:
+            if random_dropout:
+                self.golden_notes.append(DETERMINISTIC_DROPOUT_NOTE)
+            self._golden_from_graph(placeholder_values, wanted, arrays)
+            return arrays
         with torch.no_grad():
             result = model(*inputs)
         flat_outputs = [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
@@ -98,6 +132,33 @@ class Capture:
                 arrays[name] = to_numpy(value)
         return arrays
 
+    def _golden_from_graph(
+        self, placeholder_values: dict[str, Any], wanted: set[str], arrays: dict[str, np.ndarray]
+    ) -> None:
+        """Runs the captured graph; adds its outputs and the ``wanted`` tensors to ``arrays``."""
+        graph = self.traced.graph
+        args = []
+        for node in graph.nodes:
+            if node.op != "placeholder":
+                continue
+            if node.name not in placeholder_values:
+                raise CaptureError(f"graph input '{node.name}' has no value for a golden run")
+            args.append(placeholder_values[node.name])
+        wanted = wanted | {self.fx_to_name[node.name] for node, _ in self.traced.outputs}
+        keep = {fx for fx, name in self.fx_to_name.items() if name in wanted}
+        keep |= {fx for fx, names in self.elements.items() if wanted & set(filter(None, names))}
+        values = run_graph(self.traced.module, args, keep)
+        for fx, value in values.items():
+            if fx in self.elements:
+                for name, element in zip(self.elements[fx], value, strict=False):
+                    if name in wanted and name not in arrays:
+                        arrays[name] = to_numpy(element)
+            elif self.fx_to_name.get(fx) in wanted and self.fx_to_name[fx] not in arrays:
+                arrays[self.fx_to_name[fx]] = to_numpy(value)
+        missing = sorted(wanted - set(arrays))
+        if missing:
+            raise CaptureError(f"the golden run gave no value for {', '.join(missing)}")
+
 
 def capture(model: Any, inputs: tuple, source: str | None = None) -> Capture:
     """Traces ``model(*inputs)`` (an nn.Module or a function of tensors) into a Capture.
@@ -106,8 +167,36 @@ def capture(model: Any, inputs: tuple, source: str | None = None) -> Capture:
     traced = trace(model, tuple(inputs))
     if source is None:
         source = _source_of(model)
-    document, fx_to_name = serialize(traced, source)
-    return Capture(document, traced, fx_to_name)
+    document, fx_to_name, elements = serialize(traced, source)
+    return Capture(document, traced, fx_to_name, elements)
+
+
+def capture_model_file(path: str | os.PathLike, prog: str = "solar") -> tuple[Capture, Any, tuple]:
+    """Captures a benchmark-style model file without building it for real: the model and inputs
+    are FakeTensors (no memory). A model that cannot be built that way is built for real (a note
+    on stderr, prefixed with ``prog``). Returns the capture and the model and inputs it traced
+    (fake or real: ``Capture.is_fake`` tells)."""
+    source = os.path.basename(os.fspath(path))
+    try:
+        model, inputs = load_model_file(path, fake=True)
+        return capture(model, inputs, source=source), model, inputs
+    except CaptureError:
+        raise
+    except Exception as e:  # a model that cannot be built with FakeTensors: build it for real
+        print(
+            f"{prog}: note: building {source} with FakeTensors failed ({type(e).__name__});"
+            " building the model with real tensors",
+            file=sys.stderr,
+        )
+    model, inputs = load_model_file(path)
+    return capture(model, inputs, source=source), model, inputs
+
+
+def is_fake(inputs: tuple) -> bool:
+    """Whether any of the tensors is a FakeTensor or on the meta device (no values)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return any(isinstance(x, FakeTensor) or getattr(x, "is_meta", False) for x in inputs)
 
 
 def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, tuple]:

@@ -54,8 +54,11 @@ def dtype_name(dtype: torch.dtype) -> str:
     return DTYPES[dtype]
 
 
-def serialize(traced: Traced, source: str | None) -> tuple[dict, dict[str, str]]:
-    """The capture document, and the capture name of every FX node that holds a tensor."""
+def serialize(
+    traced: Traced, source: str | None
+) -> tuple[dict, dict[str, str], dict[str, list[str | None]]]:
+    """The capture document, the capture name of every FX node that holds a tensor, and the
+    element names of every multi-output FX node (``None`` for an element that is no tensor)."""
     graph = traced.graph
     names = NameTable()
     tensor_name: dict[str, str] = {}  # FX node name -> capture tensor name
@@ -154,7 +157,7 @@ def serialize(traced: Traced, source: str | None) -> tuple[dict, dict[str, str]]
         "nodes": nodes,
         "outputs": outputs,
     }
-    return doc, tensor_name
+    return doc, tensor_name, multi
 
 
 def _op_name(target: Any) -> str:

@@ -40,6 +40,7 @@ class Binding:
 class Traced:
     graph: torch.fx.Graph
     method: str  # "torch.export" or "make_fx"
+    module: Any = None  # the torch.fx.GraphModule holding ``graph`` (run by golden runs)
     placeholders: dict[str, Binding] = field(default_factory=dict)  # by FX node name
     outputs: list[tuple[Any, Binding]] = field(default_factory=list)  # (FX node, binding)
     dropped: set[str] = field(default_factory=set)  # FX nodes not serialized (mutation copies)
@@ -84,12 +85,27 @@ def _first_line(text: str) -> str:
     return lines[0] if lines else ""
 
 
+# Ops kept whole although Core ATen decomposes them: their rules know more than the pieces say.
+# scaled_dot_product_attention with is_causal decomposes into dense matmuls and a `where` mask
+# (the full square of scores); its rule lowers the causal triangle, the work a fused attention
+# kernel does (docs/lowering.md).
+KEPT_WHOLE = ("scaled_dot_product_attention.default",)
+
+
+def _decompositions(table: dict | None = None) -> dict:
+    """The decomposition table (torch.export's default unless given) minus KEPT_WHOLE."""
+    table = dict(torch.export.default_decompositions() if table is None else table)
+    for name in KEPT_WHOLE:
+        table.pop(getattr(torch.ops.aten, name.split(".")[0]).default, None)
+    return table
+
+
 def _trace_export(module: nn.Module, args: tuple) -> Traced:
     from torch.export.graph_signature import InputKind, OutputKind
 
-    ep = torch.export.export(module, args).run_decompositions()
+    ep = torch.export.export(module, args).run_decompositions(_decompositions())
     sig = ep.graph_signature
-    traced = Traced(graph=ep.graph, method="torch.export")
+    traced = Traced(graph=ep.graph, method="torch.export", module=ep.graph_module)
     n_inputs = 0
     for spec in sig.input_specs:
         name = getattr(spec.arg, "name", None)
@@ -141,11 +157,11 @@ def _trace_make_fx(module: nn.Module, args: tuple) -> Traced:
     functional = torch.func.functionalize(flat_fn, remove="mutations_and_views")
     gm = make_fx(
         functional,
-        decomposition_table=core_aten_decompositions(),
+        decomposition_table=_decompositions(core_aten_decompositions()),
         tracing_mode="fake",
         record_stack_traces=True,
     )(*params.values(), *buffers.values(), *flat_args)
-    traced = Traced(graph=gm.graph, method="make_fx")
+    traced = Traced(graph=gm.graph, method="make_fx", module=gm)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     arg_names = _argument_names(module, len(flat_args))
     state_kinds = [("weight", t) for t in params] + [("buffer", t) for t in buffers]

@@ -1,0 +1,276 @@
+"""Per-op verification at reduced size (docs/capture.md, "Verification").
+
+When the whole program is too big to run, each distinct lowered operator configuration (the same
+op, the same non-tensor arguments up to the sizes being shrunk, the same operand dtypes and
+ranks) is checked alone: the node is rebuilt at reduced sizes, PyTorch runs the op on seeded
+random data, the one-node capture is lowered by the same rules, SOLAR's executor runs it, and the
+outputs are compared.
+
+Shrinking. Every size of the node's tensors that is at least ``MIN_SHRINK`` is divided by one
+factor d (a power of two), everywhere it appears: in the operand shapes and in integer arguments
+equal to it (view and expand sizes, slice ends, ...). Three maps are tried: ``exact`` shrinks
+only the sizes that d divides (so a reshape of 1024 into 16 x 64 stays consistent), ``leading``
+only the sizes that d divides among the tensors' first dimensions (a reshape of 4096 x 64 into
+256 x 16 x 64), ``ceil`` every size to ceil(S / d). d is the smallest power of two that brings
+the node's tensors under ``TARGET_BYTES``. PyTorch decides whether the reduced node is valid:
+the op must run and give outputs of the original ranks and dtypes, and the lowering must accept
+it. If no map works, the node runs at its real size when its tensors fit ``real_budget_bytes``;
+otherwise it is listed as not verified.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from solar.capture import to_numpy
+from solar.capture._golden import deterministic_dropout
+from solar.capture._serialize import DTYPES
+
+MIN_SHRINK = 16  # sizes below this are kept (kernel sizes, heads, small channel counts)
+TARGET_BYTES = 1 << 20  # the reduced node's tensors, in all
+_PLACEMENT_ARGS = ("device", "layout", "memory_format", "pin_memory")
+_TORCH_DTYPES = {name: dtype for dtype, name in DTYPES.items()}
+_ELEMENT_BYTES = {name: torch.empty((), dtype=d).element_size() for d, name in DTYPES.items()}
+
+
+def config_key(node: dict, dtypes: dict[str, str], ranks: dict[str, int]) -> str:
+    """The configuration of a node: its op, its arguments with every tensor replaced by its dtype
+    and rank, and its outputs' dtypes and ranks."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict) and "tensor" in value:
+            return {"dtype": dtypes[value["tensor"]], "rank": ranks[value["tensor"]]}
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    outs = [None if o is None else [dtypes[o], ranks[o]] for o in node["outputs"]]
+    return json.dumps([node["op"], strip(node["args"]), outs], sort_keys=True)
+
+
+def _sizes(node: dict, shapes: dict[str, list[int]], leading: bool = False) -> set[int]:
+    """The sizes of the node's tensors that may shrink (``leading``: only their first dims)."""
+    names = [o for o in node["outputs"] if o is not None] + list(_refs(node["args"]))
+    return {s for n in names for s in (shapes[n][:1] if leading else shapes[n]) if s >= MIN_SHRINK}
+
+
+def _refs(value: Any):
+    """Every tensor name referenced in an argument value (or in a node's whole args dict)."""
+    if isinstance(value, dict) and "tensor" in value:
+        yield value["tensor"]
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _refs(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _refs(v)
+
+
+def _mapping(sizes: set[int], d: int, mode: str) -> dict[int, int]:
+    if d == 1:
+        return {}
+    if mode in ("exact", "leading"):
+        return {s: s // d for s in sizes if s % d == 0}
+    return {s: max(1, math.ceil(s / d)) for s in sizes}
+
+
+def _footprint(node: dict, shapes, dtypes, mapping: dict[int, int]) -> int:
+    names = {o for o in node["outputs"] if o is not None} | set(_refs(node["args"]))
+    return sum(
+        math.prod(mapping.get(s, s) for s in shapes[n]) * _ELEMENT_BYTES[dtypes[n]] for n in names
+    )
+
+
+def _map_args(value: Any, mapping: dict[int, int]) -> Any:
+    """``value`` (an argument, or a node's whole args dict) with every int in ``mapping`` mapped;
+    tensor references, bools, floats and strings stay."""
+    if isinstance(value, dict):
+        if "tensor" in value:
+            return value
+        return {k: _map_args(v, mapping) for k, v in value.items()}
+    if isinstance(value, bool) or not isinstance(value, (int, list)):
+        return value
+    if isinstance(value, list):
+        return [_map_args(v, mapping) for v in value]
+    return mapping.get(value, value)
+
+
+def _random(shape: list[int], dtype: str, gen: torch.Generator) -> torch.Tensor:
+    torch_dtype = _TORCH_DTYPES[dtype]
+    if dtype == "bool":
+        return torch.randint(0, 2, shape, generator=gen).bool()
+    if torch_dtype.is_floating_point:
+        return torch.randn(shape, generator=gen, dtype=torch.float64).to(torch_dtype)
+    return torch.randint(0, 2, shape, generator=gen).to(torch_dtype)  # valid indices
+
+
+def _torch_op(name: str) -> Any:
+    parts = name.split(".")
+    if len(parts) != 3 or parts[0] != "aten":
+        raise ValueError(f"{name} is not an ATen operator")
+    return getattr(getattr(torch.ops.aten, parts[1]), parts[2])
+
+
+def _call(op_name: str, args: dict, tensors: dict[str, torch.Tensor]) -> Any:
+    op = _torch_op(op_name)
+    schema = {a.name: str(a.type) for a in op._schema.arguments}
+
+    def value(v: Any, type_name: str) -> Any:
+        if isinstance(v, dict) and "tensor" in v:
+            return tensors[v["tensor"]]
+        if isinstance(v, list):
+            return [value(x, type_name) for x in v]
+        if isinstance(v, str) and v in ("inf", "-inf", "nan") and "str" not in type_name:
+            return float(v)
+        return v
+
+    kwargs = {}
+    for k, v in args.items():
+        if k in _PLACEMENT_ARGS:
+            continue  # the CPU defaults
+        kwargs[k] = _TORCH_DTYPES[v] if k == "dtype" and v is not None else value(v, schema[k])
+    if op_name == "aten.native_dropout.default":
+        return deterministic_dropout(kwargs["input"], kwargs["p"], kwargs["train"])
+    return op(**kwargs)
+
+
+def verify_per_op(
+    document: dict,
+    skip_nodes: set[str],
+    lower: Callable[[str], str],
+    run_and_compare: Callable[[str, dict, dict, dict], list[dict]],
+    real_budget_bytes: int,
+) -> list[dict]:
+    """One check per distinct configuration of the lowered nodes (``skip_nodes``: not lowered).
+    ``lower(capture_json) -> ir``; ``run_and_compare(ir, inputs, expected, dtypes)`` runs the IR
+    and compares each output. Returns one entry per configuration, in first-occurrence order."""
+    shapes = {t["name"]: t["shape"] for t in document["tensors"]}
+    dtypes = {t["name"]: t["dtype"] for t in document["tensors"]}
+    ranks = {n: len(s) for n, s in shapes.items()}
+    groups: dict[str, list[dict]] = {}
+    for node in document["nodes"]:
+        if node["name"] in skip_nodes:
+            continue
+        groups.setdefault(config_key(node, dtypes, ranks), []).append(node)
+    checks = []
+    for k, nodes in enumerate(groups.values()):
+        checks.append(_check(nodes, k, shapes, dtypes, lower, run_and_compare, real_budget_bytes))
+    return checks
+
+
+def _candidates(node, shapes, dtypes, real_budget_bytes):
+    tried = []
+    for mode in ("exact", "leading", "ceil"):
+        sizes = _sizes(node, shapes, leading=mode == "leading")
+        d = 1
+        while _footprint(node, shapes, dtypes, _mapping(sizes, d, mode)) > TARGET_BYTES:
+            if d > max(sizes, default=1):
+                break
+            d *= 2
+        mapping = _mapping(sizes, d, mode)
+        if mapping and mapping not in tried:
+            tried.append(mapping)
+            yield f"reduced ({mode}, sizes / {d})", mapping
+    if _footprint(node, shapes, dtypes, {}) <= real_budget_bytes:
+        yield "real size", {}
+
+
+def _check(nodes, k, shapes, dtypes, lower, run_and_compare, real_budget_bytes) -> dict:
+    node = nodes[0]
+    entry = {
+        "op": node["op"],
+        "nodes": len(nodes),
+        "example_node": node["name"],
+        "real_shapes": {n: shapes[n] for n in _names(node)},
+    }
+    errors = []
+    for how, mapping in _candidates(node, shapes, dtypes, real_budget_bytes):
+        gen = torch.Generator().manual_seed(k)
+        inputs = {
+            n: _random([mapping.get(s, s) for s in shapes[n]], dtypes[n], gen)
+            for n in dict.fromkeys(_refs(node["args"]))
+        }
+        args = _map_args(node["args"], mapping)
+        try:
+            result = _call(node["op"], args, inputs)
+        except Exception as e:  # PyTorch refuses the reduced node: try the next candidate
+            errors.append(f"{how}: PyTorch: {type(e).__name__}: {_first_line(str(e))}")
+            continue
+        results = list(result) if isinstance(result, (tuple, list)) else [result]
+        ok = len(results) == len(node["outputs"]) and all(
+            name is None
+            or (
+                isinstance(r, torch.Tensor)
+                and r.dim() == len(shapes[name])
+                and DTYPES.get(r.dtype) == dtypes[name]
+            )
+            for name, r in zip(node["outputs"], results, strict=False)
+        )
+        if not ok:
+            errors.append(f"{how}: PyTorch's outputs differ in number, rank or dtype")
+            continue
+        outputs = {n: r for n, r in zip(node["outputs"], results, strict=True) if n is not None}
+        doc = _one_node_document(node, args, inputs, outputs, dtypes)
+        try:
+            ir = lower(doc)
+        except ValueError as e:  # the rule refuses the reduced node
+            errors.append(f"{how}: lowering: {_first_line(str(e))}")
+            continue
+        feed = {n: to_numpy(t) for n, t in inputs.items()}
+        expected = {n: to_numpy(t) for n, t in outputs.items()}
+        compared = run_and_compare(ir, feed, expected, dtypes)
+        entry.update(
+            size=how,
+            shapes={n: list(t.shape) for n, t in {**inputs, **outputs}.items()},
+            outputs=compared,
+            result="passed" if all(c["passed"] for c in compared) else "failed",
+        )
+        return entry
+    entry.update(
+        size=None,
+        shapes=None,
+        outputs=[],
+        result="not_verified",
+        reason="; ".join(errors) or "too big to run at its real size, and cannot be reduced",
+    )
+    return entry
+
+
+def _names(node: dict) -> list[str]:
+    return list(dict.fromkeys([*_refs(node["args"]), *(o for o in node["outputs"] if o)]))
+
+
+def _one_node_document(node, args, inputs, outputs, dtypes) -> str:
+    tensors = [
+        {"name": n, "role": "input", "dtype": dtypes[n], "shape": list(t.shape)}
+        for n, t in inputs.items()
+    ] + [
+        {"name": n, "role": "output", "dtype": dtypes[n], "shape": list(t.shape)}
+        for n, t in outputs.items()
+    ]
+    doc = {
+        "format": "solar-capture",
+        "version": 1,
+        "framework": "torch",
+        "framework_version": torch.__version__.split("+")[0],
+        "capture_method": "per-op",
+        "source": None,
+        "tensors": tensors,
+        "nodes": [
+            {"name": node["name"], "op": node["op"], "args": args, "outputs": node["outputs"]}
+        ],
+        "outputs": list(outputs),
+    }
+    return json.dumps(doc)
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else ""

@@ -1,0 +1,242 @@
+"""The JAX frontend (docs/jax.md): JAX functions and Flax models -> capture -> SOLAR report.
+
+This subpackage imports jax; ``import solar`` does not import it.
+
+- ``analyze(fn, example_inputs, hw="H100-SXM")``: a ``solar.frontend.Report`` for
+  ``fn(*example_inputs)`` (a JAX function, or an ``nnx.Module`` instance).
+- ``analyze_file(path, hw=...)``: the same for a model file (``get_inputs()`` and ``forward`` or
+  a Flax ``Model``).
+- ``capture(fn, example_inputs)`` / ``load_model_file(path)``: the pieces.
+
+The capture document has the format of docs/capture.md with ``"framework": "jax"`` and ops named
+``jax.<primitive>``; the lowering and verification are shared with the PyTorch frontend.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+
+from solar.jax._capture import CaptureError, Leaf, flatten, to_numpy
+
+__all__ = ["CaptureError", "JaxCapture", "analyze", "analyze_file", "capture", "load_model_file"]
+
+
+@dataclass
+class JaxCapture:
+    """A captured JAX program: the capture document, and how to compute its golden data."""
+
+    document: dict
+    constants: dict[str, np.ndarray]
+    fn: Any = field(repr=False)
+    leaves: list[Leaf] = field(repr=False)
+
+    def to_json(self) -> str:
+        from solar.capture import Capture
+
+        return Capture(self.document, None, {}).to_json()
+
+    def golden(self) -> dict[str, np.ndarray]:
+        """Runs the program once with JAX (jitted, on its default device) and returns every
+        input, weight and constant and every output by capture name."""
+        arrays: dict[str, np.ndarray] = {}
+        for t, leaf in zip(self.document["tensors"], self.leaves, strict=False):
+            arrays[t["name"]] = to_numpy(leaf.value)
+        arrays.update(self.constants)
+        results = jax.jit(self.fn)(*[leaf.value for leaf in self.leaves])
+        for name, value in zip(self.document["outputs"], results, strict=True):
+            if name not in arrays:
+                arrays[name] = to_numpy(value)
+        return arrays
+
+
+def capture(fn: Any, example_inputs: Any, source: str | None = None) -> JaxCapture:
+    """Captures ``fn(*example_inputs)``: a JAX function, or an ``nnx.Module`` instance (its
+    parameters become weights)."""
+    inputs = _as_tuple(example_inputs)
+    weights: dict = {}
+    apply = fn
+    try:
+        from flax import linen, nnx
+    except ImportError:  # flax is optional for plain JAX functions
+        linen = nnx = None
+    if nnx is not None and isinstance(fn, nnx.Module):
+        graphdef, state = nnx.split(fn)
+        weights = state
+
+        def apply(state: Any, *xs: Any) -> Any:
+            return nnx.merge(graphdef, state)(*xs)
+
+    elif linen is not None and isinstance(fn, linen.Module):
+        raise CaptureError(
+            "a linen Module needs its variables: pass "
+            "`lambda *xs: model.apply(variables, *xs)`, or use a model file (docs/jax.md)"
+        )
+    if not callable(fn):
+        raise CaptureError(f"expected a JAX function, got {type(fn).__name__}")
+    return _capture(apply, weights, inputs, _input_names(fn, len(inputs)), source or _source(fn))
+
+
+def _capture(
+    apply: Any, weights: Any, inputs: tuple, input_names: list[str], source: str | None
+) -> JaxCapture:
+    """``apply(*inputs)``, or ``apply(weights, *inputs)`` when there are weights."""
+    leaves: list[Leaf] = []
+    w_paths, w_tree = jax.tree_util.tree_flatten_with_path(weights)
+    for path, value in w_paths:
+        collection = _key(path[0]) if path else ""
+        # linen's batch_stats and cache collections are buffers; every other leaf is a weight
+        role = "buffer" if collection in ("batch_stats", "cache") else "weight"
+        leaves.append(Leaf(_weight_name(path), role, value))
+    x_tree = []
+    for name, x in zip(input_names, inputs, strict=True):
+        x_paths, treedef = jax.tree_util.tree_flatten_with_path(x)
+        x_tree.append((treedef, len(x_paths)))
+        for path, value in x_paths:
+            leaf_name = "_".join([name] + [_key(k) for k in path])
+            leaves.append(Leaf(leaf_name, "input", _as_array(value, leaf_name)))
+    n_weights = len(w_paths)
+    has_weights = n_weights > 0
+
+    def flat_fn(*flat: Any) -> list:
+        ws = jax.tree_util.tree_unflatten(w_tree, flat[:n_weights])
+        xs, at = [], n_weights
+        for treedef, n in x_tree:
+            xs.append(jax.tree_util.tree_unflatten(treedef, flat[at : at + n]))
+            at += n
+        result = apply(ws, *xs) if has_weights else apply(*xs)
+        return jax.tree_util.tree_leaves(result)
+
+    flat = flatten(flat_fn, leaves, source)
+    return JaxCapture(flat.document, flat.constants, flat_fn, leaves)
+
+
+def load_model_file(path: str | os.PathLike) -> tuple[Any, Any, tuple, list[str]]:
+    """A JAX model file as ``(apply, weights, inputs, input_names)``: ``forward(*get_inputs())``
+    (no weights), or a Flax ``Model(*get_init_inputs())`` (linen: ``init`` with
+    ``jax.random.PRNGKey(0)``; nnx: built with ``rngs=nnx.Rngs(0)``)."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise CaptureError(f"{path}: no such file")
+    name = "_solar_jax_model_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    if not hasattr(module, "get_inputs"):
+        raise CaptureError(f"{path}: defines no 'get_inputs' (docs/jax.md: model files)")
+    inputs = _as_tuple(module.get_inputs())
+    if hasattr(module, "forward"):
+        return module.forward, {}, inputs, _input_names(module.forward, len(inputs))
+    if not hasattr(module, "Model"):
+        raise CaptureError(
+            f"{path}: defines neither 'forward' nor 'Model' (a JAX model file defines get_inputs()"
+            " and forward(*inputs) or a Flax Model; docs/jax.md)"
+        )
+    from flax import linen, nnx
+
+    cls = module.Model
+    init = tuple(module.get_init_inputs()) if hasattr(module, "get_init_inputs") else ()
+    if isinstance(cls, type) and issubclass(cls, linen.Module):
+        model = cls(*init)
+        variables = model.init(jax.random.PRNGKey(0), *inputs)
+
+        def apply(variables: Any, *xs: Any) -> Any:
+            return model.apply(variables, *xs)
+
+        return apply, variables, inputs, _input_names(model.__call__, len(inputs))
+    if isinstance(cls, type) and issubclass(cls, nnx.Module):
+        takes_rngs = "rngs" in inspect.signature(cls.__init__).parameters
+        model = cls(*init, rngs=nnx.Rngs(0)) if takes_rngs else cls(*init)
+        graphdef, state = nnx.split(model)
+
+        def apply_nnx(state: Any, *xs: Any) -> Any:
+            return nnx.merge(graphdef, state)(*xs)
+
+        return apply_nnx, state, inputs, _input_names(model.__call__, len(inputs))
+    raise CaptureError(f"{path}: Model is not a flax.linen or flax.nnx Module")
+
+
+# XLA's default precision runs fp32 dots and convolutions on TF32 tensor cores (NVIDIA) or in
+# one bf16 pass (TPU); PyTorch's default runs fp32 matmuls at the fp32 rate. A JAX program is
+# analysed under JAX's default unless a policy is given (docs/precision.md).
+DEFAULT_POLICY = "jax-default"
+
+
+def analyze(
+    fn: Any,
+    example_inputs: Any,
+    hw: str = "H100-SXM",
+    policy: str | None = None,
+    source: str | None = None,
+) -> Any:
+    """Captures ``fn(*example_inputs)``, lowers it, verifies it against JAX on the same inputs
+    and returns its SOL report (``solar.frontend.Report``) on device ``hw``."""
+    from solar import frontend
+
+    cap = capture(fn, example_inputs, source=source)
+    return frontend.analyze_capture(cap, cap.golden(), hw, policy or DEFAULT_POLICY)
+
+
+def analyze_file(path: str | os.PathLike, hw: str = "H100-SXM", policy: str | None = None) -> Any:
+    """``analyze`` on a JAX model file (docs/jax.md)."""
+    from solar import frontend
+
+    apply, weights, inputs, names = load_model_file(path)
+    cap = _capture(apply, weights, inputs, names, os.path.basename(os.fspath(path)))
+    return frontend.analyze_capture(cap, cap.golden(), hw, policy or DEFAULT_POLICY)
+
+
+def _as_tuple(inputs: Any) -> tuple:
+    return tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
+
+
+def _as_array(value: Any, name: str) -> Any:
+    if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+        raise CaptureError(f"input '{name}' is a {type(value).__name__}, not an array")
+    return value
+
+
+def _input_names(fn: Any, n: int) -> list[str]:
+    """The names of fn's first n positional parameters (``x0, x1, ...`` where unknown)."""
+    try:
+        params = [
+            p.name
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        params = []
+    names = params[:n] if len(params) >= n else []
+    return names or [f"x{i}" for i in range(n)]
+
+
+def _key(k: Any) -> str:
+    for attr in ("key", "name", "idx"):
+        if hasattr(k, attr):
+            return str(getattr(k, attr))
+    return str(k)
+
+
+def _weight_name(path: tuple) -> str:
+    """``params/Dense_0/kernel`` -> ``Dense_0_kernel``; nnx ``l/kernel/value`` -> ``l_kernel``."""
+    keys = [_key(k) for k in path]
+    if len(keys) > 1 and keys[0] == "params":
+        keys = keys[1:]
+    if len(keys) > 1 and keys[-1] == "value":
+        keys = keys[:-1]
+    return "_".join(keys) or "w"
+
+
+def _source(fn: Any) -> str | None:
+    try:
+        return os.path.basename(inspect.getsourcefile(fn) or "") or None
+    except (TypeError, OSError):
+        return None

@@ -1,0 +1,253 @@
+"""Translation tasks: what the agent is asked to translate, with the golden data that verifies it
+(docs/llm.md, "The contract").
+
+- ``program_task(path)``: a whole model file, as ``solar analyze`` reads it. PyTorch (``class
+  Model``, ``get_inputs()``, ``get_init_inputs()``): inputs ``in0..`` are the tensors of
+  ``get_inputs()`` flattened in order, weights the ``state_dict()`` entries named with '.'
+  replaced by '_', outputs ``out0..`` the tensors the call returns, flattened. JAX (a file that
+  imports jax or flax, docs/jax.md: ``forward(*get_inputs())`` or a Flax ``Model``): the same,
+  with the Flax variables as weights, named as ``solar.jax`` names them (``Dense_0_kernel``).
+- ``op_task(document, node)``: one node of a capture document, run by itself in PyTorch on seeded
+  random inputs of its shapes and dtypes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from solar.llm.agent import Task
+from solar.llm.config import LLMError
+from solar.llm.prompt import Tensor, op_prompt, program_prompt
+
+
+def program_task(path: str | os.PathLike) -> tuple[Task, str]:
+    """The task of translating a model file, and its framework ("PyTorch" or "JAX")."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise LLMError(f"{path}: no such file")
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    from solar.frontend import imports_jax
+
+    framework = "JAX" if imports_jax(path) else "PyTorch"
+    try:
+        golden = _jax_golden if framework == "JAX" else _torch_golden
+        inputs, weights, outputs = golden(path)
+    except ValueError:  # LLMError, CaptureError: one line already
+        raise
+    except Exception as e:  # the model's own code failed
+        message = " ".join(str(e).split())
+        raise LLMError(f"{path}: running the model failed: {type(e).__name__}: {message}") from e
+    filename = os.path.basename(path)
+    ins = [_tensor(f"in{i}", dtype, a) for i, (dtype, a) in enumerate(inputs)]
+    ws = [_tensor(name, dtype, a, origin) for name, origin, dtype, a in weights]
+    outs = [_tensor(f"out{i}", dtype, a) for i, (dtype, a) in enumerate(outputs)]
+    feed = {t.name: a for t, (_, a) in zip(ins, inputs, strict=True)}
+    feed.update({t.name: w[3] for t, w in zip(ws, weights, strict=True)})
+    task = Task(
+        label=filename,
+        messages=program_prompt(source, filename, framework, ins, ws, outs),
+        feed=feed,
+        expected={t.name: (t.dtype, a) for t, (_, a) in zip(outs, outputs, strict=True)},
+        key={
+            "kind": "program",
+            "framework": framework,
+            "source": source,
+            "contract": [[t.name, t.dtype, list(t.shape)] for t in ins + ws + outs],
+        },
+        feed_dtypes={t.name: t.dtype for t in ins + ws},
+    )
+    return task, framework
+
+
+def _tensor(name: str, dtype: str, a: np.ndarray, origin: str = "") -> Tensor:
+    return Tensor(name, dtype, tuple(int(s) for s in a.shape), origin)
+
+
+def _torch_golden(path: str) -> tuple[list, list, list]:
+    """(inputs, weights, outputs) of a PyTorch model file, run once for real: inputs and
+    outputs as (dtype, array), weights as (IR name, state_dict key, dtype, array)."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    from solar.capture import load_model_file, to_numpy
+    from solar.capture._names import sanitize
+    from solar.capture._serialize import dtype_name
+
+    model, args = load_model_file(path)
+    leaves = [t for t in pytree.tree_leaves(args) if isinstance(t, torch.Tensor)]
+    inputs = [(dtype_name(t.dtype), to_numpy(t)) for t in leaves]
+    weights = []
+    taken = {f"in{i}" for i in range(len(inputs))}
+    if isinstance(model, torch.nn.Module):
+        for key, value in model.state_dict().items():  # values before the call (BatchNorm)
+            name = sanitize(key)
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            weights.append((name, key, dtype_name(value.dtype), to_numpy(value)))
+    with torch.no_grad():
+        result = model(*args)
+    outs = [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
+    if not outs:
+        raise LLMError(f"{path}: the model returns no tensor")
+    return inputs, weights, [(dtype_name(t.dtype), to_numpy(t)) for t in outs]
+
+
+def _jax_golden(path: str) -> tuple[list, list, list]:
+    """``_torch_golden`` for a JAX model file (``solar.jax.load_model_file``)."""
+    try:
+        import jax
+
+        from solar.jax import _weight_name, load_model_file
+        from solar.jax._capture import DTYPES, to_numpy
+    except ImportError as e:
+        raise LLMError(f"translating a JAX model file needs jax and flax: {e}") from None
+
+    def leaf(x: Any) -> tuple[str, np.ndarray]:
+        a = np.asarray(x)
+        if a.dtype.name not in DTYPES:
+            raise LLMError(f"{path}: dtype {a.dtype.name} has no SOLAR dtype")
+        return DTYPES[a.dtype.name], to_numpy(a)
+
+    apply, variables, args, _names = load_model_file(path)
+    paths = jax.tree_util.tree_flatten_with_path(variables)[0]
+    result = apply(variables, *args) if paths else apply(*args)
+    inputs = [leaf(x) for x in jax.tree_util.tree_leaves(args)]
+    weights, taken = [], {f"in{i}" for i in range(len(inputs))}
+    for key_path, value in paths:
+        name = _weight_name(key_path)
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        weights.append((name, jax.tree_util.keystr(key_path), *leaf(value)))
+    return inputs, weights, [leaf(x) for x in jax.tree_util.tree_leaves(result)]
+
+
+# ---------------------------------------------------------------------------------------------
+# One operator of a capture
+
+
+def op_task(document: dict, node: dict, seed: int = 0) -> tuple[Task, list[str], list[str]]:
+    """The task of translating one capture node, run by itself in PyTorch on seeded random
+    inputs; also the capture tensors bound to the program's inputs (in0..) and outputs (out0..).
+
+    Float inputs are standard normal, integer inputs uniform in 0..3, bool inputs random."""
+    import torch
+
+    from solar.capture import to_numpy
+    from solar.capture._serialize import DTYPES
+
+    op_name = node["op"]
+    op = _resolve_op(op_name)
+    tensors = {t["name"]: t for t in document["tensors"]}
+    torch_dtypes = {v: k for k, v in DTYPES.items()}
+    generator = torch.Generator().manual_seed(seed)
+    bound: list[str] = []  # capture tensor of in0, in1, ...
+    values: dict[str, torch.Tensor] = {}
+
+    def value_of(v: Any) -> Any:
+        if isinstance(v, dict) and "tensor" in v:
+            name = v["tensor"]
+            if name not in values:
+                values[name] = _random_tensor(tensors[name], torch_dtypes, generator)
+                bound.append(name)
+            return values[name]
+        if isinstance(v, list):
+            return [value_of(x) for x in v]
+        if isinstance(v, str) and v in ("inf", "-inf", "nan"):
+            return float(v)
+        return v
+
+    schema = op._schema
+    positional, keywords, lines = [], {}, []
+    for arg in schema.arguments:
+        if arg.name not in node["args"]:
+            continue  # Device, Layout, MemoryFormat: left out of the capture, defaults apply
+        raw = node["args"][arg.name]
+        value = value_of(raw)
+        if "ScalarType" in str(arg.type) and isinstance(raw, str):
+            value = torch_dtypes[raw]
+        if arg.kwarg_only:
+            keywords[arg.name] = value
+        else:
+            positional.append(value)
+        lines.append(f"{arg.name} = {_describe(raw, bound)}")
+    with torch.no_grad():
+        result = op(*positional, **keywords)
+    results = list(result) if isinstance(result, (tuple, list)) else [result]
+    out_names = [n for n in node["outputs"] if n is not None]
+    out_values = [r for r, n in zip(results, node["outputs"], strict=False) if n is not None]
+    if len(out_values) != len(out_names):
+        raise LLMError(
+            f"{op_name}: returned {len(results)} values for {len(node['outputs'])} outputs"
+        )
+    ins = [
+        Tensor(f"in{i}", tensors[n]["dtype"], tuple(tensors[n]["shape"]), f"capture tensor {n}")
+        for i, n in enumerate(bound)
+    ]
+    outs = [
+        Tensor(f"out{i}", tensors[n]["dtype"], tuple(tensors[n]["shape"]), f"capture tensor {n}")
+        for i, n in enumerate(out_names)
+    ]
+    expected = {}
+    for t, v in zip(outs, out_values, strict=True):
+        if tuple(v.shape) != t.shape:
+            raise LLMError(
+                f"{op_name}: output shape {list(v.shape)} is not the capture's {list(t.shape)}"
+            )
+        expected[t.name] = (t.dtype, to_numpy(v))
+    args_for_key = json.dumps(node["args"], sort_keys=True)
+    for i, name in enumerate(bound):  # the key names inputs by position, not by capture name
+        args_for_key = args_for_key.replace(json.dumps({"tensor": name}), f'"<in{i}>"')
+    task = Task(
+        label=f"node '{node['name']}' ({op_name})",
+        messages=op_prompt(op_name, str(schema), lines, ins, outs),
+        feed={t.name: to_numpy(values[n]) for t, n in zip(ins, bound, strict=True)},
+        expected=expected,
+        key={
+            "kind": "op",
+            "op": op_name,
+            "schema": str(schema),
+            "args": args_for_key,
+            "contract": [[t.name, t.dtype, list(t.shape)] for t in ins + outs],
+        },
+        feed_dtypes={t.name: t.dtype for t in ins},
+    )
+    return task, bound, out_names
+
+
+def _resolve_op(name: str) -> Any:
+    import torch
+
+    parts = name.split(".")
+    if len(parts) != 3 or parts[0] != "aten":
+        raise LLMError(f"'{name}' is not an ATen operator; the fallback translates ATen ops only")
+    try:
+        return getattr(getattr(torch.ops.aten, parts[1]), parts[2])
+    except AttributeError:
+        raise LLMError(f"unknown ATen operator '{name}'") from None
+
+
+def _random_tensor(info: dict, torch_dtypes: dict, generator: Any) -> Any:
+    import torch
+
+    dtype = torch_dtypes[info["dtype"]]
+    shape = tuple(info["shape"])
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=generator).to(torch.bool)
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype)
+    return torch.randint(0, 4, shape, generator=generator, dtype=dtype)
+
+
+def _describe(raw: Any, bound: list[str]) -> str:
+    if isinstance(raw, dict) and "tensor" in raw:
+        return f"in{bound.index(raw['tensor'])}"
+    if isinstance(raw, list):
+        return "[" + ", ".join(_describe(x, bound) for x in raw) + "]"
+    return json.dumps(raw)

@@ -1,0 +1,309 @@
+"""``solar bench DIR --hw NAME --out RESULTS/``: analyse a suite of benchmark-style model files.
+
+Every ``*.py`` file under DIR is a problem (``Model``, ``get_inputs``, ``get_init_inputs``); its
+folder relative to DIR is its level (files directly in DIR: level ``.``). Each problem runs
+``solar analyze`` in its own process (``--jobs N`` at once), so one crash, hang (``--timeout-s``)
+or failure never stops the rest. A finished problem (analysed or failed) leaves
+``RESULTS/problems/<level>/<file>.json``; a second run skips it, so an interrupted run resumes.
+
+``--timings FILE.json`` gives measured times in the public format
+``{level: {file_name: {"mean": ms, ...}}}``; a problem with a time gets headroom = time / SOL
+per fidelity, and a violation flag when the time is below its smallest SOL.
+
+Outputs (docs/calibrate.md, "Suites"): ``problems.json`` and ``problems.csv`` (one row per
+problem: status, verification, coverage, counts, SOL per fidelity, headroom, violation) and
+``summary.json`` / ``summary.csv`` (per level: problems, analysed, failed, timed, geometric-mean
+and median headroom per fidelity, violations). Same inputs, same files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+TOP_LEVEL = "."
+
+
+def find_problems(root: str) -> list[tuple[str, str]]:
+    """(level, path relative to ``root``) of every ``*.py`` file, sorted."""
+    found = []
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
+        for name in sorted(files):
+            if name.endswith(".py") and not name.startswith(("_", ".")):
+                rel = os.path.relpath(os.path.join(directory, name), root)
+                level = os.path.dirname(rel) or TOP_LEVEL
+                found.append((level.replace(os.sep, "/"), rel.replace(os.sep, "/")))
+    return sorted(found)
+
+
+def load_timings(path: str | None) -> dict:
+    if not path:
+        return {}
+    with open(path) as f:
+        data = json.load(f)
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise ValueError(f'{path}: timings must be {{level: {{file_name: {{"mean": ms}}}}}}')
+    return data
+
+
+def timing_ms(timings: dict, level: str, name: str) -> float | None:
+    entry = timings.get(level, {}).get(name)
+    if isinstance(entry, dict) and isinstance(entry.get("mean"), (int, float)):
+        value = float(entry["mean"])
+        return value if value > 0 and math.isfinite(value) else None
+    return None
+
+
+def result_path(out: str, rel: str) -> str:
+    return os.path.join(out, "problems", rel[: -len(".py")] + ".json")
+
+
+def write_json_atomic(path: str, data: object) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, sort_keys=True, indent=1, allow_nan=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-")
+    with os.fdopen(fd, "w", newline="") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def run_problem(root: str, level: str, rel: str, args: argparse.Namespace, ms: float | None):
+    """Runs ``solar analyze`` on one problem in a child process; returns its record."""
+    name = os.path.basename(rel)
+    record: dict = {"level": level, "problem": name, "path": rel, "measured_ms": ms}
+    with tempfile.TemporaryDirectory(prefix="solar-bench-") as tmp:
+        report_path = os.path.join(tmp, "report.json")
+        cmd = [sys.executable, "-m", "solar", "analyze", os.path.join(root, rel), "--hw", args.hw]
+        cmd += ["--json", report_path]
+        if args.policy:
+            cmd += ["--policy", args.policy]
+        if ms is not None:
+            cmd += ["--measured-ms", repr(ms)]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout_s)
+        except subprocess.TimeoutExpired:
+            record.update(status="failed", error=f"timed out after {args.timeout_s:g} s")
+            return record
+        if not os.path.exists(report_path):
+            lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+            error = lines[-1] if lines else f"solar analyze exited {done.returncode}"
+            record.update(status="failed", error=error)
+            return record
+        with open(report_path) as f:
+            report = json.load(f)
+    record.update(summarise(report))
+    return record
+
+
+def summarise(report: dict) -> dict:
+    """The per-problem fields of a ``solar analyze`` JSON report."""
+    v = report.get("verification", {})
+    sol = report.get("sol", {})
+    fidelities = sorted(report.get("bytes", {}))
+    headroom = report.get("headroom")
+    status = "ok" if v.get("status") != "failed" else "failed"
+    record = {
+        "status": status,
+        "verification": v.get("status"),
+        "coverage": report.get("coverage"),
+        "nodes": len(report.get("nodes", [])),
+        "macs": report.get("totals", {}).get("macs"),
+        "flops": report.get("totals", {}).get("flops"),
+        "bytes": {f: report["bytes"][f] for f in fidelities},
+        "sol_s": {f: sol.get(f"{f}_s") for f in fidelities},
+        "headroom": headroom["by_fidelity"] if headroom else None,
+        "violation": headroom["violation"] if headroom else None,
+    }
+    if status == "failed":
+        record["error"] = f"verification failed: {v.get('detail', '')}"
+    return record
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [x for x in values if x > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def summary(records: list[dict]) -> dict:
+    """Per level (and ``all``): problems, analysed, failed, timed, violations, geometric-mean and
+    median headroom per fidelity."""
+    levels: dict[str, list[dict]] = {}
+    for r in records:
+        levels.setdefault(r["level"], []).append(r)
+    levels["all"] = list(records)
+    out = {}
+    for level, rs in sorted(levels.items()):
+        ok = [r for r in rs if r["status"] == "ok"]
+        timed = [r for r in ok if r.get("headroom")]
+        fidelities = sorted({f for r in timed for f in r["headroom"]})
+        out[level] = {
+            "problems": len(rs),
+            "analysed": len(ok),
+            "failed": len(rs) - len(ok),
+            "timed": len(timed),
+            "violations": sum(1 for r in timed if r.get("violation")),
+            "geomean_headroom": {
+                f: geomean([r["headroom"][f] for r in timed if f in r["headroom"]])
+                for f in fidelities
+            },
+            "median_headroom": {
+                f: statistics.median([r["headroom"][f] for r in timed if f in r["headroom"]])
+                for f in fidelities
+            },
+        }
+    return out
+
+
+def _csv(rows: list[dict], columns: list[str]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for row in rows:
+        w.writerow(["" if row.get(c) is None else row.get(c) for c in columns])
+    return buf.getvalue()
+
+
+def flat(record: dict) -> dict:
+    row = {k: v for k, v in record.items() if not isinstance(v, dict)}
+    for key in ("bytes", "sol_s", "headroom"):
+        for f, v in (record.get(key) or {}).items():
+            row[f"{key}_{f}"] = v
+    cov = record.get("coverage")
+    row["coverage"] = json.dumps(cov, sort_keys=True) if cov is not None else None
+    return row
+
+
+def write_outputs(out: str, records: list[dict]) -> dict:
+    records = sorted(records, key=lambda r: (r["level"], r["path"]))
+    write_json_atomic(os.path.join(out, "problems.json"), records)
+    rows = [flat(r) for r in records]
+    columns = ["level", "problem", "path", "status", "verification", "error", "nodes", "macs"]
+    columns += ["flops", "coverage", "measured_ms", "violation"]
+    columns += sorted({k for r in rows for k in r} - set(columns))
+    write_text_atomic(os.path.join(out, "problems.csv"), _csv(rows, columns))
+    s = summary(records)
+    write_json_atomic(os.path.join(out, "summary.json"), s)
+    srows = []
+    for level, v in s.items():
+        row = {k: v[k] for k in ("problems", "analysed", "failed", "timed", "violations")}
+        row["level"] = level
+        for kind in ("geomean_headroom", "median_headroom"):
+            for f, x in v[kind].items():
+                row[f"{kind}_{f}"] = x
+        srows.append(row)
+    scols = ["level", "problems", "analysed", "failed", "timed", "violations"]
+    scols += sorted({k for r in srows for k in r} - set(scols))
+    write_text_atomic(os.path.join(out, "summary.csv"), _csv(srows, scols))
+    return s
+
+
+class Progress:
+    """A plain-text progress bar on stderr: ``[#####.....] 5/10 level1/a.py``."""
+
+    def __init__(self, total: int, stream=None) -> None:
+        self.total, self.done, self.lock = total, 0, threading.Lock()
+        self.stream = stream or sys.stderr
+        self.width = 0
+
+    def step(self, label: str) -> None:
+        with self.lock:
+            self.done += 1
+            width = 30
+            filled = width * self.done // max(self.total, 1)
+            bar = "#" * filled + "." * (width - filled)
+            line = f"[{bar}] {self.done}/{self.total} {label}"
+            self.stream.write("\r" + line.ljust(self.width))
+            self.width = max(self.width, len(line))  # spaces wipe a longer previous label
+            if self.done == self.total:
+                self.stream.write("\n")
+            self.stream.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="solar bench",
+        description="Analyse every benchmark-style model file under DIR (docs/calibrate.md).",
+    )
+    p.add_argument("dir", metavar="DIR", help="the suite: *.py files, subfolders as levels")
+    p.add_argument("--hw", required=True, help="device (solar hw list) or a device file")
+    p.add_argument("--out", required=True, metavar="RESULTS", help="results folder")
+    p.add_argument("--timings", metavar="FILE.json", help='{level: {file: {"mean": ms}}}')
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="problems at once")
+    p.add_argument("--policy", help="precision policy (docs/precision.md)")
+    p.add_argument("--timeout-s", type=float, default=1800.0, help="per problem (default 1800)")
+    try:
+        args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as e:
+        return 0 if e.code == 0 else 1
+    try:
+        if not os.path.isdir(args.dir):
+            raise ValueError(f"{args.dir}: not a folder")
+        if args.jobs < 1:
+            raise ValueError("--jobs must be at least 1")
+        timings = load_timings(args.timings)
+        problems = find_problems(args.dir)
+        if not problems:
+            raise ValueError(f"{args.dir}: no *.py problem files")
+        os.makedirs(args.out, exist_ok=True)
+    except (ValueError, OSError) as e:
+        print(f"solar bench: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
+    records: list[dict] = []
+    todo = []
+    for level, rel in problems:
+        path = result_path(args.out, rel)
+        if os.path.exists(path):
+            with open(path) as f:
+                records.append(json.load(f))
+        else:
+            todo.append((level, rel))
+    skipped = len(problems) - len(todo)
+    if skipped:
+        print(
+            f"solar bench: {skipped} problem(s) already done, {len(todo)} to run", file=sys.stderr
+        )
+    progress = Progress(len(todo))
+
+    def one(item: tuple[str, str]) -> dict:
+        level, rel = item
+        ms = timing_ms(timings, level, os.path.basename(rel))
+        try:
+            record = run_problem(args.dir, level, rel, args, ms)
+        except Exception as e:  # never stop the suite
+            record = {"level": level, "problem": os.path.basename(rel), "path": rel}
+            record.update(status="failed", error=f"{type(e).__name__}: {e}", measured_ms=ms)
+        write_json_atomic(result_path(args.out, rel), record)
+        progress.step(rel)
+        return record
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        records += list(pool.map(one, todo))
+    s = write_outputs(args.out, records)
+    for level, v in s.items():
+        line = f"{level}: {v['analysed']}/{v['problems']} analysed, {v['failed']} failed"
+        for f, g in v["geomean_headroom"].items():
+            line += f", {f} headroom geomean {g:.4g} median {v['median_headroom'][f]:.4g}"
+        if v["timed"]:
+            line += f", {v['violations']} violation(s)"
+        print(line)
+    print(f"wrote {os.path.join(args.out, 'problems.csv')} and summary.csv")
+    return 0
