@@ -46,12 +46,22 @@ void bind_frontend(nb::module_& m) {
         result["nodes"] = r.nodes;
         result["lowered"] = r.nodes - static_cast<int64_t>(r.unsupported.size());
         result["node_output_bytes"] = r.node_output_bytes;
+        nb::dict node_kernels;
+        nb::dict node_tensors;
+        for (const frontend::LoweredNode& l : r.lowered_nodes) {
+          node_kernels[l.node.c_str()] = nb::cast(l.kernels);
+          node_tensors[l.node.c_str()] = nb::cast(l.tensors);
+        }
+        result["node_kernels"] = node_kernels;
+        result["node_tensors"] = node_tensors;
         return result;
       },
       nb::arg("capture_json"), nb::arg("allow_unsupported") = false,
       nb::arg("disabled_rules") = std::vector<std::string>{}, nb::arg("file") = "<capture>",
       "Lowers a capture document; returns {'ir', 'unsupported', 'nodes', 'lowered', "
-      "'node_output_bytes'}. With allow_unsupported, a node without a rule is listed in "
+      "'node_output_bytes', 'node_kernels', 'node_tensors'} (the last two: per lowered node, "
+      "the IR kernels it produced and the tensors it writes). With allow_unsupported, a node "
+      "without a rule is listed in "
       "'unsupported' (node, op, location, reason, index, inputs, outputs, output_bytes) and its "
       "outputs become program inputs; without it, such a node raises IRError. disabled_rules: "
       "operators treated as having no rule.");

@@ -332,6 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("solar calibrate: error: -o must name a .yaml file", file=sys.stderr)
         return 1
     try:
+        from solar.cli import check_output_paths
+
+        check_output_paths(args.output)  # before minutes of measuring
         device = pick_device(args.device)
         text = to_yaml(calibrate(device, args.quick))
         write_device_file(args.output, text)

@@ -133,12 +133,52 @@ def _option_value(args: list[str], name: str) -> str | None:
 
 
 def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split("\n")[0].split()) or type(e).__name__
+    text = " ".join(str(e).split("\n")[0].split()) or type(e).__name__
+    if text.startswith("solar ") and ": error: " in text:  # the C++ command's own prefix
+        text = text.split(": error: ", 1)[1]
+    return text
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """A usage error is one line (not argparse's usage block), exit code 2 (made 1 below)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _budget(text: str) -> float:
+    """A verification budget: a non-negative finite number."""
+    import math
+
+    value = float(text)  # ValueError: argparse's "invalid _budget value"
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative number, not '{text}'")
+    return value
+
+
+def check_output_paths(*paths: str | None) -> None:
+    """Each output path (None or '-': none) can be written: its directory exists, it is not a
+    directory and no other output names it, so that a bad path stops the command before anything
+    is run or written."""
+    import os
+
+    seen: set[str] = set()
+    for path in paths:
+        if not path or path == "-":
+            continue
+        if os.path.abspath(path) in seen:
+            raise ValueError(f"two outputs are written to the same file '{path}'")
+        seen.add(os.path.abspath(path))
+        directory = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path):
+            raise OSError(f"cannot write '{path}': it is a directory")
+        if not os.path.isdir(directory):
+            raise OSError(f"cannot write '{path}': no directory '{os.path.dirname(path)}'")
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
     if command == "capture":
-        p = argparse.ArgumentParser(
+        p = _ArgumentParser(
             prog="solar capture",
             description="Capture a PyTorch model file into SOLAR's capture format "
             "(docs/capture.md).",
@@ -152,7 +192,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
         )
         p.add_argument("--golden", metavar="OUT.npz", help="also run the model; write its data")
         return p
-    p = argparse.ArgumentParser(
+    p = _ArgumentParser(
         prog="solar analyze",
         description="Capture a PyTorch model file, lower it to IR, verify the IR against PyTorch "
         "and report its speed-of-light time (docs/capture.md, docs/report.md).",
@@ -178,7 +218,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--verify-budget-mb",
-        type=float,
+        type=_budget,
         default=2048.0,
         metavar="MB",
         help="verify the whole program when its tensors fit in MB (1e6 bytes; default 2048), "
@@ -186,7 +226,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--verify-budget-s",
-        type=float,
+        type=_budget,
         default=60.0,
         metavar="S",
         help="... and when SOLAR's executor would take at most about S seconds (default 60)",
@@ -223,6 +263,7 @@ def _capture(args: argparse.Namespace) -> int:
     from solar import frontend
     from solar.capture import capture, capture_model_file, load_model_file, write_atomic, write_npz
 
+    check_output_paths(args.output, args.golden)
     if args.golden:
         model, inputs = load_model_file(args.model)
         cap = capture(model, inputs, source=os.path.basename(args.model))
@@ -241,6 +282,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from solar import frontend
     from solar.capture import write_atomic
 
+    check_output_paths(args.ir, args.json, args.html, args.trace, args.csv, args.dot)
     if args.llm or args.llm_fallback:
         from solar.llm.cli import analyze as llm_analyze
 
@@ -263,9 +305,10 @@ def _analyze(args: argparse.Namespace) -> int:
     if args.json == "-":
         sys.stdout.write(report.to_json())
     else:
+        if args.json:  # before the summary: a failure prints no report
+            write_atomic(args.json, report.to_json())
         sys.stdout.write(report.summary())
         if args.json:
-            write_atomic(args.json, report.to_json())
             sys.stdout.write(f"\nwrote {args.json}\n")
     return 1 if report.verification["status"] == "failed" else 0
 
@@ -302,11 +345,34 @@ def report_args(args: argparse.Namespace) -> list[str]:
         on = args.hw if same_device(args.hw, timing.device) else timing.device
         extra += ["--measured-ms", repr(timing.median_s * 1e3), "--measured-on", on]
         extra += ["--measured-method", timing.describe()]
+        extra += ["--measured-nodes", _node_times_file(args.model, args.measure_device)]
     elif getattr(args, "measured_ms", None) is not None:
         extra += ["--measured-ms", repr(args.measured_ms)]
         if args.measured_on:
             extra += ["--measured-on", args.measured_on]
     return extra
+
+
+def _node_times_file(model: str, device: str | None) -> str:
+    """Times each captured node of ``model`` (solar.node_timing) into a temporary file, removed
+    when the process exits, for ``sol --measured-nodes``."""
+    import atexit
+    import os
+    import tempfile
+
+    from solar.node_timing import time_nodes, write_node_times
+
+    try:
+        document = time_nodes(model, device=device)
+    except (ValueError, OSError):
+        raise
+    except Exception as e:  # torch failing to run the graph node by node: one line, not a crash
+        raise ValueError(f"per-node timing failed: {type(e).__name__}: {_one_line(e)}") from e
+    fd, path = tempfile.mkstemp(prefix="solar-nodes-", suffix=".json")
+    os.close(fd)
+    atexit.register(lambda: os.path.exists(path) and os.remove(path))
+    write_node_times(document, path)
+    return path
 
 
 if __name__ == "__main__":

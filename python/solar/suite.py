@@ -51,8 +51,13 @@ def find_problems(root: str) -> list[tuple[str, str]]:
 def load_timings(path: str | None) -> dict:
     if not path:
         return {}
-    with open(path) as f:
-        data = json.load(f)
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as e:
+        raise OSError(f"cannot read '{path}': {e.strerror or e}") from e
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from e
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise ValueError(f'{path}: timings must be {{level: {{file_name: {{"mean": ms}}}}}}')
     return data
@@ -260,6 +265,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.jobs < 1:
             raise ValueError("--jobs must be at least 1")
         timings = load_timings(args.timings)
+        from solar import frontend
+
+        rc, _out, err = frontend.run_cli_captured(["hw", "show", args.hw])
+        if rc != 0:  # an unknown device: one error now, not one per problem
+            raise ValueError(err.strip().split("\n")[0].split(": error: ", 1)[-1])
         problems = find_problems(args.dir)
         if not problems:
             raise ValueError(f"{args.dir}: no *.py problem files")

@@ -5,12 +5,12 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sol_common.h"
 #include "solar/report/curve.h"
 #include "solar/sol/precision.h"
-#include "solar/util/file.h"
 
 namespace solar::cli {
 
@@ -42,15 +42,16 @@ int curve_command(const std::vector<std::string>& args, std::ostream& out, std::
     const report::Curve c =
         report::make_curve(detail::load_graph(file, sizes), detail::load_device(hw, sets), p);
     std::string table = report::render_curve(c);
+    std::vector<std::pair<std::string, std::string>> files;  // written together by emit
     if (!csv.empty()) {
-      write_file_atomically(csv, report::curve_to_csv(c));
+      files.emplace_back(csv, report::curve_to_csv(c));
       table += "\nwrote " + csv + "\n";
     }
     if (!svg.empty()) {
-      write_file_atomically(svg, report::curve_to_svg(c));
+      files.emplace_back(svg, report::curve_to_svg(c));
       table += "\nwrote " + svg + "\n";
     }
-    detail::emit(report::curve_to_json(c), json, table, out);
+    detail::emit(report::curve_to_json(c), json, table, out, std::move(files));
     return 0;
   });
 }

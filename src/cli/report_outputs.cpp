@@ -49,6 +49,27 @@ nlohmann::json devices_json(const report::Report& r, const std::optional<sol::He
                               analysed_fidelities(r.analysis), target));
 }
 
+// The per-node times of a --measured-nodes file (docs/calibrate.md, "Per-node headroom"):
+// {"method": "...", "nodes": [{"node", "op", "measured_s", "lowered", "kernels", "tensors"}]};
+// only `node` and `measured_s` are required.
+std::vector<sol::NodeMeasurement> read_measured_nodes(const std::string& path,
+                                                      std::string& method) {
+  try {
+    const nlohmann::json doc = nlohmann::json::parse(read_text_file(path));
+    method = doc.value("method", "");
+    std::vector<sol::NodeMeasurement> nodes;
+    for (const nlohmann::json& n : doc.at("nodes")) {
+      nodes.push_back({n.at("node").get<std::string>(), n.value("op", ""),
+                       n.at("measured_s").get<double>(), n.value("lowered", true),
+                       n.value("kernels", std::vector<std::string>{}),
+                       n.value("tensors", std::vector<std::string>{})});
+    }
+    return nodes;
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError("--measured-nodes " + path + ": not a per-node times file: " + e.what());
+  }
+}
+
 }  // namespace
 
 void add_report_outputs(CLI::App& app, ReportOutputs& o) {
@@ -65,12 +86,19 @@ void add_report_outputs(CLI::App& app, ReportOutputs& o) {
                  "The device that measured (another than --hw: headroom is a what-if)")
       ->type_name("NAME");
   app.add_option("--measured-method", o.measured_method)->group("");  // hidden: solar analyze
+  app.add_option("--measured-nodes", o.measured_nodes,
+                 "Per-node measured times (JSON): adds per-node headroom (needs --measured-ms)")
+      ->type_name("FILE");
 }
 
-void write_report_outputs(const report::Report& r, const ReportOutputs& o, nlohmann::json& j,
-                          std::string& table) {
+void render_report_outputs(const report::Report& r, const ReportOutputs& o, nlohmann::json& j,
+                           std::string& table,
+                           std::vector<std::pair<std::string, std::string>>& files) {
   if (!o.measured_ms && (!o.measured_on.empty() || !o.measured_method.empty())) {
     throw UserError("--measured-on needs --measured-ms (the time measured on that device)");
+  }
+  if (!o.measured_ms && !o.measured_nodes.empty()) {
+    throw UserError("--measured-nodes needs --measured-ms (the whole program's time)");
   }
   const sol::Insights insights = sol::find_insights(r.graph, r.analysis);
   j["insights"] = report::insights_to_json(insights);
@@ -80,21 +108,21 @@ void write_report_outputs(const report::Report& r, const ReportOutputs& o, nlohm
   if (o.measured_ms) {
     headroom = sol::compute_headroom(r.analysis, r.device.name,
                                      {*o.measured_ms / 1e3, o.measured_on, o.measured_method});
+    if (!o.measured_nodes.empty()) {
+      std::string method;
+      const std::vector<sol::NodeMeasurement> nodes = read_measured_nodes(o.measured_nodes, method);
+      headroom->nodes = sol::compute_node_headroom(r.graph, r.analysis, nodes, method);
+    }
     j["headroom"] = report::headroom_to_json(*headroom);
     table += "\n" + report::render_headroom(*headroom);
   }
-  // Render everything first, so that a failure writes nothing.
-  std::vector<std::pair<std::string, std::string>> files;
   if (!o.html.empty())
     files.emplace_back(o.html, report::render_html(j, devices_json(r, headroom)));
   if (!o.trace.empty()) files.emplace_back(o.trace, report::render_trace(j));
   if (!o.csv.empty()) files.emplace_back(o.csv, report::render_csv(j));
   if (!o.dot.empty()) files.emplace_back(o.dot, einsum::graph_to_dot(r.graph));
   std::string wrote;
-  for (const auto& [path, text] : files) {
-    write_file_atomically(path, text);
-    wrote += "wrote " + path + "\n";
-  }
+  for (const auto& [path, text] : files) wrote += "wrote " + path + "\n";
   if (!wrote.empty()) table += "\n" + wrote;
 }
 

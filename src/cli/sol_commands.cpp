@@ -114,15 +114,16 @@ std::vector<hw::Device> load_devices(std::vector<std::string> specs,
 }
 
 // The table on `out`, or with `--json -` the JSON instead; with `--json OUT` both (the JSON to
-// OUT).
+// OUT). Every file is written before anything is printed, all or none (sol_common.h).
 void emit(const nlohmann::json& j, const std::string& json_path, const std::string& table,
-          std::ostream& out) {
+          std::ostream& out, std::vector<std::pair<std::string, std::string>> files = {}) {
   const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (!json_path.empty() && json_path != "-") files.emplace_back(json_path, text);
+  write_files_atomically(files);
   if (json_path == "-") {
     out << text;
     return;
   }
-  if (!json_path.empty()) write_file_atomically(json_path, text);
   out << table;
   if (!json_path.empty()) out << "\nwrote " << json_path << "\n";
 }
@@ -137,8 +138,9 @@ int run_sol(const SolArgs& a, std::ostream& out) {
   if (!a.verification.empty()) r.verification = a.verification;
   nlohmann::json j = report::report_to_json(r);
   std::string table = report::render_report(r, a.top);
-  write_report_outputs(r, a.outputs, j, table);  // insights, headroom, --html etc.
-  emit(j, a.common.json, table, out);
+  std::vector<std::pair<std::string, std::string>> files;  // --html etc., written by emit
+  render_report_outputs(r, a.outputs, j, table, files);    // insights, headroom
+  emit(j, a.common.json, table, out, std::move(files));
   return 0;
 }
 
@@ -181,8 +183,8 @@ hw::Device load_device(const std::string& spec, const std::vector<std::string>& 
 }
 
 void emit(const nlohmann::json& j, const std::string& json_path, const std::string& table,
-          std::ostream& out) {
-  cli::emit(j, json_path, table, out);
+          std::ostream& out, std::vector<std::pair<std::string, std::string>> files) {
+  cli::emit(j, json_path, table, out, std::move(files));
 }
 
 sol::AnalysisOptions cache_options(const std::string& level, const std::string& capacity,
@@ -212,7 +214,14 @@ int sol_command(const std::vector<std::string>& args, std::ostream& out, std::os
   app.add_option("--hw", a.hw, "Device: a built-in name (solar hw list) or a .yaml file")
       ->type_name("NAME")
       ->required();
-  app.add_option("--top", a.top, "Nodes shown in the table")->type_name("N")->capture_default_str();
+  app.add_option("--top", a.top, "Nodes shown in the table")
+      ->type_name("N")
+      ->check(CLI::Validator(
+          [](const std::string& s) {  // CLI11 would wrap "-1" around to a huge size_t
+            return s.find('-') == std::string::npos ? "" : "'" + s + "' is negative";
+          },
+          "N"))
+      ->capture_default_str();
   app.add_option("--verification-status", a.verification)->group("");  // hidden: solar analyze
   app.add_option("--source-name", a.source_name)->group("");           // hidden: solar analyze
   add_report_outputs(app, a.outputs);

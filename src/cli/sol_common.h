@@ -8,6 +8,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "solar/cli/guard.h"
@@ -31,10 +32,11 @@ sol::AnalysisOptions cache_options(const std::string& level, const std::string& 
 // Adds `--level` and `--capacity` to `app`.
 void add_cache_options(CLI::App& app, std::string& level, std::string& capacity);
 
-// The table on `out`, or with `--json -` the JSON instead; with `--json OUT` both (the JSON to
-// OUT, atomically).
+// The table on `out`, or with `--json -` the JSON instead; with `--json OUT` both. The JSON file
+// and `files` (path, content) are written together first (write_files_atomically: one bad path
+// writes none of them), then `out`.
 void emit(const nlohmann::json& j, const std::string& json_path, const std::string& table,
-          std::ostream& out);
+          std::ostream& out, std::vector<std::pair<std::string, std::string>> files = {});
 
 // Parses `args` with `app` and runs `body`; every error becomes a message on `err` and an exit
 // code.

@@ -390,6 +390,29 @@ int64_t output_bytes(const json& node, const std::map<std::string, TensorInfo>& 
       "; --allow-unsupported analyses the rest");
 }
 
+// What a lowered node produced: the kernels its rule wrote (NodeLowering::kernel writes each as
+// a line "kernel NAME {"), its outputs and its temporaries (lines "tensor NAME : ...").
+LoweredNode lowered_node(const json& node, const NodeLowering& lowering) {
+  LoweredNode l{node.at("name").get<std::string>(), node.at("op").get<std::string>(), {}, {}};
+  const auto words = [](const std::string& text, const std::string& keyword,
+                        std::vector<std::string>& names) {
+    for (size_t at = 0; at < text.size();) {
+      const size_t end = std::min(text.find('\n', at), text.size());
+      if (text.compare(at, keyword.size(), keyword) == 0) {
+        const size_t start = at + keyword.size();
+        names.push_back(text.substr(start, text.find(' ', start) - start));
+      }
+      at = end + 1;
+    }
+  };
+  words(lowering.statements(), "kernel ", l.kernels);
+  for (const json& name : node.at("outputs")) {
+    if (name.is_string()) l.tensors.push_back(name.get<std::string>());
+  }
+  words(lowering.declarations(), "tensor ", l.tensors);
+  return l;
+}
+
 }  // namespace
 
 LowerResult lower_capture_detailed(const std::string& json_text, const std::string& file,
@@ -457,6 +480,7 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
           rules().at(op)(lowering);
           node_decls.push_back({lowering.declarations(), static_cast<int>(i)});
           stmts.push_back({lowering.statements(), static_cast<int>(i)});
+          result.lowered_nodes.push_back(lowered_node(node, lowering));
           continue;
         } catch (const UserError& e) {
           if (!options.allow_unsupported) {

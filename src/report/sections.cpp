@@ -72,21 +72,74 @@ std::string headroom_note(const sol::Headroom& h) {
   return "measured on " + h.target;
 }
 
+namespace {
+
+// `headroom.nodes` and its companions (docs/report.md, "Headroom").
+nlohmann::json node_headroom_to_json(const sol::NodeHeadrooms& n) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const sol::NodeHeadroom& x : n.nodes) {
+    const bool has_sol = x.status != "not lowered";
+    nodes.push_back({{"node", x.node},
+                     {"op", x.op},
+                     {"measured_s", x.measured_s},
+                     {"sol_unfused_s", has_sol ? nlohmann::json(x.sol_s) : nlohmann::json()},
+                     {"headroom", x.headroom ? nlohmann::json(*x.headroom) : nlohmann::json()},
+                     {"status", x.status},
+                     {"graph_nodes", x.graph_nodes}});
+  }
+  return {{"nodes", std::move(nodes)},
+          {"nodes_method", n.method},
+          {"nodes_sol_unfused_s", n.sol_s},
+          {"nodes_unattributed", n.unattributed},
+          {"nodes_unattributed_sol_s", n.unattributed_sol_s}};
+}
+
+// The per-node lines: the `top` nodes with the longest measured times.
+std::string render_node_headroom(const sol::NodeHeadrooms& n, bool what_if, size_t top = 10) {
+  const size_t shown = std::min(top, n.nodes.size());
+  std::string s = "  per node (measured / unfused SOL of its graph nodes" +
+                  std::string(what_if ? ", a what-if" : "") + "), longest measured first (" +
+                  std::to_string(shown) + " of " + std::to_string(n.nodes.size()) + ")" +
+                  (n.method.empty() ? "" : ": " + n.method) + "\n";
+  std::vector<std::vector<std::string>> rows = {{"node", "op", "measured", "SOL", "headroom"}};
+  for (size_t i = 0; i < shown; ++i) {
+    const sol::NodeHeadroom& x = n.nodes[i];
+    rows.push_back({x.node, x.op, format_seconds(x.measured_s),
+                    x.status == "not lowered" ? "-" : format_seconds(x.sol_s),
+                    x.headroom ? format_ratio(*x.headroom) + "x" : x.status});
+  }
+  const std::string table = format_table(rows, "llrrr");
+  for (size_t at = 0, end = 0; at < table.size(); at = end + 1) {
+    end = std::min(table.find('\n', at), table.size());
+    s += "    " + table.substr(at, end - at) + "\n";
+  }
+  if (!n.unattributed.empty()) {
+    s += "    not attributed to a measured node: " + join(n.unattributed, ", ") + " (" +
+         format_seconds(n.unattributed_sol_s) + " of unfused SOL)\n";
+  }
+  return s;
+}
+
+}  // namespace
+
 nlohmann::json headroom_to_json(const sol::Headroom& h) {
   nlohmann::json by = nlohmann::json::object();
   for (const sol::FidelityHeadroom& f : h.fidelities) {
     by[std::string(sol::fidelity_key(f.fidelity))] = f.headroom;  // as `bytes` and `sol`
   }
-  return {{"measured_s", h.measurement.time_s},
-          {"measured_on", h.measurement.device.empty() ? nlohmann::json(nullptr)
-                                                       : nlohmann::json(h.measurement.device)},
-          {"method", h.measurement.method},
-          {"target", h.target},
-          {"what_if", h.what_if},
-          {"note", headroom_note(h)},
-          {"by_fidelity", std::move(by)},
-          {"bound_s", h.bound_s},
-          {"violation", h.violation}};
+  nlohmann::json j = {
+      {"measured_s", h.measurement.time_s},
+      {"measured_on", h.measurement.device.empty() ? nlohmann::json(nullptr)
+                                                   : nlohmann::json(h.measurement.device)},
+      {"method", h.measurement.method},
+      {"target", h.target},
+      {"what_if", h.what_if},
+      {"note", headroom_note(h)},
+      {"by_fidelity", std::move(by)},
+      {"bound_s", h.bound_s},
+      {"violation", h.violation}};
+  if (h.nodes) j.update(node_headroom_to_json(*h.nodes));
+  return j;
 }
 
 std::string render_insights(const sol::Insights& in, size_t top_fusions) {
@@ -124,6 +177,7 @@ std::string render_headroom(const sol::Headroom& h) {
     s += "  VIOLATION: the measured time is below the SOL bound " + format_seconds(h.bound_s) +
          " (device figures too low, or the program does less work than its graph)\n";
   }
+  if (h.nodes) s += render_node_headroom(*h.nodes, h.what_if);
   return s;
 }
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 #include <string>
 
 #include "solar/util/error.h"
@@ -26,6 +28,91 @@ Headroom compute_headroom(const Analysis& a, const std::string& target, const Me
   }
   h.violation = m.time_s < h.bound_s;
   return h;
+}
+
+namespace {
+
+// A kernel's name without the "[t=3]" suffix of a repeat block's iterations.
+std::string kernel_of(const std::string& graph_node) {
+  const size_t bracket = graph_node.find("[t=");
+  return bracket == std::string::npos ? graph_node : graph_node.substr(0, bracket);
+}
+
+}  // namespace
+
+NodeHeadrooms compute_node_headroom(const einsum::Graph& g, const Analysis& a,
+                                    const std::vector<NodeMeasurement>& measured,
+                                    const std::string& method) {
+  SOLAR_CHECK(a.nodes.size() == g.nodes.size(), "one node cost per graph node");
+  // Who claims what: kernel name / written tensor -> index of the measured node.
+  std::map<std::string, size_t> by_kernel;
+  std::map<std::string, size_t> by_tensor;
+  std::set<std::string> names;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    const NodeMeasurement& m = measured[i];
+    if (!std::isfinite(m.time_s) || m.time_s < 0) {
+      throw UserError("measured node '" + m.node + "': its time must be a finite number >= 0");
+    }
+    if (!names.insert(m.node).second) throw UserError("measured node '" + m.node + "' is twice");
+    for (const std::string& k : m.kernels) {
+      if (!by_kernel.emplace(k, i).second) {
+        throw UserError("kernel '" + k + "' is claimed by measured nodes '" +
+                        measured[by_kernel.at(k)].node + "' and '" + m.node + "'");
+      }
+    }
+    for (const std::string& t : m.tensors) by_tensor.emplace(t, i);  // first writer owns it
+  }
+  NodeHeadrooms out;
+  out.method = method;
+  for (const NodeMeasurement& m : measured) {
+    out.nodes.push_back({m.node, m.op, m.time_s, 0.0, {}, std::nullopt, ""});
+  }
+  std::set<std::string> found;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const einsum::Node& node = g.nodes[n];
+    std::optional<size_t> owner;
+    if (node.kind == einsum::NodeKind::Einsum) {
+      const auto it = by_kernel.find(kernel_of(node.name));
+      if (it != by_kernel.end()) owner = it->second;
+      found.insert(kernel_of(node.name));
+    } else {
+      for (const einsum::Access& w : node.writes) {
+        const auto it = by_tensor.find(w.tensor);
+        if (it != by_tensor.end() && !owner) owner = it->second;
+      }
+    }
+    if (!owner) {
+      out.unattributed.push_back(node.name);
+      out.unattributed_sol_s += a.nodes[n].time_s;
+      continue;
+    }
+    out.nodes[*owner].graph_nodes.push_back(node.name);
+    out.nodes[*owner].sol_s += a.nodes[n].time_s;
+  }
+  for (const auto& [kernel, i] : by_kernel) {
+    if (found.count(kernel) == 0) {
+      throw UserError("measured node '" + measured[i].node + "' names kernel '" + kernel +
+                      "', which is not in the program (times measured for another program?)");
+    }
+  }
+  for (size_t i = 0; i < measured.size(); ++i) {
+    NodeHeadroom& h = out.nodes[i];
+    out.sol_s += h.sol_s;
+    if (!measured[i].lowered) {
+      h.status = "not lowered";
+    } else if (h.graph_nodes.empty()) {
+      h.status = "view (no work)";
+    } else if (h.sol_s <= 0) {
+      h.status = "no work";
+    } else {
+      h.status = "ok";
+      h.headroom = h.measured_s / h.sol_s;
+    }
+  }
+  std::stable_sort(
+      out.nodes.begin(), out.nodes.end(),
+      [](const NodeHeadroom& x, const NodeHeadroom& y) { return x.measured_s > y.measured_s; });
+  return out;
 }
 
 }  // namespace solar::sol

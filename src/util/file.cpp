@@ -7,6 +7,8 @@
 #include <fstream>
 #include <iterator>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "solar/util/error.h"
 
@@ -22,31 +24,70 @@ std::string read_text_file(const std::string& path) {
   return text;
 }
 
-// Writes `content` to a temporary file beside `path`, then renames it over `path`: readers see
-// the old file or the new one, never a part. Keeps the old file's permissions.
-void write_file_atomically(const std::string& path, const std::string& content) {
-  const fs::path target(path);
-  fs::path tmp = target;
+namespace {
+
+fs::path temp_path(const std::string& path) {
+  fs::path tmp(path);
   tmp += ".solar-tmp";
-  {
-    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-    if (!o) throw UserError("cannot write '" + tmp.string() + "': " + std::strerror(errno));
-    o << content;
-    o.close();
-    if (!o) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw UserError("cannot write '" + tmp.string() + "'");
+  return tmp;
+}
+
+void remove_quietly(const fs::path& p) {
+  std::error_code ignored;
+  fs::remove(p, ignored);
+}
+
+// Writes `content` to the temporary file beside `path`; a UserError naming `path` on failure
+// (nothing left behind).
+void write_temp(const std::string& path, const std::string& content) {
+  const fs::path tmp = temp_path(path);
+  std::error_code ec;
+  if (fs::is_directory(fs::path(path), ec)) {
+    throw UserError("cannot write '" + path + "': it is a directory");
+  }
+  std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+  if (!o) throw UserError("cannot write '" + path + "': " + std::strerror(errno));
+  o << content;
+  o.close();
+  if (!o) {
+    remove_quietly(tmp);
+    throw UserError("cannot write '" + path + "'");
+  }
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  write_files_atomically({{path, content}});
+}
+
+void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files) {
+  for (size_t i = 0; i < files.size(); ++i) {
+    for (size_t k = 0; k < i; ++k) {
+      if (fs::absolute(files[k].first).lexically_normal() ==
+          fs::absolute(files[i].first).lexically_normal()) {
+        throw UserError("two outputs are written to the same file '" + files[i].first + "'");
+      }
     }
   }
-  std::error_code ec;
-  const fs::file_status old = fs::status(target, ec);
-  if (!ec && fs::exists(old)) fs::permissions(tmp, old.permissions(), ec);
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw UserError("cannot replace '" + path + "': " + ec.message());
+  for (size_t i = 0; i < files.size(); ++i) {
+    try {
+      write_temp(files[i].first, files[i].second);
+    } catch (...) {
+      for (size_t k = 0; k < i; ++k) remove_quietly(temp_path(files[k].first));
+      throw;
+    }
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    const fs::path target(files[i].first), tmp = temp_path(files[i].first);
+    std::error_code ec;
+    const fs::file_status old = fs::status(target, ec);
+    if (!ec && fs::exists(old)) fs::permissions(tmp, old.permissions(), ec);
+    fs::rename(tmp, target, ec);
+    if (ec) {
+      for (size_t k = i; k < files.size(); ++k) remove_quietly(temp_path(files[k].first));
+      throw UserError("cannot replace '" + files[i].first + "': " + ec.message());
+    }
   }
 }
 

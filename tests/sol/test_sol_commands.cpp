@@ -216,6 +216,62 @@ TEST(CompareCommand, ADeviceThatCannotRunTheGraphKeepsItsRow) {
 
 // Every block of docs/report.md that starts with `$ solar COMMAND ARGS`: the command prints the
 // rest of the block. Paths under examples/ are taken from the source tree.
+// Every output file of one run is written, or none: a path in a missing directory, a directory
+// in a file's place or two outputs to the same file stop the command before anything is written.
+TEST(SolCommand, OneUnwritableOutputWritesNoneOfTheFiles) {
+  const fs::path dir = temp_dir("outputs");
+  const auto p = [&](const std::string& name) { return (dir / name).string(); };
+  const std::string missing = p("missing/r.json");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--html", p("r.html"), "--csv", p("r.csv"), "--trace", p("t.json"), "--dot", p("g.dot"),
+        "--json", missing},
+       "cannot write '" + missing + "': No such file or directory"},
+      {{"--html", p("r.html"), "--csv", missing, "--json", p("r.json")},
+       "cannot write '" + missing + "': No such file or directory"},
+      {{"--html", p("r.html"), "--csv", dir.string()},
+       "cannot write '" + dir.string() + "': it is a directory"},
+      {{"--html", p("r.html"), "--json", p("r.html")},
+       "two outputs are written to the same file '" + p("r.html") + "'"},
+  };
+  for (const auto& [outputs, message] : cases) {
+    std::vector<std::string> args = {kGemm, "--hw", "H100-SXM"};
+    args.insert(args.end(), outputs.begin(), outputs.end());
+    const Result r = run(sol_command, args);
+    EXPECT_EQ(r.rc, 1) << message;
+    EXPECT_EQ(r.err, "solar sol: error: " + message + "\n");
+    EXPECT_EQ(r.out, "");
+    EXPECT_TRUE(fs::is_empty(dir)) << message;  // neither outputs nor temporary files
+  }
+  const Result curve = run(cli::curve_command, {kGemm, "--hw", "H100-SXM", "--csv", p("c.csv"),
+                                                "--svg", p("c.svg"), "--json", missing});
+  EXPECT_EQ(curve.rc, 1);
+  EXPECT_EQ(curve.err,
+            "solar curve: error: cannot write '" + missing + "': No such file or directory\n");
+  EXPECT_TRUE(fs::is_empty(dir));
+  // The same files once the path is good: all five, the same bytes on a second run.
+  const std::vector<std::string> all = {
+      kGemm,     "--hw",      "H100-SXM", "--html",   p("r.html"), "--csv",    p("r.csv"),
+      "--trace", p("t.json"), "--dot",    p("g.dot"), "--json",    p("r.json")};
+  ASSERT_EQ(run(sol_command, all).rc, 0);
+  std::vector<std::string> first;
+  for (const char* f : {"r.html", "r.csv", "t.json", "g.dot", "r.json"}) {
+    first.push_back(read_file(dir / f));
+  }
+  ASSERT_EQ(run(sol_command, all).rc, 0);
+  size_t i = 0;
+  for (const char* f : {"r.html", "r.csv", "t.json", "g.dot", "r.json"}) {
+    EXPECT_EQ(read_file(dir / f), first[i++]) << f;
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 5);
+  fs::remove_all(dir);
+}
+
+TEST(SolCommand, NegativeTopIsAnError) {  // not wrapped around to a huge size_t
+  const Result r = run(sol_command, {kGemm, "--hw", "H100-SXM", "--top", "-1"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err, "solar sol: error: --top: '-1' is negative (see 'solar sol --help')\n");
+}
+
 TEST(DocExamples, ReportPageBlocksAreWhatTheCommandsPrint) {
   const std::string doc = read_file(SOLAR_SOURCE_DIR "/docs/report.md");
   int blocks = 0;

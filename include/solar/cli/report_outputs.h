@@ -7,6 +7,7 @@
 //   --dot OUT.dot     the einsum graph in Graphviz DOT
 //   --measured-ms X   a measured time of the whole program: adds the `headroom` section
 //   --measured-on N   the device that measured (another than --hw: headroom is a what-if)
+//   --measured-nodes F  per-node measured times (JSON, docs/calibrate.md): adds headroom.nodes
 //
 // and the `insights` section, always added to the JSON report and, when it has something to
 // say, to the table.
@@ -14,6 +15,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json_fwd.hpp>
@@ -30,16 +33,19 @@ struct ReportOutputs {
   std::optional<double> measured_ms;
   std::string measured_on;
   std::string measured_method;  // hidden: how `solar analyze --measure` timed the run
+  std::string measured_nodes;   // a file of per-node measured times
 };
 
 // Adds the options above to `app`, storing into `o`.
 void add_report_outputs(CLI::App& app, ReportOutputs& o);
 
 // Adds the `insights` (and with a measured time the `headroom`) section to the JSON report `j`
-// and their lines to `table`, then writes every file asked for (atomically), adding a line
-// "wrote OUT" to `table` for each. Call after the analysis succeeded. UserError for a bad
-// measured time or --measured-on without --measured-ms (nothing is written then).
-void write_report_outputs(const report::Report& r, const ReportOutputs& o, nlohmann::json& j,
-                          std::string& table);
+// and their lines to `table`, then renders every file asked for into `files` (path, content),
+// adding a line "wrote OUT" to `table` for each; the caller writes them all at once
+// (write_files_atomically), so that one bad path leaves none written. UserError for a bad
+// measured time or --measured-on without --measured-ms.
+void render_report_outputs(const report::Report& r, const ReportOutputs& o, nlohmann::json& j,
+                           std::string& table,
+                           std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace solar::cli

@@ -41,9 +41,19 @@ struct LowerOptions {
   std::vector<std::string> disabled_rules;
 };
 
+// What the lowering made of one captured node (provenance: per-node headroom attributes the
+// einsum graph's nodes to captured nodes with it, docs/calibrate.md).
+struct LoweredNode {
+  std::string node;                  // the captured node's name
+  std::string op;                    // its operator
+  std::vector<std::string> kernels;  // the IR kernels its rule wrote, in order
+  std::vector<std::string> tensors;  // the tensors it writes: its outputs, then its temporaries
+};
+
 struct LowerResult {
   std::string ir;                            // the checked IR text
   std::vector<UnsupportedNode> unsupported;  // in node order
+  std::vector<LoweredNode> lowered_nodes;    // the nodes that were lowered, in node order
   int64_t nodes = 0;                         // the capture's nodes
   int64_t node_output_bytes = 0;             // the bytes of every node's outputs
 };

@@ -15,7 +15,8 @@ namespace solar::report {
 nlohmann::json insights_to_json(const sol::Insights& in);
 
 // `headroom`: measured_s, measured_on, method, target, what_if, note, by_fidelity, bound_s,
-// violation (docs/calibrate.md).
+// violation, and with per-node times nodes, nodes_method, nodes_sol_unfused_s,
+// nodes_unattributed, nodes_unattributed_sol_s (docs/calibrate.md).
 nlohmann::json headroom_to_json(const sol::Headroom& h);
 
 // The one-line statement of where the measurement and the bound come from: "measured on X, SOL

@@ -17,7 +17,6 @@ This subpackage imports torch; ``import solar`` does not import it (the CLI and
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import os
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from solar._modelfile import call_model_code, import_model_file
 from solar.capture._golden import has_random_dropout, run_graph
 from solar.capture._serialize import serialize
 from solar.capture._trace import CaptureError, Traced, trace
@@ -211,10 +211,7 @@ def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, t
     if not os.path.isfile(path):
         raise CaptureError(f"{path}: no such file")
     name = "_solar_model_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # kept: inspect and pickle look classes up there
-    spec.loader.exec_module(module)
+    module = import_model_file(path, name, CaptureError)  # its errors: one line, file:line
     for attr in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, attr):
             raise CaptureError(
@@ -222,9 +219,15 @@ def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, t
                 "get_inputs() and get_init_inputs())"
             )
     torch.manual_seed(0)
-    if not fake:
-        model = module.Model(*module.get_init_inputs())
-        inputs = tuple(module.get_inputs())
+    if not fake:  # (a failure with FakeTensors is retried for real by capture_model_file)
+        init = call_model_code(path, "get_init_inputs()", CaptureError, module.get_init_inputs)
+        model = call_model_code(path, "Model(...)", CaptureError, lambda: module.Model(*init))
+        inputs = call_model_code(path, "get_inputs()", CaptureError, module.get_inputs)
+        if not isinstance(inputs, (list, tuple)):
+            raise CaptureError(
+                f"{path}: get_inputs() returned {type(inputs).__name__}, not a list of inputs"
+            )
+        inputs = tuple(inputs)
     else:
         from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -264,7 +267,12 @@ def write_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
 def write_atomic(path: str, data: bytes | str) -> None:
     """Writes to a temporary file beside ``path`` and renames it into place."""
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".solar-", suffix=".tmp")
+    if os.path.isdir(path):
+        raise OSError(f"cannot write '{path}': it is a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".solar-", suffix=".tmp")
+    except OSError as e:  # name the file asked for, not the temporary one
+        raise OSError(f"cannot write '{path}': {e.strerror or e}") from e
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)

@@ -14,16 +14,15 @@ The capture document has the format of docs/capture.md with ``"framework": "jax"
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import os
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 import jax
 import numpy as np
 
+from solar._modelfile import call_model_code, import_model_file
 from solar.jax._capture import CaptureError, Leaf, flatten, to_numpy
 
 __all__ = ["CaptureError", "JaxCapture", "analyze", "analyze_file", "capture", "load_model_file"]
@@ -126,13 +125,10 @@ def load_model_file(path: str | os.PathLike) -> tuple[Any, Any, tuple, list[str]
     if not os.path.isfile(path):
         raise CaptureError(f"{path}: no such file")
     name = "_solar_jax_model_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
+    module = import_model_file(path, name, CaptureError)  # its errors: one line, file:line
     if not hasattr(module, "get_inputs"):
         raise CaptureError(f"{path}: defines no 'get_inputs' (docs/jax.md: model files)")
-    inputs = _as_tuple(module.get_inputs())
+    inputs = _as_tuple(call_model_code(path, "get_inputs()", CaptureError, module.get_inputs))
     if hasattr(module, "forward"):
         return module.forward, {}, inputs, _input_names(module.forward, len(inputs))
     if not hasattr(module, "Model"):
@@ -143,10 +139,15 @@ def load_model_file(path: str | os.PathLike) -> tuple[Any, Any, tuple, list[str]
     from flax import linen, nnx
 
     cls = module.Model
-    init = tuple(module.get_init_inputs()) if hasattr(module, "get_init_inputs") else ()
+    init = ()
+    if hasattr(module, "get_init_inputs"):
+        init = call_model_code(path, "get_init_inputs()", CaptureError, module.get_init_inputs)
+        init = tuple(init)
     if isinstance(cls, type) and issubclass(cls, linen.Module):
-        model = cls(*init)
-        variables = model.init(jax.random.PRNGKey(0), *inputs)
+        model = call_model_code(path, "Model(...)", CaptureError, lambda: cls(*init))
+        variables = call_model_code(
+            path, "Model.init", CaptureError, lambda: model.init(jax.random.PRNGKey(0), *inputs)
+        )
 
         def apply(variables: Any, *xs: Any) -> Any:
             return model.apply(variables, *xs)
@@ -154,7 +155,12 @@ def load_model_file(path: str | os.PathLike) -> tuple[Any, Any, tuple, list[str]
         return apply, variables, inputs, _input_names(model.__call__, len(inputs))
     if isinstance(cls, type) and issubclass(cls, nnx.Module):
         takes_rngs = "rngs" in inspect.signature(cls.__init__).parameters
-        model = cls(*init, rngs=nnx.Rngs(0)) if takes_rngs else cls(*init)
+        model = call_model_code(
+            path,
+            "Model(...)",
+            CaptureError,
+            lambda: cls(*init, rngs=nnx.Rngs(0)) if takes_rngs else cls(*init),
+        )
         graphdef, state = nnx.split(model)
 
         def apply_nnx(state: Any, *xs: Any) -> Any:

@@ -1,0 +1,196 @@
+"""Bad input to the command line: one line ``solar CMD: error: ...`` on stderr, exit code 1, no
+traceback, and no output file (nor temporary file) left behind. Runs ``solar.cli.main`` in
+process; every case writes its files under a fresh directory and checks that nothing new is
+there afterwards."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+from solar import cli
+
+GEMM = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "gemm.ir")
+
+GOOD = """\
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2
+def get_inputs():
+    return [torch.randn(4, 8)]
+def get_init_inputs():
+    return []
+"""
+
+# name -> text of a broken model file.
+MODELS = {
+    "syntax.py": "import torch\nclass Model(torch.nn.Module)\n    pass\n",
+    "import_error.py": "import torch\nimport solar_no_such_module_xyz\n",
+    "inputs_raise.py": GOOD.replace("return [torch.randn(4, 8)]", "raise RuntimeError('boom')"),
+    "init_raise.py": GOOD.replace(
+        "class Model(torch.nn.Module):\n",
+        "class Model(torch.nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        raise KeyError('no weights')\n",
+    ),
+    "forward_raise.py": GOOD.replace("return torch.relu(x) * 2", "raise RuntimeError('fwd')"),
+    "inputs_int.py": GOOD.replace("return [torch.randn(4, 8)]", "return 5"),
+    "no_model.py": "import torch\ndef get_inputs():\n    return [torch.randn(4)]\n",
+    "exits.py": "import sys\nsys.exit(3)\n",
+    "jax_syntax.py": "import jax\ndef forward(x)\n    return x\n",
+    "jax_error.py": textwrap.dedent(
+        """\
+        import jax.numpy as jnp
+        def forward(x):
+            return jnp.dot(x, jnp.ones((3, 3)))
+        def get_inputs():
+            return [jnp.ones((4, 5))]
+        """
+    ),
+}
+
+# (argv, expected message fragment); MISSING is a directory that does not exist.
+CASES = [
+    (["analyze", "absent.py"], "solar analyze: error: absent.py: no such file"),
+    # "class Model(torch.nn.Module)" is 28 characters: Python points one past, at column 29.
+    (["analyze", "syntax.py"], "solar analyze: error: syntax.py:2:29: syntax error: expected ':'"),
+    (
+        ["analyze", "import_error.py"],
+        "import_error.py:2: import failed: ModuleNotFoundError: No module named",
+    ),
+    (["analyze", "inputs_raise.py"], "inputs_raise.py:6: get_inputs() failed: RuntimeError: boom"),
+    # line 5 of init_raise.py: import, class, def __init__, super().__init__(), raise
+    (["analyze", "init_raise.py"], "init_raise.py:5: Model(...) failed: KeyError: 'no weights'"),
+    (["analyze", "forward_raise.py"], "RuntimeError: fwd"),
+    (["analyze", "inputs_int.py"], "inputs_int.py: get_inputs() returned int, not a list"),
+    (["analyze", "no_model.py"], "no_model.py: defines no 'Model'"),
+    (["analyze", "exits.py"], "exits.py: import called sys.exit(3)"),
+    (["analyze", "jax_syntax.py"], "jax_syntax.py:2:15: syntax error: expected ':'"),
+    (["analyze", "jax_error.py"], "jax.make_jaxpr failed: TypeError: dot_general"),
+    (["analyze", "good.py", "--hw", "NOPE"], "solar analyze: error: unknown device 'NOPE';"),
+    (["analyze", "good.py", "--fidelity", "bogus"], "error: unknown fidelity 'bogus'"),
+    (["analyze", "good.py", "--verify-budget-mb", "-5"], "must be a non-negative number"),
+    (["analyze", "good.py", "--verify-budget-s", "nan"], "must be a non-negative number"),
+    (["analyze", "good.py", "--measured-ms", "abc"], "invalid float value: 'abc'"),
+    (["analyze", "good.py", "--measured-ms", "-1"], "positive finite number of milliseconds"),
+    (["analyze", "good.py", "--json", "MISSING/r.json"], "cannot write 'MISSING/r.json'"),
+    (
+        ["analyze", "good.py", "--html", "r.html", "--json", "MISSING/r.json"],
+        "cannot write 'MISSING/r.json'",
+    ),
+    (["analyze", "good.py", "--html", "MISSING/r.html"], "cannot write 'MISSING/r.html'"),
+    (["analyze", "good.py", "--csv", "r.csv", "--json", "r.csv"], "same file 'r.csv'"),
+    (["capture", "good.py", "-o", "MISSING/c.json"], "cannot write 'MISSING/c.json'"),
+    (["sol", "syntax.py", "--hw", "H100-SXM"], "solar sol: error: syntax.py:2:29"),
+    (["compare", "inputs_raise.py", "--hw", "H100-SXM"], "solar compare: error: inputs_raise.py:6"),
+    (["provision", "no_model.py", "--latency", "1ms"], "solar provision: error: no_model.py"),
+    (["curve", "import_error.py", "--hw", "H100-SXM"], "solar curve: error: import_error.py:2"),
+    (["sol", "good.py", "--hw", "NOPE"], "solar sol: error: unknown device 'NOPE';"),
+    (
+        ["curve", "good.py", "--hw", "H100-SXM", "--csv", "c.csv", "--json", "MISSING/c.json"],
+        "solar curve: error: cannot write 'MISSING/c.json': No such file or directory",
+    ),
+    # C++ commands on an IR file: every output or none.
+    (
+        ["sol", GEMM, "--hw", "H100-SXM", "--html", "r.html", "--json", "MISSING/r.json"],
+        "solar sol: error: cannot write 'MISSING/r.json': No such file or directory",
+    ),
+    (["sol", GEMM, "--hw", "H100-SXM", "--html", "."], "cannot write '.': it is a directory"),
+    (["sol", GEMM, "--hw", "H100-SXM", "--measured-ms", "nan"], "positive finite number"),
+    (["sol", GEMM, "--hw", "H100-SXM", "--fidelity", "cache", "--capacity", "0"], "'0' is not a"),
+    (["sol", GEMM, "--hw", "TPU-v5e", "--fidelity", "cache"], "TPU-v5e has no L2 capacity"),
+    (["sol", GEMM, "--hw", "H100-SXM", "--top", "-1"], "--top: '-1' is negative"),
+    (["curve", GEMM, "--hw", "H100-SXM", "--capacity", "1MiB"], "not expected"),
+    (["curve", "absent.ir", "--hw", "H100-SXM"], "solar curve: error: cannot read absent.ir"),
+    # LLM translation (no endpoint: the default config file is looked up under $HOME).
+    (["translate", "good.py", "-o", "t.ir"], "no LLM base_url is set"),
+    (
+        [
+            "translate",
+            "good.py",
+            "-o",
+            "t.ir",
+            "--llm-base-url",
+            "localhost:8000",
+            "--llm-model",
+            "m",
+        ],
+        "must start with http:// or https://",
+    ),
+    (["translate", "good.py", "-o", "t.ir", "--llm-config", "bad.toml"], "unknown key 'colour'"),
+    (
+        ["translate", "good.py", "-o", "MISSING/t.ir", "--llm-base-url", "http://127.0.0.1:9/v1"],
+        "cannot write 'MISSING/t.ir'",
+    ),
+    (["calibrate", "-o", "MISSING/d.yaml", "--quick"], "cannot write 'MISSING/d.yaml'"),
+    (["bench", "empty", "--hw", "H100-SXM", "--out", "res"], "empty: no *.py problem files"),
+    (["bench", "absent", "--hw", "H100-SXM", "--out", "res"], "absent: not a folder"),
+    (
+        ["bench", "suite", "--hw", "H100-SXM", "--out", "res", "--timings", "bad.json"],
+        "bad.json:1:2: invalid JSON",
+    ),
+    (["bench", "suite", "--hw", "NOPE", "--out", "res"], "solar bench: error: unknown device"),
+]
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for var in ("SOLAR_LLM_BASE_URL", "SOLAR_LLM_MODEL", "SOLAR_LLM_CONFIG", "SOLAR_LLM_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    (tmp_path / "good.py").write_text(GOOD)
+    for name, text in MODELS.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "bad.toml").write_text('base_url = "http://x/v1"\ncolour = 1\n')
+    (tmp_path / "bad.json").write_text("{bad json\n")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "good.py").write_text(GOOD)
+    return tmp_path
+
+
+def _files(root) -> set[str]:
+    return {
+        os.path.relpath(os.path.join(d, f), root)
+        for d, _, names in os.walk(root)
+        for f in names
+        if "__pycache__" not in d
+    }
+
+
+def _case_id(value: list[str] | str) -> str:
+    return " ".join(os.path.basename(a) for a in value)[:60] if isinstance(value, list) else ""
+
+
+@pytest.mark.parametrize(("argv", "fragment"), CASES, ids=_case_id)
+def test_bad_input_is_one_line_and_writes_nothing(workdir, capsys, argv, fragment):
+    missing = str(workdir / "missing")
+    argv = [a.replace("MISSING", missing) for a in argv]
+    before = _files(workdir)
+    rc = cli.main(argv)
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if ": error: " in line]
+    assert len(errors) == 1, err
+    assert errors[0].startswith(f"solar {argv[0]}: error: "), err
+    assert errors[0].count(": error: ") == 1, err  # no nested "solar sol: error:"
+    assert fragment.replace("MISSING", missing) in errors[0], err
+    # only the optional "note:" lines of the FakeTensor fallback besides the error
+    assert all(": note: " in line for line in err.splitlines() if line not in errors), err
+    assert _files(workdir) == before
+
+
+def test_analyze_writes_the_same_bytes_twice(workdir, capsys):
+    outputs = ["--json", "r.json", "--csv", "r.csv", "--dot", "r.dot", "--ir", "r.ir"]
+    assert cli.main(["analyze", "good.py", *outputs]) == 0
+    first = {f: (workdir / f).read_bytes() for f in ("r.json", "r.csv", "r.dot", "r.ir")}
+    out1 = capsys.readouterr().out
+    assert cli.main(["analyze", "good.py", *outputs]) == 0
+    assert capsys.readouterr().out == out1
+    for name, data in first.items():
+        assert (workdir / name).read_bytes() == data, name
+    assert not [f for f in _files(workdir) if "tmp" in f]
