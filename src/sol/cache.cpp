@@ -203,8 +203,12 @@ struct TiledView {
   std::vector<int64_t> prod;    // per subset of `tiled`: product of counts
 };
 
-TiledView make_view(const Space& s, const std::vector<int64_t>& tiles) {
-  TiledView v;
+// Fills `v` for `tiles`, reusing its vectors' storage (the search calls this once per tile vector).
+void fill_view(const Space& s, const std::vector<int64_t>& tiles, TiledView& v) {
+  v.tiled.clear();
+  v.counts.clear();
+  v.rel.clear();
+  v.fp.clear();
   for (size_t c = 0; c < s.dims.size(); ++c) {
     if (tiles[c] < s.dims[c].extent) {
       v.tiled.push_back(c);
@@ -232,6 +236,11 @@ TiledView make_view(const Space& s, const std::vector<int64_t>& tiles) {
     const int low = __builtin_ctz(p);
     v.prod[p] = sat_mul(v.prod[p & (p - 1)], v.counts[static_cast<size_t>(low)]);
   }
+}
+
+TiledView make_view(const Space& s, const std::vector<int64_t>& tiles) {
+  TiledView v;
+  fill_view(s, tiles, v);
   return v;
 }
 
@@ -239,7 +248,8 @@ TiledView make_view(const Space& s, const std::vector<int64_t>& tiles) {
 int64_t best_order(const Space& s, const TiledView& v, std::vector<size_t>* order_out) {
   const size_t m = v.tiled.size();
   const uint32_t full = (1u << m) - 1;
-  std::vector<int64_t> f(size_t{1} << m, kInf);
+  thread_local std::vector<int64_t> f;  // storage reused across calls: one per tile vector
+  f.assign(size_t{1} << m, kInf);
   std::vector<int8_t> last(order_out ? size_t{1} << m : 0, -1);
   int64_t start = 0;
   for (size_t i = 0; i < s.tensors.size(); ++i) {
@@ -557,9 +567,10 @@ const Frontier& CacheOptimizer::Impl::frontier(size_t first, size_t last) {
     const size_t k = s.dims.size();
     std::vector<size_t> digit(k, 0);
     std::vector<int64_t> tiles(k);
+    TiledView v;
     while (true) {
       for (size_t c = 0; c < k; ++c) tiles[c] = s.candidates[c][digit[c]];
-      const TiledView v = make_view(s, tiles);
+      fill_view(s, tiles, v);
       const int64_t ws = working_set(s, v);
       const int64_t traffic = best_order(s, v, nullptr);
       if (traffic < kInf) fr.insert(ws, traffic, tiles);
