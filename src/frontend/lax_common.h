@@ -24,12 +24,6 @@ std::string operand(NodeLowering& n, size_t k, const TensorInfo& out);
 void map_kernel(NodeLowering& n, const TensorInfo& y, const std::string& rhs);
 // Axes as a mask over `rank` dims (negative axes normalised).
 std::vector<bool> axes_mask(const std::vector<int64_t>& axes, int rank);
-// The index of `out` (which drops the `reduced` dims of a box with prefix kI): "i0, i2".
-std::string kept_index(const std::vector<bool>& reduced);
-// `y[kept] ASSIGN value` over x's box: a reduction over the `reduced` dims.
-void reduce_kernel(NodeLowering& n, const TensorInfo& y, const TensorInfo& x,
-                   const std::vector<bool>& reduced, const std::string& assign,
-                   const std::string& value);
 
 // The contraction, reduction, sorting and indexing rules (lax_contract.cpp).
 void register_lax_contract_rules(std::map<std::string, Rule>& r);

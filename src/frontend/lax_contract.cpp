@@ -14,6 +14,13 @@ namespace {
 
 // ---- contractions ------------------------------------------------------------------------
 
+// "a, b, c".
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t d = 0; d < v.size(); ++d) s += (d ? ", " : "") + v[d];
+  return s;
+}
+
 // dot_general: y[batch.., lhs free.., rhs free..] += lhs[..] * rhs[..] over the contracting
 // dims (one loop k<c> per contracting pair).
 void dot_general_rule(NodeLowering& n) {
@@ -46,11 +53,6 @@ void dot_general_rule(NodeLowering& n) {
     }
   }
   if (static_cast<int>(next) != y.rank()) throw UserError("output rank does not match operands");
-  auto join = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (size_t d = 0; d < v.size(); ++d) s += (d ? ", " : "") + v[d];
-    return s;
-  };
   n.kernel("dot", loops, at_box(y),
            "+=", a.name + "[" + join(ai) + "] * " + b.name + "[" + join(bi) + "]");
 }
@@ -154,11 +156,6 @@ void conv_rule(NodeLowering& n) {
     xi[ls[2 + d]] = std::to_string(strides.at(d)) + "*o" + std::to_string(d) + " + " +
                     std::to_string(rd.at(d)) + "*" + k + " + " + std::to_string(in.offset[d]);
   }
-  auto join = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (size_t d = 0; d < v.size(); ++d) s += (d ? ", " : "") + v[d];
-    return s;
-  };
   n.kernel("conv", loops, y.name + "[" + join(yi) + "]",
            "+=", in.t.name + "[" + join(xi) + "] * " + w.name + "[" + join(wi) + "]");
 }
@@ -170,7 +167,7 @@ Rule reduce_rule(const std::string& assign, bool truth = false) {
   return [assign, truth](NodeLowering& n) {
     const TensorInfo x = n.tensor(arg(0));
     const std::vector<bool> reduced = axes_mask(n.ints_or("axes", {}), x.rank());
-    reduce_kernel(n, n.out(), x, reduced, assign, truth ? "(" + at_box(x) + " != 0.0)" : at_box(x));
+    reduce_into(n, n.out(), x, reduced, assign, truth ? "(" + at_box(x) + " != 0.0)" : at_box(x));
   };
 }
 
@@ -183,47 +180,16 @@ Rule arg_extreme_rule(const std::string& assign) {
     if (axes.size() != 1) throw UserError("argmax/argmin over exactly one axis is supported");
     const std::vector<bool> reduced = axes_mask(axes, x.rank());
     const TensorInfo m = n.temp("extreme", x.dtype, y.shape);
-    reduce_kernel(n, m, x, reduced, assign, at_box(x));
-    const std::string a = kI + std::to_string(norm_dim(axes[0], x.rank()));
-    reduce_kernel(
-        n, y, x, reduced, "min=",
-        "select(" + at_box(x) + " == " + m.name + "[" + kept_index(reduced) + "], " + a + ", inf)");
+    reduce_into(n, m, x, reduced, assign, at_box(x));
+    first_index_of(n, y, x, reduced, m);
   };
 }
 
-// cumsum / cumprod / cummax / cummin along `axis`: the first element copied, then one kernel
-// per step inside a repeat, y[.., t, ..] = y[.., t -+ 1, ..] OP x[.., t, ..] (N - 1 combines
-// per row: the work of a sequential scan).
+// cumsum / cumprod / cummax / cummin along `axis`: scan() (`reverse` runs from the end).
 Rule cumulative_rule(const std::string& op) {
   return [op](NodeLowering& n) {
     const TensorInfo x = n.tensor(arg(0));
-    const TensorInfo& y = n.out();
-    const int64_t axis = norm_dim(n.integer("axis"), x.rank());
-    const bool reverse = n.flag_or("reverse", false);
-    const int64_t len = x.shape[axis];
-    if (len == 0) return;
-    std::vector<int64_t> row = x.shape;
-    row.erase(row.begin() + axis);
-    const std::string t = y.name + "_scan";  // the repeat index (a name no rule gives a tensor)
-    auto index = [&](const std::string& pos) {
-      std::string s;
-      for (int d = 0, r = 0; d < x.rank(); ++d) {
-        s += (d ? ", " : "") + (d == axis ? pos : kI + std::to_string(r++));
-      }
-      return "[" + s + "]";
-    };
-    const std::string first = std::to_string(reverse ? len - 1 : 0);
-    n.kernel("first", box_loops(row, kI), y.name + index(first), "=", x.name + index(first));
-    if (len == 1) return;
-    // step t = 1..len-1 writes position t (reverse: len - 1 - t) from its predecessor
-    const std::string pos = reverse ? std::to_string(len - 1) + " - " + t : t;
-    const std::string a = y.name + index(pos + (reverse ? " + 1" : " - 1"));
-    const std::string b = x.name + index(pos);
-    const std::string value =
-        op == "+" || op == "*" ? a + " " + op + " " + b : op + "(" + a + ", " + b + ")";
-    n.stmt("repeat " + t + " in 1.." + std::to_string(len) + " {");
-    n.kernel("step", box_loops(row, kI), y.name + index(pos), "=", value);
-    n.stmt("}");
+    scan(n, x, n.out(), norm_dim(n.integer("axis"), x.rank()), n.flag_or("reverse", false), op);
   };
 }
 

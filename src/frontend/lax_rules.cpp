@@ -40,21 +40,6 @@ std::vector<bool> axes_mask(const std::vector<int64_t>& axes, int rank) {
   return mask;
 }
 
-std::string kept_index(const std::vector<bool>& reduced) {
-  std::string s;
-  for (size_t d = 0; d < reduced.size(); ++d) {
-    if (!reduced[d]) s += (s.empty() ? "" : ", ") + kI + std::to_string(d);
-  }
-  return s;
-}
-
-void reduce_kernel(NodeLowering& n, const TensorInfo& y, const TensorInfo& x,
-                   const std::vector<bool>& reduced, const std::string& assign,
-                   const std::string& value) {
-  n.kernel("reduce", box_loops(x.shape, kI), y.name + "[" + kept_index(reduced) + "]", assign,
-           value);
-}
-
 }  // namespace lax
 
 namespace {

@@ -339,13 +339,17 @@ std::vector<bool> reduced_dims(NodeLowering& n, int rank) {
 void reduce_into(NodeLowering& n, const TensorInfo& y, const TensorInfo& x,
                  const std::vector<bool>& reduced, const std::string& assign,
                  const std::string& value) {
+  n.kernel("reduce", box_loops(x.shape, kI), kept_read(y, x, reduced), assign, value);
+}
+
+std::string kept_read(const TensorInfo& y, const TensorInfo& x, const std::vector<bool>& reduced) {
   const bool keep = y.rank() == x.rank();
   std::string index;
   for (int d = 0; d < x.rank(); ++d) {
     if (reduced[d] && !keep) continue;
     index += (index.empty() ? "" : ", ") + (reduced[d] ? "0" : kI + std::to_string(d));
   }
-  n.kernel("reduce", box_loops(x.shape, kI), y.name + "[" + index + "]", assign, value);
+  return y.name + "[" + index + "]";
 }
 
 namespace {

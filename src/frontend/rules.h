@@ -139,6 +139,19 @@ std::vector<bool> reduced_dims(NodeLowering& n, int rank);
 void reduce_into(NodeLowering& n, const TensorInfo& y, const TensorInfo& x,
                  const std::vector<bool>& reduced, const std::string& assign,
                  const std::string& value);
+// y[kept..] read at a point of x's box (loop prefix kI): the index reduce_into writes.
+std::string kept_read(const TensorInfo& y, const TensorInfo& x, const std::vector<bool>& reduced);
+// The first row-major index within the `reduced` dims where x equals `best` (its max= or min=
+// over them, as reduce_into writes it) into idx: `min=` of the index where x reaches it, the index
+// PyTorch and JAX return. Defined in rules_reduce.cpp.
+void first_index_of(NodeLowering& n, const TensorInfo& idx, const TensorInfo& x,
+                    const std::vector<bool>& reduced, const TensorInfo& best);
+// A scan of x along `dim` into y (ATen cumsum/cumprod, lax cumsum/cumprod/cummax/cummin): the
+// first element copied, then `repeat t in 1..n` of one kernel over the other dims,
+// y[.., t, ..] = y[.., t - 1, ..] OP x[.., t, ..] (`reverse` runs from the end; OP "+" or "*"
+// infix, else a call). One operation per element. Defined in rules_reduce.cpp.
+void scan(NodeLowering& n, const TensorInfo& x, const TensorInfo& y, int64_t dim, bool reverse,
+          const std::string& op);
 // Statistics of x over its `reduced` dims: the mean and the biased variance (over `count`
 // elements) into `mean` and `var`, which have x's rank (reduced dims 1) or drop reduced dims.
 void moments(NodeLowering& n, const TensorInfo& x, const std::vector<bool>& reduced,

@@ -464,10 +464,7 @@ void trilinear_rule(NodeLowering& n) {
     if (summed[d] && !keep) continue;
     out_index += (out_index.empty() ? "" : ", ") + (summed[d] ? "0" : "j" + std::to_string(d));
   }
-  std::string loops;
-  for (size_t d = 0; d < rank; ++d) {
-    loops += (d ? ", j" : "j") + std::to_string(d) + " in 0.." + std::to_string(box[d]);
-  }
+  const std::string loops = box_loops(box, "j");
   // Summed dims that i3 does not have are summed over i1 * i2 first (nn.Bilinear:
   // t[b, o, j] = x1[b, i] W[o, i, j], then y[b, o] = t[b, o, j] x2[b, j]), as PyTorch does.
   std::vector<bool> first(rank, true);

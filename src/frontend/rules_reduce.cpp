@@ -17,45 +17,12 @@ std::string repeat_index(NodeLowering& n, const std::string& hint) {
   return n.out().name + "_" + hint;
 }
 
-// The indices `i0, .., i(d-1), VALUE, i(d+1), ..` of a box of `rank`.
-std::string index_with(int rank, int64_t dim, const std::string& value) {
-  std::string s;
-  for (int d = 0; d < rank; ++d) {
-    s += (d ? ", " : "") + (d == dim ? value : kI + std::to_string(d));
-  }
-  return s;
-}
-
-// The box of `shape` with dim `dim` dropped: loops `i0..` (dim skipped).
-std::string loops_without(const std::vector<int64_t>& shape, int64_t dim) {
-  std::string s;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (static_cast<int64_t>(d) == dim) continue;
-    s += (s.empty() ? "" : ", ") + kI + std::to_string(d) + " in 0.." + std::to_string(shape[d]);
-  }
-  return s;
-}
-
-// cumsum (`op` "+") and cumprod ("*") along `dim`: a scan, one step per position, so the
-// counted work is one operation per element: `y[.., 0, ..] = x[.., 0, ..]`, then for t in
-// 1..n `y[.., t, ..] = y[.., t - 1, ..] OP x[.., t, ..]`.
+// cumsum (`op` "+") and cumprod ("*") along `dim`: scan() (a 0-d tensor is copied).
 Rule scan_rule(const std::string& op) {
   return [op](NodeLowering& n) {
     const TensorInfo x = n.tensor("self");
-    const TensorInfo& y = n.out();
     if (x.rank() == 0) return pointwise(n, x.name + "[]");
-    const int64_t dim = norm_dim(n.integer("dim"), x.rank());
-    const int r = x.rank();
-    const std::string loops = loops_without(x.shape, dim);
-    n.kernel("first", loops, y.name + "[" + index_with(r, dim, "0") + "]", "=",
-             x.name + "[" + index_with(r, dim, "0") + "]");
-    if (x.shape[dim] < 2) return;
-    const std::string t = repeat_index(n, "t");
-    n.stmt("repeat " + t + " in 1.." + std::to_string(x.shape[dim]) + " {");
-    n.kernel("step", loops, y.name + "[" + index_with(r, dim, t) + "]", "=",
-             y.name + "[" + index_with(r, dim, t + " - 1") + "] " + op + " " + x.name + "[" +
-                 index_with(r, dim, t) + "]");
-    n.stmt("}");
+    scan(n, x, n.out(), norm_dim(n.integer("dim"), x.rank()), false, op);
   };
 }
 
@@ -77,17 +44,6 @@ std::string reduced_flat_index(const TensorInfo& x, const std::vector<bool>& red
   return flat.empty() ? "0" : flat;
 }
 
-// y[kept..] read at a point of x's box, for y of x's rank (keepdim) or with reduced dims dropped.
-std::string kept_read(const TensorInfo& y, const TensorInfo& x, const std::vector<bool>& reduced) {
-  const bool keep = y.rank() == x.rank();
-  std::string index;
-  for (int d = 0; d < x.rank(); ++d) {
-    if (reduced[d] && !keep) continue;
-    index += (index.empty() ? "" : ", ") + (reduced[d] ? "0" : kI + std::to_string(d));
-  }
-  return y.name + "[" + index + "]";
-}
-
 // max.dim / min.dim (values and indices), argmax / argmin (indices), max / min (all): `max=`
 // (`min=`) over the reduced dims, then the first index where x equals it (`min=` of the
 // row-major index within the reduced dims, as PyTorch returns).
@@ -99,10 +55,7 @@ Rule extremum_rule(const std::string& assign, bool values, bool indices) {
     const TensorInfo best = values ? n.out(out++) : n.temp("best", x.dtype, n.out().shape);
     reduce_into(n, best, x, reduced, assign, at_box(x));
     if (!indices) return;
-    const TensorInfo& idx = n.out(out);
-    reduce_into(n, idx, x, reduced, "min=",
-                "select(" + at_box(x) + " == " + kept_read(best, x, reduced) + ", " +
-                    reduced_flat_index(x, reduced) + ", inf)");
+    first_index_of(n, n.out(out), x, reduced, best);
   };
 }
 
@@ -290,6 +243,41 @@ void dropout_rule(NodeLowering& n) {
 }
 
 }  // namespace
+
+void first_index_of(NodeLowering& n, const TensorInfo& idx, const TensorInfo& x,
+                    const std::vector<bool>& reduced, const TensorInfo& best) {
+  reduce_into(n, idx, x, reduced, "min=",
+              "select(" + at_box(x) + " == " + kept_read(best, x, reduced) + ", " +
+                  reduced_flat_index(x, reduced) + ", inf)");
+}
+
+void scan(NodeLowering& n, const TensorInfo& x, const TensorInfo& y, int64_t dim, bool reverse,
+          const std::string& op) {
+  const int64_t len = x.shape.at(dim);
+  if (len == 0) return;
+  std::vector<int64_t> row = x.shape;
+  row.erase(row.begin() + dim);
+  const std::string t = y.name + "_scan";  // the repeat index (a name no rule gives a tensor)
+  auto index = [&](const std::string& pos) {
+    std::string s;
+    for (int d = 0, r = 0; d < x.rank(); ++d) {
+      s += (d ? ", " : "") + (d == dim ? pos : kI + std::to_string(r++));
+    }
+    return "[" + s + "]";
+  };
+  const std::string first = std::to_string(reverse ? len - 1 : 0);
+  n.kernel("first", box_loops(row, kI), y.name + index(first), "=", x.name + index(first));
+  if (len == 1) return;
+  // step t = 1..len-1 writes position t (reverse: len - 1 - t) from its predecessor
+  const std::string pos = reverse ? std::to_string(len - 1) + " - " + t : t;
+  const std::string a = y.name + index(pos + (reverse ? " + 1" : " - 1"));
+  const std::string b = x.name + index(pos);
+  const std::string value =
+      op == "+" || op == "*" ? a + " " + op + " " + b : op + "(" + a + ", " + b + ")";
+  n.stmt("repeat " + t + " in 1.." + std::to_string(len) + " {");
+  n.kernel("step", box_loops(row, kI), y.name + index(pos), "=", value);
+  n.stmt("}");
+}
 
 void register_reduction_rules(std::map<std::string, Rule>& r) {
   r["aten.cumsum.default"] = scan_rule("+");
