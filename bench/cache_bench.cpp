@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../tests/sol/attention_ir.h"
 #include "solar/einsum/graph.h"
 #include "solar/hw/device.h"
 #include "solar/ir/checker.h"
@@ -49,40 +50,6 @@ output y : f32[N, K, OH, OW]
 kernel conv {
   for n in 0..N, k in 0..K, oh in 0..OH, ow in 0..OW, c in 0..C, r in 0..3, s in 0..3:
     y[n, k, oh, ow] += x[n, c, oh + r, ow + s] * w[k, c, r, s]
-}
-)";
-
-const char* const kAttention = R"(
-size H = 16
-size T = 4096
-size D = 128
-input q : bf16[H, T, D]
-input k : bf16[H, T, D]
-input v : bf16[H, T, D]
-tensor s : f32[H, T, T]
-tensor m : f32[H, T]
-tensor l : f32[H, T]
-tensor p : bf16[H, T, T]
-output o : f32[H, T, D]
-kernel scores {
-  for h in 0..H, i in 0..T, j in 0..T, d in 0..D:
-    s[h, i, j] += q[h, i, d] * k[h, j, d]
-}
-kernel row_max {
-  for h in 0..H, i in 0..T, j in 0..T:
-    m[h, i] max= s[h, i, j]
-}
-kernel row_sum {
-  for h in 0..H, i in 0..T, j in 0..T:
-    l[h, i] += exp(s[h, i, j] - m[h, i])
-}
-kernel probs {
-  for h in 0..H, i in 0..T, j in 0..T:
-    p[h, i, j] = exp(s[h, i, j] - m[h, i]) / l[h, i]
-}
-kernel weighted_sum {
-  for h in 0..H, i in 0..T, j in 0..T, e in 0..D:
-    o[h, i, e] += p[h, i, j] * v[h, j, e]
 }
 )";
 
@@ -223,7 +190,8 @@ void run_case(const char* name, const Graph& g, double target_s) {
 
 int main() {
   run_case("conv7", lift(kConv7, "conv7.ir"), 0.05);
-  run_case("attn", lift(kAttention, "attention.ir"), 1.0);
+  run_case("attn", lift(solar::sol::testing::attention_ir(16, 4096, 128, "bf16"), "attention.ir"),
+           1.0);
   ResNetWriter r;
   run_case("resnet", lift(r.program(), "resnet50.ir"), 30.0);
   return 0;

@@ -40,22 +40,6 @@ std::string num(double v) {
   return buf;
 }
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (const char c : s) {
-    if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else if (c == '&') {
-      out += "&amp;";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 Curve make_curve(const einsum::Graph& g, const hw::Device& d, const sol::PrecisionPolicy& policy) {
@@ -169,7 +153,8 @@ std::string curve_to_svg(const Curve& c) {
                   "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   s += "<text x=\"" + num(kW / 2) + "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" +
-       escape("DRAM traffic vs on-chip capacity: " + c.source + " on " + c.device) + "</text>\n";
+       html_escape("DRAM traffic vs on-chip capacity: " + c.source + " on " + c.device) +
+       "</text>\n";
   s += "<rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(pw) +
        "\" height=\"" + num(ph) + "\" fill=\"none\" stroke=\"black\"/>\n";
   for (int k = kMinLog2; k <= kMaxLog2; k += 2) {

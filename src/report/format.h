@@ -25,4 +25,7 @@ std::string format_number(double v);
 // past the end of `align`) left. No trailing spaces; one '\n' per row.
 std::string format_table(const std::vector<std::vector<std::string>>& rows, std::string_view align);
 
+// `s` safe in HTML/SVG text and in a double-quoted attribute: & < > " as entities.
+std::string html_escape(const std::string& s);
+
 }  // namespace solar::report::detail

@@ -22,30 +22,8 @@ using detail::format_count;
 using detail::format_number;
 using detail::format_rate;
 using detail::format_seconds;
+using detail::html_escape;
 using nlohmann::json;
-
-std::string esc(const std::string& s) {
-  std::string out;
-  for (const char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // A coordinate or raw value in the file: fixed, short, locale-free.
 std::string fixed(double v) {
@@ -233,18 +211,18 @@ std::string roofline_svg(const json& report, const std::vector<std::string>& fid
       pts +=
           (pts.empty() ? "" : " ") + fixed(ax.px(x)) + "," + fixed(ax.py(std::min(rate, x * beta)));
     }
-    s += "<polyline class=\"roof\" data-precision=\"" + esc(label) + "\" data-rate=\"" + raw(rate) +
-         "\" points=\"" + pts + "\" fill=\"none\" stroke=\"#444\" stroke-width=\"" +
+    s += "<polyline class=\"roof\" data-precision=\"" + html_escape(label) + "\" data-rate=\"" +
+         raw(rate) + "\" points=\"" + pts + "\" fill=\"none\" stroke=\"#444\" stroke-width=\"" +
          (i == 0 ? "2" : "1") + "\"" + (i == 0 ? "" : " stroke-dasharray=\"4 3\"") + "><title>" +
-         esc(label) + ": " + format_rate(rate) + ", DRAM " + detail::format_bandwidth(beta) +
-         "</title></polyline>\n";
+         html_escape(label) + ": " + format_rate(rate) + ", DRAM " +
+         detail::format_bandwidth(beta) + "</title></polyline>\n";
     s += "<text class=\"roof-label\" x=\"" + fixed(right + 4) + "\" y=\"" +
-         fixed(ax.py(std::min(rate, xb * beta)) + 4) + "\">" + esc(label) + "</text>\n";
+         fixed(ax.py(std::min(rate, xb * beta)) + 4) + "\">" + html_escape(label) + "</text>\n";
   }
   for (const Point& p : nodes) {
-    s += "<circle class=\"node\" data-node=\"" + esc(p.label) + "\" cx=\"" + fixed(ax.px(p.x)) +
-         "\" cy=\"" + fixed(ax.py(p.y)) +
-         "\" r=\"4\" fill=\"#1f77b4\" fill-opacity=\"0.6\"><title>" + esc(p.label) + ": " +
+    s += "<circle class=\"node\" data-node=\"" + html_escape(p.label) + "\" cx=\"" +
+         fixed(ax.px(p.x)) + "\" cy=\"" + fixed(ax.py(p.y)) +
+         "\" r=\"4\" fill=\"#1f77b4\" fill-opacity=\"0.6\"><title>" + html_escape(p.label) + ": " +
          format_number(p.x) + " FLOP/byte, " + format_rate(p.y) + " at its SOL</title></circle>\n";
   }
   for (size_t i = 0; i < marks.size(); ++i) {
@@ -252,14 +230,14 @@ std::string roofline_svg(const json& report, const std::vector<std::string>& fid
     const double cx = ax.px(p.x), cy = ax.py(p.y);
     const double d = std::max(4.0, 9.0 - 2.0 * static_cast<double>(i));  // later ones smaller,
                                                                          // so none hides another
-    s += "<path class=\"fidelity-marker\" data-fidelity=\"" + esc(p.label) + "\" d=\"M" +
+    s += "<path class=\"fidelity-marker\" data-fidelity=\"" + html_escape(p.label) + "\" d=\"M" +
          fixed(cx) + "," + fixed(cy - d) + " L" + fixed(cx + d) + "," + fixed(cy) + " L" +
          fixed(cx) + "," + fixed(cy + d) + " L" + fixed(cx - d) + "," + fixed(cy) + " Z\" fill=\"" +
-         color(i) + "\" stroke=\"#000\"><title>whole program, " + esc(p.label) + ": " +
+         color(i) + "\" stroke=\"#000\"><title>whole program, " + html_escape(p.label) + ": " +
          format_number(p.x) + " FLOP/byte, " + format_rate(p.y) + "</title></path>\n";
     s += "<text class=\"legend\" x=\"" + fixed(right + 4) + "\" y=\"" +
          fixed(Axes::kTop + 100 + 16 * static_cast<double>(i)) + "\" fill=\"" + color(i) +
-         "\">&#9670; " + esc(p.label) + "</text>\n";
+         "\">&#9670; " + html_escape(p.label) + "</text>\n";
   }
   return s + "</svg>\n";
 }
@@ -278,31 +256,32 @@ Cell num_cell(const std::string& t, double v) { return {t, raw(v)}; }
 std::string simple_table(const std::string& id, const std::vector<std::string>& head,
                          const std::vector<std::vector<std::string>>& rows) {
   std::string s = "<table id=\"" + id + "\"><thead><tr>";
-  for (const std::string& h : head) s += "<th>" + esc(h) + "</th>";
+  for (const std::string& h : head) s += "<th>" + html_escape(h) + "</th>";
   s += "</tr></thead><tbody>\n";
   for (const auto& row : rows) {
     s += "<tr>";
-    for (const std::string& c : row) s += "<td>" + esc(c) + "</td>";
+    for (const std::string& c : row) s += "<td>" + html_escape(c) + "</td>";
     s += "</tr>\n";
   }
   return s + "</tbody></table>\n";
 }
 
 std::string header_section(const json& r) {
-  std::string s = "<h1>SOL of " + esc(str(r, "source")) + " on " +
-                  esc(str(r.at("hardware"), "name")) + "</h1>\n<p class=\"meta\">";
+  std::string s = "<h1>SOL of " + html_escape(str(r, "source")) + " on " +
+                  html_escape(str(r.at("hardware"), "name")) + "</h1>\n<p class=\"meta\">";
   std::string sizes;
   for (const auto& [name, value] : r.at("sizes").items()) {
     sizes += (sizes.empty() ? "" : ", ") + name + "=" + value.dump();
   }
-  if (!sizes.empty()) s += "sizes: " + esc(sizes) + "<br>\n";
+  if (!sizes.empty()) s += "sizes: " + html_escape(sizes) + "<br>\n";
   const json& t = r.at("totals");
   s += "DRAM " + detail::format_bandwidth(num(r.at("hardware"), "dram_bandwidth_bytes_per_s")) +
-       "; precision policy: " + esc(str(r, "precision_policy")) +
-       "<br>\nverification: " + esc(str(r.at("verification"), "status")) +
+       "; precision policy: " + html_escape(str(r, "precision_policy")) +
+       "<br>\nverification: " + html_escape(str(r.at("verification"), "status")) +
        "<br>\nwork: " + format_count(num(t, "macs"), "MAC") + ", " +
        format_count(num(t, "other_ops")) + " other ops, " + format_count(num(t, "flops"), "FLOP") +
-       " (" + esc(str(r, "flops_convention")) + "), " + std::to_string(r.at("nodes").size()) +
+       " (" + html_escape(str(r, "flops_convention")) + "), " +
+       std::to_string(r.at("nodes").size()) +
        " nodes</p>\n<p class=\"meta\">SOL (speed of light) here is the minimum time of the whole "
        "program on the device (docs/fidelities.md), not Nsight Compute's per-kernel percentage "
        "of peak.</p>\n";
@@ -315,12 +294,13 @@ std::string fidelity_section(const json& r, const std::vector<std::string>& fide
   for (size_t i = 0; i < fidelities.size(); ++i) {
     const std::string& f = fidelities[i];
     const json& sol = r.at("sol");
-    s += "<div class=\"card fidelity\" data-fidelity=\"" + esc(f) + "\" data-sol-s=\"" +
+    s += "<div class=\"card fidelity\" data-fidelity=\"" + html_escape(f) + "\" data-sol-s=\"" +
          raw(num(sol, f + "_s")) + "\" style=\"border-top:4px solid " + color(i) + "\"><h3>" +
-         esc(f) + "</h3><div class=\"time\">" + format_seconds(num(sol, f + "_s")) +
+         html_escape(f) + "</h3><div class=\"time\">" + format_seconds(num(sol, f + "_s")) +
          "</div>compute " + format_seconds(num(sol, "compute_s")) + "<br>memory " +
          format_seconds(num(sol, "memory_" + f + "_s")) + "<br>DRAM " +
-         format_bytes(num(r.at("bytes"), f)) + "<br>bound: " + esc(str(sol, "bottleneck_" + f));
+         format_bytes(num(r.at("bytes"), f)) +
+         "<br>bound: " + html_escape(str(sol, "bottleneck_" + f));
     if (headroom) {
       s += "<br>headroom: <span class=\"headroom\">" +
            format_ratio(num(headroom->at("by_fidelity"), f)) + "x</span>";
@@ -335,9 +315,9 @@ std::string headroom_section(const json& r, const std::vector<std::string>& fide
   const json& h = r.at("headroom");
   std::string s = "<h2 id=\"headroom\">Headroom (measured / SOL)</h2>\n<p>measured " +
                   format_seconds(num(h, "measured_s"));
-  if (!str(h, "method").empty()) s += " (" + esc(str(h, "method")) + ")";
+  if (!str(h, "method").empty()) s += " (" + html_escape(str(h, "method")) + ")";
   s += "</p>\n<p class=\"" + std::string(h.value("what_if", false) ? "warn" : "meta") +
-       "\" id=\"headroom-note\">" + esc(str(h, "note")) + "</p>\n";
+       "\" id=\"headroom-note\">" + html_escape(str(h, "note")) + "</p>\n";
   std::vector<std::vector<std::string>> rows;
   for (const std::string& f : fidelities) {
     rows.push_back({f, format_seconds(num(r.at("sol"), f + "_s")),
@@ -406,7 +386,7 @@ std::string node_section(const json& r) {
     };
     s += "<tr data-index=\"" + std::to_string(i) + "\">";
     for (const Cell& c : cells)
-      s += "<td data-value=\"" + esc(c.value) + "\">" + esc(c.text) + "</td>";
+      s += "<td data-value=\"" + html_escape(c.value) + "\">" + html_escape(c.text) + "</td>";
     s += "</tr>\n";
   }
   return s + "</tbody></table>\n";
@@ -416,7 +396,7 @@ std::string fusion_section(const json& r, const std::vector<std::string>& fideli
   std::string s = "<h2 id=\"fusion\">Fusion groups</h2>\n<ul id=\"fusion-groups\">\n";
   const size_t n = r.at("nodes").size();
   for (const std::string& f : fidelities) {
-    s += "<li data-fidelity=\"" + esc(f) + "\"><b>" + esc(f) + "</b>: ";
+    s += "<li data-fidelity=\"" + html_escape(f) + "\"><b>" + html_escape(f) + "</b>: ";
     if (f == "unfused") {
       s += std::to_string(n) +
            " groups, one per node: every node reads its inputs from and "
@@ -428,7 +408,7 @@ std::string fusion_section(const json& r, const std::vector<std::string>& fideli
     } else if (f == "cache_aware" && r.contains("cache") && r.at("cache").contains("groups")) {
       s += std::to_string(r.at("cache").at("groups").size()) + " group(s), on-chip capacity " +
            format_bytes(num(r.at("cache"), "capacity_bytes")) + " (" +
-           esc(str(r.at("cache"), "capacity_source")) + "), in the table below";
+           html_escape(str(r.at("cache"), "capacity_source")) + "), in the table below";
     } else {
       s += "see the JSON report";
     }
@@ -491,7 +471,7 @@ std::string insights_section(const json& r) {
                       rows);
   }
   for (const json& note : in.at("notes"))
-    s += "<p class=\"meta\">" + esc(note.get<std::string>()) + "</p>\n";
+    s += "<p class=\"meta\">" + html_escape(note.get<std::string>()) + "</p>\n";
   return s;
 }
 
@@ -535,7 +515,7 @@ std::string devices_section(const json& d, const std::vector<std::string>& fidel
          format_seconds(num(d, "latency_s")) +
          " needs: " + format_rate(num(d.at("required"), "flops_per_s")) + " (FLOP / latency)";
     for (const auto& [f, bw] : d.at("required").at("bandwidth_bytes_per_s").items()) {
-      s += ", " + esc(f) + " " + detail::format_bandwidth(bw.get<double>());
+      s += ", " + html_escape(f) + " " + detail::format_bandwidth(bw.get<double>());
     }
     s += " DRAM. factor = SOL / latency; compute x and bandwidth x: what each alone must grow "
          "by.</p>\n";
@@ -554,8 +534,9 @@ std::string render_html(const json& report, const json& devices) {
   const std::string svg = roofline_svg(report, fidelities, plotted, skipped);
   std::string s =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>SOLAR: " +
-      esc(str(report, "source")) + " on " + esc(str(report.at("hardware"), "name")) +
-      "</title>\n<style>\n" + kStyle + "</style>\n</head>\n<body>\n";
+      html_escape(str(report, "source")) + " on " +
+      html_escape(str(report.at("hardware"), "name")) + "</title>\n<style>\n" + kStyle +
+      "</style>\n</head>\n<body>\n";
   s += header_section(report);
   s += fidelity_section(report, fidelities);
   s += headroom_section(report, fidelities);

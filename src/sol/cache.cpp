@@ -34,6 +34,7 @@
 #include "solar/ir/dtype.h"
 #include "solar/sol/analysis.h"
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 
 namespace solar::sol {
 namespace {
@@ -887,10 +888,8 @@ int64_t parse_capacity(std::string_view text) {
   } catch (const std::exception&) {
     throw bad();
   }
-  std::string unit;
-  for (const char c : s.substr(digits)) {
-    if (c != ' ') unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
+  std::string unit = to_lower(s.substr(digits));
+  std::erase(unit, ' ');
   static constexpr std::pair<std::string_view, double> kUnits[] = {
       {"", 1.0},   {"b", 1.0},      {"kb", 1e3},        {"mb", 1e6},
       {"gb", 1e9}, {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0}};

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_ir.h"
 #include "sol_test_util.h"
 #include "solar/ir/affine.h"
 #include "solar/ir/dtype.h"
@@ -47,40 +48,8 @@ kernel gemm2 {
 }
 )";
 
-// Softmax attention over one head, not causal: scores, row max, row sum, probabilities, weighted
-// sum. The loops every kernel shares are named alike (h, i, j).
-std::string attention(int64_t t, int64_t d) {
-  return "size H = 1\nsize T = " + std::to_string(t) + "\nsize D = " + std::to_string(d) + R"(
-input q : f32[H, T, D]
-input k : f32[H, T, D]
-input v : f32[H, T, D]
-tensor s : f32[H, T, T]
-tensor m : f32[H, T]
-tensor l : f32[H, T]
-tensor p : f32[H, T, T]
-output o : f32[H, T, D]
-kernel scores {
-  for h in 0..H, i in 0..T, j in 0..T, d in 0..D:
-    s[h, i, j] += q[h, i, d] * k[h, j, d]
-}
-kernel row_max {
-  for h in 0..H, i in 0..T, j in 0..T:
-    m[h, i] max= s[h, i, j]
-}
-kernel row_sum {
-  for h in 0..H, i in 0..T, j in 0..T:
-    l[h, i] += exp(s[h, i, j] - m[h, i])
-}
-kernel probs {
-  for h in 0..H, i in 0..T, j in 0..T:
-    p[h, i, j] = exp(s[h, i, j] - m[h, i]) / l[h, i]
-}
-kernel weighted_sum {
-  for h in 0..H, i in 0..T, j in 0..T, e in 0..D:
-    o[h, i, e] += p[h, i, j] * v[h, j, e]
-}
-)";
-}
+// Softmax attention over one head, f32 throughout (attention_ir.h).
+std::string attention(int64_t t, int64_t d) { return testing::attention_ir(1, t, d, "f32"); }
 
 // A 3x3 convolution, stride 1, no padding: 7 loops.
 const char* const kConv = R"(

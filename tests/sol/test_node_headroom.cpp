@@ -57,7 +57,8 @@ TEST(NodeHeadroom, AttributesKernelsAndMovementAndSortsByMeasuredTime) {
   EXPECT_DOUBLE_EQ(*h.nodes[2].headroom, 200.0);
   EXPECT_EQ(h.nodes[3].status, "view (no work)");
   EXPECT_FALSE(h.nodes[3].headroom.has_value());
-  // tail (4 ns) is claimed by nobody; 5 + 1 + 4 = 10 ns, the whole unfused SOL.
+  // tail (4 ns) is claimed by nobody. Attributed: mm 5 ns + copy 1 ns = 6 ns; with the 4 ns
+  // unattributed, 10 ns: the whole unfused SOL (2 + 3 + 1 + 4).
   EXPECT_EQ(h.unattributed, (std::vector<std::string>{"tail"}));
   EXPECT_DOUBLE_EQ(h.unattributed_sol_s, 4e-9);
   EXPECT_DOUBLE_EQ(h.sol_s, 6e-9);
