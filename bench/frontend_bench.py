@@ -14,7 +14,6 @@ size. See bench/README.md for what is timed and the results.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import inspect
 import os
 import resource
@@ -27,6 +26,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from solar import frontend
+from solar._modelfile import import_model_file
 from solar.capture import capture
 
 MODELS = Path(__file__).resolve().parent.parent / "tests" / "python" / "models"
@@ -79,10 +79,7 @@ BIG_PARAMS = 2_013_577_216
 
 
 def model_class(file: str):
-    spec = importlib.util.spec_from_file_location("_bench_" + Path(file).stem, MODELS / file)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = import_model_file(str(MODELS / file), "_bench_" + Path(file).stem, RuntimeError)
     return module.Model
 
 

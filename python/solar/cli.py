@@ -108,7 +108,7 @@ def _run_on_model_file(args: list[str]) -> int:
             if rc == 0 and json_out and json_out != "-" and os.path.isfile(json_out):
                 with open(json_out) as f:
                     text = _replace_status(f.read(), json.dumps(status)[1:-1])
-                from solar.capture import write_atomic
+                from solar._files import write_atomic
 
                 write_atomic(json_out, text)
     sys.stdout.write(out.replace(ir_path, os.path.basename(path)))
@@ -280,7 +280,7 @@ def _capture(args: argparse.Namespace) -> int:
 
 def _analyze(args: argparse.Namespace) -> int:
     from solar import frontend
-    from solar.capture import write_atomic
+    from solar._files import write_atomic
 
     check_output_paths(args.ir, args.json, args.html, args.trace, args.csv, args.dot)
     if args.llm or args.llm_fallback:

@@ -162,6 +162,6 @@ def time_nodes(
 
 def write_node_times(document: dict, path: str | os.PathLike) -> None:
     """Writes a ``--measured-nodes`` document (atomically)."""
-    from solar.capture import write_atomic
+    from solar._files import write_atomic
 
     write_atomic(path, json.dumps(document, indent=1, allow_nan=False) + "\n")

@@ -32,6 +32,8 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from solar._files import write_atomic
+
 TOP_LEVEL = "."
 
 
@@ -77,18 +79,7 @@ def result_path(out: str, rel: str) -> str:
 
 def write_json_atomic(path: str, data: object) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, sort_keys=True, indent=1, allow_nan=False)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
-def write_text_atomic(path: str, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-")
-    with os.fdopen(fd, "w", newline="") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, sort_keys=True, indent=1, allow_nan=False) + "\n")
 
 
 def run_problem(root: str, level: str, rel: str, args: argparse.Namespace, ms: float | None):
@@ -204,7 +195,7 @@ def write_outputs(out: str, records: list[dict]) -> dict:
     columns = ["level", "problem", "path", "status", "verification", "error", "nodes", "macs"]
     columns += ["flops", "coverage", "measured_ms", "violation"]
     columns += sorted({k for r in rows for k in r} - set(columns))
-    write_text_atomic(os.path.join(out, "problems.csv"), _csv(rows, columns))
+    write_atomic(os.path.join(out, "problems.csv"), _csv(rows, columns))
     s = summary(records)
     write_json_atomic(os.path.join(out, "summary.json"), s)
     srows = []
@@ -217,7 +208,7 @@ def write_outputs(out: str, records: list[dict]) -> dict:
         srows.append(row)
     scols = ["level", "problems", "analysed", "failed", "timed", "violations"]
     scols += sorted({k for r in srows for k in r} - set(scols))
-    write_text_atomic(os.path.join(out, "summary.csv"), _csv(srows, scols))
+    write_atomic(os.path.join(out, "summary.csv"), _csv(srows, scols))
     return s
 
 

@@ -30,7 +30,10 @@ def test_trace_csv_and_dot_hold_every_node(tmp_path):
     spans = [e for e in events if e["ph"] == "X"]
     assert [e["name"] for e in spans] == names
     # Back to back, in program order: each starts where the previous ended; the last ends at
-    # the unfused SOL (5,920 bytes / 3.35e12 B/s = 1.767 ns = 0.001767 us).
+    # the unfused SOL (5,920 bytes / 3.35e12 B/s = 1.767 ns = 0.001767 us). Bytes per kernel
+    # (f32, 4 bytes): fc1 x 4*16*4 = 256 + w1 16*32*4 = 2,048 + z 4*32*4 = 512 -> 2,816;
+    # bias_relu z 512 + b1 32*4 = 128 + a 512 -> 1,152; fc2 1,664 (below); bias u 128 + b2 32
+    # + y 128 -> 288; 2,816 + 1,152 + 1,664 + 288 = 5,920.
     for a, b in zip(spans, spans[1:], strict=False):
         assert b["ts"] == a["ts"] + a["dur"]
     assert abs(spans[-1]["ts"] + spans[-1]["dur"] - 5920 / 3.35e12 * 1e6) < 1e-15

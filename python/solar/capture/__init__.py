@@ -21,7 +21,6 @@ import io
 import json
 import os
 import sys
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from solar._files import write_atomic
 from solar._modelfile import call_model_code, import_model_file
 from solar.capture._golden import has_random_dropout, run_graph
 from solar.capture._serialize import serialize
@@ -262,25 +262,6 @@ def write_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
                 zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0)), member.getvalue()
             )
     write_atomic(path, buffer.getvalue())
-
-
-def write_atomic(path: str, data: bytes | str) -> None:
-    """Writes to a temporary file beside ``path`` and renames it into place."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise OSError(f"cannot write '{path}': it is a directory")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".solar-", suffix=".tmp")
-    except OSError as e:  # name the file asked for, not the temporary one
-        raise OSError(f"cannot write '{path}': {e.strerror or e}") from e
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _dumps(value: Any) -> str:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 import solar
+from solar._files import write_atomic
 from solar.frontend import compare_output
 from solar.llm.client import ChatClient
 from solar.llm.config import LLMConfig, LLMError
@@ -319,19 +319,6 @@ def _store(config: LLMConfig, key: str, task: Task, t: Translation) -> None:
     }
     os.makedirs(config.cache_path(), exist_ok=True)
     write_atomic(_cache_file(config, key), json.dumps(entry, sort_keys=True, indent=1) + "\n")
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Writes ``text`` to a temporary file beside ``path`` and renames it into place."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".solar-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _load_cached(task: Task, config: LLMConfig, key: str) -> Translation | None:

@@ -109,7 +109,7 @@ def _progress(line: str) -> None:
 def _write_log(path: str | None, config: LLMConfig, parts: list[dict]) -> None:
     if not path:
         return
-    from solar.llm.agent import write_atomic
+    from solar._files import write_atomic
 
     data = {"base_url": config.base_url, "model": config.model, "translations": parts}
     write_atomic(path, json.dumps(data, sort_keys=True, indent=1) + "\n")
@@ -141,7 +141,8 @@ def main(argv: Sequence[str]) -> int:
         args = p.parse_args(list(argv))
     except SystemExit as e:
         return 0 if e.code == 0 else 1
-    from solar.llm.agent import TranslationError, translate, write_atomic
+    from solar._files import write_atomic
+    from solar.llm.agent import TranslationError, translate
     from solar.llm.tasks import program_task
 
     config = None

@@ -1,0 +1,25 @@
+"""Writing output files atomically (no torch or jax here): ``write_atomic``."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+
+def write_atomic(path: str, data: bytes | str) -> None:
+    """Writes to a temporary file beside ``path`` and renames it into place (text as UTF-8)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise OSError(f"cannot write '{path}': it is a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".solar-", suffix=".tmp")
+    except OSError as e:  # name the file asked for, not the temporary one
+        raise OSError(f"cannot write '{path}': {e.strerror or e}") from e
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
