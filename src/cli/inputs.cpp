@@ -75,6 +75,10 @@ void collect_index_bounds(const std::vector<ir::StmtP>& body, const ir::Program&
       collect_index_bounds(r->body, p, sizes, bounds);
       continue;
     }
+    if (const auto* o = std::get_if<ir::OpBlock>(&s->node)) {
+      collect_index_bounds(o->body, p, sizes, bounds);
+      continue;
+    }
     const auto* c = std::get_if<ir::Compose>(&s->node);
     if (c == nullptr) continue;
     if (c->op != ir::ComposeOp::Take && c->op != ir::ComposeOp::Gather &&

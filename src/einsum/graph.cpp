@@ -1,7 +1,10 @@
 // The einsum graph's small functions, and the union of a tensor's accesses over a graph.
 #include "solar/einsum/graph.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "footprint.h"
@@ -95,6 +98,113 @@ Footprint touched_footprint(const Graph& g, std::string_view tensor) {
 
 int64_t touched_elements(const Graph& g, std::string_view tensor) {
   return touched_footprint(g, tensor).elements;
+}
+
+namespace {
+
+// The DRAM bytes of the nodes [u.first, u.last) run as one kernel (OpUnit).
+// Per tensor, the nodes that read it and the nodes that write it, in order.
+struct Events {
+  std::vector<size_t> reads, writes;
+};
+
+// Whether the value `name` holds after the nodes before `last` is read later: its first read at
+// or after `last` comes before its first write there (a node reads before it writes).
+bool read_later(const std::map<std::string, Events, std::less<>>& events, const std::string& name,
+                size_t last) {
+  const auto it = events.find(name);
+  if (it == events.end()) return false;
+  const auto first_at = [last](const std::vector<size_t>& v) {
+    const auto at = std::lower_bound(v.begin(), v.end(), last);
+    return at == v.end() ? SIZE_MAX : *at;
+  };
+  const size_t read = first_at(it->second.reads);
+  return read != SIZE_MAX && read <= first_at(it->second.writes);
+}
+
+void unit_bytes(const Graph& g, const std::map<std::string, Events, std::less<>>& events,
+                OpUnit& u) {
+  if (u.last - u.first == 1) {  // one node: all it reads and writes, as it runs alone
+    const Node& n = g.nodes[u.first];
+    u.bytes_read = n.bytes_read();
+    u.bytes_written = n.bytes_written();
+    for (const auto* list : {&n.reads, &n.writes}) {
+      for (const Access& a : *list) u.bytes_exact = u.bytes_exact && a.footprint_exact;
+    }
+    return;
+  }
+  // Per tensor, in order of first appearance: its read maps before its first write inside the
+  // unit (a node that reads and writes a tensor reads it first), its write maps, and whether a
+  // node of the unit reads it after it was written there (then it is consumed on chip).
+  struct Use {
+    std::vector<const AccessMap*> reads, writes;
+    bool consumed = false;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Use, std::less<>> uses;
+  const auto use = [&](const std::string& t) -> Use& {
+    const auto [it, fresh] = uses.try_emplace(t);
+    if (fresh) order.push_back(t);
+    return it->second;
+  };
+  for (size_t i = u.first; i < u.last; ++i) {
+    for (const Access& a : g.nodes[i].reads) {
+      Use& x = use(a.tensor);
+      if (!x.writes.empty()) {
+        x.consumed = true;
+        continue;
+      }
+      for (const AccessMap& m : a.maps) x.reads.push_back(&m);
+    }
+    for (const Access& a : g.nodes[i].writes) {
+      Use& x = use(a.tensor);
+      for (const AccessMap& m : a.maps) x.writes.push_back(&m);
+    }
+  }
+  for (const std::string& name : order) {
+    const Use& x = uses.at(name);
+    const TensorInfo* t = g.find_tensor(name);
+    SOLAR_CHECK(t != nullptr, "op_units: unknown tensor '" + name + "'");
+    const int64_t size = ir::dtype_size(t->dtype);
+    if (!x.reads.empty()) {
+      const Footprint fp = detail::union_footprint(x.reads, t->numel);
+      u.bytes_read += fp.elements * size;
+      u.bytes_exact = u.bytes_exact && fp.exact;
+    }
+    // Written: an output of the op (nothing inside it reads it), or needed after it.
+    const bool needed_after = t->role == ir::TensorRole::Output || read_later(events, name, u.last);
+    if (!x.writes.empty() && (needed_after || !x.consumed)) {
+      const Footprint fp = detail::union_footprint(x.writes, t->numel);
+      u.bytes_written += fp.elements * size;
+      u.bytes_exact = u.bytes_exact && fp.exact;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<OpUnit> op_units(const Graph& g) {
+  std::map<std::string, Events, std::less<>> events;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const Access& a : g.nodes[i].reads) events[a.tensor].reads.push_back(i);
+    for (const Access& a : g.nodes[i].writes) events[a.tensor].writes.push_back(i);
+  }
+  std::vector<OpUnit> units;
+  for (size_t i = 0; i < g.nodes.size();) {
+    const Node& n = g.nodes[i];
+    size_t end = i + 1;
+    while (!n.op_block.empty() && end < g.nodes.size() && g.nodes[end].op_block == n.op_block) {
+      ++end;
+    }
+    OpUnit u;
+    u.name = n.op_block.empty() ? n.name : n.op_block;
+    u.first = i;
+    u.last = end;
+    unit_bytes(g, events, u);
+    units.push_back(std::move(u));
+    i = end;
+  }
+  return units;
 }
 
 }  // namespace solar::einsum

@@ -30,13 +30,19 @@ struct Step {
   const ir::Stmt* stmt = nullptr;
   ir::SymbolValues values;  // sizes and the enclosing repeat indices
   std::string suffix;       // "[t=3]", "[t=1,u=2]" inside repeat blocks, else ""
+  std::string op_block;     // the enclosing op block's name with its suffix, or ""
 };
 
 void unroll(const std::vector<ir::StmtP>& body, const ir::SymbolValues& values,
-            const std::string& bindings, std::vector<Step>& out) {
+            const std::string& bindings, const std::string& op_block, std::vector<Step>& out) {
+  const std::string suffix = bindings.empty() ? "" : "[" + bindings + "]";
   for (const ir::StmtP& s : body) {
+    if (const auto* o = std::get_if<ir::OpBlock>(&s->node)) {
+      unroll(o->body, values, bindings, o->name + suffix, out);
+      continue;
+    }
     if (s->kind() != ir::StmtKind::Repeat) {
-      out.push_back({s.get(), values, bindings.empty() ? "" : "[" + bindings + "]"});
+      out.push_back({s.get(), values, suffix, op_block});
       continue;
     }
     const ir::Repeat& r = std::get<ir::Repeat>(s->node);
@@ -45,7 +51,8 @@ void unroll(const std::vector<ir::StmtP>& body, const ir::SymbolValues& values,
       ir::SymbolValues inner = values;
       inner[r.var] = t;
       unroll(r.body, inner,
-             (bindings.empty() ? "" : bindings + ",") + r.var + "=" + std::to_string(t), out);
+             (bindings.empty() ? "" : bindings + ",") + r.var + "=" + std::to_string(t), op_block,
+             out);
     }
   }
 }
@@ -68,7 +75,7 @@ class Lifter {
       info.bytes = info.numel * ir::dtype_size(t.dtype);
       g_.tensors.push_back(std::move(info));
     }
-    unroll(p.body, sizes, "", steps_);
+    unroll(p.body, sizes, "", "", steps_);
     for (size_t i = 0; i < steps_.size(); ++i) index_uses(i);
   }
 
@@ -282,6 +289,7 @@ class Lifter {
     n.name = unique_name(k.name + s.suffix);
     n.kind = NodeKind::Einsum;
     n.op = "kernel";
+    n.op_block = s.op_block;
     std::optional<ir::AffineDomain> domain = ir::to_affine_domain(k.loops, s.values);
     SOLAR_CHECK(domain.has_value(), "lift: a checked loop bound is not affine");
     n.domain = std::move(*domain);
@@ -398,6 +406,43 @@ class Lifter {
     SOLAR_CHECK(false, "unknown ComposeOp");
   }
 
+  // `dst = view of an intermediate` at step i, where dst is a graph output and the view lists
+  // the intermediate's elements in its own row-major order (a reshape, a same-dtype copy): the
+  // kernels that wrote the intermediate could have written the output's storage directly, so
+  // no copy is charged (no real kernel makes one). The intermediate becomes an alias of the
+  // output: the accesses of its storage so far are the output's, and later reads of it read the
+  // output. Only when nothing else writes either of them and the output is not read before.
+  bool alias_into_output(size_t i, const std::string& dst, const View& v) {
+    const TensorInfo& y = tensor(dst);
+    if (y.role != ir::TensorRole::Output || v.base == dst) return false;
+    const TensorInfo& base = tensor(v.base);
+    if (base.role != ir::TensorRole::Intermediate || base.dtype != y.dtype ||
+        base.numel != y.numel || v.offset != 0 || detail::numel(v.shape) != base.numel ||
+        v.strides != detail::row_major_strides(v.shape)) {
+      return false;
+    }
+    const std::vector<size_t>& base_writes = writes_at_[v.base];
+    if (base_writes.empty() || base_writes.back() > i || writes_at_[dst] != std::vector{i}) {
+      return false;
+    }
+    const std::vector<size_t>& dst_reads = reads_at_[dst];
+    if (!dst_reads.empty() && dst_reads.front() < i) return false;
+    for (Node& n : g_.nodes) {
+      for (auto* list : {&n.reads, &n.writes}) {
+        for (Access& a : *list) {
+          if (a.tensor == v.base) a.tensor = dst;
+        }
+      }
+    }
+    for (auto& [name, bound] : bindings_) {
+      if (bound.base == v.base) bound.base = dst;
+    }
+    View alias = detail::whole_view(base);
+    alias.base = dst;
+    bindings_[v.base] = alias;
+    return true;
+  }
+
   void compose(size_t i) {
     const Step& s = steps_[i];
     const ir::Compose& c = std::get<ir::Compose>(s.stmt->node);
@@ -406,12 +451,14 @@ class Lifter {
       bindings_[c.dst] = std::move(*v);
       return;
     }
+    if (v && alias_into_output(i, c.dst, *v)) return;
     Movement m = movement(c, s, v);
     const TensorInfo& y = tensor(c.dst);
     Node n;
     n.name = unique_name(std::string(ir::compose_op_name(c.op)) + ":" + c.dst + s.suffix);
     n.kind = NodeKind::Movement;
     n.op = ir::compose_op_name(c.op);
+    n.op_block = s.op_block;
     n.einsum = statement_text(*s.stmt);
     n.domain = detail::box_domain(m.points_shape);
     n.points = detail::numel(m.points_shape);

@@ -48,7 +48,8 @@ void print_tensors(const Graph& g, std::string& out) {
 }
 
 void print_node(const Node& n, std::string& out) {
-  out += "\nnode " + n.name + " (" + std::string(node_kind_name(n.kind)) + ")\n";
+  out += "\nnode " + n.name + " (" + std::string(node_kind_name(n.kind)) + ")" +
+         (n.op_block.empty() ? "" : " in op " + n.op_block) + "\n";
   out += "  " + n.einsum + "\n";
   if (n.kind == NodeKind::Einsum) {
     out += "  points " + std::to_string(n.points) + ", reduction " +

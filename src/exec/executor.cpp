@@ -124,6 +124,8 @@ class Footprint {
       } else if (const auto* c = std::get_if<ir::Compose>(&s->node)) {
         const auto n = static_cast<uint64_t>(std::count(c->srcs.begin(), c->srcs.end(), c->dst));
         need = mul_sat(n, bytes(c->dst, false));
+      } else if (const auto* o = std::get_if<ir::OpBlock>(&s->node)) {
+        scan(o->body);
       } else {
         scan(std::get<ir::Repeat>(s->node).body);
       }
@@ -208,6 +210,9 @@ void run_body(const std::vector<ir::StmtP>& body, Env& env) {
         env.symbols.erase(r.var);
         break;
       }
+      case ir::StmtKind::Op:
+        run_body(std::get<ir::OpBlock>(s->node).body, env);
+        break;
     }
   }
 }

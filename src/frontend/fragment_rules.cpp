@@ -160,6 +160,9 @@ class Splicer {
         consts_.erase(r.var);
         return;
       }
+      case ir::StmtKind::Op:  // the node's own statements are one op block already
+        for (const ir::StmtP& body : std::get<ir::OpBlock>(s.node).body) emit(*body);
+        return;
     }
     SOLAR_CHECK(false, "unknown statement kind");
   }

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "rules.h"
@@ -136,6 +138,74 @@ std::string where(const json& node) {
 struct Piece {
   std::string text;
   int node;
+};
+
+// The number of statements in a rule's text: lines that start a statement (kernels span several
+// lines, their inner lines indented and closed by "}").
+size_t count_statements(const std::string& text) {
+  size_t n = 0;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    if (end > at && text[at] != ' ' && text[at] != '}' && text[at] != '#') ++n;
+    at = end + 1;
+  }
+  return n;
+}
+
+// Groups the statements of consecutive captured nodes that come from one framework operation
+// (the same "origin", docs/capture.md; a node without one is its own operation) into one
+// `op NAME { ... }` block, when the operation has more than one statement. A lone statement
+// needs no block: it is an operation by itself.
+class OpBlocks {
+ public:
+  void add(const json& node, int index, std::string text, std::vector<Piece>& stmts) {
+    std::string key = "node:" + node.at("name").get<std::string>();
+    std::string name = node.at("name").get<std::string>();
+    const auto origin = node.find("origin");
+    if (origin != node.end() && origin->is_object() && origin->contains("name")) {
+      name = origin->at("name").get<std::string>();
+      key = "origin:" + name;
+    }
+    if (key != key_) close(stmts);
+    if (pending_.empty()) {
+      key_ = key;
+      name_ = identifier(name);
+    }
+    pending_.push_back({std::move(text), index});
+  }
+
+  // `name` as an IR identifier (a capture's origin name may be any string).
+  static std::string identifier(const std::string& name) {
+    std::string s;
+    for (const char c : name) {
+      s += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+    }
+    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "_" + s;
+    if (ir::is_reserved_word(s)) s += "_";
+    return s;
+  }
+
+  // Emits the open operation's statements.
+  void close(std::vector<Piece>& stmts) {
+    if (pending_.empty()) return;
+    size_t count = 0;
+    for (const Piece& p : pending_) count += count_statements(p.text);
+    const bool block = count > 1;
+    if (block) {
+      std::string name = name_;
+      for (int k = 2; !used_.insert(name).second; ++k) name = name_ + "_" + std::to_string(k);
+      stmts.push_back({"op " + name + " {\n", pending_.front().node});
+    }
+    stmts.insert(stmts.end(), pending_.begin(), pending_.end());
+    if (block) stmts.push_back({"}\n", pending_.back().node});
+    pending_.clear();
+    key_.clear();
+  }
+
+ private:
+  std::string key_, name_;
+  std::vector<Piece> pending_;
+  std::set<std::string> used_;
 };
 
 // Joins the pieces; on a diagnostic, names the operator whose text holds its line.
@@ -464,6 +534,7 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
     std::set<std::string> fed;  // outputs of unsupported nodes: program inputs
     std::vector<Piece> node_decls;
     std::vector<Piece> stmts;
+    OpBlocks blocks;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const json& node = nodes[i];
       const std::string op = node.at("op").get<std::string>();
@@ -479,7 +550,7 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
         try {
           rules().at(op)(lowering);
           node_decls.push_back({lowering.declarations(), static_cast<int>(i)});
-          stmts.push_back({lowering.statements(), static_cast<int>(i)});
+          blocks.add(node, static_cast<int>(i), lowering.statements(), stmts);
           result.lowered_nodes.push_back(lowered_node(node, lowering));
           continue;
         } catch (const UserError& e) {
@@ -489,6 +560,7 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
           reason = e.what();
         }
       }
+      blocks.close(stmts);
       UnsupportedNode u;
       u.node = node_name;
       u.op = op;
@@ -503,6 +575,7 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
       u.output_bytes = output_bytes(node, tensors);
       result.unsupported.push_back(std::move(u));
     }
+    blocks.close(stmts);
     std::vector<Piece> pieces;
     for (const auto& [info, role] : declared) {
       // An output of an unsupported node is read from the caller, like a graph input.

@@ -117,6 +117,10 @@ bool equal(const Repeat& a, const Repeat& b) {
          equal_ptrs(a.body, b.body);
 }
 
+bool equal(const OpBlock& a, const OpBlock& b) {
+  return a.name == b.name && equal_ptrs(a.body, b.body);
+}
+
 bool equal(const SizeDecl& a, const SizeDecl& b) {
   return a.name == b.name && equal_ptr(a.value, b.value) && a.comments == b.comments;
 }
@@ -323,6 +327,15 @@ StmtP make_stmt(Repeat r, Loc loc, std::vector<std::string> comments) {
   return std::make_shared<const Stmt>(Stmt{std::move(r), std::move(comments), loc});
 }
 
+StmtP make_stmt(OpBlock o, Loc loc, std::vector<std::string> comments) {
+  SOLAR_CHECK(!o.name.empty(), "op: empty name");
+  for (const StmtP& s : o.body) {
+    SOLAR_CHECK(s != nullptr, "op: null statement");
+    SOLAR_CHECK(s->kind() != StmtKind::Op, "op: an op block inside an op block");
+  }
+  return std::make_shared<const Stmt>(Stmt{std::move(o), std::move(comments), loc});
+}
+
 // ---------------------------------------------------------------------------------------------
 // Program
 
@@ -392,6 +405,8 @@ bool equal(const Stmt& a, const Stmt& b) {
       return equal(std::get<Compose>(a.node), std::get<Compose>(b.node));
     case StmtKind::Repeat:
       return equal(std::get<Repeat>(a.node), std::get<Repeat>(b.node));
+    case StmtKind::Op:
+      return equal(std::get<OpBlock>(a.node), std::get<OpBlock>(b.node));
   }
   return false;
 }

@@ -394,6 +394,8 @@ class Checker {
         return detail::check_compose(cx_, std::get<Compose>(s.node), s.loc, scope);
       case StmtKind::Repeat:
         return check_repeat(std::get<Repeat>(s.node), scope);
+      case StmtKind::Op:
+        return check_body(std::get<OpBlock>(s.node).body, scope);
     }
   }
 

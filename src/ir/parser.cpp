@@ -38,7 +38,7 @@ constexpr int kMaxDepth = 200;
 constexpr int64_t kMaxValueInt = int64_t{1} << 53;
 
 constexpr std::string_view kKeywords[] = {"size", "input", "weight", "output", "tensor", "kernel",
-                                          "for",  "in",    "repeat", "inf",    "nan"};
+                                          "for",  "in",    "repeat", "op",     "inf",    "nan"};
 
 bool is_reserved(std::string_view name) {
   return std::find(std::begin(kKeywords), std::end(kKeywords), name) != std::end(kKeywords) ||
@@ -279,6 +279,7 @@ class Parser {
   Loop parse_loop();
   AssignOp parse_assign_op();
   Repeat parse_repeat();
+  OpBlock parse_op();
   Compose parse_compose();
   void parse_call(Compose& c);
   void parse_call_arg(Compose& c, const Token& op_name, bool& had_list);
@@ -316,6 +317,9 @@ class Parser {
   // Kernel names live in a namespace of their own (nothing refers to them inside expressions), so
   // `kernel scores` may write `tensor scores` and a kernel `k` may have a loop `k`.
   std::map<std::string, Loc, std::less<>> kernel_names_;
+  std::map<std::string, Loc, std::less<>> op_names_;
+  // The innermost block being parsed ("a repeat body", "an op block"), for messages.
+  std::vector<std::string_view> blocks_;
   std::vector<std::string> pending_;                     // comments inside the current item
   std::vector<std::vector<std::string>> outer_pending_;  // ... of the enclosing items
 };
@@ -513,8 +517,13 @@ StmtP Parser::parse_statement() {
     Repeat r = parse_repeat();
     return make_stmt(std::move(r), loc, end_item(std::move(comments)));
   }
+  if (at_word("op")) {
+    OpBlock o = parse_op();
+    return make_stmt(std::move(o), loc, end_item(std::move(comments)));
+  }
   if (at_word("size") || (at(Tok::Ident) && role_from_keyword(peek().text))) {
-    fail(loc, "declarations are not allowed inside a repeat body");
+    fail(loc, "declarations are not allowed inside " +
+                  std::string(blocks_.empty() ? "a block" : blocks_.back()));
   }
   if (!at(Tok::Ident) || is_reserved(peek().text)) fail_expected("a statement", "");
   Compose c = parse_compose();
@@ -601,6 +610,7 @@ Repeat Parser::parse_repeat() {
   r.hi = parse_int();
   expect(Tok::LBrace, "after the repeat range");
   declare(var, NameKind::Repeat);
+  blocks_.push_back("a repeat body");
   while (!at(Tok::RBrace)) {
     if (at(Tok::End)) {
       fail_expected("'}'", "to close the repeat opened at " + loc_str(keyword.loc));
@@ -608,8 +618,36 @@ Repeat Parser::parse_repeat() {
     r.body.push_back(parse_statement());
   }
   take();  // '}'
+  blocks_.pop_back();
   names_.erase(r.var);
   return r;
+}
+
+// `op NAME { statements }`: no op block inside another (also not through a repeat body).
+OpBlock Parser::parse_op() {
+  const Token keyword = take();
+  Depth depth(*this);
+  depth.enter(keyword.loc);
+  if (std::find(blocks_.begin(), blocks_.end(), "an op block") != blocks_.end()) {
+    fail(keyword.loc, "an op block cannot hold another op block");
+  }
+  const Token name = expect_name("after 'op'");
+  const auto [prev, inserted] = op_names_.emplace(std::string(name.text), name.loc);
+  if (!inserted) {
+    fail(name.loc,
+         "op '" + std::string(name.text) + "' is already declared at " + loc_str(prev->second));
+  }
+  expect(Tok::LBrace, "after the op name");
+  OpBlock o;
+  o.name = std::string(name.text);
+  blocks_.push_back("an op block");
+  while (!at(Tok::RBrace)) {
+    if (at(Tok::End)) fail_expected("'}'", "to close the op opened at " + loc_str(keyword.loc));
+    o.body.push_back(parse_statement());
+  }
+  take();  // '}'
+  blocks_.pop_back();
+  return o;
 }
 
 // `Y = X`, `Y[slices] = X`, `Y = X[slices]`, `Y = op(args)`.
@@ -1027,5 +1065,7 @@ Program parse_file(const std::string& path) {
   if (in.bad()) throw UserError("cannot read " + path + ": " + std::strerror(errno));
   return parse(ss.str(), path);
 }
+
+bool is_reserved_word(std::string_view name) { return is_reserved(name); }
 
 }  // namespace solar::ir

@@ -315,6 +315,13 @@ void print_repeat(const Repeat& r, int indent, std::string& out) {
   out += '}';
 }
 
+void print_op(const OpBlock& o, int indent, std::string& out) {
+  out += "op " + o.name + " {\n";
+  for (const StmtP& s : o.body) print_stmt(*s, indent + 2, out);
+  out.append(static_cast<size_t>(indent), ' ');
+  out += '}';
+}
+
 void print_stmt(const Stmt& s, int indent, std::string& out) {
   print_comments(s.comments, indent, out);
   out.append(static_cast<size_t>(indent), ' ');
@@ -327,6 +334,9 @@ void print_stmt(const Stmt& s, int indent, std::string& out) {
       break;
     case StmtKind::Repeat:
       print_repeat(std::get<Repeat>(s.node), indent, out);
+      break;
+    case StmtKind::Op:
+      print_op(std::get<OpBlock>(s.node), indent, out);
       break;
   }
   out += '\n';

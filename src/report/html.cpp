@@ -356,8 +356,9 @@ std::string node_section(const json& r) {
   double total = 0;
   for (const json& n : nodes) total += num(n, "sol_unfused_s");
   std::string s =
-      "<h2 id=\"nodes\">Nodes</h2>\n<p class=\"meta\">Each node run alone (the unfused model); "
-      "click a column to sort.</p>\n<table id=\"node-table\" class=\"sortable\" "
+      "<h2 id=\"nodes\">Nodes</h2>\n<p class=\"meta\">Each node (kernel) run alone; the "
+      "unfused fidelity runs each framework op, the nodes of one op block, as one kernel. "
+      "Click a column to sort.</p>\n<table id=\"node-table\" class=\"sortable\" "
       "data-default-sort=\"sol_unfused_s\"><thead><tr>";
   for (const Column& c : kColumns) {
     s += "<th data-key=\"" + std::string(c.key) + "\" data-type=\"" +

@@ -38,6 +38,7 @@ nlohmann::json node_json(const einsum::Node& n, const sol::NodeCost& c) {
       {"name", n.name},
       {"kind", einsum::node_kind_name(n.kind)},
       {"op", n.op},
+      {"op_block", n.op_block.empty() ? nlohmann::json(nullptr) : nlohmann::json(n.op_block)},
       {"einsum", n.einsum},
       {"points", n.points},
       {"macs", n.counts.macs},
@@ -59,6 +60,31 @@ nlohmann::json node_json(const einsum::Node& n, const sol::NodeCost& c) {
       {"sol_unfused_s", c.time_s},
       {"bottleneck", sol::bottleneck_name(c.bottleneck)},
   };
+}
+
+nlohmann::json op_json(const einsum::Graph& g, const sol::Analysis& a, const sol::OpCost& c) {
+  nlohmann::json members = nlohmann::json::array();
+  einsum::OpCounts counts;
+  for (size_t i = c.first; i < c.last; ++i) {
+    members.push_back(g.nodes[i].name);
+    counts.macs += g.nodes[i].counts.macs;
+    counts.simple += g.nodes[i].counts.simple;
+    counts.special += g.nodes[i].counts.special;
+  }
+  double kernels_s = 0;  // the same nodes each run alone, as separate kernels
+  for (size_t i = c.first; i < c.last; ++i) kernels_s += a.nodes[i].time_s;
+  return {{"name", c.name},
+          {"nodes", std::move(members)},
+          {"macs", counts.macs},
+          {"other_ops", counts.other_ops()},
+          {"flops", counts.flops()},
+          {"bytes", c.bytes},
+          {"bytes_exact", c.bytes_exact},
+          {"compute_s", c.compute_s},
+          {"memory_s", c.memory_s},
+          {"sol_unfused_s", c.time_s},
+          {"nodes_alone_s", kernels_s},
+          {"bottleneck", sol::bottleneck_name(c.bottleneck)}};
 }
 
 // {"path": value} of every figure set on the command line.
@@ -170,33 +196,52 @@ std::string short_precision(const sol::Rate* r) {
   return sol::target_name(r->used) + (r->fallback() ? "*" : "");
 }
 
-std::string node_table(const Report& r, size_t top) {
-  const std::vector<sol::NodeCost>& costs = r.analysis.nodes;
-  std::vector<size_t> order(costs.size());
+// The slowest framework operations run alone (the unfused fidelity's terms), with the nodes
+// (kernels) inside each.
+std::string op_table(const Report& r, size_t top) {
+  const std::vector<sol::OpCost>& ops = r.analysis.ops;
+  std::vector<size_t> order(ops.size());
   std::iota(order.begin(), order.end(), 0);
   // Slowest first; ties in graph order, so the table is deterministic.
   std::stable_sort(order.begin(), order.end(),
-                   [&](size_t x, size_t y) { return costs[x].time_s > costs[y].time_s; });
+                   [&](size_t x, size_t y) { return ops[x].time_s > ops[y].time_s; });
   order.resize(std::min(top, order.size()));
   double total = 0;  // the unfused SOL, whatever the fidelities analysed
-  for (const sol::NodeCost& c : costs) total += c.time_s;
-  std::vector<std::vector<std::string>> rows = {{"node", "precision", "rate", "MACs", "other ops",
+  for (const sol::OpCost& c : ops) total += c.time_s;
+  std::vector<std::vector<std::string>> rows = {{"op", "nodes", "precision", "MACs", "other ops",
                                                  "bytes", "compute", "memory", "time", "share",
                                                  "bound"}};
-  for (const size_t i : order) {
-    const einsum::Node& n = r.graph.nodes[i];
-    const sol::NodeCost& c = costs[i];
-    const sol::Rate* main = c.main_rate();
-    rows.push_back({n.name, short_precision(main), main ? format_rate(main->flops_per_s) : "-",
-                    format_count(static_cast<double>(n.counts.macs)),
-                    format_count(static_cast<double>(n.counts.other_ops())),
+  for (const size_t k : order) {
+    const sol::OpCost& c = ops[k];
+    einsum::OpCounts counts;
+    const sol::Rate* main = nullptr;  // the rate of the node with the most compute
+    double most = -1;
+    for (size_t i = c.first; i < c.last; ++i) {
+      const einsum::Node& n = r.graph.nodes[i];
+      counts.macs += n.counts.macs;
+      counts.simple += n.counts.simple;
+      counts.special += n.counts.special;
+      const sol::NodeCost& nc = r.analysis.nodes[i];
+      if (nc.main_rate() && nc.compute_s > most) {
+        most = nc.compute_s;
+        main = nc.main_rate();
+      }
+    }
+    const std::string members =
+        c.last - c.first == 1
+            ? (r.graph.nodes[c.first].name == c.name ? "-" : r.graph.nodes[c.first].name)
+            : r.graph.nodes[c.first].name + ".." + r.graph.nodes[c.last - 1].name + " (" +
+                  std::to_string(c.last - c.first) + ")";
+    rows.push_back({c.name, members, short_precision(main),
+                    format_count(static_cast<double>(counts.macs)),
+                    format_count(static_cast<double>(counts.other_ops())),
                     format_bytes(static_cast<double>(c.bytes)), format_seconds(c.compute_s),
                     format_seconds(c.memory_s), format_seconds(c.time_s),
                     total > 0 ? format_number(100 * c.time_s / total) + "%" : "-",
                     std::string(sol::bottleneck_name(c.bottleneck))});
   }
-  return "Slowest nodes, run alone (" + std::to_string(order.size()) + " of " +
-         std::to_string(costs.size()) + "):\n" + format_table(rows, "llrrrrrrrrl");
+  return "Slowest ops, each run alone as one kernel (" + std::to_string(order.size()) + " of " +
+         std::to_string(ops.size()) + "):\n" + format_table(rows, "lllrrrrrrrl");
 }
 
 std::string fallback_notes(const Report& r) {
@@ -226,6 +271,8 @@ nlohmann::json report_to_json(const Report& r) {
   for (size_t i = 0; i < r.graph.nodes.size(); ++i) {
     nodes.push_back(node_json(r.graph.nodes[i], r.analysis.nodes[i]));
   }
+  nlohmann::json ops = nlohmann::json::array();
+  for (const sol::OpCost& c : r.analysis.ops) ops.push_back(op_json(r.graph, r.analysis, c));
   return {
       {"schema_version", kSchemaVersion},
       {"source", source_name(r.graph.source)},
@@ -242,6 +289,7 @@ nlohmann::json report_to_json(const Report& r) {
       {"bytes", bytes_json(r.analysis)},
       {"sol", sol_json(r.analysis)},
       {"nodes", std::move(nodes)},
+      {"ops", std::move(ops)},
       {"cache", cache_to_json(r.graph, r.analysis)},
   };
 }
@@ -294,7 +342,7 @@ std::string render_report(const Report& r, size_t top_nodes) {
   std::string s = header(r) + "\n" + fidelity_table(r.analysis);
   const std::string cache = cache_table(r.graph, r.analysis, top_nodes);
   s += cache;
-  if (!r.graph.nodes.empty()) s += "\n" + node_table(r, top_nodes);
+  if (!r.graph.nodes.empty()) s += "\n" + op_table(r, top_nodes);
   const std::string notes = fallback_notes(r);
   if (!notes.empty()) s += "\n" + notes;
   return s;

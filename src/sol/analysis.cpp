@@ -26,20 +26,20 @@ struct EvalContext {
   Analysis& out;
 };
 
-// Unfused: T = sum_i max(compute_i, memory_i).
+// Unfused: T = sum_u max(compute_u, memory_u) over the framework operations.
 FidelityResult evaluate_unfused(const EvalContext& ctx) {
-  const einsum::Graph& g = ctx.g;
-  const std::vector<NodeCost>& nodes = ctx.nodes;
   FidelityResult r{Fidelity::Unfused};
   double compute_bound_s = 0;
   double memory_bound_s = 0;
-  for (const NodeCost& c : nodes) {
+  int64_t bytes = 0;
+  for (const OpCost& c : ctx.out.ops) {
     r.time_s += c.time_s;
     r.compute_s += c.compute_s;
     r.memory_s += c.memory_s;
+    bytes += c.bytes;
     (c.bottleneck == Bottleneck::Compute ? compute_bound_s : memory_bound_s) += c.time_s;
   }
-  r.bytes = dram_bytes(g, Fidelity::Unfused);
+  r.bytes = bytes;
   r.bottleneck = bound(compute_bound_s, memory_bound_s);
   return r;
 }
@@ -187,6 +187,32 @@ NodeCost node_cost(const einsum::Node& n, const hw::Device& d, const PrecisionPo
   return c;
 }
 
+std::vector<OpCost> op_costs(const einsum::Graph& g, const std::vector<NodeCost>& nodes,
+                             double bandwidth) {
+  SOLAR_CHECK(nodes.size() == g.nodes.size(), "op_costs: one cost per node");
+  std::vector<OpCost> ops;
+  for (const einsum::OpUnit& u : einsum::op_units(g)) {
+    OpCost c;
+    c.name = u.name;
+    c.first = u.first;
+    c.last = u.last;
+    for (size_t i = u.first; i < u.last; ++i) c.compute_s += nodes[i].compute_s;
+    c.bytes = u.bytes();
+    c.bytes_exact = u.bytes_exact;
+    c.memory_s = static_cast<double>(c.bytes) / bandwidth;
+    c.time_s = std::max(c.compute_s, c.memory_s);
+    c.bottleneck = bound(c.compute_s, c.memory_s);
+    ops.push_back(std::move(c));
+  }
+  return ops;
+}
+
+int64_t unfused_bytes(const einsum::Graph& g) {
+  int64_t bytes = 0;
+  for (const einsum::OpUnit& u : einsum::op_units(g)) bytes += u.bytes();
+  return bytes;
+}
+
 einsum::OpCounts total_counts(const einsum::Graph& g) {
   einsum::OpCounts t;
   for (const einsum::Node& n : g.nodes) {
@@ -224,11 +250,8 @@ CacheTime cache_time(const CacheSchedule& s, const std::vector<NodeCost>& nodes,
 
 int64_t dram_bytes(const einsum::Graph& g, Fidelity f) {
   switch (f) {
-    case Fidelity::Unfused: {
-      int64_t bytes = 0;
-      for (const einsum::Node& n : g.nodes) bytes += n.bytes_read() + n.bytes_written();
-      return bytes;
-    }
+    case Fidelity::Unfused:
+      return unfused_bytes(g);
     case Fidelity::Fused:
       return fused_bytes(g);
     case Fidelity::Cache:
@@ -245,6 +268,7 @@ Analysis analyze(const einsum::Graph& g, const hw::Device& d, const PrecisionPol
   a.dram_bandwidth_bytes_per_s = d.dram_bandwidth_bytes_per_s();
   a.totals = total_counts(g);
   for (const einsum::Node& n : g.nodes) a.nodes.push_back(node_cost(n, d, policy));
+  a.ops = op_costs(g, a.nodes, a.dram_bandwidth_bytes_per_s);
   for (const Fidelity f : fidelities) {
     const Evaluator evaluate = info(f).evaluate;
     SOLAR_CHECK(evaluate != nullptr,

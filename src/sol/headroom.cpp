@@ -68,6 +68,7 @@ NodeHeadrooms compute_node_headroom(const einsum::Graph& g, const Analysis& a,
     out.nodes.push_back({m.node, m.op, m.time_s, 0.0, {}, std::nullopt, ""});
   }
   std::set<std::string> found;
+  std::vector<std::optional<size_t>> owners(g.nodes.size());
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const einsum::Node& node = g.nodes[n];
     std::optional<size_t> owner;
@@ -81,6 +82,7 @@ NodeHeadrooms compute_node_headroom(const einsum::Graph& g, const Analysis& a,
         if (it != by_tensor.end() && !owner) owner = it->second;
       }
     }
+    owners[n] = owner;
     if (!owner) {
       out.unattributed.push_back(node.name);
       out.unattributed_sol_s += a.nodes[n].time_s;
@@ -88,6 +90,22 @@ NodeHeadrooms compute_node_headroom(const einsum::Graph& g, const Analysis& a,
     }
     out.nodes[*owner].graph_nodes.push_back(node.name);
     out.nodes[*owner].sol_s += a.nodes[n].time_s;
+  }
+  // A framework operation (an op block) whose nodes all belong to one measured node runs as one
+  // kernel in the unfused model: that node's SOL counts the operation's time, not its nodes' each
+  // alone. So the per-node SOLs and the rest add up to the unfused SOL whenever no operation is
+  // split between measured nodes.
+  for (const OpCost& op : a.ops) {
+    if (op.last - op.first < 2) continue;
+    const std::optional<size_t> owner = owners[op.first];
+    bool one = true;
+    double alone = 0;
+    for (size_t n = op.first; n < op.last; ++n) {
+      one = one && owners[n] == owner;
+      alone += a.nodes[n].time_s;
+    }
+    if (!one) continue;
+    (owner ? out.nodes[*owner].sol_s : out.unattributed_sol_s) += op.time_s - alone;
   }
   for (const auto& [kernel, i] : by_kernel) {
     if (found.count(kernel) == 0) {

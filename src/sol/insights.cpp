@@ -8,6 +8,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -250,26 +251,40 @@ void find_chains(const einsum::Graph& g, Insights& out) {
   }
 }
 
+// Intermediates that cross framework operations (inside one, the unfused model already keeps
+// them on chip: fusing there saves nothing).
 void find_fusions(const einsum::Graph& g, const Analysis& a, Insights& out) {
+  std::vector<size_t> unit_of(g.nodes.size());
+  std::iota(unit_of.begin(), unit_of.end(), g.nodes.size());  // a node in no op: its own
+  for (size_t u = 0; u < a.ops.size(); ++u) {
+    for (size_t i = a.ops[u].first; i < a.ops[u].last; ++i) unit_of[i] = u;
+  }
   for (const einsum::TensorInfo& t : g.tensors) {
     if (t.role != ir::TensorRole::Intermediate) continue;
     FusionOpportunity f;
     f.tensor = t.name;
     int producers = 0;
-    for (const einsum::Node& n : g.nodes) {
+    std::set<size_t> units;
+    std::map<size_t, int64_t> read_by_unit;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const einsum::Node& n = g.nodes[i];
       for (const einsum::Access& w : n.writes) {
         if (w.tensor != t.name) continue;
         ++producers;
         f.producer = n.name;
         f.bytes_saved += w.bytes;
+        units.insert(unit_of[i]);
       }
       for (const einsum::Access& r : n.reads) {
         if (r.tensor != t.name) continue;
         f.consumers.push_back(n.name);
-        f.bytes_saved += r.bytes;
+        int64_t& read = read_by_unit[unit_of[i]];  // an op reads it once: its widest read
+        read = std::max(read, r.bytes);
+        units.insert(unit_of[i]);
       }
     }
-    if (producers != 1 || f.consumers.empty()) continue;
+    for (const auto& [unit, bytes] : read_by_unit) f.bytes_saved += bytes;
+    if (producers != 1 || f.consumers.empty() || units.size() < 2) continue;
     f.memory_s_saved = static_cast<double>(f.bytes_saved) / a.dram_bandwidth_bytes_per_s;
     out.fusions.push_back(std::move(f));
   }

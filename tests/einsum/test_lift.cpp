@@ -456,6 +456,68 @@ kernel k {
   EXPECT_EQ(node(g, "k").einsum, "for i in 0..6: y[i] = flat[i] * 2.0");
 }
 
+TEST(Lift, AReshapeOfAnIntermediateIntoAnOutputIsAnAlias) {
+  // instance_norm's shape: a kernel writes t [1, 6] (6 f32 = 24 B), the output y [2, 3] is a
+  // reshape of it. No copy: the kernel's write counts y's 6 elements (24 B), a later kernel
+  // reading t reads y, and y is touched once (24 B written).
+  const Graph g = lift_text(R"(input x : f32[1, 6]
+tensor t : f32[1, 6]
+output y : f32[2, 3]
+output z : f32[1, 6]
+kernel twice {
+  for i in 0..1, j in 0..6:
+    t[i, j] = x[i, j] * 2.0
+}
+y = reshape(t)
+kernel again {
+  for i in 0..1, j in 0..6:
+    z[i, j] = t[i, j] + 1.0
+}
+)");
+  ASSERT_EQ(node_names(g), (std::vector<std::string>{"twice", "again"}));
+  EXPECT_EQ(write(g, "twice", "y").bytes, 24);
+  EXPECT_EQ(read(g, "again", "y").bytes, 24);
+  EXPECT_EQ(touched_elements(g, "y"), 6);
+}
+
+TEST(Lift, AnOutputViewThatCannotAliasIsCopied) {
+  // A permute is not the intermediate's own order, and an input cannot be written by its
+  // producer: both copy (movement nodes, as before).
+  const Graph g = lift_text(R"(input x : f32[2, 3]
+tensor t : f32[2, 3]
+output y : f32[3, 2]
+output z : f32[6]
+kernel twice {
+  for i in 0..2, j in 0..3:
+    t[i, j] = x[i, j] * 2.0
+}
+y = permute(t, [1, 0])
+z = reshape(x)
+)");
+  ASSERT_EQ(node_names(g), (std::vector<std::string>{"twice", "permute:y", "reshape:z"}));
+}
+
+TEST(Lift, NodesRecordTheirOpBlock) {
+  const Graph g = lift_text(R"(input x : f32[4]
+tensor t : f32[4]
+output y : f32[4]
+op gelu {
+  kernel a {
+    for i in 0..4:
+      t[i] = x[i] * 0.5
+  }
+  kernel b {
+    for i in 0..4:
+      y[i] = t[i] + 1.0
+  }
+}
+)");
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_EQ(g.nodes[0].op_block, "gelu");
+  EXPECT_EQ(g.nodes[1].op_block, "gelu");
+  EXPECT_NE(print_graph(g).find("node a (einsum) in op gelu\n"), std::string::npos);
+}
+
 TEST(Lift, ReshapeOfAContiguousSliceFoldsToFlatOffsets) {
   // Rows 1..3 of x [4, 6] are contiguous: reshaped to [12], element i is x.flat[i + 6].
   const Graph g = lift_text(R"(input x : f32[4, 6]

@@ -231,6 +231,34 @@ TEST(Parser, RepeatIndicesAreScopedToTheBody) {
   EXPECT_EQ(diagnostic(head + "repeat t in 0..t { }"), "in.ir:3:16: error: unknown name 't'");
 }
 
+TEST(Parser, OpBlocks) {
+  const std::string head = "input x : f32[3]\noutput y : f32[3]\n";
+  const Program p = parse(head + "op relu { kernel k { for i in 0..3: y[i] = max(x[i], 0.0) } }");
+  ASSERT_EQ(p.body.size(), 1u);
+  ASSERT_EQ(p.body[0]->kind(), StmtKind::Op);
+  const OpBlock& o = std::get<OpBlock>(p.body[0]->node);
+  EXPECT_EQ(o.name, "relu");
+  ASSERT_EQ(o.body.size(), 1u);
+  EXPECT_EQ(o.body[0]->kind(), StmtKind::Kernel);
+  // Op names have their own namespace: an op may share a tensor's or a kernel's name.
+  EXPECT_NO_THROW(parse(head + "op y { kernel y { for i in 0..3: y[i] = x[i] } }"));
+  EXPECT_NO_THROW(parse(head + "repeat t in 0..2 { op o { y = x } }"));
+  EXPECT_EQ(diagnostic(head + "op a { y = x }\nop a { y = x }"),
+            "in.ir:4:4: error: op 'a' is already declared at 3:4");
+  EXPECT_EQ(diagnostic(head + "op a { op b { y = x } }"),
+            "in.ir:3:8: error: an op block cannot hold another op block");
+  EXPECT_EQ(diagnostic(head + "op a { repeat t in 0..2 { op b { y = x } } }"),
+            "in.ir:3:27: error: an op block cannot hold another op block");
+  EXPECT_EQ(diagnostic(head + "op a { tensor t : f32[3] }"),
+            "in.ir:3:8: error: declarations are not allowed inside an op block");
+  EXPECT_EQ(diagnostic(head + "op a { y = x"),
+            "in.ir:3:13: error: expected '}' to close the op opened at 3:1, found end of file");
+  EXPECT_EQ(diagnostic(head + "op { }"), "in.ir:3:4: error: expected a name after 'op', found '{'");
+  // `op` is reserved: not a tensor name.
+  EXPECT_EQ(diagnostic("input op : f32[3]"),
+            "in.ir:1:7: error: 'op' is reserved and cannot be used as a name");
+}
+
 TEST(Parser, OneNamespace) {
   EXPECT_EQ(diagnostic("size x = 1\ninput x : f32[]"),
             "in.ir:2:7: error: 'x' is already declared at 1:6");

@@ -348,7 +348,32 @@ kernel out {
     y[i] = f16(min(exp(f32(x[i]) - m[]) / z[], pow(2.0, -3)) + atan2(-1.0, -(2.0 - 1)))
 }
 )",
-      // 15: an empty program and one with only comments
+      // 15: op blocks (framework operations), one inside a repeat body
+      R"(size N = 4
+
+input x : f32[N]
+tensor t : f32[N]
+output y : f32[N]
+output z : f32[3, N]
+
+# hardsigmoid, as export decomposes it
+op hardsigmoid {
+  kernel add {
+    for i in 0..N:
+      t[i] = x[i] + 3.0
+  }
+  kernel clamp_div {
+    for i in 0..N:
+      y[i] = min(max(t[i], 0.0), 6.0) / 6.0
+  }
+}
+repeat r in 0..3 {
+  op row {
+    z[r, :] = y
+  }
+}
+)",
+      // 16: an empty program and one with only comments
       "",
       "# nothing here\n",
   };

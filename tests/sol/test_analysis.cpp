@@ -312,6 +312,146 @@ kernel normalize {
   EXPECT_EQ(a.result(Fidelity::Fused).bottleneck, Bottleneck::Memory);
 }
 
+// hardsigmoid over N = 1024 f32 elements, as torch.export decomposes it: four kernels.
+std::string hardsigmoid_text(bool op_block) {
+  const std::string kernels = R"(kernel add {
+  for i in 0..N:
+    t0[i] = x[i] + 3.0
+}
+kernel lo {
+  for i in 0..N:
+    t1[i] = max(t0[i], 0.0)
+}
+kernel hi {
+  for i in 0..N:
+    t2[i] = min(t1[i], 6.0)
+}
+kernel div {
+  for i in 0..N:
+    y[i] = t2[i] / 6.0
+}
+)";
+  return "size N = 1024\ninput x : f32[N]\ntensor t0 : f32[N]\ntensor t1 : f32[N]\n"
+         "tensor t2 : f32[N]\noutput y : f32[N]\n" +
+         (op_block ? "op hardsigmoid {\n" + kernels + "}\n" : kernels);
+}
+
+TEST(Unfused, OneFrameworkOpIsOneKernel) {
+  // Per op: read x (1024 x 4 B = 4096 B), write y (4096 B): 8192 B = 8N, not the four kernels'
+  // 4 x (4096 + 4096) = 32768 B = 32N. Compute: add, max, min (simple) and div (special), one
+  // each per element: 4 x 1024 = 4096 ops at fp32 vector 67e12 = 61.1 ps, the sum of the nodes'
+  // compute; memory 8192 / 3.35e12 = 2.445 ns bounds it.
+  const Analysis op = analyze(lift_text(hardsigmoid_text(true)), h100(), default_policy());
+  ASSERT_EQ(op.ops.size(), 1u);
+  EXPECT_EQ(op.ops[0].name, "hardsigmoid");
+  EXPECT_EQ(op.ops[0].first, 0u);
+  EXPECT_EQ(op.ops[0].last, 4u);
+  EXPECT_EQ(op.ops[0].bytes, 8192);
+  EXPECT_DOUBLE_EQ(op.ops[0].compute_s, 3 * 1024 / 67e12 + 1024 / 67e12);
+  const FidelityResult& u = op.result(Fidelity::Unfused);
+  EXPECT_EQ(u.bytes, 8192);
+  EXPECT_DOUBLE_EQ(u.time_s, 8192 / 3.35e12);
+  // The fused bound is the same here: one op is the whole graph (x and y, 8192 B).
+  EXPECT_EQ(op.result(Fidelity::Fused).bytes, 8192);
+  // Without the block, every kernel is an op of its own: 32768 B.
+  const Analysis kernels = analyze(lift_text(hardsigmoid_text(false)), h100(), default_policy());
+  EXPECT_EQ(kernels.ops.size(), 4u);
+  EXPECT_EQ(kernels.result(Fidelity::Unfused).bytes, 32768);
+  EXPECT_DOUBLE_EQ(kernels.result(Fidelity::Unfused).time_s, 4 * 8192 / 3.35e12);
+}
+
+TEST(Unfused, AnIntermediateNeededAfterTheOpIsWrittenOnce) {
+  // op a: t = x * 2 (t is read again by b, outside the op), u = t + 1 (consumed by b).
+  // op a moves: x read (64 x 4 = 256 B); t written (256 B, b reads it); u written (256 B, b
+  // reads it): 768 B. b alone: reads t, u (512 B), writes y (256 B): 768 B. Total 1536 B,
+  // against the three kernels' 512 + 512 + 768 = 1792 B.
+  const std::string text = R"(size N = 64
+input x : f32[N]
+tensor t : f32[N]
+tensor u : f32[N]
+output y : f32[N]
+op a {
+  kernel twice {
+    for i in 0..N:
+      t[i] = x[i] * 2.0
+  }
+  kernel inc {
+    for i in 0..N:
+      u[i] = t[i] + 1.0
+  }
+}
+kernel b {
+  for i in 0..N:
+    y[i] = t[i] * u[i]
+}
+)";
+  const einsum::Graph g = lift_text(text);
+  const std::vector<einsum::OpUnit> units = einsum::op_units(g);
+  ASSERT_EQ(units.size(), 2u);
+  EXPECT_EQ(units[0].name, "a");
+  EXPECT_EQ(units[0].bytes_read, 256);
+  EXPECT_EQ(units[0].bytes_written, 512);
+  EXPECT_EQ(units[1].name, "b");
+  EXPECT_EQ(units[1].bytes(), 768);
+  EXPECT_EQ(analyze(g, h100(), default_policy()).result(Fidelity::Unfused).bytes, 1536);
+}
+
+TEST(Unfused, AnInputReadTwiceInsideAnOpIsReadOnce) {
+  // Softmax over 8 rows of 16 f32 as one op: x is read by all three kernels, once from DRAM
+  // (8 x 16 x 4 = 512 B); y written (512 B); the row max m and sum s stay on chip: 1024 B.
+  // The kernels alone: (512 + 32) + (512 + 32 + 32) + (512 + 32 + 32 + 512) = 2208 B.
+  const std::string body = R"(kernel row_max {
+  for i in 0..8, j in 0..16:
+    m[i] max= x[i, j]
+}
+kernel row_sum {
+  for i in 0..8, j in 0..16:
+    s[i] += exp(x[i, j] - m[i])
+}
+kernel normalize {
+  for i in 0..8, j in 0..16:
+    y[i, j] = exp(x[i, j] - m[i]) / s[i]
+}
+)";
+  const std::string head =
+      "input x : f32[8, 16]\ntensor m : f32[8]\ntensor s : f32[8]\noutput y : f32[8, 16]\n";
+  const Analysis op = analyze(lift_text(head + "op softmax {\n" + body + "}\n"), h100(),
+                              default_policy(), {Fidelity::Unfused});
+  EXPECT_EQ(op.result(Fidelity::Unfused).bytes, 1024);
+  const Analysis alone =
+      analyze(lift_text(head + body), h100(), default_policy(), {Fidelity::Unfused});
+  EXPECT_EQ(alone.result(Fidelity::Unfused).bytes, 2208);
+}
+
+TEST(Unfused, RepeatedOpBlocksAreOneOpPerIteration) {
+  // `op step` inside `repeat t in 0..3`: three ops step[t=0..2], each two kernels over 4 f32:
+  // h read (16 B), a on chip, h written back (16 B) = 32 B per op, 96 B in all (the kernels
+  // alone: 2 x 32 B per iteration = 192 B).
+  const std::string text = R"(input x : f32[4]
+tensor a : f32[4]
+output h : f32[4]
+h = x
+repeat t in 0..3 {
+  op step {
+    kernel up {
+      for i in 0..4:
+        a[i] = h[i] * 0.5
+    }
+    kernel down {
+      for i in 0..4:
+        h[i] = tanh(a[i])
+    }
+  }
+}
+)";
+  const einsum::Graph g = lift_text(text);
+  const std::vector<einsum::OpUnit> units = einsum::op_units(g);
+  ASSERT_EQ(units.size(), 4u);  // the copy h = x (a movement node: h is an output), then 3 ops
+  EXPECT_EQ(units[1].name, "step[t=0]");
+  EXPECT_EQ(units[3].name, "step[t=2]");
+  for (size_t k = 1; k < 4; ++k) EXPECT_EQ(units[k].bytes(), 32) << units[k].name;
+}
+
 TEST(Sol, DeviceWithoutTheRateFallsBackAndSaysWhy) {
   // TPU-v5e publishes bf16 and int8 tensor rates only: the fp32 GEMV's MACs fall back to bf16
   // tensor, 197e12: compute = 33554432 / 197e12 = 0.17 us; memory 67141632 / 0.819e12 = 82 us.
@@ -378,6 +518,23 @@ TEST(SolLaws, FusedIsNeverAboveUnfused) {
         EXPECT_GT(f.time_s, 0) << file << " " << name << " " << p.name;
       }
     }
+  }
+}
+
+TEST(SolLaws, UnfusedPerOpIsNeverAboveThePerKernelSum) {
+  // The unfused fidelity runs each framework op as one kernel: never more bytes or time than
+  // its kernels run alone (the per-node costs).
+  for (const std::string& file : example_files()) {
+    const einsum::Graph g = lift_file(file);
+    const Analysis a = analyze(g, h100(), default_policy(), {Fidelity::Unfused});
+    double kernels_s = 0;
+    int64_t kernel_bytes = 0;
+    for (const NodeCost& c : a.nodes) {
+      kernels_s += c.time_s;
+      kernel_bytes += c.bytes;
+    }
+    EXPECT_LE(a.result(Fidelity::Unfused).time_s, kernels_s * (1 + 1e-12)) << file;
+    EXPECT_LE(a.result(Fidelity::Unfused).bytes, kernel_bytes) << file;
   }
 }
 

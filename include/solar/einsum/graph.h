@@ -92,7 +92,11 @@ struct Node {
   std::string name;  // kernel name; in repeat blocks suffixed "[t=3]"; movement: "copy:y" etc.
                      // (unique: a repeated movement name gets "#2", "#3", ...)
   NodeKind kind = NodeKind::Einsum;
-  std::string op;      // "kernel", or the composition op's name ("concat", "copy", ...)
+  std::string op;  // "kernel", or the composition op's name ("concat", "copy", ...)
+  // The `op` block the node's statement is in (its name, with the repeat suffix of the block:
+  // "softmax", "cell[t=2]"), or "" when it is in none. Consecutive nodes of one block are one
+  // framework operation: the unfused fidelity runs them as one kernel (docs/fidelities.md).
+  std::string op_block;
   std::string einsum;  // one-line canonical text of the node
   int64_t points = 0;  // |domain| (movement nodes: elements moved)
   Reduction reduction = Reduction::None;
@@ -148,6 +152,29 @@ struct Footprint {
   bool exact = true;
 };
 Footprint touched_footprint(const Graph& g, std::string_view tensor);
+
+// One framework operation: a run of consecutive nodes of one `op` block, or one node that is in
+// none. The unfused fidelity runs each as one kernel, as eager runs the op
+// (docs/fidelities.md, "Unfused"): its intermediates stay on chip, so its DRAM bytes are
+//   read:    per tensor read by the unit before any node of the unit writes it, the distinct
+//            elements its reads touch (union of the maps of those nodes);
+//   written: per tensor the unit writes, unless a later node of the unit reads it and nothing
+//            after the unit needs it (not a graph output, no later reader): the distinct
+//            elements its writes touch.
+// Tensors written and consumed inside the unit stay on chip. A unit of one node moves what the
+// node reads and writes (Node::bytes_read + bytes_written), as before units existed.
+struct OpUnit {
+  std::string name;  // the op block's name, or the node's name
+  size_t first = 0;  // the nodes [first, last) of the graph
+  size_t last = 0;
+  int64_t bytes_read = 0;
+  int64_t bytes_written = 0;
+  bool bytes_exact = true;  // false: a lower bound (a footprint of docs/einsum.md's cases)
+  int64_t bytes() const { return bytes_read + bytes_written; }
+};
+
+// The graph's framework operations, in node order (every node in exactly one).
+std::vector<OpUnit> op_units(const Graph& g);
 
 // Text form (documented in docs/einsum.md; deterministic) and Graphviz DOT.
 std::string print_graph(const Graph& g);

@@ -355,11 +355,22 @@ struct Repeat {
   std::vector<StmtP> body;
 };
 
+// `op NAME { statements }`: the statements that one framework operation (as the program
+// dispatches it in eager mode, e.g. one `aten.hardsigmoid` call) was lowered to. Execution runs
+// the body in order; the block only groups: the unfused fidelity runs each block as one kernel
+// (its intermediates stay on chip). Op names have their own namespace, like kernel names, and
+// are unique; a block holds kernels, composition statements and repeat blocks, not op blocks.
+struct OpBlock {
+  std::string name;
+  std::vector<StmtP> body;
+};
+
 // clang-format off
 #define SOLAR_STMT_KINDS(X) \
   X(Kernel)                 \
   X(Compose)                \
-  X(Repeat)
+  X(Repeat)                 \
+  X(Op)
 // clang-format on
 
 enum class StmtKind : uint8_t {
@@ -369,7 +380,7 @@ enum class StmtKind : uint8_t {
 };
 
 struct Stmt {
-  std::variant<Kernel, Compose, Repeat> node;  // index order matches StmtKind
+  std::variant<Kernel, Compose, Repeat, OpBlock> node;  // index order matches StmtKind
   std::vector<std::string> comments;
   Loc loc;
   StmtKind kind() const { return static_cast<StmtKind>(node.index()); }
@@ -378,6 +389,7 @@ struct Stmt {
 StmtP make_stmt(Kernel k, Loc loc = {}, std::vector<std::string> comments = {});
 StmtP make_stmt(Compose c, Loc loc = {}, std::vector<std::string> comments = {});
 StmtP make_stmt(Repeat r, Loc loc = {}, std::vector<std::string> comments = {});
+StmtP make_stmt(OpBlock o, Loc loc = {}, std::vector<std::string> comments = {});
 
 // ---------------------------------------------------------------------------------------------
 

@@ -14,6 +14,9 @@ namespace solar::ir {
 // affinity, bounds) are the checker's (checker.h).
 Program parse(std::string_view text, const std::string& file = "<input>");
 
+// Whether `name` is a reserved word of the IR (a keyword or a dtype name): never a valid name.
+bool is_reserved_word(std::string_view name);
+
 // Reads and parses a file; a missing or unreadable file is a UserError naming it.
 Program parse_file(const std::string& path);
 

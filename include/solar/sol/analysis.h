@@ -8,7 +8,9 @@
 //     this is optimistic: the time stays a lower bound.
 //   - compute_i = max(mac_s_i, other_s_i): MACs and other ops may overlap (separate units),
 //     again a lower bound. memory_i = bytes_i / DRAM bandwidth.
-//   - unfused: T = sum_i max(compute_i, memory_i), bytes_i = node i's reads and writes.
+//   - unfused: T = sum_u max(compute_u, memory_u) over the framework operations u (op_units:
+//     one `op` block, or one node outside any), compute_u = sum of its nodes' compute, bytes_u =
+//     the op run as one kernel (reads from outside it, writes needed after it: einsum::OpUnit).
 //   - fused:   T = max(sum_i compute_i, bytes_io / DRAM bandwidth), bytes_io = the touched
 //     elements of every graph input, weight and output, each counted once, x element size.
 //   - cache-aware: T = max(sum_i compute_i, traffic / DRAM bandwidth), traffic = the DRAM bytes of
@@ -51,11 +53,28 @@ struct NodeCost {
   const Rate* main_rate() const;
 };
 
+// The cost of one framework operation run alone, as one kernel (the unfused model): the nodes
+// [first, last) of the graph (einsum::OpUnit).
+struct OpCost {
+  std::string name;
+  size_t first = 0, last = 0;
+  double compute_s = 0;  // sum of its nodes' compute_s
+  int64_t bytes = 0;     // OpUnit::bytes()
+  bool bytes_exact = true;
+  double memory_s = 0;  // bytes / DRAM bandwidth
+  double time_s = 0;    // max(compute_s, memory_s)
+  Bottleneck bottleneck = Bottleneck::Memory;
+};
+
+// The costs of the graph's framework operations, from its nodes' costs.
+std::vector<OpCost> op_costs(const einsum::Graph& g, const std::vector<NodeCost>& nodes,
+                             double bandwidth);
+
 // The registry of fidelities: X(enumerator, name, report key, description). The name is what
 // `--fidelity` takes and tables show; the key names it in JSON (`sol.<key>_s`, `bytes.<key>`).
 #define SOLAR_FIDELITIES(X)                                                                       \
   X(Unfused, "unfused", "unfused",                                                                \
-    "every node runs alone: all its inputs and outputs go through DRAM")                          \
+    "every framework op runs alone, as one kernel: its inputs and outputs go through DRAM")       \
   X(Fused, "fused", "fused",                                                                      \
     "one kernel, unlimited on-chip memory: only graph inputs, weights and outputs touch DRAM, "   \
     "each once")                                                                                  \
@@ -116,6 +135,7 @@ struct Analysis {
   double dram_bandwidth_bytes_per_s = 0;
   einsum::OpCounts totals;              // summed over the nodes
   std::vector<NodeCost> nodes;          // one per graph node, in graph order
+  std::vector<OpCost> ops;              // one per framework operation (op_units), in graph order
   std::vector<FidelityResult> results;  // one per requested fidelity, in the order requested
   // The cache-aware fidelity, when analysed: its schedule, where the capacity came from, the cost
   // of each group (in schedule order) and the sequential variant of its time.
@@ -135,6 +155,9 @@ NodeCost node_cost(const einsum::Node& n, const hw::Device& d, const PrecisionPo
 // The counts of every node of `g`, summed.
 einsum::OpCounts total_counts(const einsum::Graph& g);
 
+// The unfused DRAM bytes: the sum over the framework operations of OpUnit::bytes().
+int64_t unfused_bytes(const einsum::Graph& g);
+
 // bytes_io of the fused model: sum over graph inputs, weights and outputs of
 // touched_elements x element size.
 int64_t fused_bytes(const einsum::Graph& g);
@@ -144,8 +167,8 @@ int64_t fused_bytes(const einsum::Graph& g);
 bool device_independent_bytes(Fidelity f);
 
 // The DRAM bytes of fidelity `f`'s model, the same on every device: unfused, the sum of every
-// node's reads and writes; fused, fused_bytes. InternalError for a fidelity whose bytes depend on
-// the device (cache).
+// framework operation's reads and writes (unfused_bytes); fused, fused_bytes. InternalError for a
+// fidelity whose bytes depend on the device (cache).
 int64_t dram_bytes(const einsum::Graph& g, Fidelity f);
 
 // The cache-aware time of a schedule: T = max(total compute, traffic / bandwidth), with the

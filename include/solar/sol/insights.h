@@ -58,7 +58,8 @@ struct FusionOpportunity {
   std::string tensor;                  // the intermediate that would stay on chip
   std::string producer;                // the node writing it
   std::vector<std::string> consumers;  // the nodes reading it, in program order
-  int64_t bytes_saved = 0;             // bytes it is written with + bytes it is read with
+  int64_t bytes_saved = 0;             // bytes it is written with + its widest read in each
+                                       // consumer op (an op reads it once)
   double memory_s_saved = 0;           // bytes_saved / DRAM bandwidth
 };
 

@@ -6,7 +6,7 @@ import re
 
 # Words the IR reserves (docs/ir.md, "Lexical structure"): never valid as tensor names.
 RESERVED = frozenset(
-    "size input weight output tensor kernel for in repeat inf nan "
+    "size input weight output tensor kernel for in repeat op inf nan "
     "f64 f32 f16 bf16 f8e4m3 f8e5m2 i64 i32 i8 u8 bool".split()
 )
 

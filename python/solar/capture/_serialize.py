@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from solar.capture._names import NameTable
+from solar.capture._names import NameTable, sanitize
 from solar.capture._trace import CaptureError, Traced
 
 FORMAT = "solar-capture"
@@ -144,6 +144,9 @@ def serialize(
         location = _location(node, source)
         if location:
             entry["location"] = location
+        origin = _origin(node)
+        if origin is not None:
+            entry["origin"] = origin
         nodes.append(entry)
 
     doc = {
@@ -214,6 +217,25 @@ def _value(value: Any, tensor_name: dict[str, str]) -> Any:
     if isinstance(value, (torch.device, torch.layout, torch.memory_format)):
         return str(value)
     raise CaptureError(f"argument value {value!r} of type {type(value).__name__} is not supported")
+
+
+def _origin(node: torch.fx.Node) -> dict | None:
+    """The framework operation ``node`` comes from, when export's decompositions made it from
+    another node: ``{"name": ..., "op": ...}`` of that node of the exported graph before
+    ``run_decompositions`` (its provenance, ``node.meta["from_node"]``). ``None`` when the node
+    is its own origin or has no provenance (the make_fx path)."""
+    sources = node.meta.get("from_node") or []
+    if not sources:
+        return None
+    src = sources[-1]
+    name = getattr(src, "name", None)
+    target = getattr(src, "target", None)
+    if not isinstance(name, str) or not name:
+        return None
+    op = str(target) if target is not None else ""
+    if name == node.name and op == _op_name(node.target):
+        return None
+    return {"name": sanitize(name), "op": op}
 
 
 def _location(node: torch.fx.Node, source: str | None) -> str | None:

@@ -160,6 +160,11 @@ class _Builder:
         self.constants: dict[str, np.ndarray] = {}
         self._const_by_id: dict[int, tuple[Any, Value]] = {}
         self.produced: set[str] = set()
+        # The jitted call (a `pjit` at the top of the walk) being inlined: every primitive in
+        # it comes from that one framework operation (eager JAX runs it as one executable).
+        self.origin: dict | None = None
+        self._origin_names = NameTable()
+        self.wrapper: Any = None  # the jit equation of SOLAR's own jax.jit(fn): no operation
 
     # ---- values -----------------------------------------------------------------------------
 
@@ -224,6 +229,8 @@ class _Builder:
         entry = {"name": node_name, "op": f"jax.{name}", "args": args, "outputs": outs}
         if location:
             entry["location"] = location
+        if self.origin is not None:
+            entry["origin"] = dict(self.origin)
         self.nodes.append(entry)
         self.produced.update(outs)
         known = self._evaluate(prim, ins, params, out_avals)
@@ -295,7 +302,14 @@ class _Builder:
         name = eqn.primitive.name
         loc = self.location(eqn) or parent
         if name in _INLINE and _INLINE[name] in eqn.params:
-            return self.closed(eqn.params[_INLINE[name]], ins, loc)
+            if name not in ("jit", "pjit") or self.origin is not None or eqn is self.wrapper:
+                return self.closed(eqn.params[_INLINE[name]], ins, loc)
+            call = str(eqn.params.get("name") or name)
+            self.origin = {"name": self._origin_names.take(call), "op": f"jax.{name}"}
+            try:
+                return self.closed(eqn.params[_INLINE[name]], ins, loc)
+            finally:
+                self.origin = None
         if name == "scan":
             return self.scan(eqn, ins, loc)
         if name == "while":
@@ -476,6 +490,9 @@ def flatten(fn: Any, leaves: list[Leaf], source: str | None) -> Flattened:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CaptureError(f"jax.make_jaxpr failed: {type(e).__name__}: {first}") from e
     builder = _Builder(source)
+    eqns = closed.jaxpr.eqns
+    if len(eqns) == 1 and eqns[0].primitive.name in ("jit", "pjit"):
+        builder.wrapper = eqns[0]
     ins = [builder.leaf(leaf, v.aval) for leaf, v in zip(leaves, closed.jaxpr.invars, strict=True)]
     outs = builder.closed(closed, ins, None)
     out_avals = [v.aval for v in closed.jaxpr.outvars]
