@@ -238,7 +238,7 @@ class Lifter {
       case ir::ExprKind::Read: {
         const View v = binding(e.tensor);
         const detail::BaseAccess a =
-            detail::base_access(v, tensor(v.base), affine_all(e.indices, s.values));
+            detail::base_access(v, tensor(v.base), affine_all(e.indices, s.values), domain);
         std::vector<ir::IntExprP> index;
         for (const ir::AffineForm& f : a.index) index.push_back(detail::form_expr(f, domain));
         return ir::expr_read(a.name, std::move(index));
@@ -370,6 +370,16 @@ class Lifter {
     return out;
   }
 
+  // The `value=` of a pad: a number, or an integer expression; 0 when absent.
+  double pad_value(const ir::Compose& c, const Step& s) const {
+    for (const ir::ComposeAttr& a : c.attrs) {
+      if (a.key != "value") continue;
+      if (a.number) return *a.number;
+      if (a.ints.size() == 1) return static_cast<double>(eval(*a.ints[0], s));
+    }
+    return 0.0;
+  }
+
   // The view a view statement gives, or nullopt when its data must move.
   std::optional<View> view_of(const ir::Compose& c, const Step& s) const {
     const View x = binding(c.srcs.at(0));
@@ -396,8 +406,9 @@ class Lifter {
         }
         return detail::broadcast_view(x, y.shape, dims);
       }
-      case ir::ComposeOp::Concat:
       case ir::ComposeOp::Pad:
+        return detail::pad_view(x, ints(c, "lo", s), ints(c, "hi", s), pad_value(c, s));
+      case ir::ComposeOp::Concat:
       case ir::ComposeOp::Take:
       case ir::ComposeOp::Gather:
       case ir::ComposeOp::Scatter:
@@ -416,7 +427,7 @@ class Lifter {
     const TensorInfo& y = tensor(dst);
     if (y.role != ir::TensorRole::Output || v.base == dst) return false;
     const TensorInfo& base = tensor(v.base);
-    if (base.role != ir::TensorRole::Intermediate || base.dtype != y.dtype ||
+    if (v.padded() || base.role != ir::TensorRole::Intermediate || base.dtype != y.dtype ||
         base.numel != y.numel || v.offset != 0 || detail::numel(v.shape) != base.numel ||
         v.strides != detail::row_major_strides(v.shape)) {
       return false;
@@ -533,16 +544,16 @@ class Lifter {
     switch (c.op) {
       case ir::ComposeOp::Copy: {
         const View region =
-            detail::slice_view(detail::whole_view(y), slices(c.dst_region, y.shape, s));
+            *detail::slice_view(detail::whole_view(y), slices(c.dst_region, y.shape, s));
         m.reads.push_back(box(binding(c.srcs[0])));
         m.writes.push_back(box(region));
         m.points_shape = region.shape;
         return m;
       }
-      case ir::ComposeOp::Slice:
+      case ir::ComposeOp::Slice:  // no view: a single element in the padding, nothing read
       case ir::ComposeOp::Permute:
       case ir::ComposeOp::Broadcast:
-        m.reads.push_back(box(*view));
+        if (view) m.reads.push_back(box(*view));
         m.writes.push_back(whole(c.dst));
         return m;
       case ir::ComposeOp::Reshape:
@@ -607,8 +618,9 @@ class Lifter {
     const TensorInfo& y = tensor(c.dst);
     const TensorInfo& idx = tensor(c.srcs[1]);
     const auto dim = static_cast<size_t>(ints(c, "dim", s).at(0));
-    View s_part = binding(c.srcs[2]);
-    s_part.shape = idx.shape;  // I is no larger than S: S is read at I's positions
+    std::vector<detail::SliceBounds> leading;  // I is no larger than S: S is read at I's positions
+    for (const int64_t n : idx.shape) leading.push_back({false, 0, n, 1});
+    const View s_part = *detail::slice_view(binding(c.srcs[2]), leading);
     m.reads.push_back(box(binding(c.srcs[1])));
     m.reads.push_back(box(s_part));
     const bool in_place = detail::is_whole(x, y);

@@ -2,6 +2,7 @@
 #include "view.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "solar/ir/printer.h"
 #include "solar/util/error.h"
@@ -23,34 +24,92 @@ std::string index_list(const std::vector<ir::AffineForm>& index, const ir::Affin
   return s;
 }
 
-// The base's own index per dimension for the view's `index`, when each is affine: every view
-// dimension moves along one base dimension (the outermost whose stride divides its own) and
-// stays within it over the whole view.
-std::optional<std::vector<ir::AffineForm>> base_indices(const View& v, const TensorInfo& base,
-                                                        const std::vector<ir::AffineForm>& index) {
+// Where each dimension of a view moves in its base: along one base dimension (the outermost
+// whose stride divides its own), q base positions per step; `first` is the base position of the
+// view's first element. nullopt when some dimension does not stay within one base dimension over
+// the whole view.
+struct Placement {
+  static constexpr size_t kNone = SIZE_MAX;  // the dimension does not move (stride 0, size <= 1)
+  std::vector<int64_t> first;                // per base dimension
+  std::vector<size_t> dim;                   // per view dimension: its base dimension, or kNone
+  std::vector<int64_t> q;                    // per view dimension: base positions per step
+};
+
+std::optional<Placement> placement(const View& v, const TensorInfo& base) {
   const std::vector<int64_t> rb = row_major_strides(base.shape);
   const size_t rank = base.shape.size();
-  std::vector<ir::AffineForm> out(rank);
+  Placement p{std::vector<int64_t>(rank), std::vector<size_t>(v.shape.size(), Placement::kNone),
+              std::vector<int64_t>(v.shape.size(), 0)};
   std::vector<int64_t> lo(rank), hi(rank);
   int64_t rest = v.offset;
   for (size_t k = 0; k < rank; ++k) {
-    out[k].constant = lo[k] = hi[k] = rb[k] == 0 ? 0 : rest / rb[k];
-    rest -= out[k].constant * rb[k];
+    p.first[k] = lo[k] = hi[k] = rb[k] == 0 ? 0 : rest / rb[k];
+    rest -= p.first[k] * rb[k];
   }
   for (size_t d = 0; d < v.shape.size(); ++d) {
     if (v.strides[d] == 0 || v.shape[d] <= 1) continue;
     size_t k = 0;
     while (k < rank && (base.shape[k] <= 1 || v.strides[d] % rb[k] != 0)) ++k;
     if (k == rank) return std::nullopt;
-    const int64_t q = v.strides[d] / rb[k];
-    add_scaled(out[k], index[d], q);
-    (q > 0 ? hi[k] : lo[k]) += q * (v.shape[d] - 1);
+    p.dim[d] = k;
+    p.q[d] = v.strides[d] / rb[k];
+    (p.q[d] > 0 ? hi[k] : lo[k]) += p.q[d] * (v.shape[d] - 1);
   }
   for (size_t k = 0; k < rank; ++k) {
     if (lo[k] < 0 || hi[k] > base.shape[k] - 1) return std::nullopt;
   }
+  return p;
+}
+
+// The base's own index per dimension for the view's `index`, when each is affine.
+std::optional<std::vector<ir::AffineForm>> base_indices(const View& v, const TensorInfo& base,
+                                                        const std::vector<ir::AffineForm>& index) {
+  const std::optional<Placement> p = placement(v, base);
+  if (!p) return std::nullopt;
+  std::vector<ir::AffineForm> out(base.shape.size());
+  for (size_t k = 0; k < out.size(); ++k) out[k].constant = p->first[k];
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    if (p->dim[d] != Placement::kNone) add_scaled(out[p->dim[d]], index[d], p->q[d]);
+  }
   return out;
 }
+
+// The valid part of a padded view, as a view of its own (positions shifted by pad_lo).
+View valid_part(const View& v) { return View{v.base, v.valid, v.strides, v.offset, {}, {}, 0}; }
+
+// A padded view whose valid box is the whole of its shape is not padded.
+View drop_empty_padding(View v) {
+  if (v.padded() && v.pad_lo == std::vector<int64_t>(v.shape.size(), 0) && v.valid == v.shape) {
+    v.pad_lo.clear();
+    v.valid.clear();
+    v.pad_value = 0;
+  }
+  return v;
+}
+
+bool padded_dim(const View& v, size_t d) {
+  return v.pad_lo[d] != 0 || v.pad_lo[d] + v.valid[d] != v.shape[d];
+}
+
+// Whether a read through padded `v` happens exactly where every index of its base access (of
+// the valid part, placed by `p`) lies within the base's shape: each padded dimension moves alone
+// along a base dimension, one position per step, over the whole of it.
+bool guard_is_base_shape(const View& v, const TensorInfo& base, const std::optional<Placement>& p) {
+  if (!p) return false;
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    if (!padded_dim(v, d)) continue;
+    const size_t k = p->dim[d];
+    if (k == Placement::kNone || p->q[d] != 1 || p->first[k] != 0 || v.valid[d] != base.shape[k]) {
+      return false;
+    }
+    for (size_t e = 0; e < v.shape.size(); ++e) {
+      if (e != d && p->dim[e] == k) return false;
+    }
+  }
+  return true;
+}
+
+std::string value_text(double v) { return ir::print(*ir::expr_const(v, false)); }
 
 }  // namespace
 
@@ -67,55 +126,106 @@ int64_t numel(const std::vector<int64_t>& shape) {
 }
 
 View whole_view(const TensorInfo& t) {
-  return View{t.name, t.shape, row_major_strides(t.shape), 0};
+  return View{t.name, t.shape, row_major_strides(t.shape), 0, {}, {}, 0};
 }
 
 bool is_whole(const View& v, const TensorInfo& base) {
-  return v.base == base.name && v.offset == 0 && v.shape == base.shape &&
+  return !v.padded() && v.base == base.name && v.offset == 0 && v.shape == base.shape &&
          v.strides == row_major_strides(base.shape);
 }
 
-View slice_view(const View& v, const std::vector<SliceBounds>& slices) {
+std::optional<View> slice_view(const View& v, const std::vector<SliceBounds>& slices) {
   SOLAR_CHECK(slices.size() <= v.shape.size(), "slice_view: more slices than dimensions");
-  View r{v.base, {}, {}, v.offset};
+  View r{v.base, {}, {}, v.offset, {}, {}, v.pad_value};
+  if (!v.padded()) {
+    for (size_t d = 0; d < v.shape.size(); ++d) {
+      if (d >= slices.size()) {
+        r.shape.push_back(v.shape[d]);
+        r.strides.push_back(v.strides[d]);
+        continue;
+      }
+      const SliceBounds& s = slices[d];
+      r.offset += s.start * v.strides[d];
+      if (s.is_index) continue;
+      r.shape.push_back(s.stop <= s.start ? 0 : (s.stop - s.start - 1) / s.step + 1);
+      r.strides.push_back(s.step * v.strides[d]);
+    }
+    return r;
+  }
+  bool in_padding = false;  // a single index fell in the padding: no element is valid
   for (size_t d = 0; d < v.shape.size(); ++d) {
-    if (d >= slices.size()) {
-      r.shape.push_back(v.shape[d]);
-      r.strides.push_back(v.strides[d]);
+    const int64_t lo = v.pad_lo[d];
+    const int64_t valid = v.valid[d];
+    SliceBounds s{false, 0, v.shape[d], 1};
+    if (d < slices.size()) s = slices[d];
+    if (s.is_index) {
+      in_padding = in_padding || s.start < lo || s.start >= lo + valid;
+      r.offset += (s.start - lo) * v.strides[d];
       continue;
     }
-    const SliceBounds& s = slices[d];
-    r.offset += s.start * v.strides[d];
-    if (s.is_index) continue;
-    r.shape.push_back(s.stop <= s.start ? 0 : (s.stop - s.start - 1) / s.step + 1);
+    const int64_t n = s.stop <= s.start ? 0 : (s.stop - s.start - 1) / s.step + 1;
+    // The new positions u whose old position s.start + s.step * u lies in lo .. lo + valid.
+    const auto first_at_or_above = [&](int64_t p) {  // least u >= 0 with s.start + s.step*u >= p
+      return p <= s.start ? 0 : (p - s.start + s.step - 1) / s.step;
+    };
+    const int64_t u_lo = std::min(n, first_at_or_above(lo));
+    const int64_t u_hi = std::max(u_lo, std::min(n, first_at_or_above(lo + valid)));
+    if (u_hi > u_lo) r.offset += (s.start + s.step * u_lo - lo) * v.strides[d];
+    r.shape.push_back(n);
     r.strides.push_back(s.step * v.strides[d]);
+    r.pad_lo.push_back(u_lo);
+    r.valid.push_back(u_hi - u_lo);
   }
-  return r;
+  if (in_padding) {
+    if (r.shape.empty()) return std::nullopt;
+    r.offset = v.offset;  // not read
+    std::fill(r.pad_lo.begin(), r.pad_lo.end(), 0);
+    std::fill(r.valid.begin(), r.valid.end(), 0);
+  }
+  return drop_empty_padding(std::move(r));
 }
 
 View permute_view(const View& v, const std::vector<int64_t>& perm) {
-  View r{v.base, {}, {}, v.offset};
+  View r{v.base, {}, {}, v.offset, {}, {}, v.pad_value};
   for (int64_t p : perm) {
-    r.shape.push_back(v.shape.at(static_cast<size_t>(p)));
-    r.strides.push_back(v.strides.at(static_cast<size_t>(p)));
+    const auto d = static_cast<size_t>(p);
+    r.shape.push_back(v.shape.at(d));
+    r.strides.push_back(v.strides.at(d));
+    if (v.padded()) {
+      r.pad_lo.push_back(v.pad_lo.at(d));
+      r.valid.push_back(v.valid.at(d));
+    }
   }
   return r;
 }
 
 View broadcast_view(const View& v, const std::vector<int64_t>& shape,
                     const std::vector<int64_t>& dims) {
-  View r{v.base, shape, std::vector<int64_t>(shape.size(), 0), v.offset};
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (v.shape[i] != 1) r.strides.at(static_cast<size_t>(dims[i])) = v.strides[i];
+  View r{v.base, shape, std::vector<int64_t>(shape.size(), 0), v.offset, {}, {}, v.pad_value};
+  if (v.padded()) {
+    r.pad_lo.assign(shape.size(), 0);
+    r.valid = shape;
   }
-  return r;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const auto d = static_cast<size_t>(dims[i]);
+    if (v.shape[i] != 1) r.strides.at(d) = v.strides[i];
+    if (!v.padded()) continue;
+    if (v.shape[i] != 1) {
+      r.pad_lo.at(d) = v.pad_lo[i];
+      r.valid.at(d) = v.valid[i];
+    } else if (v.valid[i] == 0) {  // a repeated padding position
+      r.valid.at(d) = 0;
+    }
+  }
+  return drop_empty_padding(std::move(r));
 }
 
 // PyTorch's computeStride (aten/src/ATen/TensorUtils.cpp): walk the view's dimensions from the
 // innermost, in chunks that are contiguous among themselves; the new shape must split into the
 // same chunks.
 std::optional<View> reshape_view(const View& v, const std::vector<int64_t>& shape) {
-  View r{v.base, shape, row_major_strides(shape), v.offset};
+  if (v.padded()) return std::nullopt;
+  View r{v.base, shape, row_major_strides(shape), v.offset, {}, {}, 0};
   if (numel(v.shape) <= 1) return r;  // nothing to lay out
   auto view_d = static_cast<int64_t>(shape.size()) - 1;
   int64_t chunk_stride = v.strides.back();
@@ -141,6 +251,28 @@ std::optional<View> reshape_view(const View& v, const std::vector<int64_t>& shap
   return r;
 }
 
+std::optional<View> pad_view(const View& v, const std::vector<int64_t>& lo,
+                             const std::vector<int64_t>& hi, double value) {
+  SOLAR_CHECK(lo.size() == v.shape.size() && hi.size() == v.shape.size(),
+              "pad_view: one amount per dimension");
+  const auto same_value = [](double a, double b) {
+    return a == b || (std::isnan(a) && std::isnan(b));
+  };
+  if (v.padded() && !same_value(v.pad_value, value)) return std::nullopt;
+  View r = v;
+  if (!r.padded()) {
+    r.pad_lo.assign(v.shape.size(), 0);
+    r.valid = v.shape;
+  }
+  r.pad_value = value;
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    if (lo[d] < 0 || hi[d] < 0) return std::nullopt;
+    r.shape[d] += lo[d] + hi[d];
+    r.pad_lo[d] += lo[d];
+  }
+  return drop_empty_padding(std::move(r));
+}
+
 AccessMap view_map(const View& v, const TensorInfo& base, std::vector<ir::AffineForm> index,
                    ir::AffineDomain domain, bool guarded) {
   SOLAR_CHECK(index.size() == v.shape.size(), "view_map: one index per dimension");
@@ -148,8 +280,11 @@ AccessMap view_map(const View& v, const TensorInfo& base, std::vector<ir::Affine
   m.text = map_text(v, base, index, domain);
   m.offset = v.offset;
   m.strides = v.strides;
-  m.extent = v.shape;
-  m.guarded = guarded;
+  m.extent = v.padded() ? v.valid : v.shape;
+  m.guarded = guarded || v.padded();
+  if (v.padded()) {
+    for (size_t d = 0; d < index.size(); ++d) index[d].constant -= v.pad_lo[d];
+  }
   m.index = std::move(index);
   m.domain = std::move(domain);
   return m;
@@ -202,19 +337,35 @@ std::string form_text(const ir::AffineForm& f, const ir::AffineDomain& domain) {
 }
 
 BaseAccess base_access(const View& v, const TensorInfo& base,
-                       const std::vector<ir::AffineForm>& index) {
-  if (is_whole(v, base)) return {base.name, index};
-  if (std::optional<std::vector<ir::AffineForm>> own = base_indices(v, base, index)) {
-    return {base.name, std::move(*own)};
+                       const std::vector<ir::AffineForm>& index, const ir::AffineDomain& domain) {
+  if (!v.padded()) {
+    if (is_whole(v, base)) return {base.name, index};
+    if (std::optional<std::vector<ir::AffineForm>> own = base_indices(v, base, index)) {
+      return {base.name, std::move(*own)};
+    }
+    ir::AffineForm flat{v.offset, {}};
+    for (size_t d = 0; d < index.size(); ++d) add_scaled(flat, index[d], v.strides[d]);
+    return {base.name + ".flat", {flat}};
   }
-  ir::AffineForm flat{v.offset, {}};
-  for (size_t d = 0; d < index.size(); ++d) add_scaled(flat, index[d], v.strides[d]);
-  return {base.name + ".flat", {flat}};
+  const View inner = valid_part(v);
+  std::vector<ir::AffineForm> shifted = index;
+  for (size_t d = 0; d < shifted.size(); ++d) shifted[d].constant -= v.pad_lo[d];
+  BaseAccess a = base_access(inner, base, shifted, domain);
+  std::string guard = value_text(v.pad_value);
+  if (!guard_is_base_shape(v, base, placement(inner, base))) {
+    for (size_t d = 0; d < v.shape.size(); ++d) {
+      if (!padded_dim(v, d)) continue;
+      guard += ", " + std::to_string(v.pad_lo[d]) + " <= " + form_text(index[d], domain) + " < " +
+               std::to_string(v.pad_lo[d] + v.valid[d]);
+    }
+  }
+  a.name += ".or(" + guard + ")";
+  return a;
 }
 
 std::string map_text(const View& v, const TensorInfo& base,
                      const std::vector<ir::AffineForm>& index, const ir::AffineDomain& domain) {
-  const BaseAccess a = base_access(v, base, index);
+  const BaseAccess a = base_access(v, base, index, domain);
   return a.name + "[" + index_list(a.index, domain) + "]";
 }
 

@@ -62,12 +62,17 @@ std::vector<int64_t> divisors(int64_t n) {
 
 // One dimension of a tensor's index over a tile: span = min(extent, base + (cmax - cmin) +
 // sum coeff x (tile[dim] - 1)), where [cmin, cmax] are the constants of the maps merged into it.
+// A tile's indices run from cmin + first + sum |coeff| x tile[dim] x t[dim] (t: the tile's
+// position along each common dim) over `span` values; when a guarded map's indices leave
+// 0..extent (`clip`), only the part of that run in bounds counts.
 struct DimSpan {
   int64_t base = 1;
   std::vector<std::pair<size_t, int64_t>> terms;   // (common dim, coeff), sorted
   std::vector<std::pair<int64_t, int64_t>> fixed;  // other loops: (coeff, extent), sorted
   int64_t extent = 1;
   int64_t cmin = 0, cmax = 0;
+  int64_t first = 0;  // the common terms' least value over the first tile positions
+  bool clip = false;
 
   bool same_linear_part(const DimSpan& o) const {
     return terms == o.terms && fixed == o.fixed && extent == o.extent;
@@ -81,6 +86,7 @@ struct MapShape {
   int64_t offset = 0;
   std::vector<int64_t> strides;
   std::vector<DimSpan> dims;
+  bool guarded = false;  // one of its maps is guarded
 
   bool merges_with(const MapShape& o) const {
     if (offset != o.offset || strides != o.strides || dims.size() != o.dims.size()) return false;
@@ -140,17 +146,53 @@ struct Frontier {
   }
 };
 
+// The values of dimension d's index over a tile (a run of that many, gaps included).
+int64_t tile_span(const DimSpan& d, const std::vector<int64_t>& tiles) {
+  int64_t span = sat_add(d.base, d.cmax - d.cmin);
+  for (const auto& [dim, coeff] : d.terms) {
+    span = sat_add(span, sat_mul(coeff < 0 ? -coeff : coeff, tiles[dim] - 1));
+  }
+  return span;
+}
+
+// How many of the values a .. a + span - 1 lie in 0..extent.
+int64_t in_bounds(int64_t a, int64_t span, int64_t extent) {
+  return std::max<int64_t>(0, std::min(sat_add(a, span), extent) - std::max<int64_t>(a, 0));
+}
+
+// The span of a clipped dimension: the most values in bounds of any tile. Tiles that move along
+// one common dim start at an arithmetic progression, and in_bounds(a) rises up to a = p0 =
+// min(0, extent - span), stays at its largest until max(0, extent - span), then falls: the best
+// start is the first at or after p0, or the one before it. Tiles that move along two or more
+// common dims take the span clipped to the extent (no smaller than any tile's part in bounds).
+int64_t clipped_span(const DimSpan& d, int64_t span, const std::vector<int64_t>& tiles,
+                     const std::vector<GroupDim>& dims) {
+  int64_t step = 0, count = 1;
+  for (const auto& [dim, coeff] : d.terms) {
+    const int64_t n = dims[dim].extent / tiles[dim];
+    if (n == 1) continue;
+    if (count > 1) return std::min(span, d.extent);
+    step = sat_mul(coeff < 0 ? -coeff : coeff, tiles[dim]);
+    count = n;
+  }
+  const int64_t start = d.cmin + d.first;
+  const int64_t p0 = std::min<int64_t>(0, d.extent - span);
+  const int64_t t =
+      count == 1 || start >= p0 ? 0 : std::min(count - 1, (p0 - start + step - 1) / step);
+  int64_t best = in_bounds(start + step * t, span, d.extent);
+  if (t > 0) best = std::max(best, in_bounds(start + step * (t - 1), span, d.extent));
+  return best;
+}
+
 // Elements of a tensor's tile.
-int64_t footprint(const SegTensor& t, const std::vector<int64_t>& tiles) {
+int64_t footprint(const SegTensor& t, const std::vector<int64_t>& tiles,
+                  const std::vector<GroupDim>& dims) {
   int64_t total = 0;
   for (const MapShape& s : t.shapes) {
     int64_t prod = 1;
     for (const DimSpan& d : s.dims) {
-      int64_t span = sat_add(d.base, d.cmax - d.cmin);
-      for (const auto& [dim, coeff] : d.terms) {
-        span = sat_add(span, sat_mul(coeff < 0 ? -coeff : coeff, tiles[dim] - 1));
-      }
-      prod = sat_mul(prod, std::min(span, d.extent));
+      const int64_t span = tile_span(d, tiles);
+      prod = sat_mul(prod, d.clip ? clipped_span(d, span, tiles, dims) : std::min(span, d.extent));
     }
     total = sat_add(total, prod);
   }
@@ -223,7 +265,7 @@ void fill_view(const Space& s, const std::vector<int64_t>& tiles, TiledView& v) 
       if (t.rel & (1u << v.tiled[k])) r |= 1u << k;
     }
     v.rel.push_back(r);
-    v.fp.push_back(footprint(t, tiles));
+    v.fp.push_back(footprint(t, tiles, s.dims));
   }
   v.need.assign(m, 0);
   for (size_t i = 0; i < s.tensors.size(); ++i) {
@@ -477,6 +519,7 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) const {
       MapShape shape;
       shape.offset = m.offset;
       shape.strides = m.strides;
+      shape.guarded = m.guarded;
       for (size_t d = 0; d < m.index.size(); ++d) {
         DimSpan span;
         span.extent = m.extent[d];
@@ -486,6 +529,8 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) const {
           const int64_t c = coeff < 0 ? -coeff : coeff;
           if (common_of[v] >= 0) {
             span.terms.emplace_back(static_cast<size_t>(common_of[v]), coeff);
+            span.first = sat_add(span.first, coeff < 0 ? coeff * (vars[v].lo + vars[v].extent - 1)
+                                                       : coeff * vars[v].lo);
             st.rel |= 1u << common_of[v];
           } else {
             // The loop's whole range [lo, lo + extent): its lowest value shifts the constant.
@@ -506,6 +551,7 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) const {
         st.shapes.push_back(std::move(shape));
         continue;
       }
+      same->guarded = same->guarded || shape.guarded;
       for (size_t d = 0; d < shape.dims.size(); ++d) {
         same->dims[d].cmin = std::min(same->dims[d].cmin, shape.dims[d].cmin);
         same->dims[d].cmax = std::max(same->dims[d].cmax, shape.dims[d].cmax);
@@ -519,6 +565,17 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) const {
     }
     for (const einsum::Access& a : g.nodes[n].writes) {
       if (!add_maps(n, a, true)) return s;
+    }
+  }
+  // Guarded maps whose indices leave the tensor over the whole segment are clipped per tile.
+  std::vector<int64_t> whole;
+  for (const GroupDim& d : s.dims) whole.push_back(d.extent);
+  for (SegTensor& st : s.tensors) {
+    for (MapShape& shape : st.shapes) {
+      for (DimSpan& d : shape.dims) {
+        const int64_t low = d.cmin + d.first;
+        d.clip = shape.guarded && (low < 0 || sat_add(low, tile_span(d, whole)) > d.extent);
+      }
     }
   }
   for (const auto& [t, i] : slot) {
@@ -859,7 +916,7 @@ std::optional<CacheOptimizer::Cost> CacheOptimizer::tiled_cost(size_t first, siz
     placed |= 1u << c;
   }
   for (const SegTensor& t : s.tensors) {
-    const int64_t fp = footprint(t, tiles);
+    const int64_t fp = footprint(t, tiles, s.dims);
     cost.working_set_bytes = sat_add(cost.working_set_bytes, sat_mul(fp, t.elem_size));
     const auto [visits, distinct] = prefix_counts(s, tiles, order, t.rel);
     cost.traffic_bytes = sat_add(cost.traffic_bytes, tensor_traffic(t, fp, visits, distinct));

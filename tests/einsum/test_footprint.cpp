@@ -1,16 +1,19 @@
 // Footprints by structure (src/einsum/footprint.h): hand-checked images of affine forms over
-// boxes, triangles and guarded (padded) maps, unions of maps, and a property test against brute
-// force enumeration.
+// boxes, triangles and guarded (padded) maps, unions of maps, and property tests against brute
+// force enumeration (also of padded views composed with slices, permutes and pads).
 #include "../../src/einsum/footprint.h"
 
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
+
+#include "../../src/einsum/view.h"
 
 namespace solar::einsum::detail {
 namespace {
@@ -273,6 +276,128 @@ TEST(UnionFootprint, MatchesBruteForce) {
     ASSERT_TRUE(fp.exact);
     ASSERT_EQ(fp.elements, static_cast<int64_t>(expected.size())) << "iteration " << iteration;
   }
+}
+
+// A padded view, element by element: per position (row-major), the base's flat offset or -1 (the
+// pad value). The reference the view arithmetic of view.cpp is checked against.
+struct Table {
+  std::vector<int64_t> shape;
+  std::vector<int64_t> at;
+};
+
+Table table_pad(const Table& t, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi) {
+  Table r{{t.shape[0] + lo[0] + hi[0], t.shape[1] + lo[1] + hi[1]}, {}};
+  for (int64_t i = 0; i < r.shape[0]; ++i) {
+    for (int64_t j = 0; j < r.shape[1]; ++j) {
+      const int64_t a = i - lo[0], b = j - lo[1];
+      const bool in = a >= 0 && a < t.shape[0] && b >= 0 && b < t.shape[1];
+      r.at.push_back(in ? t.at[static_cast<size_t>(a * t.shape[1] + b)] : -1);
+    }
+  }
+  return r;
+}
+
+Table table_slice(const Table& t, const std::vector<SliceBounds>& s) {
+  Table r;
+  for (size_t d = 0; d < 2; ++d) {
+    r.shape.push_back(s[d].stop <= s[d].start ? 0 : (s[d].stop - s[d].start - 1) / s[d].step + 1);
+  }
+  for (int64_t i = 0; i < r.shape[0]; ++i) {
+    for (int64_t j = 0; j < r.shape[1]; ++j) {
+      const int64_t a = s[0].start + s[0].step * i, b = s[1].start + s[1].step * j;
+      r.at.push_back(t.at[static_cast<size_t>(a * t.shape[1] + b)]);
+    }
+  }
+  return r;
+}
+
+Table table_transpose(const Table& t) {
+  Table r{{t.shape[1], t.shape[0]}, {}};
+  for (int64_t i = 0; i < r.shape[0]; ++i) {
+    for (int64_t j = 0; j < r.shape[1]; ++j) {
+      r.at.push_back(t.at[static_cast<size_t>(j * t.shape[1] + i)]);
+    }
+  }
+  return r;
+}
+
+// Random chains of pads, slices (with steps) and transposes of a 2-D tensor of 3 x 4 elements:
+// each position of the view reached through view_map's guarded map must be the table's element
+// (or out of bounds where the table holds the pad value), and the footprint of the whole view
+// the number of distinct elements of the table.
+TEST(PaddedView, ComposesLikeTheElementsItHolds) {
+  std::mt19937 rng(2024);
+  const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const TensorInfo x{"x", ir::TensorRole::Input, ir::DType::F32, {3, 4}, 12, 48};
+  for (int iteration = 0; iteration < 2000; ++iteration) {
+    View v = whole_view(x);
+    Table t{{3, 4}, {}};
+    for (int64_t e = 0; e < 12; ++e) t.at.push_back(e);
+    for (int step = pick(1, 4); step > 0; --step) {
+      const int op = pick(0, 2);
+      if (op == 0) {
+        const std::vector<int64_t> lo = {pick(0, 2), pick(0, 2)}, hi = {pick(0, 2), pick(0, 2)};
+        const std::optional<View> p = pad_view(v, lo, hi, 0.0);
+        ASSERT_TRUE(p);  // the same value: pads compose
+        v = *p;
+        t = table_pad(t, lo, hi);
+      } else if (op == 1) {
+        std::vector<SliceBounds> s;
+        for (size_t d = 0; d < 2; ++d) {
+          const int64_t n = t.shape[d];
+          const int64_t start = n == 0 ? 0 : pick(0, static_cast<int>(n - 1));
+          s.push_back(
+              {false, start, pick(static_cast<int>(start), static_cast<int>(n)), pick(1, 3)});
+        }
+        const std::optional<View> sv = slice_view(v, s);
+        ASSERT_TRUE(sv);
+        v = *sv;
+        t = table_slice(t, s);
+      } else {
+        v = permute_view(v, {1, 0});
+        t = table_transpose(t);
+      }
+      ASSERT_EQ(v.shape, t.shape) << "iteration " << iteration;
+    }
+    const AccessMap m = box_map(v, x);
+    std::set<int64_t> distinct;
+    ir::SymbolValues point;
+    for (int64_t i = 0; i < t.shape[0]; ++i) {
+      for (int64_t j = 0; j < t.shape[1]; ++j) {
+        point["d0"] = i;
+        point["d1"] = j;
+        bool in = true;
+        for (size_t d = 0; d < 2; ++d) {
+          const int64_t k = ir::evaluate(m.index[d], point);
+          in = in && (!m.guarded || (k >= 0 && k < m.extent[d]));
+        }
+        const int64_t want = t.at[static_cast<size_t>(i * t.shape[1] + j)];
+        ASSERT_EQ(in ? ir::evaluate(m.flat(), point) : -1, want)
+            << "iteration " << iteration << " at " << i << ", " << j << " (" << m.text << ")";
+        if (want >= 0) distinct.insert(want);
+      }
+    }
+    const Image img = map_image(m);
+    ASSERT_EQ(img.count, static_cast<int64_t>(distinct.size())) << "iteration " << iteration;
+  }
+}
+
+TEST(PaddedView, DifferentValuesAndReshapesDoNotCompose) {
+  const TensorInfo x{"x", ir::TensorRole::Input, ir::DType::F32, {4}, 4, 16};
+  const View p = *pad_view(whole_view(x), {1}, {1}, 0.0);
+  EXPECT_TRUE(p.padded());
+  EXPECT_EQ(p.shape, std::vector<int64_t>{6});
+  EXPECT_FALSE(pad_view(p, {1}, {0}, 1.0));  // another value
+  EXPECT_TRUE(pad_view(p, {1}, {0}, 0.0));
+  EXPECT_FALSE(pad_view(whole_view(x), {-1}, {0}, 0.0));  // negative: a crop, not a pad
+  EXPECT_FALSE(reshape_view(p, {2, 3}));
+  EXPECT_FALSE(pad_view(whole_view(x), {0}, {0}, 0.0)->padded());  // nothing padded
+  // A read of p[i] for i in 0..6 is x[i - 1], guarded by x's 4 elements: 4 distinct elements.
+  const AccessMap m = view_map(p, x, {form(0, {{"i", 1}})}, {box("i", 0, 6)}, false);
+  EXPECT_TRUE(m.guarded);
+  EXPECT_EQ(m.text, "x.or(0.0)[i - 1]");
+  EXPECT_EQ(m.extent, std::vector<int64_t>{4});
+  EXPECT_EQ(map_image(m).count, 4);
 }
 
 }  // namespace

@@ -132,9 +132,10 @@ kernel conv {
 }
 
 TEST(Lift, DepthwiseConvolutionWithDilationAndPaddingByPad) {
-  // C = 3, H = W = 9, padded by 1 on each side to 11x11 (a movement node), 3x3 kernel with
-  // stride 2 and dilation 2: OH = (11 - 5) / 2 + 1 = 4. Rows read: 2*oh + 2*r = {0, 2, ..., 10}:
-  // 6 of the 11 padded rows.
+  // C = 3, H = W = 9, padded by 1 on each side to 11x11 (a view: no movement node), 3x3 kernel
+  // with stride 2 and dilation 2: OH = (11 - 5) / 2 + 1 = 4. Padded rows read: 2*oh + 2*r =
+  // {0, 2, ..., 10}; in x's coordinates 2*oh + 2*r - 1 = {-1, 1, 3, 5, 7, 9}, of which {1, 3, 5,
+  // 7} lie in 0..9: 4 rows, and 4 columns, of x's 9.
   const Graph g = lift_text(R"(size C = 3
 size H = 9
 size OH = (H + 2 - 5) / 2 + 1
@@ -148,16 +149,219 @@ kernel dw {
     y[n, c, oh, ow] += xp[n, c, 2*oh + 2*r, 2*ow + 2*s] * w[c, r, s]
 }
 )");
-  ASSERT_EQ(node_names(g), (std::vector<std::string>{"pad:xp", "dw"}));
-  const Node& pad = node(g, "pad:xp");
-  EXPECT_EQ(pad.kind, NodeKind::Movement);
-  EXPECT_EQ(pad.counts.flops(), 0);
-  EXPECT_EQ(read(g, "pad:xp", "x").bytes, 972);     // 3 * 9 * 9 * 4
-  EXPECT_EQ(write(g, "pad:xp", "xp").bytes, 1452);  // 3 * 11 * 11 * 4
-  EXPECT_EQ(node(g, "dw").counts.macs, 432);        // 3 * 4 * 4 * 3 * 3
-  EXPECT_EQ(read(g, "dw", "xp").footprint, 108);    // 3 channels * 6 rows * 6 columns
+  ASSERT_EQ(node_names(g), std::vector<std::string>{"dw"});
+  const Node& n = node(g, "dw");
+  EXPECT_EQ(n.einsum,
+            "for n in 0..1, c in 0..3, oh in 0..4, ow in 0..4, r in 0..3, s in 0..3: y[n, c, oh, "
+            "ow] += x.or(0.0)[n, c, 2 * oh + 2 * r - 1, 2 * ow + 2 * s - 1] * w[c, r, s]");
+  EXPECT_EQ(n.counts.macs, 432);  // 3 * 4 * 4 * 3 * 3, as when the pad moved data
+  EXPECT_EQ(n.counts.other_ops(), 0);
+  const Access& x = read(g, "dw", "x");
+  EXPECT_EQ(x.text, "x.or(0.0)[n, c, 2 * oh + 2 * r - 1, 2 * ow + 2 * s - 1]");
+  EXPECT_EQ(x.footprint, 48);  // 3 channels * 4 rows * 4 columns
+  EXPECT_EQ(x.bytes, 192);     // not the 3 * 6 * 6 * 4 = 432 of the padded copy's rows
+  EXPECT_TRUE(x.footprint_exact);
+  ASSERT_EQ(x.maps.size(), 1u);
+  EXPECT_TRUE(x.maps[0].guarded);
+  EXPECT_EQ(x.maps[0].extent, (std::vector<int64_t>{1, 3, 9, 9}));  // x's own shape
   EXPECT_EQ(read(g, "dw", "w").footprint, 27);
-  EXPECT_TRUE(node(g, "dw").conv_like);
+  EXPECT_TRUE(n.conv_like);
+  EXPECT_EQ(touched_elements(g, "x"), 48);  // of 3 * 9 * 9 = 243
+}
+
+TEST(Lift, MaxPoolWithPaddingReadsOnlyTheInput) {
+  // 2-D max pool, 3x3 window, stride 1, padding 1 (-inf) over x : f32[1, 1, 8, 8]: OH = OW =
+  // (8 + 2 - 3) / 1 + 1 = 8. One einsum node and no movement node. Points 8 * 8 * 3 * 3 = 576;
+  // `max=` is one compare per point: 576 simple ops, as for the padded copy. The rows read,
+  // oh + kh - 1 for oh in 0..8, kh in 0..3, range over -1..8; in bounds 0..7: all 8 rows and 8
+  // columns: 64 elements = 256 bytes, not the 10 x 10 x 4 = 400 bytes of the padded copy.
+  const Graph g = lift_text(R"(input x : f32[1, 1, 8, 8]
+tensor xp : f32[1, 1, 10, 10]
+output y : f32[1, 1, 8, 8]
+xp = pad(x, lo=[0, 0, 1, 1], hi=[0, 0, 1, 1], value=-inf)
+kernel pool {
+  for n in 0..1, c in 0..1, oh in 0..8, ow in 0..8, kh in 0..3, kw in 0..3:
+    y[n, c, oh, ow] max= xp[n, c, oh + kh, ow + kw]
+}
+)");
+  ASSERT_EQ(node_names(g), std::vector<std::string>{"pool"});
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.einsum,
+            "for n in 0..1, c in 0..1, oh in 0..8, ow in 0..8, kh in 0..3, kw in 0..3: y[n, c, oh, "
+            "ow] max= x.or(-inf)[n, c, oh + kh - 1, ow + kw - 1]");
+  EXPECT_EQ(n.points, 576);
+  EXPECT_EQ(n.counts.macs, 0);
+  EXPECT_EQ(n.counts.simple, 576);
+  EXPECT_EQ(n.counts.special, 0);
+  EXPECT_EQ(read(g, "pool", "x").footprint, 64);
+  EXPECT_EQ(read(g, "pool", "x").bytes, 256);
+  EXPECT_EQ(write(g, "pool", "y").footprint, 64);
+  EXPECT_EQ(write(g, "pool", "y").bytes, 256);
+  EXPECT_EQ(touched_elements(g, "x"), 64);
+}
+
+TEST(Lift, APadThatIsAGraphOutputMovesData) {
+  // xp is an output: the padded copy is really written. Reads x's 8 x 8 = 64 elements (256
+  // bytes), writes 10 x 10 = 100 (400 bytes).
+  const Graph g = lift_text(R"(input x : f32[8, 8]
+output xp : f32[10, 10]
+xp = pad(x, lo=[1, 1], hi=[1, 1], value=0.0)
+)");
+  ASSERT_EQ(node_names(g), std::vector<std::string>{"pad:xp"});
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.kind, NodeKind::Movement);
+  EXPECT_EQ(n.points, 100);
+  EXPECT_EQ(n.counts.flops(), 0);
+  EXPECT_EQ(read(g, "pad:xp", "x").text, "x[d0, d1]");
+  EXPECT_EQ(read(g, "pad:xp", "x").bytes, 256);
+  EXPECT_EQ(write(g, "pad:xp", "xp").bytes, 400);
+}
+
+TEST(Lift, AReshapeOfAPaddedTensorMaterialisesIt) {
+  // x [4, 4] padded by 1 to xp [6, 6], reshaped to [36]: strides cannot express it, so the
+  // reshape is a movement node. It reads x through the padded view (16 elements, 64 bytes: the
+  // guard skips the 20 padding positions) and writes r's 36 elements (144 bytes); the kernel then
+  // reads r whole (144 bytes). No pad node.
+  const Graph g = lift_text(R"(input x : f32[4, 4]
+tensor xp : f32[6, 6]
+tensor r : f32[36]
+output y : f32[36]
+xp = pad(x, lo=[1, 1], hi=[1, 1], value=0.0)
+r = reshape(xp)
+kernel k {
+  for i in 0..36:
+    y[i] = r[i] * 2.0
+}
+)");
+  ASSERT_EQ(node_names(g), (std::vector<std::string>{"reshape:r", "k"}));
+  EXPECT_EQ(read(g, "reshape:r", "x").text, "x.or(0.0)[d0 - 1, d1 - 1]");
+  EXPECT_EQ(read(g, "reshape:r", "x").footprint, 16);
+  EXPECT_EQ(read(g, "reshape:r", "x").bytes, 64);
+  EXPECT_EQ(write(g, "reshape:r", "r").bytes, 144);
+  EXPECT_EQ(read(g, "k", "r").bytes, 144);
+  EXPECT_EQ(node(g, "k").einsum, "for i in 0..36: y[i] = r[i] * 2.0");
+}
+
+TEST(Lift, SlicesOfAPaddedViewStayPadded) {
+  // x [8] padded by 2 on each side: xp [12], xp[p] = x[p - 2] for p in 2..10, else 0.
+  //   a = xp[1:7]: a[i] = xp[i + 1] = x[i - 1] for i in 1..6 (x[0..4], 5 elements, 20 bytes);
+  //     the valid positions are not all of x, so the text spells the guard on a's index.
+  //   b = xp[0:12:3]: b[i] = xp[3i], valid where 2 <= 3i < 10: i in 1..4, x[3i - 2] = x[1], x[4],
+  //     x[7] (3 elements, 12 bytes).
+  //   c = xp[2:10] is exactly x: a plain view, read unguarded (8 elements, 32 bytes).
+  const Graph g = lift_text(R"(input x : f32[8]
+tensor xp : f32[12]
+tensor a : f32[6]
+tensor b : f32[4]
+tensor c : f32[8]
+output ya : f32[6]
+output yb : f32[4]
+output yc : f32[8]
+xp = pad(x, lo=[2], hi=[2], value=0.0)
+a = xp[1:7]
+b = xp[0:12:3]
+c = xp[2:10]
+kernel ka {
+  for i in 0..6:
+    ya[i] = a[i]
+}
+kernel kb {
+  for i in 0..4:
+    yb[i] = b[i]
+}
+kernel kc {
+  for i in 0..8:
+    yc[i] = c[i]
+}
+)");
+  ASSERT_EQ(node_names(g), (std::vector<std::string>{"ka", "kb", "kc"}));
+  EXPECT_EQ(node(g, "ka").einsum, "for i in 0..6: ya[i] = x.or(0.0, 1 <= i < 6)[i - 1]");
+  EXPECT_EQ(read(g, "ka", "x").footprint, 5);
+  EXPECT_EQ(read(g, "ka", "x").bytes, 20);
+  EXPECT_EQ(read(g, "kb", "x").text, "x.or(0.0, 1 <= i < 4)[3 * i - 2]");
+  EXPECT_EQ(read(g, "kb", "x").footprint, 3);
+  EXPECT_EQ(read(g, "kb", "x").bytes, 12);
+  EXPECT_EQ(read(g, "kc", "x").text, "x[i]");
+  EXPECT_FALSE(read(g, "kc", "x").maps[0].guarded);
+  EXPECT_EQ(read(g, "kc", "x").bytes, 32);
+  EXPECT_EQ(touched_elements(g, "x"), 8);  // a, b and c together touch all of x
+}
+
+TEST(Lift, PermutesBroadcastsAndPadsOfAPaddedView) {
+  // x [2, 3] padded by 1 on both sides of dim 1: xp [2, 5], xp[i, j] = x[i, j - 1].
+  //   t = permute(xp, [1, 0]): t[j, i] = x[i, j - 1]: the 6 elements of x (24 bytes).
+  //   bb = broadcast(xp, dims=[1, 2]) [4, 2, 5]: bb[b, i, j] = x[i, j - 1], x read once.
+  //   p2 = pad(xp, lo=[0, 0], hi=[0, 2], value=0.0) [2, 7]: the same value composes, p2[i, j] =
+  //     x[i, j - 1] for j in 1..4.
+  //   p3 = pad(xp, ..., value=1.0): another value: a movement node reading x (24 bytes) and
+  //     writing p3's 2 x 7 = 14 elements (56 bytes); k3 reads p3 whole (56 bytes).
+  const Graph g = lift_text(R"(input x : f32[2, 3]
+tensor xp : f32[2, 5]
+tensor t : f32[5, 2]
+tensor bb : f32[4, 2, 5]
+tensor p2 : f32[2, 7]
+tensor p3 : f32[2, 7]
+output yt : f32[5, 2]
+output yb : f32[4, 2, 5]
+output y2 : f32[2, 7]
+output y3 : f32[2, 7]
+xp = pad(x, lo=[0, 1], hi=[0, 1], value=0.0)
+t = permute(xp, [1, 0])
+bb = broadcast(xp, dims=[1, 2])
+p2 = pad(xp, lo=[0, 0], hi=[0, 2], value=0.0)
+p3 = pad(xp, lo=[0, 0], hi=[0, 2], value=1.0)
+kernel kt {
+  for j in 0..5, i in 0..2:
+    yt[j, i] = t[j, i]
+}
+kernel kbb {
+  for b in 0..4, i in 0..2, j in 0..5:
+    yb[b, i, j] = bb[b, i, j]
+}
+kernel k2 {
+  for i in 0..2, j in 0..7:
+    y2[i, j] = p2[i, j]
+}
+kernel k3 {
+  for i in 0..2, j in 0..7:
+    y3[i, j] = p3[i, j]
+}
+)");
+  ASSERT_EQ(node_names(g), (std::vector<std::string>{"pad:p3", "kt", "kbb", "k2", "k3"}));
+  EXPECT_EQ(read(g, "kt", "x").text, "x.or(0.0)[i, j - 1]");
+  EXPECT_EQ(read(g, "kt", "x").bytes, 24);
+  EXPECT_EQ(read(g, "kbb", "x").text, "x.or(0.0)[i, j - 1]");
+  EXPECT_EQ(read(g, "kbb", "x").bytes, 24);
+  EXPECT_EQ(read(g, "k2", "x").text, "x.or(0.0)[i, j - 1]");
+  EXPECT_EQ(read(g, "k2", "x").bytes, 24);
+  EXPECT_EQ(read(g, "pad:p3", "x").text, "x.or(0.0)[d0, d1 - 1]");
+  EXPECT_EQ(read(g, "pad:p3", "x").bytes, 24);
+  EXPECT_EQ(write(g, "pad:p3", "p3").bytes, 56);
+  EXPECT_EQ(read(g, "k3", "p3").bytes, 56);
+}
+
+TEST(Lift, ASingleIndexInThePaddingReadsNothing) {
+  // xp = pad(x [2, 3], lo=[1, 0]) [3, 3]: row 0 is all padding, so r = xp[0] reads no element
+  // of x (0 bytes); s = xp[2] is x's row 1 (3 elements, 12 bytes).
+  const Graph g = lift_text(R"(input x : f32[2, 3]
+tensor xp : f32[3, 3]
+tensor r : f32[3]
+tensor s : f32[3]
+output y : f32[3]
+xp = pad(x, lo=[1, 0], hi=[0, 0], value=0.0)
+r = xp[0]
+s = xp[2]
+kernel k {
+  for j in 0..3:
+    y[j] = r[j] + s[j]
+}
+)");
+  ASSERT_EQ(node_names(g), std::vector<std::string>{"k"});
+  const Access& x = read(g, "k", "x");
+  EXPECT_EQ(x.text, "x.or(0.0, 0 <= j < 0)[0, 0], x[1, j]");
+  EXPECT_EQ(x.footprint, 3);
+  EXPECT_EQ(x.bytes, 12);
+  EXPECT_EQ(node(g, "k").counts.simple, 3);  // one add per point, the guard costs nothing
 }
 
 TEST(Lift, DepthwiseConvolutionWithPaddingBySelectCountsInBoundsRows) {

@@ -87,8 +87,14 @@ def test_mlp():
         },
         "outputs": ["addmm"],
         "location": "mlp.py:14 in forward",
+        # nn.Linear dispatches one aten.linear, which export decomposes into permute + addmm
+        "origin": {"name": "linear", "op": "aten.linear.default"},
     }
     assert doc["nodes"][0]["args"] == {"self": {"tensor": "p_fc1_weight"}, "dims": [1, 0]}
+    assert doc["nodes"][0]["origin"] == {"name": "linear", "op": "aten.linear.default"}
+    # relu is not decomposed: it is its own origin, and has no "origin" key
+    assert "origin" not in doc["nodes"][2]
+    assert doc["nodes"][4]["origin"] == {"name": "linear_1", "op": "aten.linear.default"}
     assert tensor(doc, "relu") == {"name": "relu", "role": "intermediate", "dtype": "f32",
                                    "shape": [4, 32]}  # fmt: skip
 

@@ -3,7 +3,8 @@
 // Lifting turns a checked IR program (at bound sizes) into a list of nodes in program order
 // (repeat blocks unrolled): every kernel becomes one extended-einsum node, every composition
 // statement either folds away as a view (no data moves: the consumers' accesses are rewritten to
-// read the viewed tensor directly) or becomes a data-movement node (bytes, no arithmetic).
+// read the viewed tensor directly; a constant pad becomes guarded reads) or becomes a
+// data-movement node (bytes, no arithmetic).
 //
 // Counting conventions (stated once, here and in docs/fidelities.md):
 //   - MACs: the points of a node's domain where its body multiplies two tensor-reading operands
@@ -59,7 +60,9 @@ struct OpCounts {
 //   Affine maps: the element at flat row-major offset `offset + sum_d strides[d] * index[d]` of
 //   the tensor, where index[d] is the d-th index as written in the kernel (for a read through a
 //   folded view, an index of the view, whose dimension d has size extent[d]). A guarded map (a
-//   read inside a `select` branch) is performed only where every index lies in 0..extent[d].
+//   read inside a `select` branch, or any read through a padded view) is performed only where
+//   every index lies in 0..extent[d]; through a padded view, index[d] is the view's index minus
+//   the padding before dimension d, and extent[d] the number of the source's elements along it.
 //   Data-dependent maps (take, gather, scatter): `moved` elements at positions given by an index
 //   tensor's values; `index` is empty.
 struct AccessMap {

@@ -25,11 +25,12 @@
 //     softmax with the key dimension tiled) is assumed to be combined online, as fused attention
 //     kernels do; the group lists such tensors (`online`).
 //   - Cost: tile footprint of a tensor = product over its dimensions of the span of the index
-//     over the tile (sum of |coeff| x (tile - 1) + 1), clipped to the dimension's size, at most
-//     the tensor's size; working set = sum of the footprints of every tensor of the group (in
-//     bytes); traffic = sum over tensors of fetches x footprint (inputs), writes (+ reads of
-//     partial sums when a reduction loop sits outside an output's tile) for outputs, 0 for
-//     intermediates.
+//     over the tile (sum of |coeff| x (tile - 1) + 1), clipped to the dimension's size (for a
+//     guarded map whose index leaves the tensor, a padded view's read: the most in bounds of any
+//     tile, docs/fidelities.md), at most the tensor's size; working set = sum of the footprints of
+//     every tensor of the group (in bytes); traffic = sum over tensors of fetches x footprint
+//     (inputs), writes (+ reads of partial sums when a reduction loop sits outside an output's
+//     tile) for outputs, 0 for intermediates.
 //   - T_cache = max(sum of every node's compute, traffic / DRAM bandwidth) is the headline; the
 //     sequential variant sum over groups of max(group compute, group traffic / bandwidth) is
 //     reported too.
