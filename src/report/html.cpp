@@ -399,9 +399,10 @@ std::string fusion_section(const json& r, const std::vector<std::string>& fideli
   for (const std::string& f : fidelities) {
     s += "<li data-fidelity=\"" + html_escape(f) + "\"><b>" + html_escape(f) + "</b>: ";
     if (f == "unfused") {
-      s += std::to_string(n) +
-           " groups, one per node: every node reads its inputs from and "
-           "writes its outputs to DRAM";
+      const size_t ops = r.contains("ops") ? r.at("ops").size() : n;
+      s += std::to_string(ops) +
+           " group(s), one per framework operation (an op block, or a node outside any), in "
+           "the table below: each reads its inputs from and writes its outputs to DRAM";
     } else if (f == "fused") {
       s += "1 group of all " + std::to_string(n) +
            " nodes: only graph inputs, weights and "
@@ -416,6 +417,21 @@ std::string fusion_section(const json& r, const std::vector<std::string>& fideli
     s += " (" + format_bytes(num(r.at("bytes"), f)) + " of DRAM traffic)</li>\n";
   }
   s += "</ul>\n";
+  if (r.contains("ops")) {
+    std::vector<std::vector<std::string>> ops;
+    for (const json& o : r.at("ops")) {
+      const json& members = o.at("nodes");
+      std::string names = members.size() == 1 ? members[0].get<std::string>()
+                                              : members.front().get<std::string>() + ".." +
+                                                    members.back().get<std::string>() + " (" +
+                                                    std::to_string(members.size()) + " nodes)";
+      ops.push_back({str(o, "name"), names, format_bytes(num(o, "bytes")),
+                     format_seconds(num(o, "sol_unfused_s")),
+                     format_seconds(num(o, "nodes_alone_s"))});
+    }
+    s += simple_table("op-table", {"op", "nodes", "DRAM bytes", "SOL alone", "nodes each alone"},
+                      ops);
+  }
   if (r.contains("cache") && r.at("cache").contains("groups")) {
     std::vector<std::vector<std::string>> groups;
     for (const json& g : r.at("cache").at("groups")) {

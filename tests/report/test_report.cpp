@@ -186,7 +186,7 @@ TEST(ReportTerminal, ShowsTotalsFidelitiesNodesAndFallbacks) {
   EXPECT_NE(s.find("work: 3.072 kMAC, 288 other ops, 6.432 kFLOP"), std::string::npos) << s;
   EXPECT_NE(s.find("\nunfused "), std::string::npos) << s;
   EXPECT_NE(s.find("\nfused "), std::string::npos) << s;
-  EXPECT_NE(s.find("Slowest nodes, run alone (2 of 4):"), std::string::npos) << s;
+  EXPECT_NE(s.find("Slowest ops, each run alone as one kernel (2 of 4):"), std::string::npos) << s;
   EXPECT_NE(s.find("bf16 tensor*"), std::string::npos) << s;
   EXPECT_NE(s.find("  fc1: fp32 vector->bf16 tensor (TPU-v5e has no fp32 vector or tf32 tensor "
                    "rate)\n"),
