@@ -45,6 +45,9 @@ HAND_UNFUSED_BYTES = {
     # x 2*8^3 = 1024 elements = 4096 B; write the max 2*4^3 = 128 elements = 512 B and the
     # indices eager computes with it, 128 x 8 B (i64) = 1024 B: 5632
     "maxpool3d_pad": 5632,
+    # JAX: x * 2.0, one primitive: read x 32768, write 32768 = 65536; the jitted softmax_rows,
+    # one operation of five primitives: read 32768, write 32768 = 65536. Total 131072.
+    "jax_jit_softmax": 131072,
 }
 
 
@@ -76,6 +79,13 @@ def test_hardsigmoid_is_one_op_of_four_kernels(reports):
     # The four kernels run one by one would move 4 x 65536 bytes: 4 x (32768 / 3.35e12 x 2).
     assert ops[0]["nodes_alone_s"] == pytest.approx(4 * 65536 / 3.35e12)
     assert ops[0]["sol_unfused_s"] == pytest.approx(65536 / 3.35e12)
+
+
+def test_a_jitted_jax_helper_is_one_op(reports):
+    ops = reports["jax_jit_softmax"]["ops"]
+    assert [o["name"] for o in ops][1] == "softmax_rows"
+    assert len(ops) == 2 and len(ops[1]["nodes"]) == 5  # max, sub, exp, sum, div
+    assert ops[1]["bytes"] == 65536
 
 
 def test_kl_div_ops_follow_the_program(reports):
