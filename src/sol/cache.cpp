@@ -48,6 +48,14 @@ int64_t sat_mul(int64_t a, int64_t b) {
   return a * b;
 }
 int64_t sat_add(int64_t a, int64_t b) { return std::min(kInf, a + b); }
+// Signed a x b, clamped to [-kInf, kInf] (coefficients and constants of maps can be negative).
+int64_t smul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r) || r > kInf || r < -kInf) {
+    return (a < 0) == (b < 0) ? kInf : -kInf;
+  }
+  return r;
+}
 
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> small, large;
@@ -97,13 +105,17 @@ struct SegTensor {
   int64_t elem_size = 4;
   int64_t numel = 0;
   std::vector<MapShape> shapes;
-  uint32_t rel = 0;        // common dims its index uses
-  bool reduction = false;  // written by a node with a reduction (partial sums)
+  uint32_t rel = 0;          // common dims its index uses
+  bool reduction = false;    // written by a node with a reduction (partial sums)
+  size_t tensor = 0;         // in the graph
+  bool written = false;      // the maps that write it (else: an input, or parts read from DRAM)
+  bool read_inside = false;  // written, and read back inside the segment
 };
 
 // A segment as a tiled group: its common dims and tensors. `tileable` false: why not.
 struct Space {
   bool tileable = false;
+  bool extendable = true;  // false: no segment that extends this one at its end is tileable
   std::vector<GroupDim> dims;
   std::vector<std::vector<int64_t>> candidates;
   std::vector<SegTensor> tensors;
@@ -119,6 +131,7 @@ struct FrontierPoint {
 // The Pareto frontier of (working set, traffic): ws increasing, traffic strictly decreasing.
 struct Frontier {
   std::vector<FrontierPoint> points;
+  bool tileable = false, extendable = true;  // as the segment's Space
 
   void insert(int64_t ws, int64_t traffic, const std::vector<int64_t>& tiles) {
     auto it = std::upper_bound(points.begin(), points.end(), ws,
@@ -307,15 +320,399 @@ struct UnionFind {
   }
 };
 
-// The variable of a plain index (`i`: one variable, coefficient 1, no constant), or "".
-std::string plain_var(const ir::AffineForm& f) {
-  if (f.constant != 0 || f.coeffs.size() != 1 || f.coeffs.begin()->second != 1) return "";
-  return f.coeffs.begin()->first;
+// ---------------------------------------------------------------------------------------------
+// Units (include/solar/sol/cache.h): a node, or a run of translated nodes folded into one unit
+// whose last loop counts the steps.
+
+// constant + sum of coeff x var over loop variables (indices into a list of UVar).
+struct Lin {
+  int64_t constant = 0;
+  std::vector<std::pair<uint32_t, int64_t>> terms;  // (var, coeff), coeff != 0, var increasing
+};
+
+void add_term(Lin& f, uint32_t v, int64_t c) {
+  if (c == 0) return;
+  auto it = std::lower_bound(f.terms.begin(), f.terms.end(), std::make_pair(v, int64_t{0}),
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (it != f.terms.end() && it->first == v) {
+    it->second += c;
+    if (it->second == 0) f.terms.erase(it);
+  } else {
+    f.terms.insert(it, {v, c});
+  }
 }
 
-bool same_layout(const einsum::AccessMap& a, const einsum::AccessMap& b) {
-  return a.offset == b.offset && a.strides == b.strides && a.extent == b.extent &&
-         a.index.size() == b.index.size();
+struct UVar {
+  std::string name;
+  int64_t lo = 0, extent = 1;
+};
+
+// The least and greatest value of `f` over the box of its variables' ranges.
+std::pair<int64_t, int64_t> lin_range(const Lin& f, const std::vector<UVar>& vars) {
+  int64_t lo = f.constant, hi = f.constant;
+  for (const auto& [v, c] : f.terms) {
+    const int64_t a = sat_mul(c < 0 ? -c : c, vars[v].extent - 1);
+    const int64_t at_lo = smul(c, vars[v].lo);
+    lo = sat_add(lo, c < 0 ? at_lo - a : at_lo);
+    hi = sat_add(hi, c < 0 ? at_lo : at_lo + a);
+  }
+  return {lo, hi};
+}
+
+// One access map of a unit, over the unit's variables.
+struct UMap {
+  int64_t offset = 0;
+  std::vector<Lin> index;  // per index dimension (a run whose offset moves: one more, its step)
+  std::vector<int64_t> strides, extent;
+  Lin flat;  // offset + sum of strides[d] x index[d]
+  bool guarded = false;
+  bool data_dependent = false;
+};
+
+struct UAccess {
+  size_t tensor = 0;
+  std::vector<UMap> maps;
+};
+
+struct Unit {
+  size_t first = 0, last = 0;  // its nodes
+  bool tileable = false;       // an einsum node, or a movement node copying over its own elements
+  bool box = true;             // every loop bound is a constant
+  bool reduction = false;
+  bool run = false;  // a run of translated nodes: its last variable counts the steps
+  std::vector<UVar> vars;
+  std::vector<UAccess> reads, writes;
+};
+
+bool same_domain(const ir::AffineDomain& a, const ir::AffineDomain& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k].var != b[k].var || !(a[k].lo == b[k].lo) || !(a[k].hi == b[k].hi)) return false;
+  }
+  return true;
+}
+
+// A movement node that copies with affine maps over its own elements (a materialised reshape,
+// permute, slice or dtype copy): it can run inside a tiled group like an elementwise kernel.
+bool copies_over_own_elements(const einsum::Node& n) {
+  if (n.kind != einsum::NodeKind::Movement) return false;
+  for (const auto* list : {&n.reads, &n.writes}) {
+    for (const einsum::Access& a : *list) {
+      for (const einsum::AccessMap& m : a.maps) {
+        if (m.data_dependent || !same_domain(m.domain, n.domain)) return false;
+      }
+    }
+  }
+  return true;
+}
+
+// When `b` is `a` translated (the same einsum, every map's offset and index constants shifted by
+// the same amounts at every point, and at least one write moved): the shifts, per map (reads
+// then writes) its offset shift then one per index dimension.
+std::optional<std::vector<int64_t>> translation(const einsum::Node& a, const einsum::Node& b) {
+  if (a.kind != einsum::NodeKind::Einsum || b.kind != einsum::NodeKind::Einsum ||
+      a.reduction != b.reduction || !same_domain(a.domain, b.domain) ||
+      a.reads.size() != b.reads.size() || a.writes.size() != b.writes.size()) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> delta;
+  bool moves = false;
+  for (const bool write : {false, true}) {
+    const auto& xs = write ? a.writes : a.reads;
+    const auto& ys = write ? b.writes : b.reads;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (xs[i].tensor != ys[i].tensor || xs[i].maps.size() != ys[i].maps.size()) {
+        return std::nullopt;
+      }
+      for (size_t k = 0; k < xs[i].maps.size(); ++k) {
+        const einsum::AccessMap& x = xs[i].maps[k];
+        const einsum::AccessMap& y = ys[i].maps[k];
+        if (x.data_dependent || y.data_dependent || x.guarded != y.guarded ||
+            x.strides != y.strides || x.extent != y.extent || x.index.size() != y.index.size()) {
+          return std::nullopt;
+        }
+        delta.push_back(y.offset - x.offset);
+        moves = moves || (write && y.offset != x.offset);
+        for (size_t d = 0; d < x.index.size(); ++d) {
+          if (x.index[d].coeffs != y.index[d].coeffs) return std::nullopt;
+          delta.push_back(y.index[d].constant - x.index[d].constant);
+          moves = moves || (write && delta.back() != 0);
+        }
+      }
+    }
+  }
+  if (!moves) return std::nullopt;
+  return delta;
+}
+
+// The name of a run's step loop: the innermost repeat index in the first node's name
+// ("step[t=1,u=2]": u), made distinct from the node's loops.
+std::string step_name(const einsum::Node& n) {
+  std::string name = "step";
+  const size_t open = n.name.rfind('[');
+  if (open != std::string::npos && n.name.back() == ']') {
+    const std::string inner = n.name.substr(open + 1, n.name.size() - open - 2);
+    const size_t comma = inner.rfind(',');
+    const std::string last = inner.substr(comma == std::string::npos ? 0 : comma + 1);
+    const size_t eq = last.find('=');
+    if (eq != std::string::npos && eq > 0) name = last.substr(0, eq);
+  }
+  const auto taken = [&](const std::string& v) {
+    return std::any_of(n.domain.begin(), n.domain.end(),
+                       [&](const ir::AffineLoop& l) { return l.var == v; });
+  };
+  while (taken(name)) name += "'";
+  return name;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Joins through intermediates. Every affine map of a tensor written in a segment is expressed on
+// groups of consecutive dimensions of the tensor's row-major storage (its dimensions of size 1
+// left out), merged where a map needs it (a reshape that splits or merges dimensions): the map is
+// sum over groups g of stride[g] x form[g], each form in [0, size[g]) over the loops' ranges.
+
+struct Storage {
+  std::vector<int64_t> stride, size;  // per group, outermost first
+  int64_t numel = 1;
+};
+
+Storage storage_of(const std::vector<int64_t>& shape) {
+  Storage st;
+  int64_t stride = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    if (shape[k] != 1) {
+      st.stride.insert(st.stride.begin(), stride);
+      st.size.insert(st.size.begin(), shape[k]);
+    }
+    stride = sat_mul(stride, shape[k]);
+  }
+  st.numel = stride;
+  return st;
+}
+
+constexpr int kExpressed = -1;
+constexpr int kOutside = -2;
+
+// Expresses `f` on `st`'s groups. kExpressed, kOutside (the map leaves the tensor), or g >= 0:
+// groups g and g + 1 must merge first.
+int express(const Lin& f, const Storage& st, const std::vector<UVar>& vars, std::vector<Lin>& out) {
+  const size_t k = st.stride.size();
+  out.assign(k, Lin{});
+  for (const auto& [v, c] : f.terms) {
+    const int64_t a = c < 0 ? -c : c;
+    size_t g = 0;
+    while (g < k && st.stride[g] > a) ++g;
+    if (g == k) return kOutside;
+    if (c % st.stride[g] != 0) return static_cast<int>(g);
+    add_term(out[g], v, c / st.stride[g]);
+  }
+  int64_t base = f.constant, top = f.constant;
+  std::vector<std::pair<int64_t, int64_t>> range(k);
+  for (size_t g = 0; g < k; ++g) {
+    range[g] = lin_range(out[g], vars);
+    base = sat_add(base, smul(st.stride[g], range[g].first));
+    top = sat_add(top, smul(st.stride[g], range[g].second));
+  }
+  if (base < 0 || top >= st.numel) return kOutside;
+  int64_t rem = base;
+  for (size_t g = 0; g < k; ++g) {
+    const int64_t digit = rem / st.stride[g];
+    rem %= st.stride[g];
+    if (digit + range[g].second - range[g].first >= st.size[g]) {
+      if (g == 0) return kOutside;  // cannot happen: top < numel bounds the outermost group
+      return static_cast<int>(g) - 1;
+    }
+    out[g].constant = digit - range[g].first;
+  }
+  return kExpressed;
+}
+
+void merge_groups(Storage& st, size_t g) {
+  st.size[g] = sat_mul(st.size[g], st.size[g + 1]);
+  st.stride[g] = st.stride[g + 1];
+  st.size.erase(st.size.begin() + static_cast<std::ptrdiff_t>(g) + 1);
+  st.stride.erase(st.stride.begin() + static_cast<std::ptrdiff_t>(g) + 1);
+}
+
+// One group's form of a map, classified.
+struct Piece {
+  int64_t lo = 0, hi = 0;  // the interval of its values
+  bool plain = false;      // one variable, coefficient 1
+  bool exact = false;      // its values fill [lo, hi] (a constant, a variable, a dense mix)
+  const Lin* form = nullptr;
+};
+
+Piece piece_of(const Lin& f, const std::vector<UVar>& vars) {
+  Piece p;
+  p.form = &f;
+  std::tie(p.lo, p.hi) = lin_range(f, vars);
+  p.plain = f.terms.size() == 1 && f.terms[0].second == 1;
+  // Dense: coefficients, by magnitude, 1, e_1, e_1 e_2, ... (e the extents).
+  std::vector<std::pair<int64_t, int64_t>> mags;
+  for (const auto& [v, c] : f.terms) mags.emplace_back(c < 0 ? -c : c, vars[v].extent);
+  std::sort(mags.begin(), mags.end());
+  int64_t next = 1;
+  p.exact = true;
+  for (const auto& [m, e] : mags) {
+    if (m != next) p.exact = false;
+    next = sat_mul(next, e);
+  }
+  return p;
+}
+
+enum class Overlap : uint8_t { Disjoint, Covered, Partial };
+
+Overlap overlap(const Piece& r, const Piece& w) {
+  if (r.hi < w.lo || r.lo > w.hi) return Overlap::Disjoint;
+  if (w.lo <= r.lo && r.hi <= w.hi) return Overlap::Covered;
+  return Overlap::Partial;
+}
+
+// Whether a read piece and a write piece index the tensor with the same variable in the same
+// way: then the two variables are one group dimension.
+bool matched(const Piece& r, const Piece& w, const std::vector<UVar>& vars) {
+  if (!r.plain || !w.plain || r.form->constant != w.form->constant) return false;
+  const UVar& a = vars[r.form->terms[0].first];
+  const UVar& b = vars[w.form->terms[0].first];
+  return a.lo == b.lo && a.extent == b.extent;
+}
+
+// A map of a segment: its unit, its flat form over the segment's variables, and where it is.
+struct SegMap {
+  size_t unit = 0;
+  const UMap* map = nullptr;
+  Lin flat;
+};
+
+// The joins through one tensor written in a segment (its write maps `ws` and read maps `rs`, in
+// unit order): false when the segment cannot be tiled. Unites joined variables in `uf`, marks
+// variables that must run whole in `whole`, and collects the reads that lie outside every write
+// of the segment (`external`, read from DRAM) and whether some read lies inside (`read_inside`).
+bool join_tensor(const std::vector<int64_t>& shape, const std::vector<SegMap>& ws,
+                 const std::vector<SegMap>& rs, const std::vector<UVar>& vars,
+                 const std::vector<uint32_t>& step_of, UnionFind& uf, std::vector<bool>& whole,
+                 std::vector<const UMap*>& external, bool& read_inside) {
+  Storage st = storage_of(shape);
+  std::vector<const SegMap*> all;
+  for (const SegMap& m : ws) all.push_back(&m);
+  for (const SegMap& m : rs) {
+    if (m.map->data_dependent || m.map->guarded) return false;
+    all.push_back(&m);
+  }
+  std::vector<std::vector<Lin>> forms(all.size());
+  for (bool again = true; again;) {
+    again = false;
+    for (size_t i = 0; i < all.size() && !again; ++i) {
+      const int r = express(all[i]->flat, st, vars, forms[i]);
+      if (r == kOutside) return false;
+      if (r >= 0) {
+        merge_groups(st, static_cast<size_t>(r));
+        again = true;
+      }
+    }
+  }
+  const size_t groups = st.stride.size();
+  std::vector<std::vector<Piece>> pieces(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    for (const Lin& f : forms[i]) pieces[i].push_back(piece_of(f, vars));
+  }
+  // Writes: each group a constant, a variable or a dense mix of variables, no variable in two
+  // groups (so a write is one-to-one and a tile's writes are the product of its groups), and no
+  // two writes of one element.
+  for (size_t w = 0; w < ws.size(); ++w) {
+    std::vector<uint32_t> seen;
+    for (size_t g = 0; g < groups; ++g) {
+      if (!pieces[w][g].exact) return false;
+      for (const auto& [v, c] : forms[w][g].terms) seen.push_back(v);
+    }
+    std::sort(seen.begin(), seen.end());
+    if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) return false;
+    for (size_t o = 0; o < w; ++o) {
+      bool apart = false;
+      for (size_t g = 0; g < groups && !apart; ++g) {
+        apart = overlap(pieces[w][g], pieces[o][g]) == Overlap::Disjoint;
+      }
+      if (!apart) return false;
+    }
+  }
+  const auto join = [&](size_t r, size_t w, int star) {
+    for (size_t g = 0; g < groups; ++g) {
+      if (static_cast<int>(g) != star && matched(pieces[r][g], pieces[w][g], vars)) {
+        uf.unite(forms[r][g].terms[0].first, forms[w][g].terms[0].first);
+        continue;
+      }
+      for (const size_t i : {r, w}) {
+        for (const auto& [v, c] : forms[i][g].terms) whole[v] = true;
+      }
+    }
+  };
+  for (size_t r = ws.size(); r < all.size(); ++r) {
+    const size_t unit = all[r]->unit;
+    std::vector<std::pair<size_t, int>> partial;  // (write, the one group it covers partly)
+    int cover = -1;
+    for (size_t w = 0; w < ws.size(); ++w) {
+      std::vector<size_t> part;
+      bool apart = false;
+      for (size_t g = 0; g < groups; ++g) {
+        const Overlap o = overlap(pieces[r][g], pieces[w][g]);
+        apart = apart || o == Overlap::Disjoint;
+        if (o == Overlap::Partial) part.push_back(g);
+      }
+      if (apart) continue;
+      if (ws[w].unit > unit) return false;  // read before a later write of the segment
+      if (ws[w].unit == unit) {
+        // A run reading what its earlier steps wrote: in one group the step variable alone,
+        // with the same coefficient, and the read s >= 1 steps behind; covered elsewhere.
+        const uint32_t t = step_of[unit];
+        if (t == UINT32_MAX || part.size() != 1) return false;
+        const Lin& fr = forms[r][part[0]];
+        const Lin& fw = forms[w][part[0]];
+        if (fr.terms.size() != 1 || fw.terms.size() != 1 || fr.terms[0].first != t ||
+            fw.terms[0].first != t || fr.terms[0].second != fw.terms[0].second) {
+          return false;
+        }
+        const int64_t a = fr.terms[0].second, gap = fw.constant - fr.constant;
+        if (gap % a != 0 || gap / a < 1) return false;
+        partial.emplace_back(w, static_cast<int>(part[0]));
+        continue;
+      }
+      if (part.empty()) {
+        cover = static_cast<int>(w);
+        continue;
+      }
+      if (part.size() != 1) return false;
+      partial.emplace_back(w, static_cast<int>(part[0]));
+    }
+    if (cover >= 0) {
+      join(r, static_cast<size_t>(cover), -1);
+      read_inside = true;
+      continue;
+    }
+    if (partial.empty()) {
+      external.push_back(all[r]->map);
+      continue;
+    }
+    // Several writes, each covering the read except in one group, the same for all, where
+    // together they cover it.
+    const int star = partial[0].second;
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    for (const auto& [w, g] : partial) {
+      if (g != star) return false;
+      spans.emplace_back(pieces[w][static_cast<size_t>(g)].lo,
+                         pieces[w][static_cast<size_t>(g)].hi);
+    }
+    std::sort(spans.begin(), spans.end());
+    const Piece& need = pieces[r][static_cast<size_t>(star)];
+    int64_t reach = need.lo - 1;  // covered so far: [need.lo, reach]
+    for (const auto& [lo, hi] : spans) {
+      if (lo > reach + 1) break;
+      reach = std::max(reach, hi);
+    }
+    if (reach < need.hi) return false;
+    for (const auto& [w, g] : partial) join(r, w, star);
+    read_inside = true;
+  }
+  return true;
 }
 
 // Per tensor of [first, last): summed read and write footprints (elements), whether its first
@@ -336,6 +733,12 @@ struct CacheOptimizer::Impl {
   int64_t fused = 0;
   std::map<std::pair<size_t, size_t>, Space> spaces;
   std::map<std::pair<size_t, size_t>, Frontier> frontiers;
+  // Runs of translated nodes: per node the run [run_start, run_end) holding it (a node alone:
+  // [n, n + 1)); per run of two or more nodes (by its first node) the translation of one step.
+  std::vector<size_t> run_start, run_end;
+  std::vector<size_t> starts_before;  // per n: how many nodes before n start a run
+  std::map<size_t, std::vector<int64_t>> run_delta;
+  std::map<std::pair<size_t, size_t>, Unit> units;
 
   explicit Impl(const einsum::Graph& graph) : g(graph) {
     for (size_t t = 0; t < g.tensors.size(); ++t) tensor_index[g.tensors[t].name] = t;
@@ -353,7 +756,35 @@ struct CacheOptimizer::Impl {
       }
     }
     fused = fused_bytes(g);
+    const size_t n_nodes = g.nodes.size();
+    run_start.assign(n_nodes, 0);
+    run_end.assign(n_nodes, 0);
+    for (size_t n = 0; n < n_nodes;) {
+      size_t e = n + 1;
+      const std::optional<std::vector<int64_t>> d =
+          e < n_nodes ? translation(g.nodes[n], g.nodes[e]) : std::nullopt;
+      if (d) {
+        while (e + 1 < n_nodes && translation(g.nodes[e], g.nodes[e + 1]) == d) ++e;
+        ++e;
+        run_delta[n] = *d;
+      }
+      for (size_t k = n; k < e; ++k) {
+        run_start[k] = n;
+        run_end[k] = e;
+      }
+      n = e;
+    }
+    starts_before.assign(n_nodes + 1, 0);
+    for (size_t n = 0; n < n_nodes; ++n) {
+      starts_before[n + 1] = starts_before[n] + (run_start[n] == n ? 1 : 0);
+    }
   }
+
+  // Units of the segment [j, e): runs cut at its ends count once each.
+  size_t unit_count(size_t j, size_t e) const {
+    return 1 + starts_before[e] - starts_before[j + 1];
+  }
+  bool inside_run(size_t n) const { return n < g.nodes.size() && run_start[n] < n; }
 
   size_t index_of(const std::string& name) const {
     const auto it = tensor_index.find(name);
@@ -373,7 +804,8 @@ struct CacheOptimizer::Impl {
     return it->second;
   }
 
-  Space build_space(size_t first, size_t last) const;
+  const Unit& unit(size_t a, size_t b);
+  Space build_space(size_t first, size_t last);
   const Frontier& frontier(size_t first, size_t last);
   CacheGroup tiled_group(size_t first, size_t last, const FrontierPoint& p);
   std::vector<UntiledUse> untiled_uses(size_t first, size_t last) const;
@@ -386,152 +818,255 @@ struct CacheOptimizer::Impl {
   void set_min_traffic(CacheGroup& grp);
 };
 
-Space CacheOptimizer::Impl::build_space(size_t first, size_t last) const {
-  Space s;
-  if (last - first > kMaxTiledGroup) return s;
-  // Loop variables of every node: global ids, ranges.
-  struct Var {
-    size_t node;
-    std::string name;
-    int64_t lo, extent;
-  };
-  std::vector<Var> vars;
-  std::vector<std::map<std::string, size_t>> var_id(last - first);
-  for (size_t n = first; n < last; ++n) {
-    const einsum::Node& node = g.nodes[n];
-    if (node.kind != einsum::NodeKind::Einsum) return s;
-    for (const ir::AffineLoop& l : node.domain) {
-      ir::AffineForm f;
-      f.coeffs[l.var] = 1;
-      const int64_t lo = ir::affine_min(f, node.domain).value;
-      const int64_t hi = ir::affine_max(f, node.domain).value + 1;
-      if (hi <= lo) return s;
-      var_id[n - first][l.var] = vars.size();
-      vars.push_back({n, l.var, lo, hi - lo});
-    }
+const Unit& CacheOptimizer::Impl::unit(size_t a, size_t b) {
+  const auto key = std::make_pair(a, b);
+  const auto found = units.find(key);
+  if (found != units.end()) return found->second;
+  const einsum::Node& node = g.nodes[a];
+  Unit u;
+  u.first = a;
+  u.last = b;
+  u.reduction = node.reduction != einsum::Reduction::None;
+  u.tileable = node.kind == einsum::NodeKind::Einsum || copies_over_own_elements(node);
+  std::map<std::string, uint32_t> local;
+  for (const ir::AffineLoop& l : node.domain) {
+    if (!l.lo.coeffs.empty() || !l.hi.coeffs.empty()) u.box = false;
+    ir::AffineForm f;
+    f.coeffs[l.var] = 1;
+    const int64_t lo = ir::affine_min(f, node.domain).value;
+    const int64_t hi = ir::affine_max(f, node.domain).value + 1;
+    if (hi <= lo) u.tileable = false;
+    local[l.var] = static_cast<uint32_t>(u.vars.size());
+    u.vars.push_back({l.var, lo, hi - lo});
   }
-  // Writers and readers of each tensor in the segment.
-  std::map<size_t, size_t> writer;
-  for (size_t n = first; n < last; ++n) {
-    for (const einsum::Access& a : g.nodes[n].writes) {
-      if (!writer.emplace(index_of(a.tensor), n).second || a.maps.size() != 1) return s;
-    }
+  const std::vector<int64_t>* delta = nullptr;
+  uint32_t step = 0;
+  if (b - a > 1) {
+    delta = &run_delta.at(run_start[a]);
+    u.run = true;
+    step = static_cast<uint32_t>(u.vars.size());
+    u.vars.push_back({step_name(node), 0, static_cast<int64_t>(b - a)});
   }
-  UnionFind uf(vars.size());
-  for (size_t n = first; n < last; ++n) {
-    for (const einsum::Access& a : g.nodes[n].reads) {
-      const auto w = writer.find(index_of(a.tensor));
-      if (w == writer.end()) continue;
-      if (w->second >= n) return s;  // read before it is written in the segment
-      const einsum::AccessMap& wm = g.nodes[w->second].writes[0].maps[0];
-      for (const einsum::AccessMap& rm : a.maps) {
-        if (rm.data_dependent || wm.data_dependent || !same_layout(rm, wm)) return s;
-        for (size_t d = 0; d < rm.index.size(); ++d) {
-          const std::string wv = plain_var(wm.index[d]), rv = plain_var(rm.index[d]);
-          if (wv.empty() || rv.empty()) return s;
-          uf.unite(var_id[w->second - first].at(wv), var_id[n - first].at(rv));
+  size_t at = 0;  // position in *delta
+  const auto convert = [&](const einsum::Access& acc) {
+    UAccess ua;
+    ua.tensor = index_of(acc.tensor);
+    for (const einsum::AccessMap& m : acc.maps) {
+      UMap um;
+      um.offset = m.offset;
+      um.guarded = m.guarded;
+      um.data_dependent = m.data_dependent;
+      if (!m.data_dependent) {
+        um.flat.constant = m.offset;
+        const int64_t moved = delta ? (*delta)[at] : 0;
+        for (size_t d = 0; d < m.index.size(); ++d) {
+          Lin f;
+          f.constant = m.index[d].constant;
+          for (const auto& [name, c] : m.index[d].coeffs) add_term(f, local.at(name), c);
+          if (delta) add_term(f, step, (*delta)[at + 1 + d]);
+          um.index.push_back(f);
+          um.strides.push_back(m.strides[d]);
+          um.extent.push_back(m.extent[d]);
         }
+        if (moved != 0) {  // the run moves the map's offset: one more dimension, its step
+          Lin f;
+          add_term(f, step, 1);
+          um.index.push_back(f);
+          um.strides.push_back(moved);
+          um.extent.push_back(static_cast<int64_t>(b - a));
+        }
+        if (delta) at += 1 + m.index.size();
+        // A guard that every point passes (a read in a select branch that stays in bounds).
+        bool inside = true;
+        for (size_t d = 0; d < um.index.size(); ++d) {
+          const auto [lo, hi] = lin_range(um.index[d], u.vars);
+          inside = inside && lo >= 0 && hi < um.extent[d];
+        }
+        if (inside) um.guarded = false;
+        for (size_t d = 0; d < um.index.size(); ++d) {
+          um.flat.constant = sat_add(um.flat.constant, smul(um.strides[d], um.index[d].constant));
+          for (const auto& [v, c] : um.index[d].terms) add_term(um.flat, v, smul(c, um.strides[d]));
+        }
+      }
+      ua.maps.push_back(std::move(um));
+    }
+    return ua;
+  };
+  for (const einsum::Access& acc : node.reads) u.reads.push_back(convert(acc));
+  for (const einsum::Access& acc : node.writes) u.writes.push_back(convert(acc));
+  return units.emplace(key, std::move(u)).first->second;
+}
+
+Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
+  Space s;
+  std::vector<const Unit*> us;
+  for (size_t n = first; n < last;) {
+    const size_t b = std::min(run_end[n], last);
+    us.push_back(&unit(n, b));
+    n = b;
+  }
+  s.extendable = false;  // every failure below stays when the segment grows (docs/fidelities.md)
+  if (us.size() > kMaxTiledUnits) return s;
+  // The segment's variables; a map's flat form over them.
+  std::vector<UVar> vars;
+  std::vector<uint32_t> base(us.size()), step_of(us.size(), UINT32_MAX);
+  std::vector<size_t> unit_of;
+  size_t looped = 0;
+  for (size_t u = 0; u < us.size(); ++u) {
+    if (!us[u]->tileable) return s;
+    base[u] = static_cast<uint32_t>(vars.size());
+    if (us[u]->run) step_of[u] = base[u] + static_cast<uint32_t>(us[u]->vars.size()) - 1;
+    for (const UVar& v : us[u]->vars) {
+      vars.push_back(v);
+      unit_of.push_back(u);
+    }
+    if (!us[u]->vars.empty()) ++looped;
+  }
+  const auto global = [&](size_t u, const Lin& f) {
+    Lin r = f;
+    for (auto& term : r.terms) term.first += base[u];
+    // A loop of one value is a constant.
+    for (size_t k = r.terms.size(); k-- > 0;) {
+      const UVar& v = vars[r.terms[k].first];
+      if (v.extent == 1) {
+        r.constant = sat_add(r.constant, smul(r.terms[k].second, v.lo));
+        r.terms.erase(r.terms.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+    }
+    return r;
+  };
+  std::map<size_t, std::vector<SegMap>> writes, reads;  // tensor written in the segment
+  for (size_t u = 0; u < us.size(); ++u) {
+    for (const UAccess& a : us[u]->writes) {
+      if (a.maps.size() != 1 || a.maps[0].data_dependent || !us[u]->box) return s;
+      writes[a.tensor].push_back({u, &a.maps[0], global(u, a.maps[0].flat)});
+    }
+  }
+  for (size_t u = 0; u < us.size(); ++u) {
+    for (const UAccess& a : us[u]->reads) {
+      for (const UMap& m : a.maps) {
+        if (writes.count(a.tensor) == 0) {
+          if (m.data_dependent) return s;
+          continue;
+        }
+        reads[a.tensor].push_back({u, &m, m.data_dependent ? Lin{} : global(u, m.flat)});
       }
     }
   }
-  // Classes: consistent ranges, one variable per node; common: in every node.
+  UnionFind uf(vars.size());
+  std::vector<bool> whole(vars.size(), false);
+  std::vector<const UMap*> external;
+  std::vector<bool> read_inside(g.tensors.size(), false);
+  for (const auto& [t, ws] : writes) {
+    bool inside = false;
+    if (!join_tensor(g.tensors[t].shape, ws, reads[t], vars, step_of, uf, whole, external,
+                     inside)) {
+      return s;
+    }
+    read_inside[t] = inside;
+  }
+  std::sort(external.begin(), external.end());
+  // Classes: one variable per unit; common: in every unit with loops, whole nowhere.
   std::map<size_t, std::vector<size_t>> members;
   for (size_t v = 0; v < vars.size(); ++v) members[uf.find(v)].push_back(v);
   std::vector<int> common_of(vars.size(), -1);
   std::vector<size_t> common_roots;
   for (const auto& [root, vs] : members) {
-    std::vector<bool> seen(last - first, false);
+    std::vector<bool> seen(us.size(), false);
+    bool runs_whole = false;
     for (const size_t v : vs) {
       if (vars[v].lo != vars[root].lo || vars[v].extent != vars[root].extent) return s;
-      if (seen[vars[v].node - first]) return s;
-      seen[vars[v].node - first] = true;
+      if (seen[unit_of[v]]) return s;
+      seen[unit_of[v]] = true;
+      runs_whole = runs_whole || whole[v];
     }
-    if (vs.size() == last - first) common_roots.push_back(root);
+    if (vs.size() == looped && !runs_whole) common_roots.push_back(root);
   }
+  // No common dim, or too many: a later unit can still join classes (a node reading two
+  // intermediates that nothing joined before), so a longer segment may be tileable.
+  s.extendable = true;
   if (common_roots.empty() || common_roots.size() > kMaxTiledDims) return s;
-  // Common dims in the first node's loop order (roots are ids of the first node's variables,
-  // the smallest ids of their classes).
+  // Common dims in the order of their first variable (the first unit with loops).
   std::sort(common_roots.begin(), common_roots.end());
   for (size_t c = 0; c < common_roots.size(); ++c) {
-    const Var& v = vars[common_roots[c]];
+    const UVar& v = vars[common_roots[c]];
     for (const size_t m : members[common_roots[c]]) common_of[m] = static_cast<int>(c);
     s.dims.push_back({v.name, v.extent, 0});
     s.candidates.push_back(divisors(v.extent));
   }
-  // Tensors, by first appearance.
-  std::map<size_t, size_t> slot;
-  const auto add_maps = [&](size_t n, const einsum::Access& a, bool write) {
-    const size_t t = index_of(a.tensor);
-    auto [it, fresh] = slot.emplace(t, s.tensors.size());
+  // Tensors, by first appearance: a tensor the segment writes is one tensor for the maps that
+  // write it and, when the segment also reads parts of it written before, one more (an input)
+  // for those reads.
+  std::map<std::pair<size_t, bool>, size_t> slot;
+  const auto add_map = [&](size_t u, size_t t, bool outside, const UMap& m, bool write) {
+    auto [it, fresh] = slot.emplace(std::make_pair(t, outside), s.tensors.size());
     if (fresh) {
       SegTensor st;
-      st.name = a.tensor;
+      st.name = g.tensors[t].name;
       st.elem_size = elem_size(t);
       st.numel = g.tensors[t].numel;
+      st.written = writes.count(t) > 0 && !outside;
+      st.read_inside = read_inside[t];
+      st.tensor = t;
       s.tensors.push_back(std::move(st));
     }
     SegTensor& st = s.tensors[it->second];
-    if (write) st.reduction = g.nodes[n].reduction != einsum::Reduction::None;
-    for (const einsum::AccessMap& m : a.maps) {
-      if (m.data_dependent) return false;
-      MapShape shape;
-      shape.offset = m.offset;
-      shape.strides = m.strides;
-      for (size_t d = 0; d < m.index.size(); ++d) {
-        DimSpan span;
-        span.extent = m.extent[d];
-        span.cmin = span.cmax = m.index[d].constant;
-        for (const auto& [name, coeff] : m.index[d].coeffs) {
-          const size_t v = var_id[n - first].at(name);
-          const int64_t c = coeff < 0 ? -coeff : coeff;
-          if (common_of[v] >= 0) {
-            span.terms.emplace_back(static_cast<size_t>(common_of[v]), coeff);
-            st.rel |= 1u << common_of[v];
-          } else {
-            // The loop's whole range [lo, lo + extent): its lowest value shifts the constant.
-            const int64_t low =
-                coeff < 0 ? coeff * (vars[v].lo + vars[v].extent - 1) : coeff * vars[v].lo;
-            span.cmin = span.cmax = sat_add(span.cmin, low);
-            span.fixed.emplace_back(coeff, vars[v].extent);
-            span.base = sat_add(span.base, sat_mul(c, vars[v].extent - 1));
-          }
+    if (write) st.reduction = st.reduction || us[u]->reduction;
+    MapShape shape;
+    shape.offset = m.offset;
+    for (size_t d = 0; d < m.index.size(); ++d) {
+      if (m.strides[d] == 0) continue;  // a broadcast dimension touches one element
+      shape.strides.push_back(m.strides[d]);
+      DimSpan span;
+      span.extent = m.extent[d];
+      span.cmin = span.cmax = m.index[d].constant;
+      for (const auto& [lv, coeff] : m.index[d].terms) {
+        const size_t v = base[u] + lv;
+        const int64_t c = coeff < 0 ? -coeff : coeff;
+        if (common_of[v] >= 0) {
+          span.terms.emplace_back(static_cast<size_t>(common_of[v]), coeff);
+          st.rel |= 1u << common_of[v];
+        } else {
+          // The loop's whole range [lo, lo + extent): its lowest value shifts the constant.
+          const int64_t low =
+              coeff < 0 ? coeff * (vars[v].lo + vars[v].extent - 1) : coeff * vars[v].lo;
+          span.cmin = span.cmax = sat_add(span.cmin, low);
+          span.fixed.emplace_back(coeff, vars[v].extent);
+          span.base = sat_add(span.base, sat_mul(c, vars[v].extent - 1));
         }
-        std::sort(span.terms.begin(), span.terms.end());
-        std::sort(span.fixed.begin(), span.fixed.end());
-        shape.dims.push_back(std::move(span));
       }
-      const auto same = std::find_if(st.shapes.begin(), st.shapes.end(),
-                                     [&](const MapShape& x) { return x.merges_with(shape); });
-      if (same == st.shapes.end()) {
-        st.shapes.push_back(std::move(shape));
-        continue;
-      }
-      for (size_t d = 0; d < shape.dims.size(); ++d) {
-        same->dims[d].cmin = std::min(same->dims[d].cmin, shape.dims[d].cmin);
-        same->dims[d].cmax = std::max(same->dims[d].cmax, shape.dims[d].cmax);
-      }
+      std::sort(span.terms.begin(), span.terms.end());
+      std::sort(span.fixed.begin(), span.fixed.end());
+      shape.dims.push_back(std::move(span));
     }
-    return true;
+    const auto same = std::find_if(st.shapes.begin(), st.shapes.end(),
+                                   [&](const MapShape& x) { return x.merges_with(shape); });
+    if (same == st.shapes.end()) {
+      st.shapes.push_back(std::move(shape));
+      return;
+    }
+    for (size_t d = 0; d < shape.dims.size(); ++d) {
+      same->dims[d].cmin = std::min(same->dims[d].cmin, shape.dims[d].cmin);
+      same->dims[d].cmax = std::max(same->dims[d].cmax, shape.dims[d].cmax);
+    }
   };
-  for (size_t n = first; n < last; ++n) {
-    for (const einsum::Access& a : g.nodes[n].reads) {
-      if (!add_maps(n, a, false)) return s;
+  for (size_t u = 0; u < us.size(); ++u) {
+    for (const UAccess& a : us[u]->reads) {
+      for (const UMap& m : a.maps) {
+        if (writes.count(a.tensor) == 0) {
+          add_map(u, a.tensor, false, m, false);
+        } else if (std::binary_search(external.begin(), external.end(), &m)) {
+          add_map(u, a.tensor, true, m, false);
+        }
+      }
     }
-    for (const einsum::Access& a : g.nodes[n].writes) {
-      if (!add_maps(n, a, true)) return s;
-    }
+    for (const UAccess& a : us[u]->writes) add_map(u, a.tensor, false, a.maps[0], true);
   }
-  for (const auto& [t, i] : slot) {
-    const bool produced = writer.count(t) > 0;
-    bool read = false;
-    for (size_t n = first; n < last && produced; ++n) {
-      for (const einsum::Access& a : g.nodes[n].reads) read = read || index_of(a.tensor) == t;
-    }
-    const bool after = needed_after(t, last);
-    SegTensor& st = s.tensors[i];
-    if (!produced) {
+  for (SegTensor& st : s.tensors) {
+    const bool after = needed_after(st.tensor, last);
+    if (!st.written) {
       st.role = TensorRole::Input;
-    } else if (read) {
+    } else if (st.read_inside) {
       st.role = after ? TensorRole::OnChipOut : TensorRole::OnChip;
     } else {
       st.role = after ? TensorRole::Output : TensorRole::OnChip;
@@ -563,7 +1098,11 @@ const Frontier& CacheOptimizer::Impl::frontier(size_t first, size_t last) {
   const auto found = frontiers.find(key);
   if (found != frontiers.end()) return found->second;
   Frontier fr;
-  const Space& s = space(first, last);
+  // The search keeps no Space (segments are many); tiled_group rebuilds the chosen ones.
+  const auto cached = spaces.find(key);
+  const Space s = cached != spaces.end() ? cached->second : build_space(first, last);
+  fr.tileable = s.tileable;
+  fr.extendable = s.extendable;
   if (s.tileable) {
     const size_t k = s.dims.size();
     std::vector<size_t> digit(k, 0);
@@ -777,19 +1316,29 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
   };
   for (size_t j = 0; j < n; ++j) {
     if (best[j] >= kInf) continue;
+    // Tiled segments from j: until a structural failure that no longer segment escapes
+    // (docs/fidelities.md, "The search").
+    bool tiled_alive = true;
+    const auto tiled_ahead = [&](size_t e) {
+      return tiled_alive && im.unit_count(j, e) <= kMaxTiledUnits &&
+             (e - j < kMaxTiledGroup || !im.inside_run(j));
+    };
     for (size_t e = j + 1; e <= n; ++e) {
       if (e - j == 1 && im.g.nodes[j].kind == einsum::NodeKind::Movement) {
         relax(j, e, im.streamed_traffic(j), {j, GroupMode::Streamed, nullptr});
       }
-      if (e - j <= kMaxTiledGroup) {
-        if (const FrontierPoint* p = im.frontier(j, e).query(capacity_bytes)) {
+      const bool cut = im.inside_run(e);  // e splits a run
+      if (tiled_ahead(e) && (e - j <= kMaxTiledGroup || !cut)) {
+        const Frontier& fr = im.frontier(j, e);
+        if (const FrontierPoint* p = fr.query(capacity_bytes)) {
           relax(j, e, p->traffic, {j, GroupMode::Tiled, p});
         }
+        if (!cut && !fr.extendable) tiled_alive = false;
       }
       const auto [ws, traffic] = im.untiled_cost(j, e);
       if (ws <= capacity_bytes) {
         relax(j, e, traffic, {j, GroupMode::Untiled, nullptr});
-      } else if (e - j >= kMaxTiledGroup) {
+      } else if (e == n || !tiled_ahead(e + 1)) {
         break;  // longer segments hold all of this one: their working set is larger still
       }
     }
