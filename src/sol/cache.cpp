@@ -99,6 +99,35 @@ struct MapShape {
   }
 };
 
+// Whether dimension `a` of a map holds every value 0..extent - 1 whatever the tiles: no tiled
+// variable, and whole loops that fill the dimension (coefficients 1, e1, e1 e2, ... by size).
+bool covers_whole(const DimSpan& a) {
+  if (!a.terms.empty() || a.cmin > 0) return false;
+  std::vector<std::pair<int64_t, int64_t>> mags;
+  for (const auto& [coeff, extent] : a.fixed) mags.emplace_back(coeff < 0 ? -coeff : coeff, extent);
+  std::sort(mags.begin(), mags.end());
+  int64_t next = 1;
+  for (const auto& [m, e] : mags) {
+    if (m != next) return false;
+    next = sat_mul(next, e);
+  }
+  return sat_add(a.cmin, next - 1) >= a.extent - 1;
+}
+
+// Whether every element map `b` touches in a tile, `a` touches too, for every tile.
+bool contains(const MapShape& a, const MapShape& b) {
+  if (a.offset != b.offset || a.strides != b.strides || a.dims.size() != b.dims.size()) {
+    return false;
+  }
+  for (size_t d = 0; d < a.dims.size(); ++d) {
+    const DimSpan& x = a.dims[d];
+    const DimSpan& y = b.dims[d];
+    if (covers_whole(x) && y.extent <= x.extent) continue;
+    if (!x.same_linear_part(y) || x.cmin > y.cmin || x.cmax < y.cmax) return false;
+  }
+  return true;
+}
+
 struct SegTensor {
   std::string name;
   TensorRole role = TensorRole::Input;
@@ -1063,6 +1092,22 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
     for (const UAccess& a : us[u]->writes) add_map(u, a.tensor, false, a.maps[0], true);
   }
   for (SegTensor& st : s.tensors) {
+    // A map inside another adds nothing to the tile (a column read beside the whole row); the
+    // relevant dims are those of the maps that remain.
+    for (size_t k = st.shapes.size(); k-- > 0;) {
+      for (size_t o = 0; o < st.shapes.size(); ++o) {
+        if (o != k && contains(st.shapes[o], st.shapes[k])) {
+          st.shapes.erase(st.shapes.begin() + static_cast<std::ptrdiff_t>(k));
+          break;
+        }
+      }
+    }
+    st.rel = 0;
+    for (const MapShape& shape : st.shapes) {
+      for (const DimSpan& d : shape.dims) {
+        for (const auto& [dim, coeff] : d.terms) st.rel |= 1u << dim;
+      }
+    }
     const bool after = needed_after(st.tensor, last);
     if (!st.written) {
       st.role = TensorRole::Input;
