@@ -995,6 +995,64 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
     read_inside[t] = inside;
   }
   std::sort(external.begin(), external.end());
+  // Siblings: two units of which neither depends on the other (through the segment's tensors)
+  // and that read one tensor the segment does not write with the same variable in the same
+  // storage group can run in one loop over it (horizontal fusion). Their variables are joined
+  // unless that would put two variables of one unit in one class.
+  std::vector<uint64_t> deps(us.size(), 0);  // units each unit depends on, transitively
+  for (size_t u = 0; u < us.size(); ++u) {
+    for (const UAccess& a : us[u]->reads) {
+      const auto w = writes.find(a.tensor);
+      if (w == writes.end()) continue;
+      for (const SegMap& m : w->second) {
+        if (m.unit < u) deps[u] |= (uint64_t{1} << m.unit) | deps[m.unit];
+      }
+    }
+  }
+  std::vector<uint64_t> unit_mask(vars.size(), 0);  // per class root: the units it has
+  for (size_t v = 0; v < vars.size(); ++v) unit_mask[uf.find(v)] |= uint64_t{1} << unit_of[v];
+  std::map<size_t, std::vector<SegMap>> shared;  // tensors not written here: their reads
+  for (size_t u = 0; u < us.size(); ++u) {
+    for (const UAccess& a : us[u]->reads) {
+      if (writes.count(a.tensor) > 0) continue;
+      for (const UMap& m : a.maps) {
+        if (!m.data_dependent && !m.guarded) shared[a.tensor].push_back({u, &m, global(u, m.flat)});
+      }
+    }
+  }
+  for (const auto& [t, ms] : shared) {
+    const Storage st0 = storage_of(g.tensors[t].shape);
+    for (size_t a = 0; a < ms.size(); ++a) {
+      for (size_t b = a + 1; b < ms.size(); ++b) {
+        const size_t ua = ms[a].unit, ub = ms[b].unit;
+        if (ua == ub || (deps[ub] >> ua & 1) != 0) continue;
+        Storage st = st0;
+        std::vector<Lin> fa, fb;
+        bool ok = true;
+        for (bool again = true; again && ok;) {
+          again = false;
+          for (const auto& [f, out] : {std::pair{&ms[a].flat, &fa}, std::pair{&ms[b].flat, &fb}}) {
+            const int r = express(*f, st, vars, *out);
+            if (r == kOutside) ok = false;
+            if (r >= 0) {
+              merge_groups(st, static_cast<size_t>(r));
+              again = true;
+              break;
+            }
+          }
+        }
+        if (!ok) continue;
+        for (size_t gi = 0; gi < fa.size(); ++gi) {
+          const Piece pa = piece_of(fa[gi], vars), pb = piece_of(fb[gi], vars);
+          if (!matched(pa, pb, vars)) continue;
+          const size_t ra = uf.find(fa[gi].terms[0].first), rb = uf.find(fb[gi].terms[0].first);
+          if (ra == rb || (unit_mask[ra] & unit_mask[rb]) != 0) continue;
+          uf.unite(ra, rb);
+          unit_mask[uf.find(ra)] = unit_mask[ra] | unit_mask[rb];
+        }
+      }
+    }
+  }
   // Classes: one variable per unit; common: in every unit with loops, whole nowhere.
   std::map<size_t, std::vector<size_t>> members;
   for (size_t v = 0; v < vars.size(); ++v) members[uf.find(v)].push_back(v);
