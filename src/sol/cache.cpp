@@ -374,6 +374,7 @@ void add_term(Lin& f, uint32_t v, int64_t c) {
 struct UVar {
   std::string name;
   int64_t lo = 0, extent = 1;
+  Lin lo_form, hi_form;  // its bounds, over the loops before it
 };
 
 // The least and greatest value of `f` over the box of its variables' ranges.
@@ -406,7 +407,9 @@ struct UAccess {
 struct Unit {
   size_t first = 0, last = 0;  // its nodes
   bool tileable = false;       // an einsum node, or a movement node copying over its own elements
-  bool box = true;             // every loop bound is a constant
+  // Its writes cover the whole box of the loops they use: those loops have constant bounds and
+  // every other loop runs at least once at every point (a causal `k in 0..j+1` does).
+  bool full_writes = true;
   bool reduction = false;
   bool run = false;  // a run of translated nodes: its last variable counts the steps
   std::vector<UVar> vars;
@@ -611,7 +614,32 @@ struct SegMap {
   size_t unit = 0;
   const UMap* map = nullptr;
   Lin flat;
+  bool full = true;   // a write: it covers the whole box of its loops
+  uint32_t base = 0;  // the segment's index of its unit's first variable
 };
+
+// Loops of one value that index the same dimension of the same layout in a read and a write
+// (h in s[h, i, j] at H = 1): one group dimension, of extent 1, as for longer loops (the joins
+// below see them as constants).
+void join_unit_loops(const SegMap& r, const SegMap& w, const std::vector<UVar>& vars,
+                     UnionFind& uf) {
+  const UMap& a = *r.map;
+  const UMap& b = *w.map;
+  if (a.offset != b.offset || a.strides != b.strides || a.extent != b.extent ||
+      a.index.size() != b.index.size()) {
+    return;
+  }
+  for (size_t d = 0; d < a.index.size(); ++d) {
+    const Lin& x = a.index[d];
+    const Lin& y = b.index[d];
+    if (x.constant != 0 || y.constant != 0 || x.terms.size() != 1 || y.terms.size() != 1 ||
+        x.terms[0].second != 1 || y.terms[0].second != 1) {
+      continue;
+    }
+    const uint32_t u = r.base + x.terms[0].first, v = w.base + y.terms[0].first;
+    if (vars[u].extent == 1 && vars[v].extent == 1 && vars[u].lo == vars[v].lo) uf.unite(u, v);
+  }
+}
 
 // The joins through one tensor written in a segment (its write maps `ws` and read maps `rs`, in
 // unit order): false when the segment cannot be tiled. Unites joined variables in `uf`, marks
@@ -645,6 +673,36 @@ bool join_tensor(const std::vector<int64_t>& shape, const std::vector<SegMap>& w
   for (size_t i = 0; i < all.size(); ++i) {
     for (const Lin& f : forms[i]) pieces[i].push_back(piece_of(f, vars));
   }
+  // A write over a domain that is not a box in its loops (a causal triangle): the only write of
+  // its tensor, and every read matches it loop for loop over the same bounds.
+  if (std::any_of(ws.begin(), ws.end(), [](const SegMap& w) { return !w.full; })) {
+    if (ws.size() > 1) return false;
+    for (size_t r = 1; r < all.size(); ++r) {
+      if (all[r]->unit <= ws[0].unit) return false;
+      std::map<uint32_t, uint32_t> to_writer;
+      for (size_t g = 0; g < groups; ++g) {
+        if (!matched(pieces[r][g], pieces[0][g], vars)) return false;
+        to_writer[forms[r][g].terms[0].first] = forms[0][g].terms[0].first;
+      }
+      for (const auto& [rv, wv] : to_writer) {
+        for (const auto& [rb, wb] : {std::pair{&vars[rv].lo_form, &vars[wv].lo_form},
+                                     std::pair{&vars[rv].hi_form, &vars[wv].hi_form}}) {
+          Lin mapped;
+          mapped.constant = rb->constant;
+          for (const auto& [v, c] : rb->terms) {
+            const auto it = to_writer.find(v);
+            if (it == to_writer.end()) return false;
+            add_term(mapped, it->second, c);
+          }
+          if (mapped.constant != wb->constant || mapped.terms != wb->terms) return false;
+        }
+      }
+      for (const auto& [rv, wv] : to_writer) uf.unite(rv, wv);
+      join_unit_loops(*all[r], ws[0], vars, uf);
+      read_inside = true;
+    }
+    return true;
+  }
   // Writes: each group a constant, a variable or a dense mix of variables, no variable in two
   // groups (so a write is one-to-one and a tile's writes are the product of its groups), and no
   // two writes of one element.
@@ -665,6 +723,7 @@ bool join_tensor(const std::vector<int64_t>& shape, const std::vector<SegMap>& w
     }
   }
   const auto join = [&](size_t r, size_t w, int star) {
+    join_unit_loops(*all[r], ws[w], vars, uf);
     for (size_t g = 0; g < groups; ++g) {
       if (static_cast<int>(g) != star && matched(pieces[r][g], pieces[w][g], vars)) {
         uf.unite(forms[r][g].terms[0].first, forms[w][g].terms[0].first);
@@ -858,15 +917,42 @@ const Unit& CacheOptimizer::Impl::unit(size_t a, size_t b) {
   u.reduction = node.reduction != einsum::Reduction::None;
   u.tileable = node.kind == einsum::NodeKind::Einsum || copies_over_own_elements(node);
   std::map<std::string, uint32_t> local;
+  std::vector<bool> varying(node.domain.size(), false);  // a loop with a non-constant bound
+  for (size_t k = 0; k < node.domain.size(); ++k) {
+    const ir::AffineLoop& l = node.domain[k];
+    varying[k] = !l.lo.coeffs.empty() || !l.hi.coeffs.empty();
+    ir::AffineForm width = l.hi;
+    width.constant -= l.lo.constant;
+    for (const auto& [v, c] : l.lo.coeffs) {
+      width.coeffs[v] -= c;
+      if (width.coeffs[v] == 0) width.coeffs.erase(v);
+    }
+    if (ir::affine_min(width, node.domain).value < 1) u.full_writes = false;
+  }
+  for (const einsum::Access& acc : node.writes) {
+    for (const einsum::AccessMap& m : acc.maps) {
+      for (size_t k = 0; k < node.domain.size(); ++k) {
+        for (const ir::AffineForm& f : m.index) {
+          if (varying[k] && f.coeff(node.domain[k].var) != 0) u.full_writes = false;
+        }
+      }
+    }
+  }
   for (const ir::AffineLoop& l : node.domain) {
-    if (!l.lo.coeffs.empty() || !l.hi.coeffs.empty()) u.box = false;
     ir::AffineForm f;
     f.coeffs[l.var] = 1;
     const int64_t lo = ir::affine_min(f, node.domain).value;
     const int64_t hi = ir::affine_max(f, node.domain).value + 1;
     if (hi <= lo) u.tileable = false;
+    const auto bound = [&](const ir::AffineForm& form) {
+      Lin out;
+      out.constant = form.constant;
+      for (const auto& [name, c] : form.coeffs) add_term(out, local.at(name), c);
+      return out;
+    };
+    UVar v{l.var, lo, hi - lo, bound(l.lo), bound(l.hi)};
     local[l.var] = static_cast<uint32_t>(u.vars.size());
-    u.vars.push_back({l.var, lo, hi - lo});
+    u.vars.push_back(std::move(v));
   }
   const std::vector<int64_t>* delta = nullptr;
   uint32_t step = 0;
@@ -874,7 +960,9 @@ const Unit& CacheOptimizer::Impl::unit(size_t a, size_t b) {
     delta = &run_delta.at(run_start[a]);
     u.run = true;
     step = static_cast<uint32_t>(u.vars.size());
-    u.vars.push_back({step_name(node), 0, static_cast<int64_t>(b - a)});
+    UVar v{step_name(node), 0, static_cast<int64_t>(b - a), {}, {}};
+    v.hi_form.constant = v.extent;
+    u.vars.push_back(std::move(v));
   }
   size_t at = 0;  // position in *delta
   const auto convert = [&](const einsum::Access& acc) {
@@ -947,6 +1035,9 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
     if (us[u]->run) step_of[u] = base[u] + static_cast<uint32_t>(us[u]->vars.size()) - 1;
     for (const UVar& v : us[u]->vars) {
       vars.push_back(v);
+      for (Lin* b : {&vars.back().lo_form, &vars.back().hi_form}) {
+        for (auto& term : b->terms) term.first += base[u];
+      }
       unit_of.push_back(u);
     }
     if (!us[u]->vars.empty()) ++looped;
@@ -967,8 +1058,9 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
   std::map<size_t, std::vector<SegMap>> writes, reads;  // tensor written in the segment
   for (size_t u = 0; u < us.size(); ++u) {
     for (const UAccess& a : us[u]->writes) {
-      if (a.maps.size() != 1 || a.maps[0].data_dependent || !us[u]->box) return s;
-      writes[a.tensor].push_back({u, &a.maps[0], global(u, a.maps[0].flat)});
+      if (a.maps.size() != 1 || a.maps[0].data_dependent) return s;
+      writes[a.tensor].push_back(
+          {u, &a.maps[0], global(u, a.maps[0].flat), us[u]->full_writes, base[u]});
     }
   }
   for (size_t u = 0; u < us.size(); ++u) {
@@ -978,7 +1070,8 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
           if (m.data_dependent) return s;
           continue;
         }
-        reads[a.tensor].push_back({u, &m, m.data_dependent ? Lin{} : global(u, m.flat)});
+        reads[a.tensor].push_back(
+            {u, &m, m.data_dependent ? Lin{} : global(u, m.flat), true, base[u]});
       }
     }
   }
@@ -1016,7 +1109,9 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
     for (const UAccess& a : us[u]->reads) {
       if (writes.count(a.tensor) > 0) continue;
       for (const UMap& m : a.maps) {
-        if (!m.data_dependent && !m.guarded) shared[a.tensor].push_back({u, &m, global(u, m.flat)});
+        if (!m.data_dependent && !m.guarded) {
+          shared[a.tensor].push_back({u, &m, global(u, m.flat), true, base[u]});
+        }
       }
     }
   }
