@@ -155,7 +155,12 @@ int64_t simulate(const einsum::Graph& g, const CacheGroup& grp) {
         for (const auto* list : {&node.reads, &node.writes}) {
           for (const einsum::Access& a : *list) {
             for (const einsum::AccessMap& m : a.maps) {
-              need[a.tensor].insert(ir::evaluate(m.flat(), point));
+              bool in_bounds = true;  // a guarded read (padding) skips the points outside
+              for (size_t d = 0; d < m.index.size() && m.guarded; ++d) {
+                const int64_t at_d = ir::evaluate(m.index[d], point);
+                in_bounds = in_bounds && at_d >= 0 && at_d < m.extent[d];
+              }
+              if (in_bounds) need[a.tensor].insert(ir::evaluate(m.flat(), point));
             }
           }
         }
@@ -244,8 +249,10 @@ TEST(CacheCost, GemmOptimumAtSmallCapacities) {
 // ---------------------------------------------------------------------------------------------
 // The optimiser equals a brute-force enumeration of its mapspace
 
+// `exact`: the simulation moves exactly the schedule's traffic; otherwise at most (a guarded
+// window's tile at the edge of its tensor is counted as its whole span).
 void expect_matches_brute_force(const einsum::Graph& g, size_t first, size_t last,
-                                const std::vector<int64_t>& capacities) {
+                                const std::vector<int64_t>& capacities, bool exact = true) {
   CacheOptimizer opt(g);
   ASSERT_TRUE(opt.tiled_dims(first, last));
   for (const int64_t c : capacities) {
@@ -259,7 +266,11 @@ void expect_matches_brute_force(const einsum::Graph& g, size_t first, size_t las
     EXPECT_EQ(grp->traffic_bytes, expected) << "capacity " << c;
     EXPECT_LE(grp->working_set_bytes, c);
     // The schedule returned reproduces its traffic in an independent simulation.
-    EXPECT_EQ(simulate(g, *grp), grp->traffic_bytes) << "capacity " << c;
+    if (exact) {
+      EXPECT_EQ(simulate(g, *grp), grp->traffic_bytes) << "capacity " << c;
+    } else {
+      EXPECT_LE(simulate(g, *grp), grp->traffic_bytes) << "capacity " << c;
+    }
   }
 }
 
@@ -319,6 +330,345 @@ TEST(CacheAttention, KeyDimensionTiledOnline) {
   EXPECT_EQ(grp.min_traffic_bytes, 16384);
   EXPECT_EQ(grp.capacity_for_min_traffic_bytes, 8840);
   EXPECT_EQ(simulate(g, grp), 24576);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming chains: what fusing compilers run as one kernel is one tiled group (issue 12)
+
+// Laws on one graph: fused <= cache-aware, non-increasing in the capacity, equal to fused once
+// everything fits; each group within the capacity.
+void expect_laws(const einsum::Graph& g, int max_log2 = 40) {
+  const int64_t fused = dram_bytes(g, Fidelity::Fused);
+  CacheOptimizer opt(g);
+  int64_t previous = -1;
+  for (int k = 4; k <= max_log2; k += 2) {
+    const std::optional<CacheSchedule> s = opt.try_optimize(int64_t{1} << k);
+    if (!s) {
+      EXPECT_EQ(previous, -1) << "fits at a smaller capacity, not at 2^" << k;
+      continue;
+    }
+    EXPECT_GE(s->traffic_bytes, fused) << "2^" << k;
+    if (previous >= 0) {
+      EXPECT_LE(s->traffic_bytes, previous) << "2^" << k;
+    }
+    previous = s->traffic_bytes;
+    for (const CacheGroup& grp : s->groups) EXPECT_LE(grp.working_set_bytes, int64_t{1} << k);
+  }
+  EXPECT_EQ(previous, fused) << "everything fits in 2^" << max_log2;
+}
+
+// The one group of `s`, tiled, over all nodes of `g`.
+const CacheGroup& single_tiled_group(const einsum::Graph& g, const CacheSchedule& s) {
+  EXPECT_EQ(s.groups.size(), 1u);
+  const CacheGroup& grp = s.groups.at(0);
+  EXPECT_EQ(grp.mode, GroupMode::Tiled);
+  EXPECT_EQ(grp.first, 0u);
+  EXPECT_EQ(grp.last, g.nodes.size());
+  return grp;
+}
+
+// KL divergence as torch lowers kl_div(log(p), q, reduction='batchmean'): elementwise kernels,
+// a scalar constant read through a select, a sum to a scalar, a scalar epilogue.
+std::string kl_div(int64_t r, int64_t c) {
+  return "size R = " + std::to_string(r) + "\nsize C = " + std::to_string(c) + R"(
+input p : f32[R, C]
+input q : f32[R, C]
+tensor lp : f32[R, C]
+tensor t : f32[R, C]
+tensor zero : f32[]
+tensor w : f32[R, C]
+tensor total : f32[]
+output loss : f32[]
+kernel log_p {
+  for i in 0..R, j in 0..C:
+    lp[i, j] = log(p[i, j])
+}
+kernel term {
+  for i in 0..R, j in 0..C:
+    t[i, j] = q[i, j] * (log(q[i, j]) - lp[i, j])
+}
+kernel zero_map {
+    zero[] = 0.0
+}
+kernel masked {
+  for i in 0..R, j in 0..C:
+    w[i, j] = select(q[i, j] > 0.0, t[i, j], zero[])
+}
+kernel sum_all {
+  for i in 0..R, j in 0..C:
+    total[] += w[i, j]
+}
+kernel batchmean {
+    loss[] = total[] / R
+}
+)";
+}
+
+// p, q : f32[1024, 4096] at 1 MiB. Fused: 2 inputs x 1024 x 4096 x 4 B + the 4 B loss =
+// 33,554,436 B. One tiled group of the six kernels: i and j are joined through lp, t and w (the
+// loopless zero_map and batchmean run once); tiles i = 1, j = 1 already move each element once:
+// one element of each of p, q, lp, t, w, zero, total, loss: 8 x 4 B = 32 B of working set.
+// (Before issue 12 the loopless kernels, which have no common dim, cut the chain into groups that
+// wrote lp, t and w to DRAM.)
+TEST(CacheStreaming, KlDivChainIsOneGroup) {
+  const einsum::Graph g = lift_text(kl_div(1024, 4096));
+  EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 33'554'436);
+  CacheOptimizer opt(g);
+  const CacheSchedule s = opt.optimize(1 << 20);
+  EXPECT_EQ(s.traffic_bytes, 33'554'436);
+  const CacheGroup& grp = single_tiled_group(g, s);
+  EXPECT_EQ(grp.working_set_bytes, 32);
+  ASSERT_EQ(grp.dims.size(), 2u);
+  EXPECT_EQ(grp.dims[0].name, "i");
+  EXPECT_EQ(grp.dims[1].name, "j");
+}
+
+// Softmax over the last dim with keepdim statistics (m, s : [R, 1]) read through broadcast
+// views, as a framework writes it.
+std::string softmax_keepdim(int64_t r, int64_t c) {
+  return "size R = " + std::to_string(r) + "\nsize C = " + std::to_string(c) + R"(
+input x : f32[R, C]
+tensor m : f32[R, 1]
+tensor mb : f32[R, C]
+tensor e : f32[R, C]
+tensor s : f32[R, 1]
+tensor sb : f32[R, C]
+output y : f32[R, C]
+kernel row_max {
+  for i in 0..R, j in 0..C:
+    m[i, 0] max= x[i, j]
+}
+mb = broadcast(m)
+kernel shifted_exp {
+  for i in 0..R, j in 0..C:
+    e[i, j] = exp(x[i, j] - mb[i, j])
+}
+kernel row_sum {
+  for i in 0..R, j in 0..C:
+    s[i, 0] += e[i, j]
+}
+sb = broadcast(s)
+kernel normalize {
+  for i in 0..R, j in 0..C:
+    y[i, j] = e[i, j] / sb[i, j]
+}
+)";
+}
+
+// x : f32[1024, 4096]. Fused: x and y once, 2 x 16,777,216 = 33,554,432 B. The broadcast read
+// mb[i, j] lies in what row_max wrote (m's storage dim 0 is i on both sides; the broadcast dim
+// touches one element), so i joins all four kernels; each kernel's j runs whole (row_max's j is
+// joined with nothing). A tile of one row: x 4096 + e 4096 + y 4096 + m 1 + s 1 elements =
+// 12,290 x 4 B = 49,160 B, within 1 MiB. At 49,159 B no row fits: the best split reads x twice,
+// once for row_max (which writes m, 4096 B) and once for the other three, which tile j (their s
+// combined online) and read m back: 3 x 16,777,216 + 2 x 4096 = 50,339,840 B.
+TEST(CacheStreaming, SoftmaxThroughBroadcastViewsIsOneGroup) {
+  const einsum::Graph g = lift_text(softmax_keepdim(1024, 4096));
+  EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 33'554'432);
+  CacheOptimizer opt(g);
+  const CacheSchedule s = opt.optimize(1 << 20);
+  EXPECT_EQ(s.traffic_bytes, 33'554'432);
+  const CacheGroup& grp = single_tiled_group(g, s);
+  EXPECT_EQ(grp.working_set_bytes, 49'160);
+  ASSERT_EQ(grp.dims.size(), 1u);
+  EXPECT_EQ(grp.dims[0].tile, 1);
+  EXPECT_EQ(opt.optimize(49'160).traffic_bytes, 33'554'432);
+  EXPECT_EQ(opt.optimize(49'159).traffic_bytes, 50'339'840);
+}
+
+// Layer norm over the last dim with gamma and beta, its output reshaped into a graph output
+// (materialised: a movement node copying y into out).
+std::string layer_norm_reshaped(int64_t r, int64_t c, int64_t a) {
+  return "size R = " + std::to_string(r) + "\nsize C = " + std::to_string(c) +
+         "\nsize A = " + std::to_string(a) + "\nsize B = C / A" + R"(
+input x : f32[R, C]
+weight gamma : f32[C]
+weight beta : f32[C]
+tensor mu : f32[R]
+tensor var : f32[R]
+tensor y : f32[R, C]
+output out : f32[R, A, B]
+kernel mean {
+  for i in 0..R, j in 0..C:
+    mu[i] += x[i, j] / C
+}
+kernel variance {
+  for i in 0..R, j in 0..C:
+    var[i] += (x[i, j] - mu[i]) * (x[i, j] - mu[i]) / C
+}
+kernel normalize {
+  for i in 0..R, j in 0..C:
+    y[i, j] = (x[i, j] - mu[i]) * rsqrt(var[i] + 1e-05) * gamma[j] + beta[j]
+}
+out = reshape(y)
+)";
+}
+
+// x : f32[1024, 4096], out : [1024, 64, 64]. Fused: x 16,777,216 + gamma 16,384 + beta 16,384
+// + out 16,777,216 = 33,587,200 B. The copy reads y.flat[4096 d0 + 64 d1 + d2]: on y's storage
+// dims (4096 i + j) that is d0 in dim 0, joined with i, and 64 d1 + d2 inside j's whole range.
+// One tiled group of four nodes, a row per tile: x, y, out rows 3 x 4096, gamma and beta 2 x
+// 4096 (no tiled dim: fetched once), mu and var 1 each: 20,482 x 4 B = 81,928 B. (Before, the
+// copy streamed alone: y written and read back, +33,554,432 B.)
+TEST(CacheStreaming, LayerNormWithMaterialisedReshapeIsOneGroup) {
+  const einsum::Graph g = lift_text(layer_norm_reshaped(1024, 4096, 64));
+  ASSERT_EQ(g.nodes.back().kind, einsum::NodeKind::Movement);
+  EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 33'587'200);
+  CacheOptimizer opt(g);
+  const CacheSchedule s = opt.optimize(1 << 20);
+  EXPECT_EQ(s.traffic_bytes, 33'587'200);
+  EXPECT_EQ(single_tiled_group(g, s).working_set_bytes, 81'928);
+}
+
+// cumsum along the last dim as the PyTorch frontend lowers it: a first column, then a repeat
+// block of C - 1 steps, each reading the column before. Unrolled: C nodes; the steps are
+// translates of each other and fold into one unit. `exclusive`: then z = y - x.
+std::string cumsum_steps(int64_t r, int64_t c, bool exclusive) {
+  std::string s =
+      "size R = " + std::to_string(r) + "\nsize C = " + std::to_string(c) +
+      "\ninput x : f32[R, C]\n" +
+      (exclusive ? "tensor y : f32[R, C]\noutput z : f32[R, C]\n" : "output y : f32[R, C]\n") +
+      R"(kernel first {
+  for i in 0..R:
+    y[i, 0] = x[i, 0]
+}
+repeat t in 1..C {
+  kernel step {
+    for i in 0..R:
+      y[i, t] = y[i, t - 1] + x[i, t]
+  }
+}
+)";
+  if (exclusive) {
+    s += R"(kernel exclusive {
+  for i in 0..R, j in 0..C:
+    z[i, j] = y[i, j] - x[i, j]
+}
+)";
+  }
+  return s;
+}
+
+// x : f32[1024, 512] at 1 MiB. Fused: x and y once, 2 x 2,097,152 = 4,194,304 B. The steps
+// write columns 1..511 (y[i, 1 + t] over the folded step t), the first column 0; each step reads
+// the column the one before wrote (y[i, t]: one step behind); x's columns 0 and 1 + t. i joins
+// every node; a row per tile: x 512 + y 512 elements = 4096 B. (Before, a tensor written by
+// several nodes could not be tiled, and untiled segments counted y's reads back from DRAM.)
+// Exclusive: z = y - x reads y[i, j] over the whole row, inside the union of the columns the
+// scan wrote; x[i, j] holds x[i, 0] and x[i, 1 + t]: a row of x, y and z: 6144 B.
+TEST(CacheStreaming, CumsumStepsAreOneGroup) {
+  for (const bool exclusive : {false, true}) {
+    const einsum::Graph g = lift_text(cumsum_steps(1024, 512, exclusive));
+    ASSERT_EQ(g.nodes.size(), exclusive ? 513u : 512u);
+    EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 4'194'304);
+    CacheOptimizer opt(g);
+    const CacheSchedule s = opt.optimize(1 << 20);
+    EXPECT_EQ(s.traffic_bytes, 4'194'304) << exclusive;
+    const CacheGroup& grp = single_tiled_group(g, s);
+    EXPECT_EQ(grp.working_set_bytes, exclusive ? 6144 : 4096);
+    ASSERT_EQ(grp.dims.size(), 1u);
+    EXPECT_EQ(grp.dims[0].name, "i");
+  }
+}
+
+// cumsum as one triangular reduction, y[i, j] = x[i, 0] + ... + x[i, j]: a single node, every
+// loop a common dim. x : f32[1024, 512]: fused 4,194,304 B; with k whole (a row of x, 512
+// elements) and one element of y per tile, x is read once per row and y written once:
+// (512 + 1) x 4 B = 2052 B.
+TEST(CacheStreaming, TriangularCumsumReadsARow) {
+  const einsum::Graph g = lift_text(R"(
+size R = 1024
+size C = 512
+input x : f32[R, C]
+output y : f32[R, C]
+kernel cumsum {
+  for i in 0..R, j in 0..C, k in 0..j + 1:
+    y[i, j] += x[i, k]
+}
+)");
+  CacheOptimizer opt(g);
+  const CacheSchedule s = opt.optimize(1 << 20);
+  EXPECT_EQ(s.traffic_bytes, 4'194'304);
+  EXPECT_EQ(single_tiled_group(g, s).working_set_bytes, 2052);
+}
+
+// avg_pool1d, kernel 4, stride 2, padding 1, as the frontend writes it: the input unsqueezed to
+// [N, C, 1, L] (a view), the window read through a guard (the padding), a sum and a division,
+// the output squeezed back into a graph output (a materialised copy).
+std::string avg_pool1d(int64_t n, int64_t c, int64_t l) {
+  return "size N = " + std::to_string(n) + "\nsize C = " + std::to_string(c) +
+         "\nsize L = " + std::to_string(l) + "\nsize O = L / 2" + R"(
+input x : f32[N, C, L]
+tensor xu : f32[N, C, 1, L]
+tensor acc : f32[N, C, 1, O]
+tensor avg : f32[N, C, 1, O]
+output y : f32[N, C, O]
+xu = reshape(x)
+kernel window {
+  for n in 0..N, c in 0..C, u in 0..1, o in 0..O, k in 0..4:
+    acc[n, c, u, o] += select(2 * o + k - 1 >= 0 && 2 * o + k - 1 < L, xu[n, c, u, 2 * o + k - 1], 0.0)
+}
+kernel average {
+  for n in 0..N, c in 0..C, u in 0..1, o in 0..O:
+    avg[n, c, u, o] = acc[n, c, u, o] / 4.0
+}
+y = reshape(avg)
+)";
+}
+
+// x : f32[16, 64, 4096], y : [16, 64, 2048]. Fused: 16,777,216 + 8,388,608 = 25,165,824 B.
+// One tiled group of the two kernels and the copy. At 1 MiB a whole row per tile (n = c = 1,
+// o whole): x 4096 + acc 2048 + avg 2048 + y 2048 elements = 40,960 B. At 16 KiB a row does not
+// fit: o tiled by 512 with its halo, x tiles of 2 x 512 + 2 = 1026 elements (the window's
+// span), 4 per row: 16 x 64 x 4 x 1026 x 4 B = 16,809,984 B of x, y once: 25,198,592 B, in
+// (1026 + 3 x 512) x 4 = 10,248 B (o = 1024 would need (2050 + 3 x 1024) x 4 = 20,488 B). The
+// tiles at the ends of a row hold one padding position each: the model counts the span, 1026,
+// where 1025 elements exist (a real schedule moves 2 x 16 x 64 x 4 B = 8192 B less).
+TEST(CacheStreaming, Pool1dHaloTilesAreOneGroup) {
+  const einsum::Graph g = lift_text(avg_pool1d(16, 64, 4096));
+  EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 25'165'824);
+  CacheOptimizer opt(g);
+  const CacheSchedule s = opt.optimize(1 << 20);
+  EXPECT_EQ(s.traffic_bytes, 25'165'824);
+  EXPECT_EQ(single_tiled_group(g, s).working_set_bytes, 40'960);
+  const CacheSchedule small = opt.optimize(16 << 10);
+  EXPECT_EQ(small.traffic_bytes, 25'198'592);
+  EXPECT_EQ(single_tiled_group(g, small).working_set_bytes, 10'248);
+}
+
+// The new constructs, at sizes a brute force can enumerate: the optimiser equals the brute
+// force over the group's mapspace, its schedule reproduces its traffic in the simulation, and
+// the laws hold.
+TEST(CacheBruteForce, StreamingChains) {
+  const einsum::Graph kl = lift_text(kl_div(4, 8));
+  expect_matches_brute_force(kl, 0, kl.nodes.size(), {16, 32, 64, 128, 256, 512});
+  const einsum::Graph sm = lift_text(softmax_keepdim(8, 6));
+  expect_matches_brute_force(sm, 0, sm.nodes.size(), {64, 100, 200, 400, 1024});
+  const einsum::Graph ln = lift_text(layer_norm_reshaped(4, 16, 4));
+  expect_matches_brute_force(ln, 0, ln.nodes.size(), {200, 300, 512, 1024});
+  const einsum::Graph cs = lift_text(cumsum_steps(8, 6, true));
+  expect_matches_brute_force(cs, 0, cs.nodes.size(), {40, 72, 100, 200, 1024});
+  const einsum::Graph pool = lift_text(avg_pool1d(2, 2, 16));
+  expect_matches_brute_force(pool, 0, pool.nodes.size(), {40, 64, 100, 200, 512}, false);
+  for (const einsum::Graph* g : {&kl, &sm, &ln, &cs, &pool}) expect_laws(*g);
+  expect_laws(lift_text(cumsum_steps(64, 32, true)), 24);
+}
+
+// Causal attention (examples/causal_attention.ir, docs/fidelities.md) at H = 16, T = 1024,
+// D = 64, 256 KiB: its kernels write s and p over the triangle j <= i, not a box; each read
+// matches the write loop for loop over the same bounds, so the five kernels stay one group.
+// 256 query rows per tile, keys one at a time: q and o once (4,194,304 B each), k and v once per
+// query tile (4 x 4,194,304 B each): 41,943,040 B.
+TEST(CacheAttention, CausalTriangleIsOneGroup) {
+  const ir::Program p = ir::parse_file(
+      (std::filesystem::path(SOLAR_SOURCE_DIR) / "examples" / "causal_attention.ir").string());
+  const einsum::Graph g =
+      einsum::lift(p, ir::check_or_throw(p, {{"T", 1024}, {"D", 64}, {"H", 16}}));
+  CacheOptimizer opt(g);
+  const CacheSchedule s = opt.optimize(256 << 10);
+  EXPECT_EQ(s.traffic_bytes, 41'943'040);
+  const CacheGroup& grp = single_tiled_group(g, s);
+  EXPECT_EQ(grp.loop_order, (std::vector<std::string>{"i", "h", "j"}));
 }
 
 // ---------------------------------------------------------------------------------------------
