@@ -139,6 +139,7 @@ struct SegTensor {
   size_t tensor = 0;         // in the graph
   bool written = false;      // the maps that write it (else: an input, or parts read from DRAM)
   bool read_inside = false;  // written, and read back inside the segment
+  std::vector<size_t> depends_on;  // written: the segment's written tensors it is computed from
 };
 
 // A segment as a tiled group: its common dims and tensors. `tileable` false: why not.
@@ -1244,6 +1245,26 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
     }
     for (const UAccess& a : us[u]->writes) add_map(u, a.tensor, false, a.maps[0], true);
   }
+  // What each written tensor is computed from, through the segment's units (program order).
+  for (size_t u = 0; u < us.size(); ++u) {
+    std::vector<size_t> from;
+    for (const UAccess& a : us[u]->reads) {
+      if (writes.count(a.tensor) == 0) continue;
+      const bool inside = std::any_of(a.maps.begin(), a.maps.end(), [&](const UMap& m) {
+        return !std::binary_search(external.begin(), external.end(), &m);
+      });
+      if (!inside) continue;
+      const size_t x = slot.at({a.tensor, false});
+      from.push_back(x);
+      from.insert(from.end(), s.tensors[x].depends_on.begin(), s.tensors[x].depends_on.end());
+    }
+    for (const UAccess& a : us[u]->writes) {
+      std::vector<size_t>& sources = s.tensors[slot.at({a.tensor, false})].depends_on;
+      sources.insert(sources.end(), from.begin(), from.end());
+      std::sort(sources.begin(), sources.end());
+      sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
+    }
+  }
   for (SegTensor& st : s.tensors) {
     // A map inside another adds nothing to the tile (a column read beside the whole row); the
     // relevant dims are those of the maps that remain.
@@ -1338,11 +1359,30 @@ CacheGroup CacheOptimizer::Impl::tiled_group(size_t first, size_t last, const Fr
   for (size_t i = 0; i < s.tensors.size(); ++i) {
     const SegTensor& t = s.tensors[i];
     const auto [visits, distinct] = prefix_counts(s, p.tiles, order, t.rel);
-    if (on_chip(t.role)) {
+    if (on_chip(t.role) && t.reduction) {
+      uint32_t reduced = 0;  // the tiled dims it is reduced over
       for (const size_t c : order) {
-        if (!(t.rel & (1u << c)) && t.reduction) {
-          grp.online.push_back(t.name);
-          break;
+        if (!(t.rel & (1u << c))) reduced |= 1u << c;
+      }
+      if (reduced != 0) {
+        grp.online.push_back(t.name);
+        // Combining online is a schedule when what depends on the statistic and leaves the chip
+        // is itself accumulated over those dims (attention's output, rescaled at the end). An
+        // output written tile by tile before the statistic is complete (softmax's normalised
+        // rows with the row split) would need a second pass: no schedule moves this little.
+        for (const SegTensor& x : s.tensors) {
+          if ((x.role == TensorRole::Output || x.role == TensorRole::OnChipOut) &&
+              (x.rel & reduced) != 0 &&
+              std::binary_search(x.depends_on.begin(), x.depends_on.end(), i) && !grp.lower_bound) {
+            grp.lower_bound = true;
+            std::string dims;
+            for (const size_t c : order) {
+              if (reduced & (1u << c)) dims += (dims.empty() ? "" : ", ") + s.dims[c].name;
+            }
+            grp.lower_bound_reason = t.name + " is combined online over the tiled " + dims +
+                                     " but " + x.name + ", computed from it, leaves the chip " +
+                                     "tile by tile: no one-pass schedule moves this little";
+          }
         }
       }
     }

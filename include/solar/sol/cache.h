@@ -120,6 +120,10 @@ struct CacheGroup {
   std::vector<GroupTensor> tensors;     // by first appearance in the group
   std::vector<std::string> online;      // intermediates combined online (see above)
   bool reduced_mapspace = false;        // the search budget restricted the tile sizes
+  // The traffic is a lower bound, not the traffic of a schedule (docs/fidelities.md, "Lower
+  // bounds"), and why.
+  bool lower_bound = false;
+  std::string lower_bound_reason;
   int64_t working_set_bytes = 0;
   int64_t traffic_bytes = 0;
   // The same nodes with unlimited capacity: the least traffic of any of their schedules, and the
