@@ -376,6 +376,7 @@ struct UVar {
   std::string name;
   int64_t lo = 0, extent = 1;
   Lin lo_form, hi_form;  // its bounds, over the loops before it
+  bool chosen = false;   // not a loop: the index a gather's index tensor chooses (runs whole)
 };
 
 // The least and greatest value of `f` over the box of its variables' ranges.
@@ -397,7 +398,8 @@ struct UMap {
   std::vector<int64_t> strides, extent;
   Lin flat;  // offset + sum of strides[d] x index[d]
   bool guarded = false;
-  bool data_dependent = false;
+  bool data_dependent = false;  // positions from an index tensor, none known
+  bool chosen = false;          // a take or gather read: one dimension chosen (UVar::chosen)
 };
 
 struct UAccess {
@@ -427,12 +429,15 @@ bool same_domain(const ir::AffineDomain& a, const ir::AffineDomain& b) {
 
 // A movement node that copies with affine maps over its own elements (a materialised reshape,
 // permute, slice or dtype copy): it can run inside a tiled group like an elementwise kernel.
+// A take or gather reads one element of a row chosen by its index tensor: it can run there too,
+// the chosen dimension held whole.
 bool copies_over_own_elements(const einsum::Node& n) {
   if (n.kind != einsum::NodeKind::Movement) return false;
   for (const auto* list : {&n.reads, &n.writes}) {
     for (const einsum::Access& a : *list) {
       for (const einsum::AccessMap& m : a.maps) {
-        if (m.data_dependent || !same_domain(m.domain, n.domain)) return false;
+        const bool chosen = m.data_dependent && m.data_dim >= 0 && list == &n.reads;
+        if ((m.data_dependent && !chosen) || !same_domain(m.domain, n.domain)) return false;
       }
     }
   }
@@ -973,14 +978,20 @@ const Unit& CacheOptimizer::Impl::unit(size_t a, size_t b) {
       UMap um;
       um.offset = m.offset;
       um.guarded = m.guarded;
-      um.data_dependent = m.data_dependent;
-      if (!m.data_dependent) {
+      um.data_dependent = m.data_dependent && m.data_dim < 0;
+      um.chosen = m.data_dim >= 0;
+      if (!um.data_dependent) {
         um.flat.constant = m.offset;
         const int64_t moved = delta ? (*delta)[at] : 0;
         for (size_t d = 0; d < m.index.size(); ++d) {
           Lin f;
           f.constant = m.index[d].constant;
           for (const auto& [name, c] : m.index[d].coeffs) add_term(f, local.at(name), c);
+          if (static_cast<int64_t>(d) == m.data_dim) {  // the chosen index: a loop of its own
+            add_term(f, static_cast<uint32_t>(u.vars.size()), 1);
+            u.vars.push_back({"#" + std::to_string(d), 0, m.extent[d], {}, {}, true});
+            u.vars.back().hi_form.constant = m.extent[d];
+          }
           if (delta) add_term(f, step, (*delta)[at + 1 + d]);
           um.index.push_back(f);
           um.strides.push_back(m.strides[d]);
@@ -1068,7 +1079,9 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
     for (const UAccess& a : us[u]->reads) {
       for (const UMap& m : a.maps) {
         if (writes.count(a.tensor) == 0) {
-          if (m.data_dependent) return s;
+          // Elements chosen from a tensor in DRAM: not modelled in a tiled group (its whole
+          // rows would count); the node streams alone.
+          if (m.data_dependent || m.chosen) return s;
           continue;
         }
         reads[a.tensor].push_back(
@@ -1078,6 +1091,7 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
   }
   UnionFind uf(vars.size());
   std::vector<bool> whole(vars.size(), false);
+  for (size_t v = 0; v < vars.size(); ++v) whole[v] = vars[v].chosen;
   std::vector<const UMap*> external;
   std::vector<bool> read_inside(g.tensors.size(), false);
   for (const auto& [t, ws] : writes) {
