@@ -615,6 +615,109 @@ bool matched(const Piece& r, const Piece& w, const std::vector<UVar>& vars) {
   return a.lo == b.lo && a.extent == b.extent;
 }
 
+// Expresses `f` on `st`, merging groups until it fits; false when it leaves the tensor.
+bool express_merging(const Lin& f, Storage& st, const std::vector<UVar>& vars,
+                     std::vector<Lin>& out) {
+  while (true) {
+    const int r = express(f, st, vars, out);
+    if (r == kExpressed) return true;
+    if (r == kOutside) return false;
+    merge_groups(st, static_cast<size_t>(r));
+  }
+}
+
+// A movement copy re-expressed in the loops of the tensor it reads: where its read takes a dense
+// mix of loops in one storage group (a reshape copy of x[n * C + c, ...] reads 64 d0 + d1) and
+// every map of the copy uses those loops in the same mix, they become one loop (loop
+// coalescing: the copy then joins the writer's loop over that group). Each map's dimensions are
+// then its tensor's storage groups.
+void coalesce_copy(Unit& u, const einsum::Graph& g) {
+  if (u.reads.size() != 1 || u.reads[0].maps.size() != 1 || u.run) return;
+  std::vector<std::pair<size_t, UMap*>> maps;  // (tensor, map), the read first
+  for (auto* list : {&u.reads, &u.writes}) {
+    for (UAccess& a : *list) {
+      for (UMap& m : a.maps) {
+        if (m.guarded || m.chosen || m.data_dependent) return;
+        maps.emplace_back(a.tensor, &m);
+      }
+    }
+  }
+  Storage st = storage_of(g.tensors[maps[0].first].shape);
+  std::vector<Lin> forms;
+  if (!express_merging(maps[0].second->flat, st, u.vars, forms)) return;
+  // The mixes to coalesce, each by coefficient (1, e_0, e_0 e_1, ...): (coefficient, loop).
+  std::vector<std::vector<std::pair<int64_t, uint32_t>>> mixes;
+  for (const Lin& f : forms) {
+    if (f.terms.size() < 2) continue;
+    std::vector<std::pair<int64_t, uint32_t>> mix;
+    for (const auto& [v, c] : f.terms) mix.emplace_back(c, v);
+    std::sort(mix.begin(), mix.end());
+    int64_t next = 1;
+    bool ok = true;
+    for (const auto& [c, v] : mix) {
+      ok = ok && c == next && u.vars[v].lo == 0;
+      next = sat_mul(next, u.vars[v].extent);
+    }
+    for (size_t k = 0; k < maps.size() && ok; ++k) {  // every map: the same mix, scaled
+      int64_t scale = 0;
+      for (const auto& [c, v] : mix) {
+        int64_t got = 0;
+        for (const auto& term : maps[k].second->flat.terms) {
+          if (term.first == v) got = term.second;
+        }
+        if (c == 1) scale = got;
+        ok = ok && got == smul(scale, c);
+      }
+    }
+    if (ok) mixes.push_back(std::move(mix));
+  }
+  if (mixes.empty()) return;
+  Unit out = u;
+  std::vector<UMap*> out_maps;
+  for (auto* list : {&out.reads, &out.writes}) {
+    for (UAccess& a : *list) {
+      for (UMap& m : a.maps) out_maps.push_back(&m);
+    }
+  }
+  for (const auto& mix : mixes) {
+    const uint32_t keep = mix[0].second;  // the mix's first loop becomes the whole mix
+    std::string name;
+    int64_t extent = 1;
+    for (auto it = mix.rbegin(); it != mix.rend(); ++it) {
+      name += (name.empty() ? "" : "*") + u.vars[it->second].name;
+      extent = sat_mul(extent, u.vars[it->second].extent);
+    }
+    for (UMap* m : out_maps) {
+      int64_t scale = 0;
+      for (const auto& [v, c] : m->flat.terms) {
+        if (v == keep) scale = c;
+      }
+      for (const auto& [c, v] : mix) {
+        if (v != keep) add_term(m->flat, v, -smul(scale, c));
+      }
+    }
+    out.vars[keep].name = name;
+    out.vars[keep].extent = extent;
+    out.vars[keep].hi_form.constant = extent;
+    for (const auto& [c, v] : mix) {
+      if (v != keep) {
+        out.vars[v].extent = 1;  // no map uses it now: one value
+        out.vars[v].hi_form.constant = 1;
+      }
+    }
+  }
+  for (size_t k = 0; k < out_maps.size(); ++k) {
+    Storage ms = storage_of(g.tensors[maps[k].first].shape);
+    std::vector<Lin> groups;
+    if (!express_merging(out_maps[k]->flat, ms, out.vars, groups)) return;
+    out_maps[k]->offset = 0;
+    out_maps[k]->index = std::move(groups);
+    out_maps[k]->strides = ms.stride;
+    out_maps[k]->extent = ms.size;
+  }
+  u = std::move(out);
+}
+
 // A map of a segment: its unit, its flat form over the segment's variables, and where it is.
 struct SegMap {
   size_t unit = 0;
@@ -1023,6 +1126,7 @@ const Unit& CacheOptimizer::Impl::unit(size_t a, size_t b) {
   };
   for (const einsum::Access& acc : node.reads) u.reads.push_back(convert(acc));
   for (const einsum::Access& acc : node.writes) u.writes.push_back(convert(acc));
+  if (node.kind == einsum::NodeKind::Movement && u.tileable) coalesce_copy(u, g);
   return units.emplace(key, std::move(u)).first->second;
 }
 
