@@ -14,8 +14,14 @@
 //      placed), so the least total over all permutations is a shortest path over subsets
 //      (dynamic programming on the set of dims placed so far: 2^m states instead of m!).
 // Pruning rules (each proven in docs/fidelities.md): dims whose tile equals their extent are
-// left out of the order (one iteration: no factor in any count); an untiled segment's working
-// set only grows when the segment grows, so extending it stops once it exceeds the capacity.
+// left out of the order (one iteration: no factor in any count); a tiled segment that fails for a
+// structural reason (a unit that cannot tile, a write that is not one to one, a read neither
+// inside nor outside the segment's writes, two loops of one unit joined) fails extended by more
+// units, so its tiled extension stops; an untiled segment's working set only grows when the
+// segment grows, so extending it stops once it exceeds the capacity and no tiled one remains.
+//
+// Segments are made of units (a node, or a run of translated nodes folded into one with a step
+// loop) joined through the intermediates they write and read: join_tensor states the rule.
 #include "solar/sol/cache.h"
 
 #include <algorithm>
