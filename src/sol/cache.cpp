@@ -1069,6 +1069,7 @@ const Unit& CacheOptimizer::Impl::unit(size_t a, size_t b) {
     local[l.var] = static_cast<uint32_t>(u.vars.size());
     u.vars.push_back(std::move(v));
   }
+  if (!u.tileable) return units.emplace(key, std::move(u)).first->second;  // its maps: unused
   const std::vector<int64_t>* delta = nullptr;
   uint32_t step = 0;
   if (b - a > 1) {
