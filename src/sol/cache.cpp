@@ -164,10 +164,9 @@ struct FrontierPoint {
   std::vector<int64_t> tiles;
 };
 
-// The Pareto frontier of (working set, traffic): ws increasing, traffic strictly decreasing.
-struct Frontier {
+// A Pareto frontier of (working set, traffic): ws increasing, traffic strictly decreasing.
+struct Pareto {
   std::vector<FrontierPoint> points;
-  bool tileable = false, extendable = true;  // as the segment's Space
 
   void insert(int64_t ws, int64_t traffic, const std::vector<int64_t>& tiles) {
     auto it = std::upper_bound(points.begin(), points.end(), ws,
@@ -186,6 +185,20 @@ struct Frontier {
     auto it = std::upper_bound(points.begin(), points.end(), capacity,
                                [](int64_t c, const FrontierPoint& p) { return c < p.ws; });
     return it == points.begin() ? nullptr : &*std::prev(it);
+  }
+};
+
+// The frontier of a segment's tilings, and that of the tilings whose traffic is a schedule's
+// (not a lower bound: see lower_bound_reason): on a tie in traffic the schedule wins.
+struct Frontier {
+  Pareto all, exact;
+  bool tileable = false, extendable = true;  // as the segment's Space
+
+  const std::vector<FrontierPoint>& points() const { return all.points; }
+  const FrontierPoint* query(int64_t capacity) const {
+    const FrontierPoint* any = all.query(capacity);
+    const FrontierPoint* schedule = exact.query(capacity);
+    return schedule && any && schedule->traffic <= any->traffic ? schedule : any;
   }
 };
 
@@ -332,6 +345,37 @@ int64_t best_order(const Space& s, const TiledView& v, std::vector<size_t>* orde
     std::reverse(order_out->begin(), order_out->end());
   }
   return f[full];
+}
+
+// Why a tiling's traffic is only a lower bound, or "": a statistic reduced over tiled dims and
+// combined online feeds an output that leaves the chip tile by tile along them (docs/
+// fidelities.md, "Lower bounds"). Combining online is a schedule when what depends on it and
+// leaves the chip is itself accumulated over those dims (attention's output, rescaled at the
+// end); an output written tile by tile before the statistic is complete (softmax's normalised
+// rows with the row split) would need a second pass.
+std::string lower_bound_reason(const Space& s, const TiledView& v) {
+  uint32_t tiled = 0;
+  for (const size_t c : v.tiled) tiled |= 1u << c;
+  for (size_t i = 0; i < s.tensors.size(); ++i) {
+    const SegTensor& t = s.tensors[i];
+    const uint32_t reduced = tiled & ~t.rel;
+    if (!on_chip(t.role) || !t.reduction || reduced == 0) continue;
+    for (const SegTensor& x : s.tensors) {
+      if ((x.role != TensorRole::Output && x.role != TensorRole::OnChipOut) ||
+          (x.rel & reduced) == 0 ||
+          !std::binary_search(x.depends_on.begin(), x.depends_on.end(), i)) {
+        continue;
+      }
+      std::string dims;
+      for (size_t c = 0; c < s.dims.size(); ++c) {
+        if (reduced & (1u << c)) dims += (dims.empty() ? "" : ", ") + s.dims[c].name;
+      }
+      return t.name + " is combined online over the tiled " + dims + " but " + x.name +
+             ", computed from it, leaves the chip tile by tile: no one-pass schedule moves " +
+             "this little";
+    }
+  }
+  return "";
 }
 
 int64_t working_set(const Space& s, const TiledView& v) {
@@ -1457,7 +1501,10 @@ const Frontier& CacheOptimizer::Impl::frontier(size_t first, size_t last) {
       fill_view(s, tiles, v);
       const int64_t ws = working_set(s, v);
       const int64_t traffic = best_order(s, v, nullptr);
-      if (traffic < kInf) fr.insert(ws, traffic, tiles);
+      if (traffic < kInf) {
+        fr.all.insert(ws, traffic, tiles);
+        if (lower_bound_reason(s, v).empty()) fr.exact.insert(ws, traffic, tiles);
+      }
       size_t c = 0;
       while (c < k && ++digit[c] == s.candidates[c].size()) digit[c++] = 0;
       if (c == k) break;
@@ -1485,29 +1532,10 @@ CacheGroup CacheOptimizer::Impl::tiled_group(size_t first, size_t last, const Fr
     const SegTensor& t = s.tensors[i];
     const auto [visits, distinct] = prefix_counts(s, p.tiles, order, t.rel);
     if (on_chip(t.role) && t.reduction) {
-      uint32_t reduced = 0;  // the tiled dims it is reduced over
       for (const size_t c : order) {
-        if (!(t.rel & (1u << c))) reduced |= 1u << c;
-      }
-      if (reduced != 0) {
-        grp.online.push_back(t.name);
-        // Combining online is a schedule when what depends on the statistic and leaves the chip
-        // is itself accumulated over those dims (attention's output, rescaled at the end). An
-        // output written tile by tile before the statistic is complete (softmax's normalised
-        // rows with the row split) would need a second pass: no schedule moves this little.
-        for (const SegTensor& x : s.tensors) {
-          if ((x.role == TensorRole::Output || x.role == TensorRole::OnChipOut) &&
-              (x.rel & reduced) != 0 &&
-              std::binary_search(x.depends_on.begin(), x.depends_on.end(), i) && !grp.lower_bound) {
-            grp.lower_bound = true;
-            std::string dims;
-            for (const size_t c : order) {
-              if (reduced & (1u << c)) dims += (dims.empty() ? "" : ", ") + s.dims[c].name;
-            }
-            grp.lower_bound_reason = t.name + " is combined online over the tiled " + dims +
-                                     " but " + x.name + ", computed from it, leaves the chip " +
-                                     "tile by tile: no one-pass schedule moves this little";
-          }
+        if (!(t.rel & (1u << c))) {
+          grp.online.push_back(t.name);
+          break;
         }
       }
     }
@@ -1516,6 +1544,8 @@ CacheGroup CacheOptimizer::Impl::tiled_group(size_t first, size_t last, const Fr
     if (t.role == TensorRole::OnChip) gt.fetches = 0;
     grp.tensors.push_back(gt);
   }
+  grp.lower_bound_reason = lower_bound_reason(s, v);
+  grp.lower_bound = !grp.lower_bound_reason.empty();
   grp.working_set_bytes = p.ws;
   grp.traffic_bytes = p.traffic;
   return grp;
@@ -1637,7 +1667,9 @@ void CacheOptimizer::Impl::set_min_traffic(CacheGroup& grp) {
     }
   };
   if (grp.mode != GroupMode::Streamed) {
-    for (const FrontierPoint& p : frontier(grp.first, grp.last).points) consider(p.traffic, p.ws);
+    for (const FrontierPoint& p : frontier(grp.first, grp.last).points()) {
+      consider(p.traffic, p.ws);
+    }
     const auto [ws, traffic] = untiled_cost(grp.first, grp.last);
     consider(traffic, ws);
   }

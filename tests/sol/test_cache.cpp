@@ -490,6 +490,14 @@ TEST(CacheStreaming, SoftmaxThroughBroadcastViewsIsOneGroup) {
   EXPECT_EQ(split.groups[1].lower_bound_reason,
             "s is combined online over the tiled j but y, computed from it, leaves the chip tile "
             "by tile: no one-pass schedule moves this little");
+  // The same three kernels where a row fits: j tiled by 1 (x, m, e, s, y one element each:
+  // 20 B) and j whole (x, e, y rows and m, s: 49,160 B) both move x, m and y once, 33,558,528
+  // B; the schedule wins the tie over the bound.
+  const std::optional<CacheGroup> rows = opt.best_group(1, 4, 1 << 20, false);
+  ASSERT_TRUE(rows);
+  EXPECT_EQ(rows->traffic_bytes, 33'558'528);
+  EXPECT_FALSE(rows->lower_bound);
+  EXPECT_EQ(rows->working_set_bytes, 49'160);
 }
 
 // Layer norm over the last dim with gamma and beta, its output reshaped into a graph output
