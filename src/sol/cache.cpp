@@ -808,6 +808,7 @@ bool join_tensor(const std::vector<int64_t>& shape, const std::vector<SegMap>& w
                  const std::vector<SegMap>& rs, const std::vector<UVar>& vars,
                  const std::vector<uint32_t>& step_of, UnionFind& uf, std::vector<bool>& whole,
                  std::vector<const UMap*>& external, bool& read_inside) {
+  if (rs.empty() && ws.size() == 1) return true;  // nothing to join (a transposed conv's output)
   Storage st = storage_of(shape);
   std::vector<const SegMap*> all;
   for (const SegMap& m : ws) all.push_back(&m);

@@ -778,6 +778,18 @@ y = reshape(p)
   EXPECT_EQ(opt.optimize(100).traffic_bytes, 384);
 }
 
+// A node's write needs no join when nothing in its segment reads it: a transposed convolution
+// (examples/conv_transpose2d.ir, output y[n, k, 2 * ih + kh, ...], not one to one) still tiles
+// alone. At 4 KiB its best schedule moves 12,064 B, as before the streaming-chain mapspace.
+TEST(CacheStreaming, UnreadWriteNeedsNoJoin) {
+  const ir::Program p = ir::parse_file(
+      (std::filesystem::path(SOLAR_SOURCE_DIR) / "examples" / "conv_transpose2d.ir").string());
+  const einsum::Graph g = einsum::lift(p, ir::check_or_throw(p, {}));
+  CacheOptimizer opt(g);
+  EXPECT_TRUE(opt.tiled_dims(0, 1));
+  EXPECT_EQ(opt.optimize(4096).traffic_bytes, 12'064);
+}
+
 // The new constructs, at sizes a brute force can enumerate: the optimiser equals the brute
 // force over the group's mapspace, its schedule reproduces its traffic in the simulation, and
 // the laws hold.
