@@ -1710,8 +1710,37 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
       choice[e] = c;
     }
   };
+  // The untiled segments from j, grown one node at a time (the uses of untiled_uses, kept).
+  std::vector<UntiledUse> uses;
+  std::vector<int64_t> use_of(im.g.tensors.size(), -1);
+  const auto untiled_step = [&](size_t node, size_t last) {
+    const auto use = [&](size_t t, bool read) -> UntiledUse& {
+      if (use_of[t] < 0) {
+        use_of[t] = static_cast<int64_t>(uses.size());
+        uses.push_back({t, 0, 0, read});
+      }
+      return uses[static_cast<size_t>(use_of[t])];
+    };
+    for (const auto& [t, e] : im.node_reads[node]) {
+      UntiledUse& u = use(t, true);
+      u.read = sat_add(u.read, e);
+    }
+    for (const auto& [t, e] : im.node_writes[node]) {
+      UntiledUse& u = use(t, false);
+      u.write = sat_add(u.write, e);
+    }
+    int64_t ws = 0, traffic = 0;
+    for (const UntiledUse& u : uses) {
+      const GroupTensor t = im.untiled_tensor(u, last);
+      ws = sat_add(ws, t.footprint_bytes);
+      traffic = sat_add(traffic, t.traffic_bytes);
+    }
+    return std::make_pair(ws, traffic);
+  };
   for (size_t j = 0; j < n; ++j) {
     if (best[j] >= kInf) continue;
+    for (const UntiledUse& u : uses) use_of[u.tensor] = -1;
+    uses.clear();
     // Tiled segments from j: until a structural failure that no longer segment escapes
     // (docs/fidelities.md, "The search").
     bool tiled_alive = true;
@@ -1731,7 +1760,9 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
         }
         if (!cut && !fr.extendable) tiled_alive = false;
       }
-      const auto [ws, traffic] = im.untiled_cost(j, e);
+      auto [ws, traffic] = untiled_step(e - 1, e);
+      // The whole graph at once: each input, weight and output exactly once (the fused model).
+      if (j == 0 && e == n) traffic = im.fused;
       if (ws <= capacity_bytes) {
         relax(j, e, traffic, {j, GroupMode::Untiled, nullptr});
       } else if (e == n || !tiled_ahead(e + 1)) {
