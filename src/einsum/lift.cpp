@@ -604,9 +604,22 @@ class Lifter {
     const size_t x_rank = tensor(x).shape.size();
     const size_t idx_rank = tensor(idx).shape.size();
     m.reads.push_back(box(binding(idx)));
-    const std::string text =
-        indexed_text(x, x_rank, dim, idx, idx_rank, c.op == ir::ComposeOp::Take);
-    m.reads.push_back(data_dependent(x, text, y.numel));
+    const bool take = c.op == ir::ComposeOp::Take;
+    const std::string text = indexed_text(x, x_rank, dim, idx, idx_rank, take);
+    auto read = data_dependent(x, text, y.numel);
+    // The dimensions other than `dim` follow the loops of the elements moved, as in the text.
+    const View xv = binding(x);
+    read.second.domain = detail::box_domain(y.shape);
+    read.second.offset = xv.offset;
+    read.second.strides = xv.strides;
+    read.second.extent = xv.shape;
+    read.second.data_dim = static_cast<int64_t>(dim);
+    for (size_t d = 0; d < x_rank; ++d) {
+      const size_t loop = take && d > dim ? d - 1 + idx_rank : d;
+      read.second.index.push_back(d == dim ? ir::AffineForm{}
+                                           : ir::AffineForm{0, {{"d" + std::to_string(loop), 1}}});
+    }
+    m.reads.push_back(std::move(read));
     m.writes.push_back(whole(c.dst));
   }
 

@@ -443,7 +443,8 @@ std::string fusion_section(const json& r, const std::vector<std::string>& fideli
       for (const json& l : g.value("loop_order", json::array())) {
         order += (order.empty() ? "" : " ") + l.get<std::string>();
       }
-      groups.push_back({std::to_string(groups.size() + 1), names, str(g, "mode"), order,
+      const std::string mode = str(g, "mode") + (g.value("lower_bound", false) ? " (bound)" : "");
+      groups.push_back({std::to_string(groups.size() + 1), names, mode, order,
                         format_bytes(num(g, "working_set_bytes")),
                         format_bytes(num(g, "traffic_bytes")), format_seconds(num(g, "time_s"))});
     }

@@ -160,7 +160,8 @@ std::string cache_table(const einsum::Graph& g, const sol::Analysis& a, size_t t
   for (const size_t k : order) {
     const sol::CacheGroup& grp = c.groups[k];
     rows.push_back(
-        {std::to_string(k + 1), group_members(g, grp), std::string(sol::group_mode_name(grp.mode)),
+        {std::to_string(k + 1), group_members(g, grp),
+         std::string(sol::group_mode_name(grp.mode)) + (grp.lower_bound ? " (bound)" : ""),
          group_tiles(grp), group_order(grp),
          format_bytes(static_cast<double>(grp.working_set_bytes)),
          format_bytes(static_cast<double>(grp.traffic_bytes)),
@@ -169,8 +170,20 @@ std::string cache_table(const einsum::Graph& g, const sol::Analysis& a, size_t t
                    " for " + format_bytes(static_cast<double>(grp.min_traffic_bytes))
              : "enough"});
   }
+  std::string bounds;  // the groups shown whose traffic is a lower bound, and why
+  for (const size_t k : order) {
+    const sol::CacheGroup& grp = c.groups[k];
+    if (grp.lower_bound) {
+      bounds += "  group " + std::to_string(k + 1) + ": " + grp.lower_bound_reason + "\n";
+    }
+  }
+  if (!bounds.empty()) {
+    bounds =
+        "(bound): the group's DRAM bytes are a lower bound, not a schedule's traffic:\n" + bounds;
+  }
   return s + "\nCache-aware groups, most DRAM traffic first (" + std::to_string(order.size()) +
-         " of " + std::to_string(c.groups.size()) + "):\n" + format_table(rows, "rllllrrl");
+         " of " + std::to_string(c.groups.size()) + "):\n" + format_table(rows, "rllllrrl") +
+         bounds;
 }
 
 std::string fidelity_table(const sol::Analysis& a) {
@@ -322,6 +335,8 @@ nlohmann::json cache_to_json(const einsum::Graph& g, const sol::Analysis& a) {
                       {"tensors", std::move(tensors)},
                       {"online", grp.online},
                       {"reduced_mapspace", grp.reduced_mapspace},
+                      {"lower_bound", grp.lower_bound},
+                      {"lower_bound_reason", grp.lower_bound_reason},
                       {"working_set_bytes", grp.working_set_bytes},
                       {"traffic_bytes", grp.traffic_bytes},
                       {"compute_s", cost.compute_s},

@@ -14,8 +14,14 @@
 //      placed), so the least total over all permutations is a shortest path over subsets
 //      (dynamic programming on the set of dims placed so far: 2^m states instead of m!).
 // Pruning rules (each proven in docs/fidelities.md): dims whose tile equals their extent are
-// left out of the order (one iteration: no factor in any count); an untiled segment's working
-// set only grows when the segment grows, so extending it stops once it exceeds the capacity.
+// left out of the order (one iteration: no factor in any count); a tiled segment that fails for a
+// structural reason (a unit that cannot tile, a write that is not one to one, a read neither
+// inside nor outside the segment's writes, two loops of one unit joined) fails extended by more
+// units, so its tiled extension stops; an untiled segment's working set only grows when the
+// segment grows, so extending it stops once it exceeds the capacity and no tiled one remains.
+//
+// Segments are made of units (a node, or a run of translated nodes folded into one with a step
+// loop) joined through the intermediates they write and read: join_tensor states the rule.
 #include "solar/sol/cache.h"
 
 #include <algorithm>
@@ -48,6 +54,14 @@ int64_t sat_mul(int64_t a, int64_t b) {
   return a * b;
 }
 int64_t sat_add(int64_t a, int64_t b) { return std::min(kInf, a + b); }
+// Signed a x b, clamped to [-kInf, kInf] (coefficients and constants of maps can be negative).
+int64_t smul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r) || r > kInf || r < -kInf) {
+    return (a < 0) == (b < 0) ? kInf : -kInf;
+  }
+  return r;
+}
 
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> small, large;
@@ -62,17 +76,12 @@ std::vector<int64_t> divisors(int64_t n) {
 
 // One dimension of a tensor's index over a tile: span = min(extent, base + (cmax - cmin) +
 // sum coeff x (tile[dim] - 1)), where [cmin, cmax] are the constants of the maps merged into it.
-// A tile's indices run from cmin + first + sum |coeff| x tile[dim] x t[dim] (t: the tile's
-// position along each common dim) over `span` values; when a guarded map's indices leave
-// 0..extent (`clip`), only the part of that run in bounds counts.
 struct DimSpan {
   int64_t base = 1;
   std::vector<std::pair<size_t, int64_t>> terms;   // (common dim, coeff), sorted
   std::vector<std::pair<int64_t, int64_t>> fixed;  // other loops: (coeff, extent), sorted
   int64_t extent = 1;
   int64_t cmin = 0, cmax = 0;
-  int64_t first = 0;  // the common terms' least value over the first tile positions
-  bool clip = false;
 
   bool same_linear_part(const DimSpan& o) const {
     return terms == o.terms && fixed == o.fixed && extent == o.extent;
@@ -86,7 +95,6 @@ struct MapShape {
   int64_t offset = 0;
   std::vector<int64_t> strides;
   std::vector<DimSpan> dims;
-  bool guarded = false;  // one of its maps is guarded
 
   bool merges_with(const MapShape& o) const {
     if (offset != o.offset || strides != o.strides || dims.size() != o.dims.size()) return false;
@@ -97,19 +105,53 @@ struct MapShape {
   }
 };
 
+// Whether dimension `a` of a map holds every value 0..extent - 1 whatever the tiles: no tiled
+// variable, and whole loops that fill the dimension (coefficients 1, e1, e1 e2, ... by size).
+bool covers_whole(const DimSpan& a) {
+  if (!a.terms.empty() || a.cmin > 0) return false;
+  std::vector<std::pair<int64_t, int64_t>> mags;
+  for (const auto& [coeff, extent] : a.fixed) mags.emplace_back(coeff < 0 ? -coeff : coeff, extent);
+  std::sort(mags.begin(), mags.end());
+  int64_t next = 1;
+  for (const auto& [m, e] : mags) {
+    if (m != next) return false;
+    next = sat_mul(next, e);
+  }
+  return sat_add(a.cmin, next - 1) >= a.extent - 1;
+}
+
+// Whether every element map `b` touches in a tile, `a` touches too, for every tile.
+bool contains(const MapShape& a, const MapShape& b) {
+  if (a.offset != b.offset || a.strides != b.strides || a.dims.size() != b.dims.size()) {
+    return false;
+  }
+  for (size_t d = 0; d < a.dims.size(); ++d) {
+    const DimSpan& x = a.dims[d];
+    const DimSpan& y = b.dims[d];
+    if (covers_whole(x) && y.extent <= x.extent) continue;
+    if (!x.same_linear_part(y) || x.cmin > y.cmin || x.cmax < y.cmax) return false;
+  }
+  return true;
+}
+
 struct SegTensor {
   std::string name;
   TensorRole role = TensorRole::Input;
   int64_t elem_size = 4;
   int64_t numel = 0;
   std::vector<MapShape> shapes;
-  uint32_t rel = 0;        // common dims its index uses
-  bool reduction = false;  // written by a node with a reduction (partial sums)
+  uint32_t rel = 0;          // common dims its index uses
+  bool reduction = false;    // written by a node with a reduction (partial sums)
+  size_t tensor = 0;         // in the graph
+  bool written = false;      // the maps that write it (else: an input, or parts read from DRAM)
+  bool read_inside = false;  // written, and read back inside the segment
+  std::vector<size_t> depends_on;  // written: the segment's written tensors it is computed from
 };
 
 // A segment as a tiled group: its common dims and tensors. `tileable` false: why not.
 struct Space {
   bool tileable = false;
+  bool extendable = true;  // false: no segment that extends this one at its end is tileable
   std::vector<GroupDim> dims;
   std::vector<std::vector<int64_t>> candidates;
   std::vector<SegTensor> tensors;
@@ -122,8 +164,8 @@ struct FrontierPoint {
   std::vector<int64_t> tiles;
 };
 
-// The Pareto frontier of (working set, traffic): ws increasing, traffic strictly decreasing.
-struct Frontier {
+// A Pareto frontier of (working set, traffic): ws increasing, traffic strictly decreasing.
+struct Pareto {
   std::vector<FrontierPoint> points;
 
   void insert(int64_t ws, int64_t traffic, const std::vector<int64_t>& tiles) {
@@ -146,53 +188,31 @@ struct Frontier {
   }
 };
 
-// The values of dimension d's index over a tile (a run of that many, gaps included).
-int64_t tile_span(const DimSpan& d, const std::vector<int64_t>& tiles) {
-  int64_t span = sat_add(d.base, d.cmax - d.cmin);
-  for (const auto& [dim, coeff] : d.terms) {
-    span = sat_add(span, sat_mul(coeff < 0 ? -coeff : coeff, tiles[dim] - 1));
-  }
-  return span;
-}
+// The frontier of a segment's tilings, and that of the tilings whose traffic is a schedule's
+// (not a lower bound: see lower_bound_reason): on a tie in traffic the schedule wins.
+struct Frontier {
+  Pareto all, exact;
+  bool tileable = false, extendable = true;  // as the segment's Space
 
-// How many of the values a .. a + span - 1 lie in 0..extent.
-int64_t in_bounds(int64_t a, int64_t span, int64_t extent) {
-  return std::max<int64_t>(0, std::min(sat_add(a, span), extent) - std::max<int64_t>(a, 0));
-}
-
-// The span of a clipped dimension: the most values in bounds of any tile. Tiles that move along
-// one common dim start at an arithmetic progression, and in_bounds(a) rises up to a = p0 =
-// min(0, extent - span), stays at its largest until max(0, extent - span), then falls: the best
-// start is the first at or after p0, or the one before it. Tiles that move along two or more
-// common dims take the span clipped to the extent (no smaller than any tile's part in bounds).
-int64_t clipped_span(const DimSpan& d, int64_t span, const std::vector<int64_t>& tiles,
-                     const std::vector<GroupDim>& dims) {
-  int64_t step = 0, count = 1;
-  for (const auto& [dim, coeff] : d.terms) {
-    const int64_t n = dims[dim].extent / tiles[dim];
-    if (n == 1) continue;
-    if (count > 1) return std::min(span, d.extent);
-    step = sat_mul(coeff < 0 ? -coeff : coeff, tiles[dim]);
-    count = n;
+  const std::vector<FrontierPoint>& points() const { return all.points; }
+  const FrontierPoint* query(int64_t capacity) const {
+    const FrontierPoint* any = all.query(capacity);
+    const FrontierPoint* schedule = exact.query(capacity);
+    return schedule && any && schedule->traffic <= any->traffic ? schedule : any;
   }
-  const int64_t start = d.cmin + d.first;
-  const int64_t p0 = std::min<int64_t>(0, d.extent - span);
-  const int64_t t =
-      count == 1 || start >= p0 ? 0 : std::min(count - 1, (p0 - start + step - 1) / step);
-  int64_t best = in_bounds(start + step * t, span, d.extent);
-  if (t > 0) best = std::max(best, in_bounds(start + step * (t - 1), span, d.extent));
-  return best;
-}
+};
 
 // Elements of a tensor's tile.
-int64_t footprint(const SegTensor& t, const std::vector<int64_t>& tiles,
-                  const std::vector<GroupDim>& dims) {
+int64_t footprint(const SegTensor& t, const std::vector<int64_t>& tiles) {
   int64_t total = 0;
   for (const MapShape& s : t.shapes) {
     int64_t prod = 1;
     for (const DimSpan& d : s.dims) {
-      const int64_t span = tile_span(d, tiles);
-      prod = sat_mul(prod, d.clip ? clipped_span(d, span, tiles, dims) : std::min(span, d.extent));
+      int64_t span = sat_add(d.base, d.cmax - d.cmin);
+      for (const auto& [dim, coeff] : d.terms) {
+        span = sat_add(span, sat_mul(coeff < 0 ? -coeff : coeff, tiles[dim] - 1));
+      }
+      prod = sat_mul(prod, std::min(span, d.extent));
     }
     total = sat_add(total, prod);
   }
@@ -265,7 +285,7 @@ void fill_view(const Space& s, const std::vector<int64_t>& tiles, TiledView& v) 
       if (t.rel & (1u << v.tiled[k])) r |= 1u << k;
     }
     v.rel.push_back(r);
-    v.fp.push_back(footprint(t, tiles, s.dims));
+    v.fp.push_back(footprint(t, tiles));
   }
   v.need.assign(m, 0);
   for (size_t i = 0; i < s.tensors.size(); ++i) {
@@ -327,6 +347,37 @@ int64_t best_order(const Space& s, const TiledView& v, std::vector<size_t>* orde
   return f[full];
 }
 
+// Why a tiling's traffic is only a lower bound, or "": a statistic reduced over tiled dims and
+// combined online feeds an output that leaves the chip tile by tile along them (docs/
+// fidelities.md, "Lower bounds"). Combining online is a schedule when what depends on it and
+// leaves the chip is itself accumulated over those dims (attention's output, rescaled at the
+// end); an output written tile by tile before the statistic is complete (softmax's normalised
+// rows with the row split) would need a second pass.
+std::string lower_bound_reason(const Space& s, const TiledView& v) {
+  uint32_t tiled = 0;
+  for (const size_t c : v.tiled) tiled |= 1u << c;
+  for (size_t i = 0; i < s.tensors.size(); ++i) {
+    const SegTensor& t = s.tensors[i];
+    const uint32_t reduced = tiled & ~t.rel;
+    if (!on_chip(t.role) || !t.reduction || reduced == 0) continue;
+    for (const SegTensor& x : s.tensors) {
+      if ((x.role != TensorRole::Output && x.role != TensorRole::OnChipOut) ||
+          (x.rel & reduced) == 0 ||
+          !std::binary_search(x.depends_on.begin(), x.depends_on.end(), i)) {
+        continue;
+      }
+      std::string dims;
+      for (size_t c = 0; c < s.dims.size(); ++c) {
+        if (reduced & (1u << c)) dims += (dims.empty() ? "" : ", ") + s.dims[c].name;
+      }
+      return t.name + " is combined online over the tiled " + dims + " but " + x.name +
+             ", computed from it, leaves the chip tile by tile: no one-pass schedule moves " +
+             "this little";
+    }
+  }
+  return "";
+}
+
 int64_t working_set(const Space& s, const TiledView& v) {
   int64_t ws = 0;
   for (size_t i = 0; i < s.tensors.size(); ++i) {
@@ -349,15 +400,567 @@ struct UnionFind {
   }
 };
 
-// The variable of a plain index (`i`: one variable, coefficient 1, no constant), or "".
-std::string plain_var(const ir::AffineForm& f) {
-  if (f.constant != 0 || f.coeffs.size() != 1 || f.coeffs.begin()->second != 1) return "";
-  return f.coeffs.begin()->first;
+// ---------------------------------------------------------------------------------------------
+// Units (include/solar/sol/cache.h): a node, or a run of translated nodes folded into one unit
+// whose last loop counts the steps.
+
+// constant + sum of coeff x var over loop variables (indices into a list of UVar).
+struct Lin {
+  int64_t constant = 0;
+  std::vector<std::pair<uint32_t, int64_t>> terms;  // (var, coeff), coeff != 0, var increasing
+};
+
+void add_term(Lin& f, uint32_t v, int64_t c) {
+  if (c == 0) return;
+  auto it = std::lower_bound(f.terms.begin(), f.terms.end(), std::make_pair(v, int64_t{0}),
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (it != f.terms.end() && it->first == v) {
+    it->second += c;
+    if (it->second == 0) f.terms.erase(it);
+  } else {
+    f.terms.insert(it, {v, c});
+  }
 }
 
-bool same_layout(const einsum::AccessMap& a, const einsum::AccessMap& b) {
-  return a.offset == b.offset && a.strides == b.strides && a.extent == b.extent &&
-         a.index.size() == b.index.size();
+struct UVar {
+  std::string name;
+  int64_t lo = 0, extent = 1;
+  Lin lo_form, hi_form;  // its bounds, over the loops before it
+  bool chosen = false;   // not a loop: the index a gather's index tensor chooses (runs whole)
+};
+
+// The least and greatest value of `f` over the box of its variables' ranges.
+std::pair<int64_t, int64_t> lin_range(const Lin& f, const std::vector<UVar>& vars) {
+  int64_t lo = f.constant, hi = f.constant;
+  for (const auto& [v, c] : f.terms) {
+    const int64_t a = sat_mul(c < 0 ? -c : c, vars[v].extent - 1);
+    const int64_t at_lo = smul(c, vars[v].lo);
+    lo = sat_add(lo, c < 0 ? at_lo - a : at_lo);
+    hi = sat_add(hi, c < 0 ? at_lo : at_lo + a);
+  }
+  return {lo, hi};
+}
+
+// One access map of a unit, over the unit's variables.
+struct UMap {
+  int64_t offset = 0;
+  std::vector<Lin> index;  // per index dimension (a run whose offset moves: one more, its step)
+  std::vector<int64_t> strides, extent;
+  Lin flat;  // offset + sum of strides[d] x index[d]
+  bool guarded = false;
+  bool data_dependent = false;  // positions from an index tensor, none known
+  bool chosen = false;          // a take or gather read: one dimension chosen (UVar::chosen)
+};
+
+struct UAccess {
+  size_t tensor = 0;
+  std::vector<UMap> maps;
+};
+
+struct Unit {
+  size_t first = 0, last = 0;  // its nodes
+  bool tileable = false;       // an einsum node, or a movement node copying over its own elements
+  // Its writes cover the whole box of the loops they use: those loops have constant bounds and
+  // every other loop runs at least once at every point (a causal `k in 0..j+1` does).
+  bool full_writes = true;
+  bool reduction = false;
+  bool run = false;  // a run of translated nodes: its last variable counts the steps
+  std::vector<UVar> vars;
+  std::vector<UAccess> reads, writes;
+};
+
+bool same_domain(const ir::AffineDomain& a, const ir::AffineDomain& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k].var != b[k].var || !(a[k].lo == b[k].lo) || !(a[k].hi == b[k].hi)) return false;
+  }
+  return true;
+}
+
+// A movement node that copies with affine maps over its own elements (a materialised reshape,
+// permute, slice or dtype copy): it can run inside a tiled group like an elementwise kernel.
+// A take or gather reads one element of a row chosen by its index tensor: it can run there too,
+// the chosen dimension held whole.
+bool copies_over_own_elements(const einsum::Node& n) {
+  if (n.kind != einsum::NodeKind::Movement) return false;
+  for (const auto* list : {&n.reads, &n.writes}) {
+    for (const einsum::Access& a : *list) {
+      for (const einsum::AccessMap& m : a.maps) {
+        const bool chosen = m.data_dependent && m.data_dim >= 0 && list == &n.reads;
+        if ((m.data_dependent && !chosen) || !same_domain(m.domain, n.domain)) return false;
+      }
+    }
+  }
+  return true;
+}
+
+// When `b` is `a` translated (the same einsum, every map's offset and index constants shifted by
+// the same amounts at every point, and at least one write moved): the shifts, per map (reads
+// then writes) its offset shift then one per index dimension.
+std::optional<std::vector<int64_t>> translation(const einsum::Node& a, const einsum::Node& b) {
+  if (a.kind != einsum::NodeKind::Einsum || b.kind != einsum::NodeKind::Einsum ||
+      a.reduction != b.reduction || !same_domain(a.domain, b.domain) ||
+      a.reads.size() != b.reads.size() || a.writes.size() != b.writes.size()) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> delta;
+  bool moves = false;
+  for (const bool write : {false, true}) {
+    const auto& xs = write ? a.writes : a.reads;
+    const auto& ys = write ? b.writes : b.reads;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (xs[i].tensor != ys[i].tensor || xs[i].maps.size() != ys[i].maps.size()) {
+        return std::nullopt;
+      }
+      for (size_t k = 0; k < xs[i].maps.size(); ++k) {
+        const einsum::AccessMap& x = xs[i].maps[k];
+        const einsum::AccessMap& y = ys[i].maps[k];
+        if (x.data_dependent || y.data_dependent || x.guarded != y.guarded ||
+            x.strides != y.strides || x.extent != y.extent || x.index.size() != y.index.size()) {
+          return std::nullopt;
+        }
+        delta.push_back(y.offset - x.offset);
+        moves = moves || (write && y.offset != x.offset);
+        for (size_t d = 0; d < x.index.size(); ++d) {
+          if (x.index[d].coeffs != y.index[d].coeffs) return std::nullopt;
+          delta.push_back(y.index[d].constant - x.index[d].constant);
+          moves = moves || (write && delta.back() != 0);
+        }
+      }
+    }
+  }
+  if (!moves) return std::nullopt;
+  return delta;
+}
+
+// The name of a run's step loop: the innermost repeat index in the first node's name
+// ("step[t=1,u=2]": u), made distinct from the node's loops.
+std::string step_name(const einsum::Node& n) {
+  std::string name = "step";
+  const size_t open = n.name.rfind('[');
+  if (open != std::string::npos && n.name.back() == ']') {
+    const std::string inner = n.name.substr(open + 1, n.name.size() - open - 2);
+    const size_t comma = inner.rfind(',');
+    const std::string last = inner.substr(comma == std::string::npos ? 0 : comma + 1);
+    const size_t eq = last.find('=');
+    if (eq != std::string::npos && eq > 0) name = last.substr(0, eq);
+  }
+  const auto taken = [&](const std::string& v) {
+    return std::any_of(n.domain.begin(), n.domain.end(),
+                       [&](const ir::AffineLoop& l) { return l.var == v; });
+  };
+  while (taken(name)) name += "'";
+  return name;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Joins through intermediates. Every affine map of a tensor written in a segment is expressed on
+// groups of consecutive dimensions of the tensor's row-major storage (its dimensions of size 1
+// left out), merged where a map needs it (a reshape that splits or merges dimensions): the map is
+// sum over groups g of stride[g] x form[g], each form in [0, size[g]) over the loops' ranges.
+
+struct Storage {
+  std::vector<int64_t> stride, size;  // per group, outermost first
+  int64_t numel = 1;
+};
+
+Storage storage_of(const std::vector<int64_t>& shape) {
+  Storage st;
+  int64_t stride = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    if (shape[k] != 1) {
+      st.stride.insert(st.stride.begin(), stride);
+      st.size.insert(st.size.begin(), shape[k]);
+    }
+    stride = sat_mul(stride, shape[k]);
+  }
+  st.numel = stride;
+  return st;
+}
+
+constexpr int kExpressed = -1;
+constexpr int kOutside = -2;
+
+// Expresses `f` on `st`'s groups. kExpressed, kOutside (the map leaves the tensor), or g >= 0:
+// groups g and g + 1 must merge first.
+int express(const Lin& f, const Storage& st, const std::vector<UVar>& vars, std::vector<Lin>& out) {
+  const size_t k = st.stride.size();
+  out.assign(k, Lin{});
+  for (const auto& [v, c] : f.terms) {
+    const int64_t a = c < 0 ? -c : c;
+    size_t g = 0;
+    while (g < k && st.stride[g] > a) ++g;
+    if (g == k) return kOutside;
+    if (c % st.stride[g] != 0) return static_cast<int>(g);
+    add_term(out[g], v, c / st.stride[g]);
+  }
+  int64_t base = f.constant, top = f.constant;
+  std::vector<std::pair<int64_t, int64_t>> range(k);
+  for (size_t g = 0; g < k; ++g) {
+    range[g] = lin_range(out[g], vars);
+    base = sat_add(base, smul(st.stride[g], range[g].first));
+    top = sat_add(top, smul(st.stride[g], range[g].second));
+  }
+  if (base < 0 || top >= st.numel) return kOutside;
+  int64_t rem = base;
+  for (size_t g = 0; g < k; ++g) {
+    const int64_t digit = rem / st.stride[g];
+    rem %= st.stride[g];
+    if (digit + range[g].second - range[g].first >= st.size[g]) {
+      if (g == 0) return kOutside;  // cannot happen: top < numel bounds the outermost group
+      return static_cast<int>(g) - 1;
+    }
+    out[g].constant = digit - range[g].first;
+  }
+  return kExpressed;
+}
+
+void merge_groups(Storage& st, size_t g) {
+  st.size[g] = sat_mul(st.size[g], st.size[g + 1]);
+  st.stride[g] = st.stride[g + 1];
+  st.size.erase(st.size.begin() + static_cast<std::ptrdiff_t>(g) + 1);
+  st.stride.erase(st.stride.begin() + static_cast<std::ptrdiff_t>(g) + 1);
+}
+
+// One group's form of a map, classified.
+struct Piece {
+  int64_t lo = 0, hi = 0;  // the interval of its values
+  bool plain = false;      // one variable, coefficient 1
+  bool exact = false;      // its values fill [lo, hi] (a constant, a variable, a dense mix)
+  const Lin* form = nullptr;
+};
+
+Piece piece_of(const Lin& f, const std::vector<UVar>& vars) {
+  Piece p;
+  p.form = &f;
+  std::tie(p.lo, p.hi) = lin_range(f, vars);
+  p.plain = f.terms.size() == 1 && f.terms[0].second == 1;
+  // Dense: coefficients, by magnitude, 1, e_1, e_1 e_2, ... (e the extents).
+  std::vector<std::pair<int64_t, int64_t>> mags;
+  for (const auto& [v, c] : f.terms) mags.emplace_back(c < 0 ? -c : c, vars[v].extent);
+  std::sort(mags.begin(), mags.end());
+  int64_t next = 1;
+  p.exact = true;
+  for (const auto& [m, e] : mags) {
+    if (m != next) p.exact = false;
+    next = sat_mul(next, e);
+  }
+  return p;
+}
+
+enum class Overlap : uint8_t { Disjoint, Covered, Partial };
+
+Overlap overlap(const Piece& r, const Piece& w) {
+  if (r.hi < w.lo || r.lo > w.hi) return Overlap::Disjoint;
+  if (w.lo <= r.lo && r.hi <= w.hi) return Overlap::Covered;
+  return Overlap::Partial;
+}
+
+// Whether a read piece and a write piece index the tensor with the same variable in the same
+// way: then the two variables are one group dimension.
+bool matched(const Piece& r, const Piece& w, const std::vector<UVar>& vars) {
+  if (!r.plain || !w.plain || r.form->constant != w.form->constant) return false;
+  const UVar& a = vars[r.form->terms[0].first];
+  const UVar& b = vars[w.form->terms[0].first];
+  return a.lo == b.lo && a.extent == b.extent;
+}
+
+// Expresses `f` on `st`, merging groups until it fits; false when it leaves the tensor.
+bool express_merging(const Lin& f, Storage& st, const std::vector<UVar>& vars,
+                     std::vector<Lin>& out) {
+  while (true) {
+    const int r = express(f, st, vars, out);
+    if (r == kExpressed) return true;
+    if (r == kOutside) return false;
+    merge_groups(st, static_cast<size_t>(r));
+  }
+}
+
+// A movement copy re-expressed in the loops of the tensor it reads: where its read takes a dense
+// mix of loops in one storage group (a reshape copy of x[n * C + c, ...] reads 64 d0 + d1) and
+// every map of the copy uses those loops in the same mix, they become one loop (loop
+// coalescing: the copy then joins the writer's loop over that group). Each map's dimensions are
+// then its tensor's storage groups.
+void coalesce_copy(Unit& u, const einsum::Graph& g) {
+  if (u.reads.size() != 1 || u.reads[0].maps.size() != 1 || u.run) return;
+  std::vector<std::pair<size_t, UMap*>> maps;  // (tensor, map), the read first
+  for (auto* list : {&u.reads, &u.writes}) {
+    for (UAccess& a : *list) {
+      for (UMap& m : a.maps) {
+        if (m.guarded || m.chosen || m.data_dependent) return;
+        maps.emplace_back(a.tensor, &m);
+      }
+    }
+  }
+  Storage st = storage_of(g.tensors[maps[0].first].shape);
+  std::vector<Lin> forms;
+  if (!express_merging(maps[0].second->flat, st, u.vars, forms)) return;
+  // The mixes to coalesce, each by coefficient (1, e_0, e_0 e_1, ...): (coefficient, loop).
+  std::vector<std::vector<std::pair<int64_t, uint32_t>>> mixes;
+  for (const Lin& f : forms) {
+    if (f.terms.size() < 2) continue;
+    std::vector<std::pair<int64_t, uint32_t>> mix;
+    for (const auto& [v, c] : f.terms) mix.emplace_back(c, v);
+    std::sort(mix.begin(), mix.end());
+    int64_t next = 1;
+    bool ok = true;
+    for (const auto& [c, v] : mix) {
+      ok = ok && c == next && u.vars[v].lo == 0;
+      next = sat_mul(next, u.vars[v].extent);
+    }
+    for (size_t k = 0; k < maps.size() && ok; ++k) {  // every map: the same mix, scaled
+      int64_t scale = 0;
+      for (const auto& [c, v] : mix) {
+        int64_t got = 0;
+        for (const auto& term : maps[k].second->flat.terms) {
+          if (term.first == v) got = term.second;
+        }
+        if (c == 1) scale = got;
+        ok = ok && got == smul(scale, c);
+      }
+    }
+    if (ok) mixes.push_back(std::move(mix));
+  }
+  if (mixes.empty()) return;
+  Unit out = u;
+  std::vector<UMap*> out_maps;
+  for (auto* list : {&out.reads, &out.writes}) {
+    for (UAccess& a : *list) {
+      for (UMap& m : a.maps) out_maps.push_back(&m);
+    }
+  }
+  for (const auto& mix : mixes) {
+    const uint32_t keep = mix[0].second;  // the mix's first loop becomes the whole mix
+    std::string name;
+    int64_t extent = 1;
+    for (auto it = mix.rbegin(); it != mix.rend(); ++it) {
+      name += (name.empty() ? "" : "*") + u.vars[it->second].name;
+      extent = sat_mul(extent, u.vars[it->second].extent);
+    }
+    for (UMap* m : out_maps) {
+      int64_t scale = 0;
+      for (const auto& [v, c] : m->flat.terms) {
+        if (v == keep) scale = c;
+      }
+      for (const auto& [c, v] : mix) {
+        if (v != keep) add_term(m->flat, v, -smul(scale, c));
+      }
+    }
+    out.vars[keep].name = name;
+    out.vars[keep].extent = extent;
+    out.vars[keep].hi_form.constant = extent;
+    for (const auto& [c, v] : mix) {
+      if (v != keep) {
+        out.vars[v].extent = 1;  // no map uses it now: one value
+        out.vars[v].hi_form.constant = 1;
+      }
+    }
+  }
+  for (size_t k = 0; k < out_maps.size(); ++k) {
+    Storage ms = storage_of(g.tensors[maps[k].first].shape);
+    std::vector<Lin> groups;
+    if (!express_merging(out_maps[k]->flat, ms, out.vars, groups)) return;
+    out_maps[k]->offset = 0;
+    out_maps[k]->index = std::move(groups);
+    out_maps[k]->strides = ms.stride;
+    out_maps[k]->extent = ms.size;
+  }
+  u = std::move(out);
+}
+
+// A map of a segment: its unit, its flat form over the segment's variables, and where it is.
+struct SegMap {
+  size_t unit = 0;
+  const UMap* map = nullptr;
+  Lin flat;
+  bool full = true;   // a write: it covers the whole box of its loops
+  uint32_t base = 0;  // the segment's index of its unit's first variable
+};
+
+// Loops of one value that index the same dimension of the same layout in a read and a write
+// (h in s[h, i, j] at H = 1): one group dimension, of extent 1, as for longer loops (the joins
+// below see them as constants).
+void join_unit_loops(const SegMap& r, const SegMap& w, const std::vector<UVar>& vars,
+                     UnionFind& uf) {
+  const UMap& a = *r.map;
+  const UMap& b = *w.map;
+  if (a.offset != b.offset || a.strides != b.strides || a.extent != b.extent ||
+      a.index.size() != b.index.size()) {
+    return;
+  }
+  for (size_t d = 0; d < a.index.size(); ++d) {
+    const Lin& x = a.index[d];
+    const Lin& y = b.index[d];
+    if (x.constant != 0 || y.constant != 0 || x.terms.size() != 1 || y.terms.size() != 1 ||
+        x.terms[0].second != 1 || y.terms[0].second != 1) {
+      continue;
+    }
+    const uint32_t u = r.base + x.terms[0].first, v = w.base + y.terms[0].first;
+    if (vars[u].extent == 1 && vars[v].extent == 1 && vars[u].lo == vars[v].lo) uf.unite(u, v);
+  }
+}
+
+// The joins through one tensor written in a segment (its write maps `ws` and read maps `rs`, in
+// unit order): false when the segment cannot be tiled. Unites joined variables in `uf`, marks
+// variables that must run whole in `whole`, and collects the reads that lie outside every write
+// of the segment (`external`, read from DRAM) and whether some read lies inside (`read_inside`).
+bool join_tensor(const std::vector<int64_t>& shape, const std::vector<SegMap>& ws,
+                 const std::vector<SegMap>& rs, const std::vector<UVar>& vars,
+                 const std::vector<uint32_t>& step_of, UnionFind& uf, std::vector<bool>& whole,
+                 std::vector<const UMap*>& external, bool& read_inside) {
+  if (rs.empty() && ws.size() == 1) return true;  // nothing to join (a transposed conv's output)
+  Storage st = storage_of(shape);
+  std::vector<const SegMap*> all;
+  for (const SegMap& m : ws) all.push_back(&m);
+  for (const SegMap& m : rs) {
+    if (m.map->data_dependent || m.map->guarded) return false;
+    all.push_back(&m);
+  }
+  std::vector<std::vector<Lin>> forms(all.size());
+  for (bool again = true; again;) {
+    again = false;
+    for (size_t i = 0; i < all.size() && !again; ++i) {
+      const int r = express(all[i]->flat, st, vars, forms[i]);
+      if (r == kOutside) return false;
+      if (r >= 0) {
+        merge_groups(st, static_cast<size_t>(r));
+        again = true;
+      }
+    }
+  }
+  const size_t groups = st.stride.size();
+  std::vector<std::vector<Piece>> pieces(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    for (const Lin& f : forms[i]) pieces[i].push_back(piece_of(f, vars));
+  }
+  // A write over a domain that is not a box in its loops (a causal triangle): the only write of
+  // its tensor, and every read matches it loop for loop over the same bounds.
+  if (std::any_of(ws.begin(), ws.end(), [](const SegMap& w) { return !w.full; })) {
+    if (ws.size() > 1) return false;
+    for (size_t r = 1; r < all.size(); ++r) {
+      if (all[r]->unit <= ws[0].unit) return false;
+      std::map<uint32_t, uint32_t> to_writer;
+      for (size_t g = 0; g < groups; ++g) {
+        if (!matched(pieces[r][g], pieces[0][g], vars)) return false;
+        to_writer[forms[r][g].terms[0].first] = forms[0][g].terms[0].first;
+      }
+      for (const auto& [rv, wv] : to_writer) {
+        for (const auto& [rb, wb] : {std::pair{&vars[rv].lo_form, &vars[wv].lo_form},
+                                     std::pair{&vars[rv].hi_form, &vars[wv].hi_form}}) {
+          Lin mapped;
+          mapped.constant = rb->constant;
+          for (const auto& [v, c] : rb->terms) {
+            const auto it = to_writer.find(v);
+            if (it == to_writer.end()) return false;
+            add_term(mapped, it->second, c);
+          }
+          if (mapped.constant != wb->constant || mapped.terms != wb->terms) return false;
+        }
+      }
+      for (const auto& [rv, wv] : to_writer) uf.unite(rv, wv);
+      join_unit_loops(*all[r], ws[0], vars, uf);
+      read_inside = true;
+    }
+    return true;
+  }
+  // Writes: each group a constant, a variable or a dense mix of variables, no variable in two
+  // groups (so a write is one-to-one and a tile's writes are the product of its groups), and no
+  // two writes of one element.
+  for (size_t w = 0; w < ws.size(); ++w) {
+    std::vector<uint32_t> seen;
+    for (size_t g = 0; g < groups; ++g) {
+      if (!pieces[w][g].exact) return false;
+      for (const auto& [v, c] : forms[w][g].terms) seen.push_back(v);
+    }
+    std::sort(seen.begin(), seen.end());
+    if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) return false;
+    for (size_t o = 0; o < w; ++o) {
+      bool apart = false;
+      for (size_t g = 0; g < groups && !apart; ++g) {
+        apart = overlap(pieces[w][g], pieces[o][g]) == Overlap::Disjoint;
+      }
+      if (!apart) return false;
+    }
+  }
+  const auto join = [&](size_t r, size_t w, int star) {
+    join_unit_loops(*all[r], ws[w], vars, uf);
+    for (size_t g = 0; g < groups; ++g) {
+      if (static_cast<int>(g) != star && matched(pieces[r][g], pieces[w][g], vars)) {
+        uf.unite(forms[r][g].terms[0].first, forms[w][g].terms[0].first);
+        continue;
+      }
+      for (const size_t i : {r, w}) {
+        for (const auto& [v, c] : forms[i][g].terms) whole[v] = true;
+      }
+    }
+  };
+  for (size_t r = ws.size(); r < all.size(); ++r) {
+    const size_t unit = all[r]->unit;
+    std::vector<std::pair<size_t, int>> partial;  // (write, the one group it covers partly)
+    int cover = -1;
+    for (size_t w = 0; w < ws.size(); ++w) {
+      std::vector<size_t> part;
+      bool apart = false;
+      for (size_t g = 0; g < groups; ++g) {
+        const Overlap o = overlap(pieces[r][g], pieces[w][g]);
+        apart = apart || o == Overlap::Disjoint;
+        if (o == Overlap::Partial) part.push_back(g);
+      }
+      if (apart) continue;
+      if (ws[w].unit > unit) return false;  // read before a later write of the segment
+      if (ws[w].unit == unit) {
+        // A run reading what its earlier steps wrote: in one group the step variable alone,
+        // with the same coefficient, and the read s >= 1 steps behind; covered elsewhere.
+        const uint32_t t = step_of[unit];
+        if (t == UINT32_MAX || part.size() != 1) return false;
+        const Lin& fr = forms[r][part[0]];
+        const Lin& fw = forms[w][part[0]];
+        if (fr.terms.size() != 1 || fw.terms.size() != 1 || fr.terms[0].first != t ||
+            fw.terms[0].first != t || fr.terms[0].second != fw.terms[0].second) {
+          return false;
+        }
+        const int64_t a = fr.terms[0].second, gap = fw.constant - fr.constant;
+        if (gap % a != 0 || gap / a < 1) return false;
+        partial.emplace_back(w, static_cast<int>(part[0]));
+        continue;
+      }
+      if (part.empty()) {
+        cover = static_cast<int>(w);
+        continue;
+      }
+      if (part.size() != 1) return false;
+      partial.emplace_back(w, static_cast<int>(part[0]));
+    }
+    if (cover >= 0) {
+      join(r, static_cast<size_t>(cover), -1);
+      read_inside = true;
+      continue;
+    }
+    if (partial.empty()) {
+      external.push_back(all[r]->map);
+      continue;
+    }
+    // Several writes, each covering the read except in one group, the same for all, where
+    // together they cover it.
+    const int star = partial[0].second;
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    for (const auto& [w, g] : partial) {
+      if (g != star) return false;
+      spans.emplace_back(pieces[w][static_cast<size_t>(g)].lo,
+                         pieces[w][static_cast<size_t>(g)].hi);
+    }
+    std::sort(spans.begin(), spans.end());
+    const Piece& need = pieces[r][static_cast<size_t>(star)];
+    int64_t reach = need.lo - 1;  // covered so far: [need.lo, reach]
+    for (const auto& [lo, hi] : spans) {
+      if (lo > reach + 1) break;
+      reach = std::max(reach, hi);
+    }
+    if (reach < need.hi) return false;
+    for (const auto& [w, g] : partial) join(r, w, star);
+    read_inside = true;
+  }
+  return true;
 }
 
 // Per tensor of [first, last): summed read and write footprints (elements), whether its first
@@ -378,6 +981,12 @@ struct CacheOptimizer::Impl {
   int64_t fused = 0;
   std::map<std::pair<size_t, size_t>, Space> spaces;
   std::map<std::pair<size_t, size_t>, Frontier> frontiers;
+  // Runs of translated nodes: per node the run [run_start, run_end) holding it (a node alone:
+  // [n, n + 1)); per run of two or more nodes (by its first node) the translation of one step.
+  std::vector<size_t> run_start, run_end;
+  std::vector<size_t> starts_before;  // per n: how many nodes before n start a run
+  std::map<size_t, std::vector<int64_t>> run_delta;
+  std::map<std::pair<size_t, size_t>, Unit> units;
 
   explicit Impl(const einsum::Graph& graph) : g(graph) {
     for (size_t t = 0; t < g.tensors.size(); ++t) tensor_index[g.tensors[t].name] = t;
@@ -395,7 +1004,35 @@ struct CacheOptimizer::Impl {
       }
     }
     fused = fused_bytes(g);
+    const size_t n_nodes = g.nodes.size();
+    run_start.assign(n_nodes, 0);
+    run_end.assign(n_nodes, 0);
+    for (size_t n = 0; n < n_nodes;) {
+      size_t e = n + 1;
+      const std::optional<std::vector<int64_t>> d =
+          e < n_nodes ? translation(g.nodes[n], g.nodes[e]) : std::nullopt;
+      if (d) {
+        while (e + 1 < n_nodes && translation(g.nodes[e], g.nodes[e + 1]) == d) ++e;
+        ++e;
+        run_delta[n] = *d;
+      }
+      for (size_t k = n; k < e; ++k) {
+        run_start[k] = n;
+        run_end[k] = e;
+      }
+      n = e;
+    }
+    starts_before.assign(n_nodes + 1, 0);
+    for (size_t n = 0; n < n_nodes; ++n) {
+      starts_before[n + 1] = starts_before[n] + (run_start[n] == n ? 1 : 0);
+    }
   }
+
+  // Units of the segment [j, e): runs cut at its ends count once each.
+  size_t unit_count(size_t j, size_t e) const {
+    return 1 + starts_before[e] - starts_before[j + 1];
+  }
+  bool inside_run(size_t n) const { return n < g.nodes.size() && run_start[n] < n; }
 
   size_t index_of(const std::string& name) const {
     const auto it = tensor_index.find(name);
@@ -415,7 +1052,8 @@ struct CacheOptimizer::Impl {
     return it->second;
   }
 
-  Space build_space(size_t first, size_t last) const;
+  const Unit& unit(size_t a, size_t b);
+  Space build_space(size_t first, size_t last);
   const Frontier& frontier(size_t first, size_t last);
   CacheGroup tiled_group(size_t first, size_t last, const FrontierPoint& p);
   std::vector<UntiledUse> untiled_uses(size_t first, size_t last) const;
@@ -428,167 +1066,396 @@ struct CacheOptimizer::Impl {
   void set_min_traffic(CacheGroup& grp);
 };
 
-Space CacheOptimizer::Impl::build_space(size_t first, size_t last) const {
-  Space s;
-  if (last - first > kMaxTiledGroup) return s;
-  // Loop variables of every node: global ids, ranges.
-  struct Var {
-    size_t node;
-    std::string name;
-    int64_t lo, extent;
-  };
-  std::vector<Var> vars;
-  std::vector<std::map<std::string, size_t>> var_id(last - first);
-  for (size_t n = first; n < last; ++n) {
-    const einsum::Node& node = g.nodes[n];
-    if (node.kind != einsum::NodeKind::Einsum) return s;
-    for (const ir::AffineLoop& l : node.domain) {
-      ir::AffineForm f;
-      f.coeffs[l.var] = 1;
-      const int64_t lo = ir::affine_min(f, node.domain).value;
-      const int64_t hi = ir::affine_max(f, node.domain).value + 1;
-      if (hi <= lo) return s;
-      var_id[n - first][l.var] = vars.size();
-      vars.push_back({n, l.var, lo, hi - lo});
+const Unit& CacheOptimizer::Impl::unit(size_t a, size_t b) {
+  const auto key = std::make_pair(a, b);
+  const auto found = units.find(key);
+  if (found != units.end()) return found->second;
+  const einsum::Node& node = g.nodes[a];
+  Unit u;
+  u.first = a;
+  u.last = b;
+  u.reduction = node.reduction != einsum::Reduction::None;
+  u.tileable = node.kind == einsum::NodeKind::Einsum || copies_over_own_elements(node);
+  std::map<std::string, uint32_t> local;
+  std::vector<bool> varying(node.domain.size(), false);  // a loop with a non-constant bound
+  for (size_t k = 0; k < node.domain.size(); ++k) {
+    const ir::AffineLoop& l = node.domain[k];
+    varying[k] = !l.lo.coeffs.empty() || !l.hi.coeffs.empty();
+    ir::AffineForm width = l.hi;
+    width.constant -= l.lo.constant;
+    for (const auto& [v, c] : l.lo.coeffs) {
+      width.coeffs[v] -= c;
+      if (width.coeffs[v] == 0) width.coeffs.erase(v);
     }
+    if (ir::affine_min(width, node.domain).value < 1) u.full_writes = false;
   }
-  // Writers and readers of each tensor in the segment.
-  std::map<size_t, size_t> writer;
-  for (size_t n = first; n < last; ++n) {
-    for (const einsum::Access& a : g.nodes[n].writes) {
-      if (!writer.emplace(index_of(a.tensor), n).second || a.maps.size() != 1) return s;
-    }
-  }
-  UnionFind uf(vars.size());
-  for (size_t n = first; n < last; ++n) {
-    for (const einsum::Access& a : g.nodes[n].reads) {
-      const auto w = writer.find(index_of(a.tensor));
-      if (w == writer.end()) continue;
-      if (w->second >= n) return s;  // read before it is written in the segment
-      const einsum::AccessMap& wm = g.nodes[w->second].writes[0].maps[0];
-      for (const einsum::AccessMap& rm : a.maps) {
-        if (rm.data_dependent || wm.data_dependent || !same_layout(rm, wm)) return s;
-        for (size_t d = 0; d < rm.index.size(); ++d) {
-          const std::string wv = plain_var(wm.index[d]), rv = plain_var(rm.index[d]);
-          if (wv.empty() || rv.empty()) return s;
-          uf.unite(var_id[w->second - first].at(wv), var_id[n - first].at(rv));
+  for (const einsum::Access& acc : node.writes) {
+    for (const einsum::AccessMap& m : acc.maps) {
+      for (size_t k = 0; k < node.domain.size(); ++k) {
+        for (const ir::AffineForm& f : m.index) {
+          if (varying[k] && f.coeff(node.domain[k].var) != 0) u.full_writes = false;
         }
       }
     }
   }
-  // Classes: consistent ranges, one variable per node; common: in every node.
+  for (const ir::AffineLoop& l : node.domain) {
+    ir::AffineForm f;
+    f.coeffs[l.var] = 1;
+    const int64_t lo = ir::affine_min(f, node.domain).value;
+    const int64_t hi = ir::affine_max(f, node.domain).value + 1;
+    if (hi <= lo) u.tileable = false;
+    const auto bound = [&](const ir::AffineForm& form) {
+      Lin out;
+      out.constant = form.constant;
+      for (const auto& [name, c] : form.coeffs) add_term(out, local.at(name), c);
+      return out;
+    };
+    UVar v{l.var, lo, hi - lo, bound(l.lo), bound(l.hi)};
+    local[l.var] = static_cast<uint32_t>(u.vars.size());
+    u.vars.push_back(std::move(v));
+  }
+  if (!u.tileable) return units.emplace(key, std::move(u)).first->second;  // its maps: unused
+  const std::vector<int64_t>* delta = nullptr;
+  uint32_t step = 0;
+  if (b - a > 1) {
+    delta = &run_delta.at(run_start[a]);
+    u.run = true;
+    step = static_cast<uint32_t>(u.vars.size());
+    UVar v{step_name(node), 0, static_cast<int64_t>(b - a), {}, {}};
+    v.hi_form.constant = v.extent;
+    u.vars.push_back(std::move(v));
+  }
+  size_t at = 0;  // position in *delta
+  const auto convert = [&](const einsum::Access& acc) {
+    UAccess ua;
+    ua.tensor = index_of(acc.tensor);
+    for (const einsum::AccessMap& m : acc.maps) {
+      UMap um;
+      um.offset = m.offset;
+      um.guarded = m.guarded;
+      um.data_dependent = m.data_dependent && m.data_dim < 0;
+      um.chosen = m.data_dim >= 0;
+      if (!um.data_dependent) {
+        um.flat.constant = m.offset;
+        const int64_t moved = delta ? (*delta)[at] : 0;
+        for (size_t d = 0; d < m.index.size(); ++d) {
+          Lin f;
+          f.constant = m.index[d].constant;
+          for (const auto& [name, c] : m.index[d].coeffs) add_term(f, local.at(name), c);
+          if (static_cast<int64_t>(d) == m.data_dim) {  // the chosen index: a loop of its own
+            add_term(f, static_cast<uint32_t>(u.vars.size()), 1);
+            u.vars.push_back({"#" + std::to_string(d), 0, m.extent[d], {}, {}, true});
+            u.vars.back().hi_form.constant = m.extent[d];
+          }
+          if (delta) add_term(f, step, (*delta)[at + 1 + d]);
+          um.index.push_back(f);
+          um.strides.push_back(m.strides[d]);
+          um.extent.push_back(m.extent[d]);
+        }
+        if (moved != 0) {  // the run moves the map's offset: one more dimension, its step
+          Lin f;
+          add_term(f, step, 1);
+          um.index.push_back(f);
+          um.strides.push_back(moved);
+          um.extent.push_back(static_cast<int64_t>(b - a));
+        }
+        if (delta) at += 1 + m.index.size();
+        // A guard that every point passes (a read in a select branch that stays in bounds).
+        bool inside = true;
+        for (size_t d = 0; d < um.index.size(); ++d) {
+          const auto [lo, hi] = lin_range(um.index[d], u.vars);
+          inside = inside && lo >= 0 && hi < um.extent[d];
+        }
+        if (inside) um.guarded = false;
+        for (size_t d = 0; d < um.index.size(); ++d) {
+          um.flat.constant = sat_add(um.flat.constant, smul(um.strides[d], um.index[d].constant));
+          for (const auto& [v, c] : um.index[d].terms) add_term(um.flat, v, smul(c, um.strides[d]));
+        }
+      }
+      ua.maps.push_back(std::move(um));
+    }
+    return ua;
+  };
+  for (const einsum::Access& acc : node.reads) u.reads.push_back(convert(acc));
+  for (const einsum::Access& acc : node.writes) u.writes.push_back(convert(acc));
+  if (node.kind == einsum::NodeKind::Movement && u.tileable) coalesce_copy(u, g);
+  return units.emplace(key, std::move(u)).first->second;
+}
+
+Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
+  Space s;
+  std::vector<const Unit*> us;
+  for (size_t n = first; n < last;) {
+    const size_t b = std::min(run_end[n], last);
+    us.push_back(&unit(n, b));
+    n = b;
+  }
+  s.extendable = false;  // every failure below stays when the segment grows (docs/fidelities.md)
+  if (us.size() > kMaxTiledUnits) return s;
+  // The segment's variables; a map's flat form over them.
+  std::vector<UVar> vars;
+  std::vector<uint32_t> base(us.size()), step_of(us.size(), UINT32_MAX);
+  std::vector<size_t> unit_of;
+  size_t looped = 0;
+  for (size_t u = 0; u < us.size(); ++u) {
+    if (!us[u]->tileable) return s;
+    base[u] = static_cast<uint32_t>(vars.size());
+    if (us[u]->run) step_of[u] = base[u] + static_cast<uint32_t>(us[u]->vars.size()) - 1;
+    for (const UVar& v : us[u]->vars) {
+      vars.push_back(v);
+      for (Lin* b : {&vars.back().lo_form, &vars.back().hi_form}) {
+        for (auto& term : b->terms) term.first += base[u];
+      }
+      unit_of.push_back(u);
+    }
+    if (!us[u]->vars.empty()) ++looped;
+  }
+  const auto global = [&](size_t u, const Lin& f) {
+    Lin r = f;
+    for (auto& term : r.terms) term.first += base[u];
+    // A loop of one value is a constant.
+    for (size_t k = r.terms.size(); k-- > 0;) {
+      const UVar& v = vars[r.terms[k].first];
+      if (v.extent == 1) {
+        r.constant = sat_add(r.constant, smul(r.terms[k].second, v.lo));
+        r.terms.erase(r.terms.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+    }
+    return r;
+  };
+  std::map<size_t, std::vector<SegMap>> writes, reads;  // tensor written in the segment
+  for (size_t u = 0; u < us.size(); ++u) {
+    for (const UAccess& a : us[u]->writes) {
+      if (a.maps.size() != 1 || a.maps[0].data_dependent) return s;
+      writes[a.tensor].push_back(
+          {u, &a.maps[0], global(u, a.maps[0].flat), us[u]->full_writes, base[u]});
+    }
+  }
+  for (size_t u = 0; u < us.size(); ++u) {
+    for (const UAccess& a : us[u]->reads) {
+      for (const UMap& m : a.maps) {
+        if (writes.count(a.tensor) == 0) {
+          // Elements chosen from a tensor in DRAM: not modelled in a tiled group (its whole
+          // rows would count); the node streams alone.
+          if (m.data_dependent || m.chosen) return s;
+          continue;
+        }
+        reads[a.tensor].push_back(
+            {u, &m, m.data_dependent ? Lin{} : global(u, m.flat), true, base[u]});
+      }
+    }
+  }
+  UnionFind uf(vars.size());
+  std::vector<bool> whole(vars.size(), false);
+  for (size_t v = 0; v < vars.size(); ++v) whole[v] = vars[v].chosen;
+  std::vector<const UMap*> external;
+  std::vector<bool> read_inside(g.tensors.size(), false);
+  for (const auto& [t, ws] : writes) {
+    bool inside = false;
+    if (!join_tensor(g.tensors[t].shape, ws, reads[t], vars, step_of, uf, whole, external,
+                     inside)) {
+      return s;
+    }
+    read_inside[t] = inside;
+  }
+  std::sort(external.begin(), external.end());
+  // Siblings: two units of which neither depends on the other (through the segment's tensors)
+  // and that read one tensor the segment does not write with the same variable in the same
+  // storage group can run in one loop over it (horizontal fusion). Their variables are joined
+  // unless that would put two variables of one unit in one class.
+  std::vector<uint64_t> deps(us.size(), 0);  // units each unit depends on, transitively
+  for (size_t u = 0; u < us.size(); ++u) {
+    for (const UAccess& a : us[u]->reads) {
+      const auto w = writes.find(a.tensor);
+      if (w == writes.end()) continue;
+      for (const SegMap& m : w->second) {
+        if (m.unit < u) deps[u] |= (uint64_t{1} << m.unit) | deps[m.unit];
+      }
+    }
+  }
+  std::vector<uint64_t> unit_mask(vars.size(), 0);  // per class root: the units it has
+  for (size_t v = 0; v < vars.size(); ++v) unit_mask[uf.find(v)] |= uint64_t{1} << unit_of[v];
+  std::map<size_t, std::vector<SegMap>> shared;  // tensors not written here: their reads
+  for (size_t u = 0; u < us.size(); ++u) {
+    for (const UAccess& a : us[u]->reads) {
+      if (writes.count(a.tensor) > 0) continue;
+      for (const UMap& m : a.maps) {
+        if (!m.data_dependent && !m.guarded) {
+          shared[a.tensor].push_back({u, &m, global(u, m.flat), true, base[u]});
+        }
+      }
+    }
+  }
+  for (const auto& [t, ms] : shared) {
+    const Storage st0 = storage_of(g.tensors[t].shape);
+    for (size_t a = 0; a < ms.size(); ++a) {
+      for (size_t b = a + 1; b < ms.size(); ++b) {
+        const size_t ua = ms[a].unit, ub = ms[b].unit;
+        if (ua == ub || (deps[ub] >> ua & 1) != 0) continue;
+        Storage st = st0;
+        std::vector<Lin> fa, fb;
+        bool ok = true;
+        for (bool again = true; again && ok;) {
+          again = false;
+          for (const auto& [f, out] : {std::pair{&ms[a].flat, &fa}, std::pair{&ms[b].flat, &fb}}) {
+            const int r = express(*f, st, vars, *out);
+            if (r == kOutside) ok = false;
+            if (r >= 0) {
+              merge_groups(st, static_cast<size_t>(r));
+              again = true;
+              break;
+            }
+          }
+        }
+        if (!ok) continue;
+        for (size_t gi = 0; gi < fa.size(); ++gi) {
+          const Piece pa = piece_of(fa[gi], vars), pb = piece_of(fb[gi], vars);
+          if (!matched(pa, pb, vars)) continue;
+          const size_t ra = uf.find(fa[gi].terms[0].first), rb = uf.find(fb[gi].terms[0].first);
+          if (ra == rb || (unit_mask[ra] & unit_mask[rb]) != 0) continue;
+          uf.unite(ra, rb);
+          unit_mask[uf.find(ra)] = unit_mask[ra] | unit_mask[rb];
+        }
+      }
+    }
+  }
+  // Classes: one variable per unit; common: in every unit with loops, whole nowhere.
   std::map<size_t, std::vector<size_t>> members;
   for (size_t v = 0; v < vars.size(); ++v) members[uf.find(v)].push_back(v);
   std::vector<int> common_of(vars.size(), -1);
   std::vector<size_t> common_roots;
   for (const auto& [root, vs] : members) {
-    std::vector<bool> seen(last - first, false);
+    std::vector<bool> seen(us.size(), false);
+    bool runs_whole = false;
     for (const size_t v : vs) {
       if (vars[v].lo != vars[root].lo || vars[v].extent != vars[root].extent) return s;
-      if (seen[vars[v].node - first]) return s;
-      seen[vars[v].node - first] = true;
+      if (seen[unit_of[v]]) return s;
+      seen[unit_of[v]] = true;
+      runs_whole = runs_whole || whole[v];
     }
-    if (vs.size() == last - first) common_roots.push_back(root);
+    if (vs.size() == looped && !runs_whole) common_roots.push_back(root);
   }
+  // No common dim, or too many: a later unit can still join classes (a node reading two
+  // intermediates that nothing joined before), so a longer segment may be tileable.
+  s.extendable = true;
   if (common_roots.empty() || common_roots.size() > kMaxTiledDims) return s;
-  // Common dims in the first node's loop order (roots are ids of the first node's variables,
-  // the smallest ids of their classes).
+  // Common dims in the order of their first variable (the first unit with loops).
   std::sort(common_roots.begin(), common_roots.end());
   for (size_t c = 0; c < common_roots.size(); ++c) {
-    const Var& v = vars[common_roots[c]];
+    const UVar& v = vars[common_roots[c]];
     for (const size_t m : members[common_roots[c]]) common_of[m] = static_cast<int>(c);
     s.dims.push_back({v.name, v.extent, 0});
     s.candidates.push_back(divisors(v.extent));
   }
-  // Tensors, by first appearance.
-  std::map<size_t, size_t> slot;
-  const auto add_maps = [&](size_t n, const einsum::Access& a, bool write) {
-    const size_t t = index_of(a.tensor);
-    auto [it, fresh] = slot.emplace(t, s.tensors.size());
+  // Tensors, by first appearance: a tensor the segment writes is one tensor for the maps that
+  // write it and, when the segment also reads parts of it written before, one more (an input)
+  // for those reads.
+  std::map<std::pair<size_t, bool>, size_t> slot;
+  const auto add_map = [&](size_t u, size_t t, bool outside, const UMap& m, bool write) {
+    auto [it, fresh] = slot.emplace(std::make_pair(t, outside), s.tensors.size());
     if (fresh) {
       SegTensor st;
-      st.name = a.tensor;
+      st.name = g.tensors[t].name;
       st.elem_size = elem_size(t);
       st.numel = g.tensors[t].numel;
+      st.written = writes.count(t) > 0 && !outside;
+      st.read_inside = read_inside[t];
+      st.tensor = t;
       s.tensors.push_back(std::move(st));
     }
     SegTensor& st = s.tensors[it->second];
-    if (write) st.reduction = g.nodes[n].reduction != einsum::Reduction::None;
-    for (const einsum::AccessMap& m : a.maps) {
-      if (m.data_dependent) return false;
-      MapShape shape;
-      shape.offset = m.offset;
-      shape.strides = m.strides;
-      shape.guarded = m.guarded;
-      for (size_t d = 0; d < m.index.size(); ++d) {
-        DimSpan span;
-        span.extent = m.extent[d];
-        span.cmin = span.cmax = m.index[d].constant;
-        for (const auto& [name, coeff] : m.index[d].coeffs) {
-          const size_t v = var_id[n - first].at(name);
-          const int64_t c = coeff < 0 ? -coeff : coeff;
-          if (common_of[v] >= 0) {
-            span.terms.emplace_back(static_cast<size_t>(common_of[v]), coeff);
-            span.first = sat_add(span.first, coeff < 0 ? coeff * (vars[v].lo + vars[v].extent - 1)
-                                                       : coeff * vars[v].lo);
-            st.rel |= 1u << common_of[v];
-          } else {
-            // The loop's whole range [lo, lo + extent): its lowest value shifts the constant.
-            const int64_t low =
-                coeff < 0 ? coeff * (vars[v].lo + vars[v].extent - 1) : coeff * vars[v].lo;
-            span.cmin = span.cmax = sat_add(span.cmin, low);
-            span.fixed.emplace_back(coeff, vars[v].extent);
-            span.base = sat_add(span.base, sat_mul(c, vars[v].extent - 1));
-          }
+    if (write) st.reduction = st.reduction || us[u]->reduction;
+    MapShape shape;
+    shape.offset = m.offset;
+    for (size_t d = 0; d < m.index.size(); ++d) {
+      if (m.strides[d] == 0) continue;  // a broadcast dimension touches one element
+      shape.strides.push_back(m.strides[d]);
+      DimSpan span;
+      span.extent = m.extent[d];
+      span.cmin = span.cmax = m.index[d].constant;
+      for (const auto& [lv, coeff] : m.index[d].terms) {
+        const size_t v = base[u] + lv;
+        const int64_t c = coeff < 0 ? -coeff : coeff;
+        if (common_of[v] >= 0) {
+          span.terms.emplace_back(static_cast<size_t>(common_of[v]), coeff);
+          st.rel |= 1u << common_of[v];
+        } else {
+          // The loop's whole range [lo, lo + extent): its lowest value shifts the constant.
+          const int64_t low =
+              coeff < 0 ? coeff * (vars[v].lo + vars[v].extent - 1) : coeff * vars[v].lo;
+          span.cmin = span.cmax = sat_add(span.cmin, low);
+          span.fixed.emplace_back(coeff, vars[v].extent);
+          span.base = sat_add(span.base, sat_mul(c, vars[v].extent - 1));
         }
-        std::sort(span.terms.begin(), span.terms.end());
-        std::sort(span.fixed.begin(), span.fixed.end());
-        shape.dims.push_back(std::move(span));
       }
-      const auto same = std::find_if(st.shapes.begin(), st.shapes.end(),
-                                     [&](const MapShape& x) { return x.merges_with(shape); });
-      if (same == st.shapes.end()) {
-        st.shapes.push_back(std::move(shape));
-        continue;
-      }
-      same->guarded = same->guarded || shape.guarded;
-      for (size_t d = 0; d < shape.dims.size(); ++d) {
-        same->dims[d].cmin = std::min(same->dims[d].cmin, shape.dims[d].cmin);
-        same->dims[d].cmax = std::max(same->dims[d].cmax, shape.dims[d].cmax);
-      }
+      std::sort(span.terms.begin(), span.terms.end());
+      std::sort(span.fixed.begin(), span.fixed.end());
+      shape.dims.push_back(std::move(span));
     }
-    return true;
+    const auto same = std::find_if(st.shapes.begin(), st.shapes.end(),
+                                   [&](const MapShape& x) { return x.merges_with(shape); });
+    if (same == st.shapes.end()) {
+      st.shapes.push_back(std::move(shape));
+      return;
+    }
+    for (size_t d = 0; d < shape.dims.size(); ++d) {
+      same->dims[d].cmin = std::min(same->dims[d].cmin, shape.dims[d].cmin);
+      same->dims[d].cmax = std::max(same->dims[d].cmax, shape.dims[d].cmax);
+    }
   };
-  for (size_t n = first; n < last; ++n) {
-    for (const einsum::Access& a : g.nodes[n].reads) {
-      if (!add_maps(n, a, false)) return s;
-    }
-    for (const einsum::Access& a : g.nodes[n].writes) {
-      if (!add_maps(n, a, true)) return s;
-    }
-  }
-  // Guarded maps whose indices leave the tensor over the whole segment are clipped per tile.
-  std::vector<int64_t> whole;
-  for (const GroupDim& d : s.dims) whole.push_back(d.extent);
-  for (SegTensor& st : s.tensors) {
-    for (MapShape& shape : st.shapes) {
-      for (DimSpan& d : shape.dims) {
-        const int64_t low = d.cmin + d.first;
-        d.clip = shape.guarded && (low < 0 || sat_add(low, tile_span(d, whole)) > d.extent);
+  for (size_t u = 0; u < us.size(); ++u) {
+    for (const UAccess& a : us[u]->reads) {
+      for (const UMap& m : a.maps) {
+        if (writes.count(a.tensor) == 0) {
+          add_map(u, a.tensor, false, m, false);
+        } else if (std::binary_search(external.begin(), external.end(), &m)) {
+          add_map(u, a.tensor, true, m, false);
+        }
       }
     }
+    for (const UAccess& a : us[u]->writes) add_map(u, a.tensor, false, a.maps[0], true);
   }
-  for (const auto& [t, i] : slot) {
-    const bool produced = writer.count(t) > 0;
-    bool read = false;
-    for (size_t n = first; n < last && produced; ++n) {
-      for (const einsum::Access& a : g.nodes[n].reads) read = read || index_of(a.tensor) == t;
+  // What each written tensor is computed from, through the segment's units (program order).
+  for (size_t u = 0; u < us.size(); ++u) {
+    std::vector<size_t> from;
+    for (const UAccess& a : us[u]->reads) {
+      if (writes.count(a.tensor) == 0) continue;
+      const bool inside = std::any_of(a.maps.begin(), a.maps.end(), [&](const UMap& m) {
+        return !std::binary_search(external.begin(), external.end(), &m);
+      });
+      if (!inside) continue;
+      const size_t x = slot.at({a.tensor, false});
+      from.push_back(x);
+      from.insert(from.end(), s.tensors[x].depends_on.begin(), s.tensors[x].depends_on.end());
     }
-    const bool after = needed_after(t, last);
-    SegTensor& st = s.tensors[i];
-    if (!produced) {
+    for (const UAccess& a : us[u]->writes) {
+      std::vector<size_t>& sources = s.tensors[slot.at({a.tensor, false})].depends_on;
+      sources.insert(sources.end(), from.begin(), from.end());
+      std::sort(sources.begin(), sources.end());
+      sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
+    }
+  }
+  for (SegTensor& st : s.tensors) {
+    // A map inside another adds nothing to the tile (a column read beside the whole row); the
+    // relevant dims are those of the maps that remain.
+    for (size_t k = st.shapes.size(); k-- > 0;) {
+      for (size_t o = 0; o < st.shapes.size(); ++o) {
+        if (o != k && contains(st.shapes[o], st.shapes[k])) {
+          st.shapes.erase(st.shapes.begin() + static_cast<std::ptrdiff_t>(k));
+          break;
+        }
+      }
+    }
+    st.rel = 0;
+    for (const MapShape& shape : st.shapes) {
+      for (const DimSpan& d : shape.dims) {
+        for (const auto& [dim, coeff] : d.terms) st.rel |= 1u << dim;
+      }
+    }
+    const bool after = needed_after(st.tensor, last);
+    if (!st.written) {
       st.role = TensorRole::Input;
-    } else if (read) {
+    } else if (st.read_inside) {
       st.role = after ? TensorRole::OnChipOut : TensorRole::OnChip;
     } else {
       st.role = after ? TensorRole::Output : TensorRole::OnChip;
@@ -620,7 +1487,11 @@ const Frontier& CacheOptimizer::Impl::frontier(size_t first, size_t last) {
   const auto found = frontiers.find(key);
   if (found != frontiers.end()) return found->second;
   Frontier fr;
-  const Space& s = space(first, last);
+  // The search keeps no Space (segments are many); tiled_group rebuilds the chosen ones.
+  const auto cached = spaces.find(key);
+  const Space s = cached != spaces.end() ? cached->second : build_space(first, last);
+  fr.tileable = s.tileable;
+  fr.extendable = s.extendable;
   if (s.tileable) {
     const size_t k = s.dims.size();
     std::vector<size_t> digit(k, 0);
@@ -631,7 +1502,10 @@ const Frontier& CacheOptimizer::Impl::frontier(size_t first, size_t last) {
       fill_view(s, tiles, v);
       const int64_t ws = working_set(s, v);
       const int64_t traffic = best_order(s, v, nullptr);
-      if (traffic < kInf) fr.insert(ws, traffic, tiles);
+      if (traffic < kInf) {
+        fr.all.insert(ws, traffic, tiles);
+        if (lower_bound_reason(s, v).empty()) fr.exact.insert(ws, traffic, tiles);
+      }
       size_t c = 0;
       while (c < k && ++digit[c] == s.candidates[c].size()) digit[c++] = 0;
       if (c == k) break;
@@ -658,9 +1532,9 @@ CacheGroup CacheOptimizer::Impl::tiled_group(size_t first, size_t last, const Fr
   for (size_t i = 0; i < s.tensors.size(); ++i) {
     const SegTensor& t = s.tensors[i];
     const auto [visits, distinct] = prefix_counts(s, p.tiles, order, t.rel);
-    if (on_chip(t.role)) {
+    if (on_chip(t.role) && t.reduction) {
       for (const size_t c : order) {
-        if (!(t.rel & (1u << c)) && t.reduction) {
+        if (!(t.rel & (1u << c))) {
           grp.online.push_back(t.name);
           break;
         }
@@ -671,6 +1545,8 @@ CacheGroup CacheOptimizer::Impl::tiled_group(size_t first, size_t last, const Fr
     if (t.role == TensorRole::OnChip) gt.fetches = 0;
     grp.tensors.push_back(gt);
   }
+  grp.lower_bound_reason = lower_bound_reason(s, v);
+  grp.lower_bound = !grp.lower_bound_reason.empty();
   grp.working_set_bytes = p.ws;
   grp.traffic_bytes = p.traffic;
   return grp;
@@ -792,7 +1668,9 @@ void CacheOptimizer::Impl::set_min_traffic(CacheGroup& grp) {
     }
   };
   if (grp.mode != GroupMode::Streamed) {
-    for (const FrontierPoint& p : frontier(grp.first, grp.last).points) consider(p.traffic, p.ws);
+    for (const FrontierPoint& p : frontier(grp.first, grp.last).points()) {
+      consider(p.traffic, p.ws);
+    }
     const auto [ws, traffic] = untiled_cost(grp.first, grp.last);
     consider(traffic, ws);
   }
@@ -832,21 +1710,62 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
       choice[e] = c;
     }
   };
+  // The untiled segments from j, grown one node at a time (the uses of untiled_uses, kept).
+  std::vector<UntiledUse> uses;
+  std::vector<int64_t> use_of(im.g.tensors.size(), -1);
+  const auto untiled_step = [&](size_t node, size_t last) {
+    const auto use = [&](size_t t, bool read) -> UntiledUse& {
+      if (use_of[t] < 0) {
+        use_of[t] = static_cast<int64_t>(uses.size());
+        uses.push_back({t, 0, 0, read});
+      }
+      return uses[static_cast<size_t>(use_of[t])];
+    };
+    for (const auto& [t, e] : im.node_reads[node]) {
+      UntiledUse& u = use(t, true);
+      u.read = sat_add(u.read, e);
+    }
+    for (const auto& [t, e] : im.node_writes[node]) {
+      UntiledUse& u = use(t, false);
+      u.write = sat_add(u.write, e);
+    }
+    int64_t ws = 0, traffic = 0;
+    for (const UntiledUse& u : uses) {
+      const GroupTensor t = im.untiled_tensor(u, last);
+      ws = sat_add(ws, t.footprint_bytes);
+      traffic = sat_add(traffic, t.traffic_bytes);
+    }
+    return std::make_pair(ws, traffic);
+  };
   for (size_t j = 0; j < n; ++j) {
     if (best[j] >= kInf) continue;
+    for (const UntiledUse& u : uses) use_of[u.tensor] = -1;
+    uses.clear();
+    // Tiled segments from j: until a structural failure that no longer segment escapes
+    // (docs/fidelities.md, "The search").
+    bool tiled_alive = true;
+    const auto tiled_ahead = [&](size_t e) {
+      return tiled_alive && im.unit_count(j, e) <= kMaxTiledUnits &&
+             (e - j < kMaxTiledGroup || !im.inside_run(j));
+    };
     for (size_t e = j + 1; e <= n; ++e) {
       if (e - j == 1 && im.g.nodes[j].kind == einsum::NodeKind::Movement) {
         relax(j, e, im.streamed_traffic(j), {j, GroupMode::Streamed, nullptr});
       }
-      if (e - j <= kMaxTiledGroup) {
-        if (const FrontierPoint* p = im.frontier(j, e).query(capacity_bytes)) {
+      const bool cut = im.inside_run(e);  // e splits a run
+      if (tiled_ahead(e) && (e - j <= kMaxTiledGroup || !cut)) {
+        const Frontier& fr = im.frontier(j, e);
+        if (const FrontierPoint* p = fr.query(capacity_bytes)) {
           relax(j, e, p->traffic, {j, GroupMode::Tiled, p});
         }
+        if (!cut && !fr.extendable) tiled_alive = false;
       }
-      const auto [ws, traffic] = im.untiled_cost(j, e);
+      auto [ws, traffic] = untiled_step(e - 1, e);
+      // The whole graph at once: each input, weight and output exactly once (the fused model).
+      if (j == 0 && e == n) traffic = im.fused;
       if (ws <= capacity_bytes) {
         relax(j, e, traffic, {j, GroupMode::Untiled, nullptr});
-      } else if (e - j >= kMaxTiledGroup) {
+      } else if (e == n || !tiled_ahead(e + 1)) {
         break;  // longer segments hold all of this one: their working set is larger still
       }
     }
@@ -916,7 +1835,7 @@ std::optional<CacheOptimizer::Cost> CacheOptimizer::tiled_cost(size_t first, siz
     placed |= 1u << c;
   }
   for (const SegTensor& t : s.tensors) {
-    const int64_t fp = footprint(t, tiles, s.dims);
+    const int64_t fp = footprint(t, tiles);
     cost.working_set_bytes = sat_add(cost.working_set_bytes, sat_mul(fp, t.elem_size));
     const auto [visits, distinct] = prefix_counts(s, tiles, order, t.rel);
     cost.traffic_bytes = sat_add(cost.traffic_bytes, tensor_traffic(t, fp, visits, distinct));

@@ -51,32 +51,6 @@ kernel gemm2 {
 // Softmax attention over one head, f32 throughout (attention_ir.h).
 std::string attention(int64_t t, int64_t d) { return testing::attention_ir(1, t, d, "f32"); }
 
-// A 3x3 max pool, stride 1, padding 1 (a padded view: guarded reads of x), 1 x 1 x 8 x 8.
-const char* const kPaddedPool = R"(
-input x : f32[1, 1, 8, 8]
-tensor xp : f32[1, 1, 10, 10]
-output y : f32[1, 1, 8, 8]
-xp = pad(x, lo=[0, 0, 1, 1], hi=[0, 0, 1, 1], value=-inf)
-kernel pool {
-  for n in 0..1, c in 0..1, oh in 0..8, ow in 0..8, kh in 0..3, kw in 0..3:
-    y[n, c, oh, ow] max= xp[n, c, oh + kh, ow + kw]
-}
-)";
-
-// A 3x3 convolution, stride 2, zero padding 1 over 1 x 2 x 8 x 8, 3 filters: OH = (8 + 2 - 3)
-// / 2 + 1 = 4.
-const char* const kPaddedConv = R"(
-input x : f32[1, 2, 8, 8]
-tensor xp : f32[1, 2, 10, 10]
-weight w : f32[3, 2, 3, 3]
-output y : f32[1, 3, 4, 4]
-xp = pad(x, lo=[0, 0, 1, 1], hi=[0, 0, 1, 1], value=0.0)
-kernel conv {
-  for n in 0..1, k in 0..3, oh in 0..4, ow in 0..4, c in 0..2, r in 0..3, s in 0..3:
-    y[n, k, oh, ow] += xp[n, c, 2 * oh + r, 2 * ow + s] * w[k, c, r, s]
-}
-)";
-
 // A 3x3 convolution, stride 1, no padding: 7 loops.
 const char* const kConv = R"(
 size N = 1
@@ -134,8 +108,7 @@ int64_t brute_force(CacheOptimizer& opt, size_t first, size_t last, int64_t capa
 
 // An independent simulation of a tiled group: run its outer tile loops in the order given; at
 // each step every tensor needs the set of elements its accesses touch inside the tile (found by
-// visiting the points of every node; a guarded map only where its indices are in bounds); a
-// tensor whose needed set differs from the one it holds
+// visiting the points of every node); a tensor whose needed set differs from the one it holds
 // swaps it: an input reads the new set, an output writes the old one back and reads back the
 // elements of the new one written before (partial sums). Intermediates cost nothing. Returns
 // the DRAM bytes.
@@ -182,10 +155,13 @@ int64_t simulate(const einsum::Graph& g, const CacheGroup& grp) {
         for (const auto* list : {&node.reads, &node.writes}) {
           for (const einsum::Access& a : *list) {
             for (const einsum::AccessMap& m : a.maps) {
-              bool in_bounds = true;
+              // A gather's read lies inside what the group wrote (the optimiser checks it): the
+              // writes count those elements.
+              if (m.data_dependent) continue;
+              bool in_bounds = true;  // a guarded read (padding) skips the points outside
               for (size_t d = 0; d < m.index.size() && m.guarded; ++d) {
-                const int64_t i = ir::evaluate(m.index[d], point);
-                in_bounds = in_bounds && i >= 0 && i < m.extent[d];
+                const int64_t at_d = ir::evaluate(m.index[d], point);
+                in_bounds = in_bounds && at_d >= 0 && at_d < m.extent[d];
               }
               if (in_bounds) need[a.tensor].insert(ir::evaluate(m.flat(), point));
             }
@@ -273,43 +249,11 @@ TEST(CacheCost, GemmOptimumAtSmallCapacities) {
   EXPECT_GT(opt.best_group(0, 1, 256, false)->traffic_bytes, 768);
 }
 
-// The padded max pool (kPaddedPool), tiles n = c = 1 (whole), oh = 4, ow = 8, kh = kw = 3
-// (whole), the loop over oh. x is read through the guarded map x[n, c, oh + kh - 1, ow + kw - 1]
-// of x's own 8 x 8:
-//   rows: a tile spans 4 + 3 - 1 = 6 rows, from oh0 - 1 for oh0 in {0, 4}: -1..4 and 3..8, of
-//         which 5 lie in 0..7 (0..4 and 3..7), not 6;
-//   columns: 8 + 3 - 1 = 10 columns from -1, of which 8 in bounds.
-//   x: 2 visits x 5 x 8 = 80 elements: 320 B (the padded copy would be 2 x 6 x 10 = 120).
-//   y: 2 visits x a 4 x 8 tile, written once: 64 elements, 256 B.
-//   traffic 576 B >= the fused 256 + 256 = 512 B; working set (40 + 32) x 4 = 288 B.
-// Untiled (oh = 8): 8 rows and 8 columns in bounds: x once (256 B) + y (256 B) = 512 B.
-TEST(CacheCost, PaddedPoolCountsOnlyElementsInBounds) {
-  const einsum::Graph g = lift_text(kPaddedPool);
-  ASSERT_EQ(g.nodes.size(), 1u);  // the pad is a view
-  CacheOptimizer opt(g);
-  const std::vector<GroupDim> dims = *opt.tiled_dims(0, 1);
-  ASSERT_EQ(dims.size(), 6u);
-  EXPECT_EQ(dims[2].name, "oh");
-  const auto c = opt.tiled_cost(0, 1, {1, 1, 4, 8, 3, 3}, {2});
-  ASSERT_TRUE(c);
-  EXPECT_EQ(c->traffic_bytes, 576);
-  EXPECT_EQ(c->working_set_bytes, 288);
-  const auto whole = opt.tiled_cost(0, 1, {1, 1, 8, 8, 3, 3}, {});
-  EXPECT_EQ(whole->traffic_bytes, 512);
-  EXPECT_EQ(whole->working_set_bytes, 512);
-  EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 512);
-  // The schedule's traffic is what a simulation of its tiles moves.
-  const std::optional<CacheGroup> grp = opt.best_group(0, 1, 288, false);
-  ASSERT_TRUE(grp);
-  EXPECT_EQ(grp->traffic_bytes, simulate(g, *grp));
-  EXPECT_GE(grp->traffic_bytes, 512);
-}
-
 // ---------------------------------------------------------------------------------------------
 // The optimiser equals a brute-force enumeration of its mapspace
 
-// `exact` false (guarded maps): a tile whose spans move along two tiled dims is counted as its
-// span clipped to the tensor, so the simulation may move less than the optimiser counts.
+// `exact`: the simulation moves exactly the schedule's traffic; otherwise at most (a guarded
+// window's tile at the edge of its tensor is counted as its whole span).
 void expect_matches_brute_force(const einsum::Graph& g, size_t first, size_t last,
                                 const std::vector<int64_t>& capacities, bool exact = true) {
   CacheOptimizer opt(g);
@@ -330,7 +274,6 @@ void expect_matches_brute_force(const einsum::Graph& g, size_t first, size_t las
     } else {
       EXPECT_LE(simulate(g, *grp), grp->traffic_bytes) << "capacity " << c;
     }
-    EXPECT_GE(grp->traffic_bytes, dram_bytes(g, Fidelity::Fused)) << "capacity " << c;
   }
 }
 
@@ -342,13 +285,6 @@ TEST(CacheBruteForce, Gemm) {
 TEST(CacheBruteForce, Conv) {
   expect_matches_brute_force(lift_text(kConv), 0, 1,
                              {12, 40, 64, 100, 128, 200, 256, 512, 700, 1024, 4096});
-}
-
-TEST(CacheBruteForce, PaddedConvAndPool) {
-  expect_matches_brute_force(lift_text(kPaddedConv), 0, 1,
-                             {40, 64, 100, 128, 200, 256, 512, 700, 1024, 4096}, false);
-  expect_matches_brute_force(lift_text(kPaddedPool), 0, 1, {64, 100, 200, 288, 400, 512, 1024},
-                             false);
 }
 
 TEST(CacheBruteForce, GemmGemmChain) {
@@ -392,11 +328,506 @@ TEST(CacheAttention, KeyDimensionTiledOnline) {
   EXPECT_EQ(grp.loop_order, (std::vector<std::string>{"i", "j"}));
   EXPECT_EQ(grp.working_set_bytes, 4736);
   EXPECT_EQ(grp.online, (std::vector<std::string>{"m", "l"}));
+  EXPECT_FALSE(grp.lower_bound);  // o is accumulated over the key tiles: rescaled at the end
   // Limited by capacity: 16384 B needs 8840 B.
   EXPECT_TRUE(grp.capacity_limited);
   EXPECT_EQ(grp.min_traffic_bytes, 16384);
   EXPECT_EQ(grp.capacity_for_min_traffic_bytes, 8840);
   EXPECT_EQ(simulate(g, grp), 24576);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming chains: what fusing compilers run as one kernel is one tiled group (issue 12)
+
+// Laws on one graph: fused <= cache-aware, non-increasing in the capacity, equal to fused once
+// everything fits; each group within the capacity.
+void expect_laws(const einsum::Graph& g, int max_log2 = 40) {
+  const int64_t fused = dram_bytes(g, Fidelity::Fused);
+  CacheOptimizer opt(g);
+  int64_t previous = -1;
+  for (int k = 4; k <= max_log2; k += 2) {
+    const std::optional<CacheSchedule> s = opt.try_optimize(int64_t{1} << k);
+    if (!s) {
+      EXPECT_EQ(previous, -1) << "fits at a smaller capacity, not at 2^" << k;
+      continue;
+    }
+    EXPECT_GE(s->traffic_bytes, fused) << "2^" << k;
+    if (previous >= 0) {
+      EXPECT_LE(s->traffic_bytes, previous) << "2^" << k;
+    }
+    previous = s->traffic_bytes;
+    for (const CacheGroup& grp : s->groups) EXPECT_LE(grp.working_set_bytes, int64_t{1} << k);
+  }
+  EXPECT_EQ(previous, fused) << "everything fits in 2^" << max_log2;
+}
+
+// The one group of `s`, tiled, over all nodes of `g`.
+const CacheGroup& single_tiled_group(const einsum::Graph& g, const CacheSchedule& s) {
+  EXPECT_EQ(s.groups.size(), 1u);
+  const CacheGroup& grp = s.groups.at(0);
+  EXPECT_EQ(grp.mode, GroupMode::Tiled);
+  EXPECT_EQ(grp.first, 0u);
+  EXPECT_EQ(grp.last, g.nodes.size());
+  return grp;
+}
+
+// KL divergence as torch lowers kl_div(log(p), q, reduction='batchmean'): elementwise kernels,
+// a scalar constant read through a select, a sum to a scalar, a scalar epilogue.
+std::string kl_div(int64_t r, int64_t c) {
+  return "size R = " + std::to_string(r) + "\nsize C = " + std::to_string(c) + R"(
+input p : f32[R, C]
+input q : f32[R, C]
+tensor lp : f32[R, C]
+tensor t : f32[R, C]
+tensor zero : f32[]
+tensor w : f32[R, C]
+tensor total : f32[]
+output loss : f32[]
+kernel log_p {
+  for i in 0..R, j in 0..C:
+    lp[i, j] = log(p[i, j])
+}
+kernel term {
+  for i in 0..R, j in 0..C:
+    t[i, j] = q[i, j] * (log(q[i, j]) - lp[i, j])
+}
+kernel zero_map {
+    zero[] = 0.0
+}
+kernel masked {
+  for i in 0..R, j in 0..C:
+    w[i, j] = select(q[i, j] > 0.0, t[i, j], zero[])
+}
+kernel sum_all {
+  for i in 0..R, j in 0..C:
+    total[] += w[i, j]
+}
+kernel batchmean {
+    loss[] = total[] / R
+}
+)";
+}
+
+// p, q : f32[1024, 4096] at 1 MiB. Fused: 2 inputs x 1024 x 4096 x 4 B + the 4 B loss =
+// 33,554,436 B. One tiled group of the six kernels: i and j are joined through lp, t and w (the
+// loopless zero_map and batchmean run once); tiles i = 1, j = 1 already move each element once:
+// one element of each of p, q, lp, t, w, zero, total, loss: 8 x 4 B = 32 B of working set.
+// (Before issue 12 the loopless kernels, which have no common dim, cut the chain into groups that
+// wrote lp, t and w to DRAM.)
+TEST(CacheStreaming, KlDivChainIsOneGroup) {
+  const einsum::Graph g = lift_text(kl_div(1024, 4096));
+  EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 33'554'436);
+  CacheOptimizer opt(g);
+  const CacheSchedule s = opt.optimize(1 << 20);
+  EXPECT_EQ(s.traffic_bytes, 33'554'436);
+  const CacheGroup& grp = single_tiled_group(g, s);
+  EXPECT_EQ(grp.working_set_bytes, 32);
+  ASSERT_EQ(grp.dims.size(), 2u);
+  EXPECT_EQ(grp.dims[0].name, "i");
+  EXPECT_EQ(grp.dims[1].name, "j");
+}
+
+// Softmax over the last dim with keepdim statistics (m, s : [R, 1]) read through broadcast
+// views, as a framework writes it.
+std::string softmax_keepdim(int64_t r, int64_t c) {
+  return "size R = " + std::to_string(r) + "\nsize C = " + std::to_string(c) + R"(
+input x : f32[R, C]
+tensor m : f32[R, 1]
+tensor mb : f32[R, C]
+tensor e : f32[R, C]
+tensor s : f32[R, 1]
+tensor sb : f32[R, C]
+output y : f32[R, C]
+kernel row_max {
+  for i in 0..R, j in 0..C:
+    m[i, 0] max= x[i, j]
+}
+mb = broadcast(m)
+kernel shifted_exp {
+  for i in 0..R, j in 0..C:
+    e[i, j] = exp(x[i, j] - mb[i, j])
+}
+kernel row_sum {
+  for i in 0..R, j in 0..C:
+    s[i, 0] += e[i, j]
+}
+sb = broadcast(s)
+kernel normalize {
+  for i in 0..R, j in 0..C:
+    y[i, j] = e[i, j] / sb[i, j]
+}
+)";
+}
+
+// x : f32[1024, 4096]. Fused: x and y once, 2 x 16,777,216 = 33,554,432 B. The broadcast read
+// mb[i, j] lies in what row_max wrote (m's storage dim 0 is i on both sides; the broadcast dim
+// touches one element), so i joins all four kernels; each kernel's j runs whole (row_max's j is
+// joined with nothing). A tile of one row: x 4096 + e 4096 + y 4096 + m 1 + s 1 elements =
+// 12,290 x 4 B = 49,160 B, within 1 MiB. At 49,159 B no row fits: the best split reads x twice,
+// once for row_max (which writes m, 4096 B) and once for the other three, which tile j (their s
+// combined online) and read m back: 3 x 16,777,216 + 2 x 4096 = 50,339,840 B. That second
+// group writes y tile by tile before its row sum s is complete: no one-pass schedule exists, its
+// traffic is only a lower bound, and the group says so (FlashAttention's output, accumulated
+// over the key tiles, is rescaled at the end instead: a schedule).
+TEST(CacheStreaming, SoftmaxThroughBroadcastViewsIsOneGroup) {
+  const einsum::Graph g = lift_text(softmax_keepdim(1024, 4096));
+  EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 33'554'432);
+  CacheOptimizer opt(g);
+  const CacheSchedule s = opt.optimize(1 << 20);
+  EXPECT_EQ(s.traffic_bytes, 33'554'432);
+  const CacheGroup& grp = single_tiled_group(g, s);
+  EXPECT_EQ(grp.working_set_bytes, 49'160);
+  ASSERT_EQ(grp.dims.size(), 1u);
+  EXPECT_EQ(grp.dims[0].tile, 1);
+  EXPECT_EQ(opt.optimize(49'160).traffic_bytes, 33'554'432);
+  EXPECT_FALSE(grp.lower_bound);
+  const CacheSchedule split = opt.optimize(49'159);
+  EXPECT_EQ(split.traffic_bytes, 50'339'840);
+  ASSERT_EQ(split.groups.size(), 2u);
+  EXPECT_FALSE(split.groups[0].lower_bound);
+  EXPECT_TRUE(split.groups[1].lower_bound);
+  EXPECT_EQ(split.groups[1].online, std::vector<std::string>{"s"});
+  EXPECT_EQ(split.groups[1].lower_bound_reason,
+            "s is combined online over the tiled j but y, computed from it, leaves the chip tile "
+            "by tile: no one-pass schedule moves this little");
+  // The same three kernels where a row fits: j tiled by 1 (x, m, e, s, y one element each:
+  // 20 B) and j whole (x, e, y rows and m, s: 49,160 B) both move x, m and y once, 33,558,528
+  // B; the schedule wins the tie over the bound.
+  const std::optional<CacheGroup> rows = opt.best_group(1, 4, 1 << 20, false);
+  ASSERT_TRUE(rows);
+  EXPECT_EQ(rows->traffic_bytes, 33'558'528);
+  EXPECT_FALSE(rows->lower_bound);
+  EXPECT_EQ(rows->working_set_bytes, 49'160);
+}
+
+// Layer norm over the last dim with gamma and beta, its output y a graph output and also
+// reshaped into a second one (materialised: a movement node copying y into out; y is an output
+// itself, so it cannot be an alias of out, docs/einsum.md "Views").
+std::string layer_norm_reshaped(int64_t r, int64_t c, int64_t a) {
+  return "size R = " + std::to_string(r) + "\nsize C = " + std::to_string(c) +
+         "\nsize A = " + std::to_string(a) + "\nsize B = C / A" + R"(
+input x : f32[R, C]
+weight gamma : f32[C]
+weight beta : f32[C]
+tensor mu : f32[R]
+tensor var : f32[R]
+output y : f32[R, C]
+output out : f32[R, A, B]
+kernel mean {
+  for i in 0..R, j in 0..C:
+    mu[i] += x[i, j] / C
+}
+kernel variance {
+  for i in 0..R, j in 0..C:
+    var[i] += (x[i, j] - mu[i]) * (x[i, j] - mu[i]) / C
+}
+kernel normalize {
+  for i in 0..R, j in 0..C:
+    y[i, j] = (x[i, j] - mu[i]) * rsqrt(var[i] + 1e-05) * gamma[j] + beta[j]
+}
+out = reshape(y)
+)";
+}
+
+// x : f32[1024, 4096], out : [1024, 64, 64]. Fused: x 16,777,216 + gamma 16,384 + beta 16,384
+// + y 16,777,216 + out 16,777,216 = 50,364,416 B. The copy reads y.flat[4096 d0 + 64 d1 + d2]: on y's storage
+// dims (4096 i + j) that is d0 in dim 0, joined with i, and 64 d1 + d2 inside j's whole range.
+// One tiled group of four nodes, a row per tile: x, y, out rows 3 x 4096, gamma and beta 2 x
+// 4096 (no tiled dim: fetched once), mu and var 1 each: 20,482 x 4 B = 81,928 B. (Before, the
+// copy streamed alone: y read back, +16,777,216 B.)
+TEST(CacheStreaming, LayerNormWithMaterialisedReshapeIsOneGroup) {
+  const einsum::Graph g = lift_text(layer_norm_reshaped(1024, 4096, 64));
+  ASSERT_EQ(g.nodes.back().kind, einsum::NodeKind::Movement);
+  EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 50'364'416);
+  CacheOptimizer opt(g);
+  const CacheSchedule s = opt.optimize(1 << 20);
+  EXPECT_EQ(s.traffic_bytes, 50'364'416);
+  EXPECT_EQ(single_tiled_group(g, s).working_set_bytes, 81'928);
+}
+
+// cumsum along the last dim as the PyTorch frontend lowers it: a first column, then a repeat
+// block of C - 1 steps, each reading the column before. Unrolled: C nodes; the steps are
+// translates of each other and fold into one unit. `exclusive`: then z = y - x.
+std::string cumsum_steps(int64_t r, int64_t c, bool exclusive) {
+  std::string s =
+      "size R = " + std::to_string(r) + "\nsize C = " + std::to_string(c) +
+      "\ninput x : f32[R, C]\n" +
+      (exclusive ? "tensor y : f32[R, C]\noutput z : f32[R, C]\n" : "output y : f32[R, C]\n") +
+      R"(kernel first {
+  for i in 0..R:
+    y[i, 0] = x[i, 0]
+}
+repeat t in 1..C {
+  kernel step {
+    for i in 0..R:
+      y[i, t] = y[i, t - 1] + x[i, t]
+  }
+}
+)";
+  if (exclusive) {
+    s += R"(kernel exclusive {
+  for i in 0..R, j in 0..C:
+    z[i, j] = y[i, j] - x[i, j]
+}
+)";
+  }
+  return s;
+}
+
+// x : f32[1024, 512] at 1 MiB. Fused: x and y once, 2 x 2,097,152 = 4,194,304 B. The steps
+// write columns 1..511 (y[i, 1 + t] over the folded step t), the first column 0; each step reads
+// the column the one before wrote (y[i, t]: one step behind); x's columns 0 and 1 + t. i joins
+// every node; a row per tile: x 512 + y 512 elements = 4096 B. (Before, a tensor written by
+// several nodes could not be tiled, and untiled segments counted y's reads back from DRAM.)
+// Exclusive: z = y - x reads y[i, j] over the whole row, inside the union of the columns the
+// scan wrote; x[i, j] holds x[i, 0] and x[i, 1 + t]: a row of x, y and z: 6144 B.
+TEST(CacheStreaming, CumsumStepsAreOneGroup) {
+  for (const bool exclusive : {false, true}) {
+    const einsum::Graph g = lift_text(cumsum_steps(1024, 512, exclusive));
+    ASSERT_EQ(g.nodes.size(), exclusive ? 513u : 512u);
+    EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 4'194'304);
+    CacheOptimizer opt(g);
+    const CacheSchedule s = opt.optimize(1 << 20);
+    EXPECT_EQ(s.traffic_bytes, 4'194'304) << exclusive;
+    const CacheGroup& grp = single_tiled_group(g, s);
+    EXPECT_EQ(grp.working_set_bytes, exclusive ? 6144 : 4096);
+    ASSERT_EQ(grp.dims.size(), 1u);
+    EXPECT_EQ(grp.dims[0].name, "i");
+  }
+}
+
+// cumsum as one triangular reduction, y[i, j] = x[i, 0] + ... + x[i, j]: a single node, every
+// loop a common dim. x : f32[1024, 512]: fused 4,194,304 B; with k whole (a row of x, 512
+// elements) and one element of y per tile, x is read once per row and y written once:
+// (512 + 1) x 4 B = 2052 B.
+TEST(CacheStreaming, TriangularCumsumReadsARow) {
+  const einsum::Graph g = lift_text(R"(
+size R = 1024
+size C = 512
+input x : f32[R, C]
+output y : f32[R, C]
+kernel cumsum {
+  for i in 0..R, j in 0..C, k in 0..j + 1:
+    y[i, j] += x[i, k]
+}
+)");
+  CacheOptimizer opt(g);
+  const CacheSchedule s = opt.optimize(1 << 20);
+  EXPECT_EQ(s.traffic_bytes, 4'194'304);
+  EXPECT_EQ(single_tiled_group(g, s).working_set_bytes, 2052);
+}
+
+// avg_pool1d, kernel 4, stride 2, padding 1, as the frontend writes it: the input unsqueezed to
+// [N, C, 1, L] (a view), the window read through a guard (the padding), a sum and a division,
+// the output squeezed back into a graph output (a reshape of an intermediate: avg becomes an
+// alias of y, no copy).
+std::string avg_pool1d(int64_t n, int64_t c, int64_t l) {
+  return "size N = " + std::to_string(n) + "\nsize C = " + std::to_string(c) +
+         "\nsize L = " + std::to_string(l) + "\nsize O = L / 2" + R"(
+input x : f32[N, C, L]
+tensor xu : f32[N, C, 1, L]
+tensor acc : f32[N, C, 1, O]
+tensor avg : f32[N, C, 1, O]
+output y : f32[N, C, O]
+xu = reshape(x)
+kernel window {
+  for n in 0..N, c in 0..C, u in 0..1, o in 0..O, k in 0..4:
+    acc[n, c, u, o] += select(2 * o + k - 1 >= 0 && 2 * o + k - 1 < L, xu[n, c, u, 2 * o + k - 1], 0.0)
+}
+kernel average {
+  for n in 0..N, c in 0..C, u in 0..1, o in 0..O:
+    avg[n, c, u, o] = acc[n, c, u, o] / 4.0
+}
+y = reshape(avg)
+)";
+}
+
+// x : f32[16, 64, 4096], y : [16, 64, 2048]. Fused: 16,777,216 + 8,388,608 = 25,165,824 B.
+// One tiled group of the two kernels. At 1 MiB a whole row per tile (n = c = 1, o whole):
+// x 4096 + acc 2048 + y 2048 elements = 32,768 B. At 16 KiB a row does not
+// fit: o tiled by 512 with its halo, x tiles of 2 x 512 + 2 = 1026 elements (the window's
+// span), 4 per row: 16 x 64 x 4 x 1026 x 4 B = 16,809,984 B of x, y once: 25,198,592 B, in
+// (1026 + 2 x 512) x 4 = 8,200 B (o = 1024 would need (2050 + 2 x 1024) x 4 = 16,392 B). The
+// tiles at the ends of a row hold one padding position each: the model counts the span, 1026,
+// where 1025 elements exist (a real schedule moves 2 x 16 x 64 x 4 B = 8192 B less).
+TEST(CacheStreaming, Pool1dHaloTilesAreOneGroup) {
+  const einsum::Graph g = lift_text(avg_pool1d(16, 64, 4096));
+  EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 25'165'824);
+  CacheOptimizer opt(g);
+  const CacheSchedule s = opt.optimize(1 << 20);
+  EXPECT_EQ(s.traffic_bytes, 25'165'824);
+  EXPECT_EQ(single_tiled_group(g, s).working_set_bytes, 32'768);
+  const CacheSchedule small = opt.optimize(16 << 10);
+  EXPECT_EQ(small.traffic_bytes, 25'198'592);
+  EXPECT_EQ(single_tiled_group(g, small).working_set_bytes, 8'200);
+}
+
+// Cross-entropy: log-softmax over the classes, the target's log-probability gathered from each
+// row (a movement node whose index tensor chooses the column), the mean over the rows.
+std::string cross_entropy(int64_t r, int64_t c) {
+  return "size R = " + std::to_string(r) + "\nsize C = " + std::to_string(c) + R"(
+input x : f32[R, C]
+input target : i64[R, 1]
+tensor m : f32[R]
+tensor s : f32[R]
+tensor lsm : f32[R, C]
+tensor picked : f32[R, 1]
+tensor total : f32[]
+output loss : f32[]
+kernel row_max {
+  for i in 0..R, j in 0..C:
+    m[i] max= x[i, j]
+}
+kernel row_sum {
+  for i in 0..R, j in 0..C:
+    s[i] += exp(x[i, j] - m[i])
+}
+kernel log_softmax {
+  for i in 0..R, j in 0..C:
+    lsm[i, j] = x[i, j] - m[i] - log(s[i])
+}
+picked = gather(lsm, target, dim=1)
+kernel sum_rows {
+  for i in 0..R:
+    total[] += picked[i, 0]
+}
+kernel mean {
+    loss[] = -total[] / R
+}
+)";
+}
+
+// x : f32[1024, 4096], target : i64[1024, 1]. Fused: x 16,777,216 + target 8192 + loss 4 =
+// 16,785,412 B. The gather reads lsm[d0, target[d0, d1]]: row d0 (joined with i), the column
+// chosen by the data, so lsm's row stays whole on chip and lsm never leaves it. A row per tile:
+// x and lsm rows 2 x 4096, m, s, picked, total, loss 5 f32 elements, one i64 target: 8197 x 4 +
+// 8 = 32,796 B. (Before, the gather streamed alone and lsm went to DRAM and back: +16 MiB.)
+TEST(CacheStreaming, CrossEntropyGatherIsOneGroup) {
+  const einsum::Graph g = lift_text(cross_entropy(1024, 4096));
+  EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 16'785'412);
+  CacheOptimizer opt(g);
+  const CacheSchedule s = opt.optimize(1 << 20);
+  EXPECT_EQ(s.traffic_bytes, 16'785'412);
+  EXPECT_EQ(single_tiled_group(g, s).working_set_bytes, 32'796);
+}
+
+// Instance norm as PyTorch lowers it: x : [N, C, H, W] viewed as [1, N * C, H, W], batch-norm
+// statistics per channel of the view, the result reshaped back into the graph output (a reshape
+// of an intermediate in its own order: y is an alias of out, no copy, docs/einsum.md "Views").
+std::string instance_norm(int64_t n, int64_t c, int64_t hw) {
+  return "size N = " + std::to_string(n) + "\nsize C = " + std::to_string(c) +
+         "\nsize S = " + std::to_string(hw) + "\nsize NC = N * C" + R"(
+input x : f32[N, C, S, S]
+tensor xv : f32[1, NC, S, S]
+tensor mu : f32[NC]
+tensor var : f32[NC]
+tensor y : f32[1, NC, S, S]
+output out : f32[N, C, S, S]
+xv = reshape(x)
+kernel mean {
+  for u in 0..1, k in 0..NC, h in 0..S, w in 0..S:
+    mu[k] += xv[u, k, h, w] / (S * S)
+}
+kernel variance {
+  for u in 0..1, k in 0..NC, h in 0..S, w in 0..S:
+    var[k] += (xv[u, k, h, w] - mu[k]) * (xv[u, k, h, w] - mu[k]) / (S * S)
+}
+kernel normalize {
+  for u in 0..1, k in 0..NC, h in 0..S, w in 0..S:
+    y[u, k, h, w] = (xv[u, k, h, w] - mu[k]) * rsqrt(var[k] + 1e-05)
+}
+out = reshape(y)
+)";
+}
+
+// x : f32[16, 64, 32, 32]. Fused: x and out once, 2 x 4,194,304 = 8,388,608 B. One tiled group
+// of the three kernels, a channel per tile: x and out (y's storage) 2 x 1024 elements, mu and
+// var 1 each: 2050 x 4 B = 8,200 B. (Before: the copy streamed alone, y written and read back,
+// +8,388,608 B.)
+TEST(CacheStreaming, InstanceNormReshapedBackIsOneGroup) {
+  const einsum::Graph g = lift_text(instance_norm(16, 64, 32));
+  EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 8'388'608);
+  CacheOptimizer opt(g);
+  const CacheSchedule s = opt.optimize(1 << 20);
+  EXPECT_EQ(s.traffic_bytes, 8'388'608);
+  EXPECT_EQ(single_tiled_group(g, s).working_set_bytes, 8'200);
+}
+
+// A reshape of a permuted tensor into a graph output: the copy's read runs over the permuted
+// box (3 loops), its write over the output (2 loops), so it cannot tile; it streams alone.
+// x, y : 2 x 3 x 4 f32 = 96 B each. At 1 KiB: the elementwise kernel (x read, t written: 192 B),
+// then the copy (t read, y written: 192 B), or all untiled (x and y once, 192 B, t on chip:
+// 288 B of working set): 192 B.
+TEST(CacheStreaming, CopyOverAnotherShapeStreamsAlone) {
+  const einsum::Graph g = lift_text(R"(
+input x : f32[2, 3, 4]
+tensor t : f32[2, 3, 4]
+tensor p : f32[3, 2, 4]
+output y : f32[3, 8]
+kernel double {
+  for a in 0..2, b in 0..3, c in 0..4:
+    t[a, b, c] = 2.0 * x[a, b, c]
+}
+p = permute(t, [1, 0, 2])
+y = reshape(p)
+)");
+  ASSERT_EQ(g.nodes.size(), 2u);
+  CacheOptimizer opt(g);
+  EXPECT_FALSE(opt.tiled_dims(1, 2));
+  EXPECT_FALSE(opt.tiled_dims(0, 2));
+  EXPECT_EQ(opt.optimize(1024).traffic_bytes, 192);
+  EXPECT_EQ(opt.optimize(100).traffic_bytes, 384);
+}
+
+// A node's write needs no join when nothing in its segment reads it: a transposed convolution
+// (examples/conv_transpose2d.ir, output y[n, k, 2 * ih + kh, ...], not one to one) still tiles
+// alone. At 4 KiB its best schedule moves 12,064 B, as before the streaming-chain mapspace.
+TEST(CacheStreaming, UnreadWriteNeedsNoJoin) {
+  const ir::Program p = ir::parse_file(
+      (std::filesystem::path(SOLAR_SOURCE_DIR) / "examples" / "conv_transpose2d.ir").string());
+  const einsum::Graph g = einsum::lift(p, ir::check_or_throw(p, {}));
+  CacheOptimizer opt(g);
+  EXPECT_TRUE(opt.tiled_dims(0, 1));
+  EXPECT_EQ(opt.optimize(4096).traffic_bytes, 12'064);
+}
+
+// The new constructs, at sizes a brute force can enumerate: the optimiser equals the brute
+// force over the group's mapspace, its schedule reproduces its traffic in the simulation, and
+// the laws hold.
+TEST(CacheBruteForce, StreamingChains) {
+  const einsum::Graph kl = lift_text(kl_div(4, 8));
+  expect_matches_brute_force(kl, 0, kl.nodes.size(), {16, 32, 64, 128, 256, 512});
+  const einsum::Graph sm = lift_text(softmax_keepdim(8, 6));
+  expect_matches_brute_force(sm, 0, sm.nodes.size(), {64, 100, 200, 400, 1024});
+  const einsum::Graph ln = lift_text(layer_norm_reshaped(4, 16, 4));
+  expect_matches_brute_force(ln, 0, ln.nodes.size(), {200, 300, 512, 1024});
+  const einsum::Graph cs = lift_text(cumsum_steps(8, 6, true));
+  expect_matches_brute_force(cs, 0, cs.nodes.size(), {40, 72, 100, 200, 1024});
+  const einsum::Graph pool = lift_text(avg_pool1d(2, 2, 16));
+  expect_matches_brute_force(pool, 0, pool.nodes.size(), {40, 64, 100, 200, 512}, false);
+  const einsum::Graph ce = lift_text(cross_entropy(4, 8));
+  expect_matches_brute_force(ce, 0, ce.nodes.size(), {64, 100, 200, 512});
+  const einsum::Graph in = lift_text(instance_norm(2, 3, 4));
+  expect_matches_brute_force(in, 0, in.nodes.size(), {100, 200, 400, 1024});
+  for (const einsum::Graph* g : {&kl, &sm, &ln, &cs, &pool, &ce, &in}) expect_laws(*g);
+  expect_laws(lift_text(cumsum_steps(64, 32, true)), 24);
+}
+
+// Causal attention (examples/causal_attention.ir, docs/fidelities.md) at H = 16, T = 1024,
+// D = 64, 256 KiB: its kernels write s and p over the triangle j <= i, not a box; each read
+// matches the write loop for loop over the same bounds, so the five kernels stay one group.
+// 256 query rows per tile, keys one at a time: q and o once (4,194,304 B each), k and v once per
+// query tile (4 x 4,194,304 B each): 41,943,040 B.
+TEST(CacheAttention, CausalTriangleIsOneGroup) {
+  const ir::Program p = ir::parse_file(
+      (std::filesystem::path(SOLAR_SOURCE_DIR) / "examples" / "causal_attention.ir").string());
+  const einsum::Graph g =
+      einsum::lift(p, ir::check_or_throw(p, {{"T", 1024}, {"D", 64}, {"H", 16}}));
+  CacheOptimizer opt(g);
+  const CacheSchedule s = opt.optimize(256 << 10);
+  EXPECT_EQ(s.traffic_bytes, 41'943'040);
+  const CacheGroup& grp = single_tiled_group(g, s);
+  EXPECT_EQ(grp.loop_order, (std::vector<std::string>{"i", "h", "j"}));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -519,6 +950,49 @@ TEST(CacheOptions, NoScheduleFits) {
   EXPECT_TRUE(opt.try_optimize(12));
   EXPECT_FALSE(opt.try_optimize(11));
   EXPECT_THROW(opt.optimize(11), UserError);
+}
+
+// A constant pad folds into the kernel as a guarded read of x (docs/einsum.md, "Views"): a
+// pooling window and a strided convolution over a padded input, checked against brute force
+// and the simulation (not exact: an edge tile counts its whole window span), at or above the
+// fused bytes (x and the output once; w too).
+const char* const kPaddedPool = R"(
+input x : f32[1, 1, 8, 8]
+tensor xp : f32[1, 1, 10, 10]
+output y : f32[1, 1, 8, 8]
+xp = pad(x, lo=[0, 0, 1, 1], hi=[0, 0, 1, 1], value=-inf)
+kernel pool {
+  for n in 0..1, c in 0..1, oh in 0..8, ow in 0..8, kh in 0..3, kw in 0..3:
+    y[n, c, oh, ow] max= xp[n, c, oh + kh, ow + kw]
+}
+)";
+const char* const kPaddedConv = R"(
+input x : f32[1, 2, 8, 8]
+tensor xp : f32[1, 2, 10, 10]
+weight w : f32[3, 2, 3, 3]
+output y : f32[1, 3, 4, 4]
+xp = pad(x, lo=[0, 0, 1, 1], hi=[0, 0, 1, 1], value=0.0)
+kernel conv {
+  for n in 0..1, k in 0..3, oh in 0..4, ow in 0..4, c in 0..2, r in 0..3, s in 0..3:
+    y[n, k, oh, ow] += xp[n, c, 2 * oh + r, 2 * ow + s] * w[k, c, r, s]
+}
+)";
+
+TEST(CacheBruteForce, PaddedConvAndPool) {
+  for (const char* text : {kPaddedConv, kPaddedPool}) {
+    const einsum::Graph g = lift_text(text);
+    ASSERT_EQ(g.nodes.size(), 1u);  // the pad folded away: one kernel
+    // pool: x 64 x 4 + y 64 x 4 = 512 B; conv: x 128 x 4 + w 54 x 4 + y 48 x 4 = 920 B
+    EXPECT_EQ(dram_bytes(g, Fidelity::Fused), text == kPaddedPool ? 512 : 920);
+    expect_matches_brute_force(g, 0, 1, {100, 200, 288, 400, 512, 700, 1024, 4096}, false);
+    CacheOptimizer opt(g);
+    for (const int64_t c : {200, 512, 4096}) {
+      const std::optional<CacheSchedule> s = opt.try_optimize(c);
+      if (s) {
+        EXPECT_GE(s->traffic_bytes, dram_bytes(g, Fidelity::Fused)) << c;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -64,7 +64,10 @@ struct OpCounts {
 //   every index lies in 0..extent[d]; through a padded view, index[d] is the view's index minus
 //   the padding before dimension d, and extent[d] the number of the source's elements along it.
 //   Data-dependent maps (take, gather, scatter): `moved` elements at positions given by an index
-//   tensor's values; `index` is empty.
+//   tensor's values; `index` is empty, except for the read of take and gather: there `data_dim`
+//   is the dimension the index tensor chooses, and every other dimension d of the view read
+//   (`offset`, `strides`, `extent` as for an affine map) is indexed by index[d], a loop of the
+//   elements moved (index[data_dim] is 0).
 struct AccessMap {
   std::string text;  // e.g. "x[n, c, 2 * oh + kh, ow]"; "x.flat[...]" when no per-dimension form
   ir::AffineDomain domain;
@@ -75,6 +78,7 @@ struct AccessMap {
   bool guarded = false;
   bool data_dependent = false;
   int64_t moved = 0;
+  int64_t data_dim = -1;  // take and gather reads: the dimension the index tensor chooses
 
   ir::AffineForm flat() const;  // offset + sum_d strides[d] * index[d] (affine maps only)
 };

@@ -3,13 +3,24 @@
 // working set within C. The optimiser is exact for the mapspace defined here and in the docs.
 //
 // The mapspace, stated once (docs/fidelities.md has the worked example and the proofs):
+//   - Units: a node, or a run of consecutive nodes that are translates of each other (a repeat
+//     block unrolled: the same kernel, every index shifted by the same constants from one node
+//     to the next), folded into one unit with one more loop over its steps.
 //   - Groups: the graph is split into segments of consecutive nodes (program order). Each
 //     segment runs in one of three modes:
-//       tiled     einsum nodes only (at most kMaxTiledGroup), joined through intermediates whose
-//                 writer and readers index them with plain loop variables (`s[h, i, j]`):
-//                 those variables are unified into one group dimension. The dimensions every
-//                 node of the group has (the common dims) are tiled; every other loop runs over
-//                 its whole range inside a tile.
+//       tiled     at most kMaxTiledUnits units: einsum nodes, and movement nodes that copy with
+//                 affine maps over their own elements (a materialised reshape); a segment that
+//                 starts or ends inside a run holds at most kMaxTiledGroup nodes. The units are
+//                 joined through the intermediates they write and read: a read of an
+//                 intermediate must lie inside what earlier units of the segment wrote (one
+//                 writer, or several writing disjoint parts), dimension by dimension of the
+//                 tensor's storage (dimensions merged where a view reshapes them); a dimension
+//                 indexed by the same loop variable on both sides joins those variables into one
+//                 group dimension, any other dimension (a broadcast, a slice, a flip, a reshape,
+//                 a scan's shifted read) runs whole inside a tile. The dimensions every unit with
+//                 loops has, and that run whole nowhere, are the common dims: they are tiled;
+//                 every other loop runs over its whole range inside a tile. A unit without loops
+//                 (a scalar epilogue) runs once.
 //       untiled   any nodes: every tensor the segment touches is held on chip whole; each tensor
 //                 coming from outside is read once, each tensor needed after it written once.
 //       streamed  one data-movement node alone: its reads and writes, each element once,
@@ -25,12 +36,12 @@
 //     softmax with the key dimension tiled) is assumed to be combined online, as fused attention
 //     kernels do; the group lists such tensors (`online`).
 //   - Cost: tile footprint of a tensor = product over its dimensions of the span of the index
-//     over the tile (sum of |coeff| x (tile - 1) + 1), clipped to the dimension's size (for a
-//     guarded map whose index leaves the tensor, a padded view's read: the most in bounds of any
-//     tile, docs/fidelities.md), at most the tensor's size; working set = sum of the footprints of
-//     every tensor of the group (in bytes); traffic = sum over tensors of fetches x footprint
-//     (inputs), writes (+ reads of partial sums when a reduction loop sits outside an output's
-//     tile) for outputs, 0 for intermediates.
+//     over the tile (sum of |coeff| x (tile - 1) + 1), clipped to the dimension's size, at most
+//     the tensor's size (an intermediate: over the maps that write it; a broadcast dimension
+//     has none); working set = sum of the footprints of every tensor of the group (in bytes);
+//     traffic = sum over tensors of fetches x footprint (inputs, and the parts of a tensor the
+//     group reads but does not write), writes (+ reads of partial sums when a reduction loop
+//     sits outside an output's tile) for outputs, 0 for intermediates.
 //   - T_cache = max(sum of every node's compute, traffic / DRAM bandwidth) is the headline; the
 //     sequential variant sum over groups of max(group compute, group traffic / bandwidth) is
 //     reported too.
@@ -48,7 +59,9 @@
 
 namespace solar::sol {
 
-// The most nodes a tiled group holds (longer segments can still run untiled).
+// The most units a tiled group holds (longer segments can still run untiled).
+inline constexpr size_t kMaxTiledUnits = 64;
+// The most nodes of a tiled group that starts or ends inside a run of translated nodes.
 inline constexpr size_t kMaxTiledGroup = 8;
 // The search budget of one tiled segment, in evaluated (tile vector, loop subset) states. Above
 // it the tile sizes of each dim are restricted to powers of two dividing the extent and the
@@ -107,6 +120,10 @@ struct CacheGroup {
   std::vector<GroupTensor> tensors;     // by first appearance in the group
   std::vector<std::string> online;      // intermediates combined online (see above)
   bool reduced_mapspace = false;        // the search budget restricted the tile sizes
+  // The traffic is a lower bound, not the traffic of a schedule (docs/fidelities.md, "Lower
+  // bounds"), and why.
+  bool lower_bound = false;
+  std::string lower_bound_reason;
   int64_t working_set_bytes = 0;
   int64_t traffic_bytes = 0;
   // The same nodes with unlimited capacity: the least traffic of any of their schedules, and the

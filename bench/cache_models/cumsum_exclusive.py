@@ -1,0 +1,19 @@
+"""Cache-groups model: exclusive cumsum, cumsum minus the element itself (issue 12)."""
+
+import torch
+from torch import nn
+
+R, C = 1024, 512
+
+
+class Model(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cumsum(x, dim=1) - x
+
+
+def get_inputs() -> list[torch.Tensor]:
+    return [torch.randn(R, C)]
+
+
+def get_init_inputs() -> list:
+    return []

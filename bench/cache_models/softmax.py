@@ -1,0 +1,19 @@
+"""Cache-groups model: softmax over the last dimension (issue 12)."""
+
+import torch
+from torch import nn
+
+R, C = 1024, 4096
+
+
+class Model(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, dim=-1)
+
+
+def get_inputs() -> list[torch.Tensor]:
+    return [torch.randn(R, C)]
+
+
+def get_init_inputs() -> list:
+    return []
