@@ -530,9 +530,9 @@ out = reshape(y)
 }
 
 // x : f32[1024, 4096], out : [1024, 64, 64]. Fused: x 16,777,216 + gamma 16,384 + beta 16,384
-// + y 16,777,216 + out 16,777,216 = 50,364,416 B. The copy reads y.flat[4096 d0 + 64 d1 + d2]: on y's storage
-// dims (4096 i + j) that is d0 in dim 0, joined with i, and 64 d1 + d2 inside j's whole range.
-// One tiled group of four nodes, a row per tile: x, y, out rows 3 x 4096, gamma and beta 2 x
+// + y 16,777,216 + out 16,777,216 = 50,364,416 B. The copy reads y.flat[4096 d0 + 64 d1 + d2]: on
+// y's storage dims (4096 i + j) that is d0 in dim 0, joined with i, and 64 d1 + d2 inside j's whole
+// range. One tiled group of four nodes, a row per tile: x, y, out rows 3 x 4096, gamma and beta 2 x
 // 4096 (no tiled dim: fetched once), mu and var 1 each: 20,482 x 4 B = 81,928 B. (Before, the
 // copy streamed alone: y read back, +16,777,216 B.)
 TEST(CacheStreaming, LayerNormWithMaterialisedReshapeIsOneGroup) {
