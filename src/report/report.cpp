@@ -62,28 +62,20 @@ nlohmann::json node_json(const einsum::Node& n, const sol::NodeCost& c) {
   };
 }
 
-nlohmann::json op_json(const einsum::Graph& g, const sol::Analysis& a, const sol::OpCost& c) {
+nlohmann::json op_json(const einsum::Graph& g, const sol::OpCost& c) {
   nlohmann::json members = nlohmann::json::array();
-  einsum::OpCounts counts;
-  for (size_t i = c.first; i < c.last; ++i) {
-    members.push_back(g.nodes[i].name);
-    counts.macs += g.nodes[i].counts.macs;
-    counts.simple += g.nodes[i].counts.simple;
-    counts.special += g.nodes[i].counts.special;
-  }
-  double kernels_s = 0;  // the same nodes each run alone, as separate kernels
-  for (size_t i = c.first; i < c.last; ++i) kernels_s += a.nodes[i].time_s;
+  for (size_t i = c.first; i < c.last; ++i) members.push_back(g.nodes[i].name);
   return {{"name", c.name},
           {"nodes", std::move(members)},
-          {"macs", counts.macs},
-          {"other_ops", counts.other_ops()},
-          {"flops", counts.flops()},
+          {"macs", c.counts.macs},
+          {"other_ops", c.counts.other_ops()},
+          {"flops", c.counts.flops()},
           {"bytes", c.bytes},
           {"bytes_exact", c.bytes_exact},
           {"compute_s", c.compute_s},
           {"memory_s", c.memory_s},
           {"sol_unfused_s", c.time_s},
-          {"nodes_alone_s", kernels_s},
+          {"nodes_alone_s", c.nodes_alone_s},
           {"bottleneck", sol::bottleneck_name(c.bottleneck)}};
 }
 
@@ -226,14 +218,9 @@ std::string op_table(const Report& r, size_t top) {
                                                  "bound"}};
   for (const size_t k : order) {
     const sol::OpCost& c = ops[k];
-    einsum::OpCounts counts;
     const sol::Rate* main = nullptr;  // the rate of the node with the most compute
     double most = -1;
     for (size_t i = c.first; i < c.last; ++i) {
-      const einsum::Node& n = r.graph.nodes[i];
-      counts.macs += n.counts.macs;
-      counts.simple += n.counts.simple;
-      counts.special += n.counts.special;
       const sol::NodeCost& nc = r.analysis.nodes[i];
       if (nc.main_rate() && nc.compute_s > most) {
         most = nc.compute_s;
@@ -246,8 +233,8 @@ std::string op_table(const Report& r, size_t top) {
             : r.graph.nodes[c.first].name + ".." + r.graph.nodes[c.last - 1].name + " (" +
                   std::to_string(c.last - c.first) + ")";
     rows.push_back({c.name, members, short_precision(main),
-                    format_count(static_cast<double>(counts.macs)),
-                    format_count(static_cast<double>(counts.other_ops())),
+                    format_count(static_cast<double>(c.counts.macs)),
+                    format_count(static_cast<double>(c.counts.other_ops())),
                     format_bytes(static_cast<double>(c.bytes)), format_seconds(c.compute_s),
                     format_seconds(c.memory_s), format_seconds(c.time_s),
                     total > 0 ? format_number(100 * c.time_s / total) + "%" : "-",
@@ -285,7 +272,7 @@ nlohmann::json report_to_json(const Report& r) {
     nodes.push_back(node_json(r.graph.nodes[i], r.analysis.nodes[i]));
   }
   nlohmann::json ops = nlohmann::json::array();
-  for (const sol::OpCost& c : r.analysis.ops) ops.push_back(op_json(r.graph, r.analysis, c));
+  for (const sol::OpCost& c : r.analysis.ops) ops.push_back(op_json(r.graph, c));
   return {
       {"schema_version", kSchemaVersion},
       {"source", source_name(r.graph.source)},

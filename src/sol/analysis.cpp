@@ -196,7 +196,13 @@ std::vector<OpCost> op_costs(const einsum::Graph& g, const std::vector<NodeCost>
     c.name = u.name;
     c.first = u.first;
     c.last = u.last;
-    for (size_t i = u.first; i < u.last; ++i) c.compute_s += nodes[i].compute_s;
+    for (size_t i = u.first; i < u.last; ++i) {
+      c.counts.macs += g.nodes[i].counts.macs;
+      c.counts.simple += g.nodes[i].counts.simple;
+      c.counts.special += g.nodes[i].counts.special;
+      c.compute_s += nodes[i].compute_s;
+      c.nodes_alone_s += nodes[i].time_s;
+    }
     c.bytes = u.bytes();
     c.bytes_exact = u.bytes_exact;
     c.memory_s = static_cast<double>(c.bytes) / bandwidth;

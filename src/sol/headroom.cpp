@@ -99,13 +99,9 @@ NodeHeadrooms compute_node_headroom(const einsum::Graph& g, const Analysis& a,
     if (op.last - op.first < 2) continue;
     const std::optional<size_t> owner = owners[op.first];
     bool one = true;
-    double alone = 0;
-    for (size_t n = op.first; n < op.last; ++n) {
-      one = one && owners[n] == owner;
-      alone += a.nodes[n].time_s;
-    }
+    for (size_t n = op.first; n < op.last; ++n) one = one && owners[n] == owner;
     if (!one) continue;
-    (owner ? out.nodes[*owner].sol_s : out.unattributed_sol_s) += op.time_s - alone;
+    (owner ? out.nodes[*owner].sol_s : out.unattributed_sol_s) += op.time_s - op.nodes_alone_s;
   }
   for (const auto& [kernel, i] : by_kernel) {
     if (found.count(kernel) == 0) {

@@ -58,8 +58,10 @@ struct NodeCost {
 struct OpCost {
   std::string name;
   size_t first = 0, last = 0;
-  double compute_s = 0;  // sum of its nodes' compute_s
-  int64_t bytes = 0;     // OpUnit::bytes()
+  einsum::OpCounts counts;   // summed over its nodes
+  double compute_s = 0;      // sum of its nodes' compute_s
+  double nodes_alone_s = 0;  // sum of its nodes' time_s: each run alone, as its own kernel
+  int64_t bytes = 0;         // OpUnit::bytes()
   bool bytes_exact = true;
   double memory_s = 0;  // bytes / DRAM bandwidth
   double time_s = 0;    // max(compute_s, memory_s)
