@@ -123,7 +123,7 @@ bool read_later(const std::map<std::string, Events, std::less<>>& events, const 
 }
 
 void unit_bytes(const Graph& g, const std::map<std::string, Events, std::less<>>& events,
-                OpUnit& u) {
+                const std::map<std::string, const TensorInfo*, std::less<>>& tensors, OpUnit& u) {
   if (u.last - u.first == 1) {  // one node: all it reads and writes, as it runs alone
     const Node& n = g.nodes[u.first];
     u.bytes_read = n.bytes_read();
@@ -163,8 +163,9 @@ void unit_bytes(const Graph& g, const std::map<std::string, Events, std::less<>>
   }
   for (const std::string& name : order) {
     const Use& x = uses.at(name);
-    const TensorInfo* t = g.find_tensor(name);
-    SOLAR_CHECK(t != nullptr, "op_units: unknown tensor '" + name + "'");
+    const auto found = tensors.find(name);
+    SOLAR_CHECK(found != tensors.end(), "op_units: unknown tensor '" + name + "'");
+    const TensorInfo* t = found->second;
     const int64_t size = ir::dtype_size(t->dtype);
     if (!x.reads.empty()) {
       const Footprint fp = detail::union_footprint(x.reads, t->numel);
@@ -189,6 +190,8 @@ std::vector<OpUnit> op_units(const Graph& g) {
     for (const Access& a : g.nodes[i].reads) events[a.tensor].reads.push_back(i);
     for (const Access& a : g.nodes[i].writes) events[a.tensor].writes.push_back(i);
   }
+  std::map<std::string, const TensorInfo*, std::less<>> tensors;  // by name, once
+  for (const TensorInfo& t : g.tensors) tensors.emplace(t.name, &t);
   std::vector<OpUnit> units;
   for (size_t i = 0; i < g.nodes.size();) {
     const Node& n = g.nodes[i];
@@ -200,7 +203,7 @@ std::vector<OpUnit> op_units(const Graph& g) {
     u.name = n.op_block.empty() ? n.name : n.op_block;
     u.first = i;
     u.last = end;
-    unit_bytes(g, events, u);
+    unit_bytes(g, events, tensors, u);
     units.push_back(std::move(u));
     i = end;
   }
