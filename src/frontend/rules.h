@@ -163,6 +163,8 @@ void register_lax_rules(std::map<std::string, Rule>& r);       // lax_rules.cpp:
 void register_fragment_rules(std::map<std::string, Rule>& r);  // fragment_rules.cpp: IR fragments
 void register_index_rules(std::map<std::string, Rule>& r);  // rules_index.cpp: indexing, movement
 void register_reduction_rules(std::map<std::string, Rule>& r);  // rules_reduce.cpp: scans, norms
+void register_data_rules(std::map<std::string, Rule>& r);   // rules_data.cpp: random, bits, sort
+void register_model_rules(std::map<std::string, Rule>& r);  // rules_models.cpp: model code
 
 const std::map<std::string, Rule>& rules();
 
