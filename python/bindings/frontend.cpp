@@ -54,13 +54,25 @@ void bind_frontend(nb::module_& m) {
         }
         result["node_kernels"] = node_kernels;
         result["node_tensors"] = node_tensors;
+        nb::list random;
+        for (const frontend::RandomDraw& d : r.random) {
+          nb::dict e;
+          e["tensor"] = d.tensor;
+          e["value_of"] = d.value_of;
+          e["node"] = d.node;
+          e["op"] = d.op;
+          random.append(e);
+        }
+        result["random"] = random;
         return result;
       },
       nb::arg("capture_json"), nb::arg("allow_unsupported") = false,
       nb::arg("disabled_rules") = std::vector<std::string>{}, nb::arg("file") = "<capture>",
       "Lowers a capture document; returns {'ir', 'unsupported', 'nodes', 'lowered', "
-      "'node_output_bytes', 'node_kernels', 'node_tensors'} (the last two: per lowered node, "
-      "the IR kernels it produced and the tensors it writes). With allow_unsupported, a node "
+      "'node_output_bytes', 'node_kernels', 'node_tensors', 'random'} (node_kernels and "
+      "node_tensors: per lowered node, the IR kernels it produced and the tensors it writes; "
+      "random: the random draws, {tensor, value_of, node, op}: IR tensor `tensor` takes the "
+      "framework's value of capture tensor `value_of`). With allow_unsupported, a node "
       "without a rule is listed in "
       "'unsupported' (node, op, location, reason, index, inputs, outputs, output_bytes) and its "
       "outputs become program inputs; without it, such a node raises IRError. disabled_rules: "

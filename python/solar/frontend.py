@@ -253,15 +253,29 @@ _FRAMEWORK_NAMES = {"torch": "PyTorch", "jax": "JAX"}
 
 
 def verify(
-    ir_text: str, document: dict, golden: dict[str, np.ndarray], fed: Sequence[str] = ()
+    ir_text: str,
+    document: dict,
+    golden: dict[str, np.ndarray],
+    fed: Sequence[str] = (),
+    random: Sequence[dict] = (),
 ) -> dict:
     """Runs the lowered program on the golden inputs and compares each output with the
     framework's. ``fed``: outputs of nodes that were not lowered, read from ``golden`` as
-    program inputs (graph outputs among them are not compared)."""
+    program inputs (graph outputs among them are not compared). ``random``: the random draws
+    (lower_detailed's "random"): each ``random`` tensor takes the framework's draw, the golden
+    value of its ``value_of``."""
     program = solar.parse(ir_text)
+    draws = {d["tensor"]: d["value_of"] for d in random}
     feed = {}
     for name, role, _dtype in program.tensors:
-        if role in ("input", "weight"):
+        if role == "random":
+            if draws.get(name) not in golden:
+                raise AnalysisError(
+                    f"the random draw '{name}' has no value from the framework's run (its values "
+                    "are the framework's: the golden run must record them)"
+                )
+            feed[name] = golden[draws[name]]
+        elif role in ("input", "weight"):
             if name not in golden and name in fed:
                 raise AnalysisError(
                     f"'{name}', an output of an unsupported node, has no golden value (the "
@@ -284,6 +298,8 @@ def verify(
     passed = all(o["passed"] for o in outputs)
     framework = _FRAMEWORK_NAMES.get(document.get("framework", ""), document.get("framework"))
     detail = f"{len(outputs)} output(s) compared with {framework} on the same inputs"
+    if draws:
+        detail += f"; the {len(draws)} random draw(s) take {framework}'s values from the same run"
     if fed:
         detail += (
             f"; the {len(fed)} output(s) of unsupported nodes were fed from {framework}'s run"
@@ -419,7 +435,9 @@ def verify_per_op(
         got = solar.run(ir, feed)
         return [compare_output(n, dtypes[n], np.asarray(got[n]), e) for n, e in expected.items()]
 
-    skip = {u["node"] for u in lowered["unsupported"]}
+    # Not checked alone: nodes without a rule, and random draws (their values are the
+    # framework's, not computed by SOLAR).
+    skip = {u["node"] for u in lowered["unsupported"]} | {d["node"] for d in lowered["random"]}
     ops = checks_of(cap.document, skip, lower_one, run_and_compare, int(budget_mb * 1e6))
     failed = [c for c in ops if c["result"] == "failed"]
     unverified = [c for c in ops if c["result"] == "not_verified"]
@@ -467,6 +485,9 @@ def analyze_capture(
     lowered = lower_detailed(capture_json, allow_unsupported, disabled_rules)
     ir_text = lowered["ir"]
     fed = [o for u in lowered["unsupported"] for o in u["outputs"]]
+    random = lowered["random"]
+    # The framework's draws come from the same run as the outputs they are compared with.
+    recorded = fed + [d["value_of"] for d in random if d["value_of"] not in fed]
     data_golden: dict[str, np.ndarray] = {}
     if not verify:
         verification = not_run(
@@ -483,8 +504,8 @@ def analyze_capture(
         if mode == "whole_program":
             if golden is None:
                 raise AnalysisError("whole-program verification needs real inputs")
-            data_golden = golden(fed) if callable(golden) else golden
-            verification = verify_program(ir_text, cap.document, data_golden, fed)
+            data_golden = golden(recorded) if callable(golden) else golden
+            verification = verify_program(ir_text, cap.document, data_golden, fed, random)
         elif cap.document.get("framework") != "torch":
             verification = not_run("per-op verification is built for PyTorch captures only")
             verification["mode"] = "per_op"

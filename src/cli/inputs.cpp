@@ -15,7 +15,8 @@ namespace solar::cli {
 namespace {
 
 bool is_runtime_supplied(const ir::TensorDecl& t) {
-  return t.role == ir::TensorRole::Input || t.role == ir::TensorRole::Weight;
+  return t.role == ir::TensorRole::Input || t.role == ir::TensorRole::Weight ||
+         t.role == ir::TensorRole::Random;
 }
 
 std::string format_value(double v) {

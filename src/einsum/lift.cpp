@@ -69,7 +69,10 @@ class Lifter {
     g_.source = p.file;
     g_.sizes = sizes;
     for (const ir::TensorDecl& t : p.tensors) {
-      TensorInfo info{t.name, t.role, t.dtype, {}, 0, 0};
+      // A random draw is generated on chip by a node of its own (draw()): an intermediate.
+      const bool random = t.role == ir::TensorRole::Random;
+      TensorInfo info{t.name, random ? ir::TensorRole::Intermediate : t.role, t.dtype, {}, 0, 0};
+      if (random) random_.push_back(t.name);
       for (const ir::IntExprP& d : t.shape) info.shape.push_back(ir::eval_int(*d, sizes, p.file));
       info.numel = detail::numel(info.shape);
       info.bytes = info.numel * ir::dtype_size(t.dtype);
@@ -77,10 +80,18 @@ class Lifter {
     }
     unroll(p.body, sizes, "", "", steps_);
     for (size_t i = 0; i < steps_.size(); ++i) index_uses(i);
+    for (const std::string& r : random_) {
+      const auto it = reads_at_.find(r);
+      if (it != reads_at_.end() && !it->second.empty()) draws_at_[it->second.front()].push_back(r);
+    }
   }
 
   Graph run() && {
     for (size_t i = 0; i < steps_.size(); ++i) {
+      const auto draws = draws_at_.find(i);
+      if (draws != draws_at_.end()) {
+        for (const std::string& r : draws->second) draw(r);
+      }
       const ir::Stmt& s = *steps_[i].stmt;
       if (s.kind() == ir::StmtKind::Kernel) {
         kernel(steps_[i]);
@@ -323,6 +334,27 @@ class Lifter {
     materialise(k.out);
   }
 
+  // The node that generates random draw `name` (a `random` tensor), just before its first
+  // reader: every element written once, one simple operation per element (a lower bound on a
+  // generator's work: Philox rounds and the distribution's transform take more), nothing read.
+  // Its own framework operation (no op block), as eager runs a random op alone.
+  void draw(const std::string& name) {
+    const TensorInfo& t = tensor(name);
+    Node n;
+    n.name = unique_name("draw:" + name);
+    n.kind = NodeKind::Einsum;
+    n.op = "random";
+    n.domain = detail::box_domain(t.shape);
+    n.points = t.numel;
+    const AccessMap write = detail::box_map(detail::whole_view(t), t);
+    n.einsum = domain_text(n.domain) + write.text + " = random()";
+    n.writes = group({{name, write}});
+    n.counts.simple = t.numel;
+    n.out_dtype = t.dtype;
+    n.compute_dtype = ir::dtype_is_float(t.dtype) ? t.dtype : ir::DType::F32;
+    g_.nodes.push_back(std::move(n));
+  }
+
   static Reduction reduction_of(ir::AssignOp op) {
     switch (op) {
       case ir::AssignOp::Assign:
@@ -412,6 +444,7 @@ class Lifter {
       case ir::ComposeOp::Take:
       case ir::ComposeOp::Gather:
       case ir::ComposeOp::Scatter:
+      case ir::ComposeOp::Argsort:
         return std::nullopt;
     }
     SOLAR_CHECK(false, "unknown ComposeOp");
@@ -564,6 +597,7 @@ class Lifter {
         concat(c, s, m);
         return m;
       case ir::ComposeOp::Pad:
+      case ir::ComposeOp::Argsort:  // reads X, writes the permutation; comparisons not counted
         m.reads.push_back(box(binding(c.srcs[0])));
         m.writes.push_back(whole(c.dst));
         return m;
@@ -659,6 +693,8 @@ class Lifter {
   std::map<std::string, std::vector<size_t>> reads_at_, writes_at_;
   std::map<std::string, View> bindings_;
   std::map<std::string, int> name_counts_;
+  std::vector<std::string> random_;                      // the `random` tensors
+  std::map<size_t, std::vector<std::string>> draws_at_;  // step -> draws first read there
 };
 
 // Sizes to check with: the free sizes of `sizes` as overrides. A derived size in `sizes` must

@@ -4,6 +4,7 @@
 #include "compose.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -465,6 +466,44 @@ void run_scatter(const Statement& st, Tensor& x, Tensor& index, Tensor& s) {
   });
 }
 
+// argsort: along dimension d, the positions of X's elements in stable sorted order (ascending;
+// descending=1: descending), as integers. NaN sorts above every number (last ascending, first
+// descending), as torch.sort does; equal elements keep their order.
+void run_argsort(const Statement& st, Tensor& x) {
+  const View xv = whole(x);
+  const View yv = whole(st.dst());
+  st.expect_shape(yv.shape, xv.shape, "'" + st.compose().dst + "'");
+  const size_t d = st.dim(xv.shape.size());
+  const std::vector<int64_t> v = st.ints("descending");
+  const bool descending = !v.empty() && v[0] != 0;
+  const Loader load = loader_for(xv.dtype);
+  const Storer store = storer_for(yv.dtype);
+  const int64_t n = xv.shape[d];
+  std::vector<int64_t> line_shape = xv.shape;
+  line_shape[d] = 1;
+  std::vector<double> values(static_cast<size_t>(n));
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  // a before b in the sorted order (NaN is the largest value).
+  const auto before = [&](int64_t a, int64_t b) {
+    const double va = values[static_cast<size_t>(a)];
+    const double vb = values[static_cast<size_t>(b)];
+    const bool na = std::isnan(va);
+    const bool nb = std::isnan(vb);
+    if (na || nb) return descending ? na && !nb : nb && !na;
+    return descending ? va > vb : va < vb;
+  };
+  for_each_position(line_shape, [&](const std::vector<int64_t>& p, int64_t) {
+    for (int64_t j = 0; j < n; ++j) {
+      values[static_cast<size_t>(j)] = load(xv.data, offset_with(xv, p, d, j));
+      order[static_cast<size_t>(j)] = j;
+    }
+    std::stable_sort(order.begin(), order.end(), before);
+    for (int64_t j = 0; j < n; ++j) {
+      store(yv.data, offset_with(yv, p, d, j), static_cast<double>(order[static_cast<size_t>(j)]));
+    }
+  });
+}
+
 size_t arity(ComposeOp op) {
   switch (op) {
     case ComposeOp::Copy:
@@ -473,6 +512,7 @@ size_t arity(ComposeOp op) {
     case ComposeOp::Permute:
     case ComposeOp::Broadcast:
     case ComposeOp::Pad:
+    case ComposeOp::Argsort:
       return 1;
     case ComposeOp::Take:
     case ComposeOp::Gather:
@@ -525,6 +565,8 @@ void run_compose(const ir::Stmt& s, Env& env) {
       return run_gather(st, *x[0], *x[1]);
     case ComposeOp::Scatter:
       return run_scatter(st, *x[0], *x[1], *x[2]);
+    case ComposeOp::Argsort:
+      return run_argsort(st, *x[0]);
   }
 }
 

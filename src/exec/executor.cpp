@@ -69,6 +69,7 @@ class Footprint {
       switch (t.role) {
         case ir::TensorRole::Input:
         case ir::TensorRole::Weight:
+        case ir::TensorRole::Random:
           inputs_ = add_sat(inputs_, b);
           break;
         case ir::TensorRole::Output:
@@ -154,7 +155,8 @@ void check_memory(const ir::Program& p, const ir::SymbolValues& sizes, uint64_t 
 }
 
 bool supplied(const ir::TensorDecl& t) {
-  return t.role == ir::TensorRole::Input || t.role == ir::TensorRole::Weight;
+  return t.role == ir::TensorRole::Input || t.role == ir::TensorRole::Weight ||
+         t.role == ir::TensorRole::Random;
 }
 
 void check_inputs(const ir::Program& p, const ir::SymbolValues& sizes, const TensorMap& inputs) {

@@ -1,6 +1,7 @@
 #include "value_ops.h"
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numbers>
 
@@ -32,6 +33,33 @@ double floor_mod_value(double a, double b) {
 }
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// Bitwise operations act on values as 64-bit two's-complement integers: a value is truncated
+// toward zero first (integer tensors hold integers; NaN is 0, infinities saturate).
+int64_t as_int(double x) {
+  if (std::isnan(x)) return 0;
+  if (x >= 9223372036854775807.0) return std::numeric_limits<int64_t>::max();
+  if (x <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(x);
+}
+
+double bits(int64_t v) { return static_cast<double>(v); }
+
+// x << y on 64 bits (wrapping); a shift by a negative amount or by 64 or more gives 0.
+double shift_left(double x, double y) {
+  const int64_t s = as_int(y);
+  if (s < 0 || s >= 64) return 0.0;
+  return bits(static_cast<int64_t>(static_cast<uint64_t>(as_int(x)) << s));
+}
+
+// x >> y, arithmetic (the sign fills in, as for PyTorch's signed integers); a shift by a negative
+// amount or by 64 or more gives the sign: -1 or 0.
+double shift_right(double x, double y) {
+  const int64_t v = as_int(x);
+  const int64_t s = as_int(y);
+  if (s < 0 || s >= 64) return v < 0 ? -1.0 : 0.0;
+  return bits(v >> s);
+}
 
 // Starting point for erfinv: M. Giles, "Approximating the erfinv function" (single precision).
 double erfinv_guess(double y) {
@@ -117,6 +145,8 @@ void apply_unary(ir::UnaryOp op, double* out, int64_t n) {
       return map1(out, n, [](double x) { return std::cos(x); });
     case U::IsNan:
       return map1(out, n, [](double x) { return truth(std::isnan(x)); });
+    case U::BitNot:
+      return map1(out, n, [](double x) { return static_cast<double>(~as_int(x)); });
   }
 }
 
@@ -157,6 +187,16 @@ void apply_binary(ir::BinaryOp op, double* out, const double* b, int64_t n) {
       return map2(out, b, n, nan_max);
     case B::Atan2:
       return map2(out, b, n, [](double x, double y) { return std::atan2(x, y); });
+    case B::BitAnd:
+      return map2(out, b, n, [](double x, double y) { return bits(as_int(x) & as_int(y)); });
+    case B::BitOr:
+      return map2(out, b, n, [](double x, double y) { return bits(as_int(x) | as_int(y)); });
+    case B::BitXor:
+      return map2(out, b, n, [](double x, double y) { return bits(as_int(x) ^ as_int(y)); });
+    case B::Shl:
+      return map2(out, b, n, shift_left);
+    case B::Shr:
+      return map2(out, b, n, shift_right);
   }
 }
 

@@ -395,6 +395,26 @@ void NodeLowering::kernel(const std::string& hint, const std::string& loops, con
 
 void NodeLowering::stmt(const std::string& text) { stmts_ += text + "\n"; }
 
+bool NodeLowering::output_needed(size_t i) const {
+  const std::string& name = out(i).name;
+  if (read_ == nullptr || graph_outputs_ == nullptr) return true;
+  return read_->contains(name) || graph_outputs_->contains(name);
+}
+
+void NodeLowering::random_output(size_t i) {
+  const TensorInfo& o = out(i);
+  if (graph_outputs_ != nullptr && graph_outputs_->contains(o.name)) {
+    const std::string draw = fresh("draw");
+    decls_ += "random " + draw + " : " + std::string(ir::dtype_name(o.dtype)) + "[" +
+              join_ints(o.shape) + "]\n";
+    stmt(o.name + " = " + draw);
+    draws_.emplace_back(draw, o.name);
+  } else {
+    random_outputs_.insert(o.name);
+    draws_.emplace_back(o.name, o.name);
+  }
+}
+
 std::vector<std::string> registered_ops() {
   std::vector<std::string> names;
   for (const auto& [name, rule] : rules()) names.push_back(name);
@@ -531,7 +551,14 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
     const std::string index_prefix(prefix, '_');
     LowerResult result;
     result.nodes = static_cast<int64_t>(nodes.size());
-    std::set<std::string> fed;  // outputs of unsupported nodes: program inputs
+    std::set<std::string> fed;     // outputs of unsupported nodes: program inputs
+    std::set<std::string> random;  // outputs that are random draws
+    std::set<std::string> read;    // tensors some node reads
+    for (const json& node : nodes) {
+      std::vector<std::string> refs;
+      for (const auto& [key, value] : node.at("args").items()) collect_refs(value, refs);
+      read.insert(refs.begin(), refs.end());
+    }
     std::vector<Piece> node_decls;
     std::vector<Piece> stmts;
     OpBlocks blocks;
@@ -547,8 +574,13 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
         reason = "lowering rule disabled";
       } else {
         NodeLowering lowering(node, tensors, used_names, index_prefix);
+        lowering.set_usage(&read, &graph_outputs);
         try {
           rules().at(op)(lowering);
+          random.insert(lowering.random_outputs().begin(), lowering.random_outputs().end());
+          for (const auto& [tensor, value_of] : lowering.random_draws()) {
+            result.random.push_back({tensor, value_of, node_name, op});
+          }
           node_decls.push_back({lowering.declarations(), static_cast<int>(i)});
           blocks.add(node, static_cast<int>(i), lowering.statements(), stmts);
           result.lowered_nodes.push_back(lowered_node(node, lowering));
@@ -579,8 +611,9 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
     std::vector<Piece> pieces;
     for (const auto& [info, role] : declared) {
       // An output of an unsupported node is read from the caller, like a graph input.
-      const std::string keyword = fed.count(info.name) != 0
-                                      ? "input"
+      const std::string keyword = fed.count(info.name) != 0 ? "input"
+                                  : random.count(info.name) != 0
+                                      ? "random"
                                       : role_keyword(role, graph_outputs.count(info.name) != 0);
       pieces.push_back({keyword + " " + info.name + " : " +
                             std::string(ir::dtype_name(info.dtype)) + "[" + join_ints(info.shape) +

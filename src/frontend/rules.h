@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -67,6 +68,25 @@ class NodeLowering {
   // Appends a composition statement, e.g. "y = reshape(x)".
   void stmt(const std::string& text);
 
+  // Usage of the capture's tensors, set by the driver before the rule runs: the tensors some
+  // node reads and the graph outputs. Without it every output counts as needed.
+  void set_usage(const std::set<std::string>* read, const std::set<std::string>* graph_outputs) {
+    read_ = read;
+    graph_outputs_ = graph_outputs;
+  }
+  // Whether output i is read by another node or is a graph output (an unread output of a
+  // multi-output op, such as a dropout mask nothing uses, need not be written).
+  bool output_needed(size_t i) const;
+
+  // Output i is a random draw (docs/ir.md, `random`): its values are the framework's draw,
+  // supplied at run time, and the analysis generates it on chip. Declared `random` (a graph
+  // output: a `random` tensor copied into it). Defined in rules_data.cpp.
+  void random_output(size_t i);
+  // (IR tensor, capture tensor whose framework value it takes), one per random_output call.
+  const std::vector<std::pair<std::string, std::string>>& random_draws() const { return draws_; }
+  // Capture tensors the driver declares with role `random` (outputs not among graph outputs).
+  const std::set<std::string>& random_outputs() const { return random_outputs_; }
+
   const std::string& declarations() const { return decls_; }
   const std::string& statements() const { return stmts_; }
 
@@ -85,6 +105,10 @@ class NodeLowering {
   std::string op_;
   std::string base_;  // the node's name, the stem of fresh names
   std::vector<TensorInfo> outputs_;
+  const std::set<std::string>* read_ = nullptr;
+  const std::set<std::string>* graph_outputs_ = nullptr;
+  std::vector<std::pair<std::string, std::string>> draws_;
+  std::set<std::string> random_outputs_;
   std::string decls_;
   std::string stmts_;
 };

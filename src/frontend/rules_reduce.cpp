@@ -210,13 +210,13 @@ void adaptive_avg_rule(NodeLowering& n) {
 // native_dropout(input, p, train): the Weyl-sequence mask of docs/lowering.md ("Dropout"):
 // element i (row-major) is kept iff frac((i + 1) * 0.6180339887498949) >= p; kept elements are
 // scaled by 1 / (1 - p). The mask output is computed from the same formula (never read back),
-// and only when something reads it (an unread output is named `<node>_out1`).
+// and only when it is needed (read by another node, or a graph output).
 void dropout_rule(NodeLowering& n) {
   const TensorInfo x = n.tensor("input");
   const TensorInfo& y = n.out();
   const double p = n.number("p");
   const bool train = n.flag_or("train", true);
-  const bool mask_read = n.outputs() >= 2 && !n.out(1).name.ends_with("_out1");
+  const bool mask_read = n.outputs() >= 2 && n.output_needed(1);
   if (!train || p == 0.0) {
     n.stmt(y.name + " = " + x.name);
     if (mask_read) n.kernel("mask", box_loops(x.shape, kI), at_box(n.out(1)), "=", "1.0");

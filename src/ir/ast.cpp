@@ -284,6 +284,8 @@ std::string_view tensor_role_keyword(TensorRole r) {
       return "output";
     case TensorRole::Intermediate:
       return "tensor";
+    case TensorRole::Random:
+      return "random";
   }
   SOLAR_CHECK(false, "tensor role out of range");
   return "";

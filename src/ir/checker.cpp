@@ -89,6 +89,9 @@ void CheckContext::write(const TensorInfo& t, Loc loc) {
   if (role == TensorRole::Input || role == TensorRole::Weight) {
     error(loc, "cannot write " + std::string(tensor_role_keyword(role)) + " '" + t.decl->name +
                    "'; inputs and weights are read-only");
+  } else if (role == TensorRole::Random) {
+    error(loc, "cannot write random '" + t.decl->name +
+                   "'; random draws are read-only (their values are supplied at run time)");
   }
   written_.insert(t.decl->name);
 }

@@ -54,6 +54,8 @@ OpSpec op_spec(ComposeOp op) {
       return {2, 2, false, {{"dim", ArgKind::Int, true}}};
     case ComposeOp::Scatter:
       return {3, 3, false, {{"dim", ArgKind::Int, true}, {"reduce", ArgKind::Word, false}}};
+    case ComposeOp::Argsort:
+      return {1, 1, false, {{"dim", ArgKind::Int, true}, {"descending", ArgKind::Int, false}}};
   }
   SOLAR_CHECK(false, "unknown ComposeOp");
 }
@@ -194,6 +196,14 @@ class ComposeChecker {
   // Data operands must have the destination's dtype (only a copy converts); index operands an
   // integer dtype.
   void check_dtypes() {
+    if (c_.op == ComposeOp::Argsort) {  // a permutation of positions: an integer destination
+      if (!dtype_is_integer(dst_->decl->dtype)) {
+        cx_.error(loc_, "the result " + quoted(c_.dst) +
+                            " of argsort must have an integer dtype, not " +
+                            std::string(dtype_name(dst_->decl->dtype)));
+      }
+      return;
+    }
     const bool indexed =
         c_.op == ComposeOp::Take || c_.op == ComposeOp::Gather || c_.op == ComposeOp::Scatter;
     for (size_t i = 0; i < srcs_.size(); ++i) {
@@ -239,6 +249,8 @@ class ComposeChecker {
         return check_gather();
       case ComposeOp::Scatter:
         return check_scatter();
+      case ComposeOp::Argsort:
+        return check_argsort();
     }
   }
 
@@ -535,6 +547,18 @@ class ComposeChecker {
   }
 
   // torch.gather: I has X's rank and is no larger than X outside `dim`; Y has I's shape.
+  // argsort: I has X's shape; descending is 0 or 1.
+  void check_argsort() {
+    if (!dim_arg(shape(0).size(), c_.srcs[0])) return;
+    if (const ComposeAttr* a = find_attr("descending")) {
+      const std::optional<int64_t> v = cx_.eval(*a->ints[0], scope_);
+      if (v && *v != 0 && *v != 1) {
+        cx_.error(a->loc, "descending must be 0 or 1, not " + std::to_string(*v));
+      }
+    }
+    expect_result(shape(0), "argsort", " (the shape of " + quoted(c_.srcs[0]) + ")");
+  }
+
   void check_gather() {
     const std::optional<size_t> dim = dim_arg(shape(0).size(), c_.srcs[0]);
     if (!dim || !index_fits(1, 0, *dim)) return;

@@ -37,8 +37,9 @@ constexpr int kMaxDepth = 200;
 // The largest integer literal allowed in a value expression: doubles hold it exactly.
 constexpr int64_t kMaxValueInt = int64_t{1} << 53;
 
-constexpr std::string_view kKeywords[] = {"size", "input", "weight", "output", "tensor", "kernel",
-                                          "for",  "in",    "repeat", "op",     "inf",    "nan"};
+constexpr std::string_view kKeywords[] = {"size",   "input",  "weight", "output", "tensor",
+                                          "random", "kernel", "for",    "in",     "repeat",
+                                          "op",     "inf",    "nan"};
 
 bool is_reserved(std::string_view name) {
   return std::find(std::begin(kKeywords), std::end(kKeywords), name) != std::end(kKeywords) ||
@@ -46,8 +47,8 @@ bool is_reserved(std::string_view name) {
 }
 
 std::optional<TensorRole> role_from_keyword(std::string_view w) {
-  for (TensorRole r :
-       {TensorRole::Input, TensorRole::Weight, TensorRole::Output, TensorRole::Intermediate}) {
+  for (TensorRole r : {TensorRole::Input, TensorRole::Weight, TensorRole::Output,
+                       TensorRole::Intermediate, TensorRole::Random}) {
     if (tensor_role_keyword(r) == w) return r;
   }
   return std::nullopt;
@@ -140,9 +141,10 @@ struct AttrSpec {
   AttrType type;
 };
 
-constexpr AttrSpec kAttrs[] = {{"dim", AttrType::Int},      {"dims", AttrType::List},
-                               {"lo", AttrType::List},      {"hi", AttrType::List},
-                               {"value", AttrType::Number}, {"reduce", AttrType::Word}};
+constexpr AttrSpec kAttrs[] = {{"dim", AttrType::Int},       {"dims", AttrType::List},
+                               {"lo", AttrType::List},       {"hi", AttrType::List},
+                               {"value", AttrType::Number},  {"reduce", AttrType::Word},
+                               {"descending", AttrType::Int}};
 
 constexpr std::string_view kReduceModes[] = {"none", "add", "max", "min"};
 
@@ -170,6 +172,8 @@ OpSignature signature(ComposeOp op) {
       return {2, false, {"dim"}, {"dim"}};
     case ComposeOp::Scatter:
       return {3, false, {"dim", "reduce"}, {"dim"}};
+    case ComposeOp::Argsort:
+      return {1, false, {"dim", "descending"}, {"dim"}};
     case ComposeOp::Copy:
     case ComposeOp::Slice:
       break;

@@ -2,6 +2,7 @@
 #include "solar/report/report.h"
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
@@ -259,6 +260,34 @@ std::string fallback_notes(const Report& r) {
 
 }  // namespace
 
+std::vector<std::string> routing_assumptions(const einsum::Graph& g) {
+  std::map<std::string, int64_t> moved;  // graph inputs and weights read at data-dependent places
+  for (const einsum::Node& n : g.nodes) {
+    for (const einsum::Access& a : n.reads) {
+      const einsum::TensorInfo* t = g.find_tensor(a.tensor);
+      if (t == nullptr ||
+          (t->role != ir::TensorRole::Input && t->role != ir::TensorRole::Weight)) {
+        continue;
+      }
+      for (const einsum::AccessMap& m : a.maps) {
+        if (m.data_dependent) moved[a.tensor] += m.moved;
+      }
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& [name, count] : moved) {
+    const einsum::TensorInfo& t = *g.find_tensor(name);
+    const int64_t distinct = einsum::touched_footprint(g, name).elements;
+    out.push_back(name + ": " + std::to_string(count) + " elements read at data-dependent " +
+                  "positions (take/gather), counted as " + std::to_string(distinct) + " of its " +
+                  std::to_string(t.numel) +
+                  " distinct: every index taken different, as balanced routing spreads a batch "
+                  "over every expert or row it can reach; a batch that repeats indices (skewed "
+                  "routing, repeated tokens) reads fewer");
+  }
+  return out;
+}
+
 Report make_report(einsum::Graph graph, hw::Device device, const sol::PrecisionPolicy& policy,
                    const std::vector<sol::Fidelity>& fidelities,
                    const sol::AnalysisOptions& options) {
@@ -273,7 +302,7 @@ nlohmann::json report_to_json(const Report& r) {
   }
   nlohmann::json ops = nlohmann::json::array();
   for (const sol::OpCost& c : r.analysis.ops) ops.push_back(op_json(r.graph, c));
-  return {
+  nlohmann::json j = {
       {"schema_version", kSchemaVersion},
       {"source", source_name(r.graph.source)},
       {"sizes", sizes_json(r.graph.sizes)},
@@ -292,6 +321,9 @@ nlohmann::json report_to_json(const Report& r) {
       {"ops", std::move(ops)},
       {"cache", cache_to_json(r.graph, r.analysis)},
   };
+  const std::vector<std::string> assumptions = routing_assumptions(r.graph);
+  if (!assumptions.empty()) j["routing_assumptions"] = assumptions;
+  return j;
 }
 
 nlohmann::json cache_to_json(const einsum::Graph& g, const sol::Analysis& a) {
@@ -347,6 +379,11 @@ std::string render_report(const Report& r, size_t top_nodes) {
   if (!r.graph.nodes.empty()) s += "\n" + op_table(r, top_nodes);
   const std::string notes = fallback_notes(r);
   if (!notes.empty()) s += "\n" + notes;
+  const std::vector<std::string> assumptions = routing_assumptions(r.graph);
+  if (!assumptions.empty()) {
+    s += "\n* routing assumption (data-dependent reads):\n";
+    for (const std::string& a : assumptions) s += "  " + a + "\n";
+  }
   return s;
 }
 

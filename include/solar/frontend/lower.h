@@ -50,10 +50,20 @@ struct LoweredNode {
   std::vector<std::string> tensors;  // the tensors it writes: its outputs, then its temporaries
 };
 
+// A random draw of the lowered program (an IR tensor of role `random`): its values are the
+// framework's, taken from the capture tensor `value_of` of the framework's run.
+struct RandomDraw {
+  std::string tensor;    // the IR tensor
+  std::string value_of;  // the capture tensor holding the framework's draw
+  std::string node;      // the node that draws it, and its op
+  std::string op;
+};
+
 struct LowerResult {
   std::string ir;                            // the checked IR text
   std::vector<UnsupportedNode> unsupported;  // in node order
   std::vector<LoweredNode> lowered_nodes;    // the nodes that were lowered, in node order
+  std::vector<RandomDraw> random;            // the random draws, in node order
   int64_t nodes = 0;                         // the capture's nodes
   int64_t node_output_bytes = 0;             // the bytes of every node's outputs
 };

@@ -133,7 +133,8 @@ enum class ExprKind : uint8_t {
   X(Erfinv, "erfinv", 'x')  \
   X(Sin, "sin", 'x')        \
   X(Cos, "cos", 'x')        \
-  X(IsNan, "isnan", 's')
+  X(IsNan, "isnan", 's')    \
+  X(BitNot, "bitnot", 's')
 // clang-format on
 
 enum class UnaryOp : uint8_t {
@@ -164,7 +165,12 @@ enum class UnaryOp : uint8_t {
   X(Pow, "pow", false, 0, 'x')   \
   X(Min, "min", false, 0, 's')   \
   X(Max, "max", false, 0, 's')   \
-  X(Atan2, "atan2", false, 0, 'x')
+  X(Atan2, "atan2", false, 0, 'x') \
+  X(BitAnd, "bitand", false, 0, 's') \
+  X(BitOr, "bitor", false, 0, 's')   \
+  X(BitXor, "bitxor", false, 0, 's') \
+  X(Shl, "shl", false, 0, 's')       \
+  X(Shr, "shr", false, 0, 's')
 // clang-format on
 
 enum class BinaryOp : uint8_t {
@@ -180,7 +186,8 @@ std::string_view binary_op_spelling(BinaryOp op);
 bool binary_op_is_infix(BinaryOp op);
 int binary_op_precedence(BinaryOp op);  // 0 for call-style ops
 char binary_op_cost_class(BinaryOp op);
-std::optional<BinaryOp> binary_op_from_call_name(std::string_view name);  // pow, min, max, atan2
+// pow, min, max, atan2, bitand, bitor, bitxor, shl, shr
+std::optional<BinaryOp> binary_op_from_call_name(std::string_view name);
 
 struct Expr;
 using ExprP = std::shared_ptr<const Expr>;
@@ -229,6 +236,7 @@ enum class TensorRole : uint8_t {
   Weight,        // `weight`: a parameter or buffer, supplied at run time
   Output,        // `output`: a graph output, returned
   Intermediate,  // `tensor`: internal, zero-initialised
+  Random,        // `random`: the program's random draws, supplied at run time (docs/ir.md)
 };
 std::string_view tensor_role_keyword(TensorRole r);
 
@@ -305,6 +313,7 @@ struct SliceSpec {
 //   value=c)`  constant padding Take      `Y = take(X, I, dim=d)`  index_select / embedding: Y =
 //   X[:, ..., I[...], ...] Gather    `Y = gather(X, I, dim=d)` torch.gather Scatter   `Y =
 //   scatter(X, I, S, dim=d, reduce=none|add|max|min)` torch.scatter(_reduce)
+//   Argsort   `I = argsort(X, dim=d, descending=0|1)` the stable sorting permutation along d
 // clang-format off
 #define SOLAR_COMPOSE_OPS(X) \
   X(Copy, "copy")            \
@@ -316,7 +325,8 @@ struct SliceSpec {
   X(Pad, "pad")              \
   X(Take, "take")            \
   X(Gather, "gather")        \
-  X(Scatter, "scatter")
+  X(Scatter, "scatter")      \
+  X(Argsort, "argsort")
 // clang-format on
 
 enum class ComposeOp : uint8_t {

@@ -41,6 +41,11 @@ nlohmann::json cache_to_json(const einsum::Graph& g, const sol::Analysis& a);
 // The report as JSON, keys sorted, no timestamps or absolute paths: same report, same bytes.
 nlohmann::json report_to_json(const Report& r);
 
+// One line per graph input or weight read at data-dependent positions (take, gather: an
+// embedding lookup, a mixture of experts' gathered weights), saying how its bytes were counted:
+// as if every index differs, up to the tensor's size (docs/report.md, "Routing assumption").
+std::vector<std::string> routing_assumptions(const einsum::Graph& g);
+
 // A readable summary: header, totals, one row per fidelity, the cache-aware groups (the
 // `top_nodes` with most traffic), the `top_nodes` slowest nodes (unfused time), and every
 // precision fallback. Units scaled (ns/us/ms/s, kB/MB/GB, TFLOP/s).
