@@ -108,6 +108,10 @@ class Report:
             lines.append(f"  note: {note}")
         for out in v.get("outputs", []):
             lines.append("  " + _output_line(out))
+        conditioning = v.get("conditioning")
+        if conditioning:
+            lines.append(f"  float64 recheck: {conditioning['verdict']}")
+            lines.extend("    " + _output_line(o) for o in conditioning["float64_outputs"])
         for check in v.get("ops", []):
             count = f" x{check['nodes']}" if check["nodes"] > 1 else ""
             if check["result"] == "not_verified":
@@ -199,8 +203,36 @@ def analyze(
         tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
     )
     cap = capture(model, inputs, source=source)
-    golden = None if is_fake(inputs) else lambda wanted: cap.golden(model, inputs, wanted)
-    return analyze_capture(cap, golden, hw, policy, **options)
+    if is_fake(inputs):
+        return analyze_capture(cap, None, hw, policy, **options)
+
+    def float64() -> tuple[Any, Callable[[list[str]], dict]]:
+        model64, inputs64 = _to_float64(model), _to_float64(inputs)
+        cap64 = capture(model64, inputs64, source=cap.document.get("source"))
+        return cap64, lambda wanted: cap64.golden(model64, inputs64, wanted)
+
+    options.setdefault("float64_rerun", float64)
+    return analyze_capture(
+        cap, lambda wanted: cap.golden(model, inputs, wanted), hw, policy, **options
+    )
+
+
+def _to_float64(value: Any) -> Any:
+    """A copy of a model (``nn.Module.double()`` on a deep copy; a function stays as it is) or
+    a tuple of inputs with every floating-point tensor made float64."""
+    import copy
+
+    import torch
+
+    if isinstance(value, torch.nn.Module):
+        return copy.deepcopy(value).double()
+    if isinstance(value, tuple):
+        return tuple(_to_float64(v) for v in value)
+    if isinstance(value, list):
+        return [_to_float64(v) for v in value]
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.detach().to(torch.float64)
+    return value
 
 
 def imports_jax(path: str | os.PathLike) -> bool:
@@ -224,6 +256,14 @@ def analyze_file(
         return solar_jax.analyze_file(path, hw=hw, policy=policy)
     source = os.path.basename(path)
     cap, model, inputs = capture_model_file(path)
+
+    def float64() -> tuple[Any, Callable[[list[str]], dict]]:
+        model64, inputs64 = load_model_file(path)
+        model64, inputs64 = _to_float64(model64), _to_float64(inputs64)
+        cap64 = capture(model64, inputs64, source=source)
+        return cap64, lambda wanted: cap64.golden(model64, inputs64, wanted)
+
+    options.setdefault("float64_rerun", float64)
     if not is_fake(inputs):  # built for real: FakeTensors could not build it
         return analyze_capture(
             cap, lambda wanted: cap.golden(model, inputs, wanted), hw, policy, **options
@@ -346,6 +386,106 @@ def _as_float(a: np.ndarray, dtype: str) -> np.ndarray:
 verify_program = verify  # analyze_capture's ``verify`` keyword shadows the function
 
 
+_LOW_FLOATS = ("f32", "f16", "bf16", "f8e4m3", "f8e5m2")
+
+
+def recheck_in_float64(
+    verification: dict,
+    document: dict,
+    rerun: Callable[[], tuple[Any, Callable[[list[str]], dict]]] | None,
+    allow_unsupported: bool = False,
+    disabled_rules: Sequence[str] = (),
+) -> None:
+    """After a failed whole-program check, runs both sides again in float64: ``rerun()`` gives
+    the model captured with its floating-point weights and inputs made float64 and its golden
+    function; that capture is lowered, run by SOLAR's executor and compared with PyTorch's
+    float64 run (``TOLERANCES["f64"]``). If float64 agrees, the float32 disagreement is
+    rounding amplified by the problem (ill-conditioning) and ``verification`` becomes
+    ``passed``; if it disagrees too, it stays ``failed`` (a lowering bug). Either way, or when
+    float64 is not possible, ``verification["conditioning"]`` says so and ``detail`` gains one
+    clause. Changes ``verification`` in place."""
+    compared = [o for o in verification["outputs"] if o["max_rel_err"] is not None]
+    low = [o for o in compared if o["dtype"] in _LOW_FLOATS]
+    entry: dict[str, Any] = {
+        "float32_max_rel_err": max((o["max_rel_err"] for o in low), default=None),
+        "float64_max_rel_err": None,
+        "float64_outputs": [],
+    }
+    reason = _float64_impossible(document, rerun)
+    if reason is None:
+        try:
+            cap64, golden64 = rerun()
+            reason = _float64_capture_differs(document, cap64.document)
+            if reason is None:
+                lowered = lower_detailed(cap64.to_json(), allow_unsupported, disabled_rules)
+                fed = [o for u in lowered["unsupported"] for o in u["outputs"]]
+                v64 = verify_program(lowered["ir"], cap64.document, golden64(fed), fed)
+        except Exception as e:  # a diagnosis only: the float32 result stands, with the reason
+            reason = f"the float64 run failed: {type(e).__name__}: {_first_line(str(e))}"
+    if reason is not None:
+        entry.update(result="not_possible", verdict=f"no float64 recheck: {reason}")
+        verification["detail"] += f"; {entry['verdict']}"
+        verification["conditioning"] = entry
+        return
+    errors = [o["max_rel_err"] for o in v64["outputs"] if o["max_rel_err"] is not None]
+    entry["float64_max_rel_err"] = max(errors, default=None)
+    entry["float64_outputs"] = v64["outputs"]
+    f32 = _fmt_err(entry["float32_max_rel_err"])
+    f64 = _fmt_err(entry["float64_max_rel_err"])
+    if v64["status"] == "passed":
+        entry.update(
+            result="float64_agrees",
+            verdict="ill-conditioned in float32: the float64 runs agree "
+            f"(max rel err {f32} in float32, {f64} in float64)",
+        )
+        verification["status"] = "passed"
+    else:
+        entry.update(
+            result="float64_disagrees",
+            verdict="the float64 runs disagree too: a lowering bug, not rounding "
+            f"(max rel err {f32} in float32, {f64} in float64)",
+        )
+    verification["detail"] += f"; {entry['verdict']}"
+    verification["conditioning"] = entry
+
+
+def _float64_impossible(document: dict, rerun: Any) -> str | None:
+    dtypes = {t["dtype"] for t in document["tensors"]}
+    if not dtypes & set(_LOW_FLOATS):
+        if "f64" in dtypes:
+            return "the program already runs in float64"
+        return "the program has no floating-point tensors"
+    if rerun is None:
+        return "no model to rebuild in float64 (a capture given without its model)"
+    return None
+
+
+def _float64_capture_differs(document: dict, document64: dict) -> str | None:
+    """Why the float64 capture cannot stand for the original (None: it can): its outputs must
+    correspond one to one, each floating-point output made float64."""
+    outs, outs64 = document["outputs"], document64["outputs"]
+    if len(outs) != len(outs64):
+        return f"the float64 capture has {len(outs64)} output(s), not {len(outs)}"
+    dtype = {t["name"]: t["dtype"] for t in document["tensors"]}
+    dtype64 = {t["name"]: t["dtype"] for t in document64["tensors"]}
+    for name, name64 in zip(outs, outs64, strict=True):
+        if dtype[name] in _LOW_FLOATS and dtype64[name64] != "f64":
+            return (
+                f"output '{name}' stays {dtype64[name64]} when the model and its inputs are "
+                "made float64 (the model fixes that dtype itself)"
+            )
+    return None
+
+
+def _fmt_err(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return " ".join(lines[0].split()) if lines else ""
+
+
 def graph_bytes(document: dict) -> int:
     """The bytes of every tensor of a capture: what a whole-program run holds, at most."""
     total = 0
@@ -453,12 +593,16 @@ def analyze_capture(
     verify_budget_s: float = DEFAULT_VERIFY_BUDGET_S,
     fidelity: str | None = None,
     extra_args: Sequence[str] = (),
+    float64_rerun: Callable[[], tuple[Any, Callable[[list[str]], dict]]] | None = None,
 ) -> Report:
     """Lower, verify and analyse a capture (any framework): ``cap`` has ``.document`` (the
     capture document, docs/capture.md) and ``.to_json()``; ``golden`` maps every input, weight
     and output name (and, with unsupported nodes, their outputs) to its value, or is a function
     ``golden(intermediate_names) -> dict`` called only when the whole program is verified, or
-    None (no real data: per-op verification). Options: see the module doc."""
+    None (no real data: per-op verification). ``float64_rerun() -> (capture, golden)``: the
+    same program captured in float64, with its golden function; when whole-program verification
+    fails it tells ill-conditioning from a lowering bug (``recheck_in_float64``). Options: see
+    the module doc."""
     if verify_mode not in VERIFY_MODES:
         raise AnalysisError(
             f"unknown verify mode '{verify_mode}' (valid: {', '.join(VERIFY_MODES)})"
@@ -485,6 +629,10 @@ def analyze_capture(
                 raise AnalysisError("whole-program verification needs real inputs")
             data_golden = golden(fed) if callable(golden) else golden
             verification = verify_program(ir_text, cap.document, data_golden, fed)
+            if verification["status"] == "failed":
+                recheck_in_float64(
+                    verification, cap.document, float64_rerun, allow_unsupported, disabled_rules
+                )
         elif cap.document.get("framework") != "torch":
             verification = not_run("per-op verification is built for PyTorch captures only")
             verification["mode"] = "per_op"
