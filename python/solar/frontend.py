@@ -15,7 +15,9 @@ Options (keyword): ``allow_unsupported`` (nodes without a rule are left out and 
 ``report.data["coverage"]``; their outputs are fed from the framework's run), ``disabled_rules``
 (ops treated as having no rule), ``verify`` (False: verification "not_run"),
 ``verify_mode`` ("auto", "whole_program", "per_op"), ``verify_budget_mb`` and ``verify_budget_s``
-(when "auto" runs the whole program), ``fidelity`` and ``extra_args`` (passed to ``sol``).
+(when "auto" runs the whole program), ``fidelity`` and ``extra_args`` (passed to ``sol``),
+``stage_times`` (a dict that gains the seconds of each of ``STAGES``), and, for
+``analyze_capture``, ``float64_rerun`` (the float64 recheck after a failed whole-program check).
 
 Verification compares outputs elementwise: ``|solar - torch| <= atol * max(1, max|torch|) +
 rtol * |torch|``, with (rtol, atol) from ``TOLERANCES`` by the output's dtype (integers and
@@ -30,6 +32,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +48,8 @@ DEFAULT_VERIFY_BUDGET_S = 60.0  # estimated seconds of SOLAR's executor on the w
 # A conservative rate of SOLAR's reference executor (FLOP/s, 1 MAC = 2 FLOPs), for the estimate.
 EXECUTOR_FLOPS_PER_S = 1e8
 VERIFY_MODES = ("auto", "whole_program", "per_op")
+# The stages of one analysis, in order, as ``stage_times`` names them (seconds each).
+STAGES = ("capture", "lowering", "verification", "analysis")
 
 # (rtol, atol) per dtype. PyTorch computes in the dtype, SOLAR's executor in double and rounds
 # once per store, so the difference is PyTorch's rounding: a few ulps times a reduction's depth.
@@ -162,6 +167,18 @@ def _fmt_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+@contextlib.contextmanager
+def timed(stage_times: dict[str, float] | None, stage: str):
+    """Adds the wall-clock seconds of the ``with`` block to ``stage_times[stage]`` (nothing
+    when ``stage_times`` is None), also when the block raises."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        if stage_times is not None:
+            stage_times[stage] = stage_times.get(stage, 0.0) + (time.perf_counter() - start)
+
+
 def has_lowering() -> bool:
     """Whether this build of the core can lower captures (``_core.lower_capture``)."""
     return hasattr(_core, "lower_capture")
@@ -202,7 +219,8 @@ def analyze(
     inputs = (
         tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
     )
-    cap = capture(model, inputs, source=source)
+    with timed(options.get("stage_times"), "capture"):
+        cap = capture(model, inputs, source=source)
     if is_fake(inputs):
         return analyze_capture(cap, None, hw, policy, **options)
 
@@ -255,7 +273,8 @@ def analyze_file(
 
         return solar_jax.analyze_file(path, hw=hw, policy=policy)
     source = os.path.basename(path)
-    cap, model, inputs = capture_model_file(path)
+    with timed(options.get("stage_times"), "capture"):
+        cap, model, inputs = capture_model_file(path)
 
     def float64() -> tuple[Any, Callable[[list[str]], dict]]:
         model64, inputs64 = load_model_file(path)
@@ -515,15 +534,11 @@ def _coverage(lowered: dict) -> dict:
 
 
 def _choose_mode(
-    cap: Any,
-    golden: Any,
-    ir_text: str,
-    hw: str,
-    policy: str | None,
-    budget_mb: float,
-    budget_s: float,
+    cap: Any, golden: Any, ir_text: str, budget_mb: float, budget_s: float
 ) -> tuple[str, str]:
-    """ "whole_program" or "per_op", and why."""
+    """ "whole_program" or "per_op", and why. The executor's time is estimated from the
+    program's FLOPs (``program_flops``: the einsum counts, not the SOL analysis, which
+    ``analyze_capture`` runs once, after verification)."""
     if golden is None:
         return "per_op", "no real inputs to run the whole program on"
     need = graph_bytes(cap.document)
@@ -532,8 +547,7 @@ def _choose_mode(
             f"the whole program holds {_fmt_bytes(need)} of tensors, over the verification "
             f"budget of {_fmt_bytes(budget_mb * 1e6)} (--verify-budget-mb)"
         )
-    data, _ = sol_report(ir_text, hw, policy)
-    seconds = data["totals"]["flops"] / EXECUTOR_FLOPS_PER_S
+    seconds = program_flops(ir_text) / EXECUTOR_FLOPS_PER_S
     if seconds > budget_s:
         return "per_op", (
             f"the whole program would take about {seconds:.3g} s in SOLAR's executor, over the "
@@ -543,6 +557,28 @@ def _choose_mode(
         f"the whole program fits the verification budget ({_fmt_bytes(need)} of tensors, "
         f"about {seconds:.2g} s)"
     )
+
+
+_LIFT_TOTALS = re.compile(r"^totals: .*\bflops ([0-9][0-9.eE+]*)", re.MULTILINE)
+
+
+def program_flops(ir_text: str) -> float:
+    """The program's FLOPs (1 MAC = 2 FLOPs; FLOPs = 2 x MACs + other ops), read from the
+    totals line of the C++ ``lift`` command (docs/einsum.md): the einsum graph's counts, the
+    same as the ``sol`` report's ``totals.flops``, without the SOL analysis (fusion, cache
+    search) that ``sol`` runs."""
+    with tempfile.TemporaryDirectory(prefix="solar-") as tmp:
+        ir_path = os.path.join(tmp, "program.ir")
+        with open(ir_path, "w") as f:
+            f.write(ir_text)
+        rc, out, err = run_cli_captured(["lift", ir_path])
+    if rc != 0:
+        message = err.strip().splitlines()[0] if err.strip() else f"lift exited {rc}"
+        raise AnalysisError(message.removeprefix("solar: error: ").replace(ir_path, "<ir>"))
+    match = _LIFT_TOTALS.search(out)
+    if match is None:
+        raise RuntimeError("internal error: 'solar lift' printed no totals line")
+    return float(match.group(1))
 
 
 def verify_per_op(
@@ -594,6 +630,7 @@ def analyze_capture(
     fidelity: str | None = None,
     extra_args: Sequence[str] = (),
     float64_rerun: Callable[[], tuple[Any, Callable[[list[str]], dict]]] | None = None,
+    stage_times: dict[str, float] | None = None,
 ) -> Report:
     """Lower, verify and analyse a capture (any framework): ``cap`` has ``.document`` (the
     capture document, docs/capture.md) and ``.to_json()``; ``golden`` maps every input, weight
@@ -602,13 +639,15 @@ def analyze_capture(
     None (no real data: per-op verification). ``float64_rerun() -> (capture, golden)``: the
     same program captured in float64, with its golden function; when whole-program verification
     fails it tells ill-conditioning from a lowering bug (``recheck_in_float64``). Options: see
-    the module doc."""
+    the module doc. ``stage_times``: a dict that gains the seconds of lowering, verification
+    and analysis (``STAGES``; the caller times capture)."""
     if verify_mode not in VERIFY_MODES:
         raise AnalysisError(
             f"unknown verify mode '{verify_mode}' (valid: {', '.join(VERIFY_MODES)})"
         )
     capture_json = cap.to_json()
-    lowered = lower_detailed(capture_json, allow_unsupported, disabled_rules)
+    with timed(stage_times, "lowering"):
+        lowered = lower_detailed(capture_json, allow_unsupported, disabled_rules)
     ir_text = lowered["ir"]
     fed = [o for u in lowered["unsupported"] for o in u["outputs"]]
     data_golden: dict[str, np.ndarray] = {}
@@ -619,40 +658,32 @@ def analyze_capture(
         )
         status_line = "NOT verified: --no-verify"
     else:
-        mode, why = verify_mode, f"{verify_mode} verification requested"
-        if mode == "auto":
-            mode, why = _choose_mode(
-                cap, golden, ir_text, hw, policy, verify_budget_mb, verify_budget_s
+        with timed(stage_times, "verification"):
+            verification = _verification(
+                cap,
+                golden,
+                lowered,
+                fed,
+                data_golden,
+                verify_mode,
+                verify_budget_mb,
+                verify_budget_s,
+                allow_unsupported,
+                disabled_rules,
+                float64_rerun,
             )
-        if mode == "whole_program":
-            if golden is None:
-                raise AnalysisError("whole-program verification needs real inputs")
-            data_golden = golden(fed) if callable(golden) else golden
-            verification = verify_program(ir_text, cap.document, data_golden, fed)
-            if verification["status"] == "failed":
-                recheck_in_float64(
-                    verification, cap.document, float64_rerun, allow_unsupported, disabled_rules
-                )
-        elif cap.document.get("framework") != "torch":
-            verification = not_run("per-op verification is built for PyTorch captures only")
-            verification["mode"] = "per_op"
-        else:
-            verification = verify_per_op(cap, lowered, disabled_rules, verify_budget_mb)
-        verification["why"] = why
-        notes = list(getattr(cap, "golden_notes", []) or [])
-        if notes:
-            verification["notes"] = notes
         mode_words = (verification["mode"] or "").replace("_", " ")
         status_line = f"{verification['status']}: {mode_words}, {verification['detail']}"
     args = list(extra_args) + (["--fidelity", fidelity] if fidelity else [])
-    data, table = sol_report(
-        ir_text,
-        hw,
-        policy,
-        verification=status_line,
-        source=cap.document.get("source"),
-        extra_args=args,
-    )
+    with timed(stage_times, "analysis"):
+        data, table = sol_report(
+            ir_text,
+            hw,
+            policy,
+            verification=status_line,
+            source=cap.document.get("source"),
+            extra_args=args,
+        )
     data["capture"] = {
         "framework": cap.document["framework"],
         "framework_version": cap.document["framework_version"],
@@ -662,6 +693,46 @@ def analyze_capture(
     data["coverage"] = _coverage(lowered)
     data["verification"] = verification
     return Report(data, table=table, ir=ir_text, capture_json=capture_json, golden=data_golden)
+
+
+def _verification(
+    cap: Any,
+    golden: Any,
+    lowered: dict,
+    fed: list[str],
+    data_golden: dict,
+    verify_mode: str,
+    verify_budget_mb: float,
+    verify_budget_s: float,
+    allow_unsupported: bool,
+    disabled_rules: Sequence[str],
+    float64_rerun: Any,
+) -> dict:
+    """``analyze_capture``'s verification dict (``data_golden`` gains the golden data of a
+    whole-program check)."""
+    ir_text = lowered["ir"]
+    mode, why = verify_mode, f"{verify_mode} verification requested"
+    if mode == "auto":
+        mode, why = _choose_mode(cap, golden, ir_text, verify_budget_mb, verify_budget_s)
+    if mode == "whole_program":
+        if golden is None:
+            raise AnalysisError("whole-program verification needs real inputs")
+        data_golden.update(golden(fed) if callable(golden) else golden)
+        verification = verify_program(ir_text, cap.document, data_golden, fed)
+        if verification["status"] == "failed" and cap.document.get("framework") == "torch":
+            recheck_in_float64(
+                verification, cap.document, float64_rerun, allow_unsupported, disabled_rules
+            )
+    elif cap.document.get("framework") != "torch":
+        verification = not_run("per-op verification is built for PyTorch captures only")
+        verification["mode"] = "per_op"
+    else:
+        verification = verify_per_op(cap, lowered, disabled_rules, verify_budget_mb)
+    verification["why"] = why
+    notes = list(getattr(cap, "golden_notes", []) or [])
+    if notes:
+        verification["notes"] = notes
+    return verification
 
 
 def sol_report(
