@@ -292,6 +292,8 @@ def _analyze(args: argparse.Namespace) -> int:
     check_output_paths(
         args.ir, args.json, args.html, args.trace, args.csv, args.dot, args.stage_times
     )
+    if (args.llm or args.llm_fallback) and args.stage_times:
+        raise ValueError("--stage-times times the capture pipeline; it cannot be given with --llm")
     if args.llm or args.llm_fallback:
         from solar.llm.cli import analyze as llm_analyze
 

@@ -149,3 +149,12 @@ def test_analyze_writes_stage_times_even_when_it_fails(tmp_path, capsys):
     assert sorted(data) == sorted(STAGES)
     assert data["capture"] > 0  # captured, then the lowering refused the op
     assert data["verification"] == 0.0 and data["analysis"] == 0.0
+
+
+def test_stage_times_are_refused_with_the_llm_agent(tmp_path, capsys):
+    argv = ["analyze", str(MODELS / "mlp.py"), "--llm", "--stage-times", str(tmp_path / "t.json")]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("solar analyze: error: --stage-times ") and err.count("\n") == 1
+    assert "cannot be given with --llm" in err
+    assert not (tmp_path / "t.json").exists()
