@@ -8,7 +8,8 @@ The subcommands that need PyTorch are here (docs/capture.md):
   ``-o OUT.ir``, the lowered IR program), and optionally the golden data.
 - ``solar analyze MODEL.py [--hw NAME] [--policy NAME] [--json OUT] [--ir OUT] [--fidelity F]
   [--no-verify] [--allow-unsupported] [--verify-budget-mb MB] [--verify-budget-s S]
-  [--verify-mode M]``: capture, lower, verify against PyTorch, and the SOL report.
+  [--verify-mode M] [--stage-times OUT.json]``: capture, lower, verify against PyTorch, and the
+  SOL report (``--stage-times``: the seconds each stage took, for ``solar bench``).
 - ``solar calibrate -o FILE.yaml`` (solar.calibrate) and ``solar bench DIR --hw NAME --out DIR``
   (solar.suite): docs/calibrate.md. ``analyze`` also takes ``--measure``, ``--measured-ms``,
   ``--html``, ``--trace``, ``--csv`` and ``--dot``.
@@ -237,6 +238,12 @@ def _parser(command: str) -> argparse.ArgumentParser:
         default="auto",
         help="force a verification mode (default: auto, by the budgets)",
     )
+    p.add_argument(
+        "--stage-times",
+        metavar="OUT.json",
+        help="write the seconds of capture, lowering, verification and analysis (solar bench "
+        "reads it; docs/cli.md)",
+    )
     from solar.llm.cli import add_analyze_arguments  # --llm, --llm-fallback (docs/llm.md)
 
     add_analyze_arguments(p)
@@ -282,24 +289,34 @@ def _analyze(args: argparse.Namespace) -> int:
     from solar import frontend
     from solar._files import write_atomic
 
-    check_output_paths(args.ir, args.json, args.html, args.trace, args.csv, args.dot)
+    check_output_paths(
+        args.ir, args.json, args.html, args.trace, args.csv, args.dot, args.stage_times
+    )
+    if (args.llm or args.llm_fallback) and args.stage_times:
+        raise ValueError("--stage-times times the capture pipeline; it cannot be given with --llm")
     if args.llm or args.llm_fallback:
         from solar.llm.cli import analyze as llm_analyze
 
         report = llm_analyze(args)
     else:
-        report = frontend.analyze_file(
-            args.model,
-            hw=args.hw,
-            policy=args.policy,
-            verify=args.verify,
-            allow_unsupported=args.allow_unsupported,
-            verify_budget_mb=args.verify_budget_mb,
-            verify_budget_s=args.verify_budget_s,
-            verify_mode=args.verify_mode,
-            fidelity=args.fidelity,
-            extra_args=report_args(args),
-        )
+        times: dict[str, float] = {}
+        try:
+            report = frontend.analyze_file(
+                args.model,
+                hw=args.hw,
+                policy=args.policy,
+                verify=args.verify,
+                allow_unsupported=args.allow_unsupported,
+                verify_budget_mb=args.verify_budget_mb,
+                verify_budget_s=args.verify_budget_s,
+                verify_mode=args.verify_mode,
+                fidelity=args.fidelity,
+                extra_args=report_args(args),
+                stage_times=times,
+            )
+        finally:  # also after a failure: the stages reached so far
+            if args.stage_times:
+                write_stage_times(args.stage_times, times)
     if args.ir:
         write_atomic(args.ir, report.ir)
     if args.json == "-":
@@ -311,6 +328,18 @@ def _analyze(args: argparse.Namespace) -> int:
         if args.json:
             sys.stdout.write(f"\nwrote {args.json}\n")
     return 1 if report.verification["status"] == "failed" else 0
+
+
+def write_stage_times(path: str, times: dict[str, float]) -> None:
+    """``{stage: seconds}`` for every stage of ``frontend.STAGES`` (0 for a stage not reached),
+    as JSON with sorted keys."""
+    import json
+
+    from solar import frontend
+    from solar._files import write_atomic
+
+    data = {stage: times.get(stage, 0.0) for stage in frontend.STAGES}
+    write_atomic(path, json.dumps(data, sort_keys=True, indent=1) + "\n")
 
 
 def add_report_arguments(p: argparse.ArgumentParser) -> None:

@@ -15,7 +15,9 @@ Options (keyword): ``allow_unsupported`` (nodes without a rule are left out and 
 ``report.data["coverage"]``; their outputs are fed from the framework's run), ``disabled_rules``
 (ops treated as having no rule), ``verify`` (False: verification "not_run"),
 ``verify_mode`` ("auto", "whole_program", "per_op"), ``verify_budget_mb`` and ``verify_budget_s``
-(when "auto" runs the whole program), ``fidelity`` and ``extra_args`` (passed to ``sol``).
+(when "auto" runs the whole program), ``fidelity`` and ``extra_args`` (passed to ``sol``),
+``stage_times`` (a dict that gains the seconds of each of ``STAGES``), and, for
+``analyze_capture``, ``float64_rerun`` (the float64 recheck after a failed whole-program check).
 
 Verification compares outputs elementwise: ``|solar - torch| <= atol * max(1, max|torch|) +
 rtol * |torch|``, with (rtol, atol) from ``TOLERANCES`` by the output's dtype (integers and
@@ -30,6 +32,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +48,8 @@ DEFAULT_VERIFY_BUDGET_S = 60.0  # estimated seconds of SOLAR's executor on the w
 # A conservative rate of SOLAR's reference executor (FLOP/s, 1 MAC = 2 FLOPs), for the estimate.
 EXECUTOR_FLOPS_PER_S = 1e8
 VERIFY_MODES = ("auto", "whole_program", "per_op")
+# The stages of one analysis, in order, as ``stage_times`` names them (seconds each).
+STAGES = ("capture", "lowering", "verification", "analysis")
 
 # (rtol, atol) per dtype. PyTorch computes in the dtype, SOLAR's executor in double and rounds
 # once per store, so the difference is PyTorch's rounding: a few ulps times a reduction's depth.
@@ -108,6 +113,10 @@ class Report:
             lines.append(f"  note: {note}")
         for out in v.get("outputs", []):
             lines.append("  " + _output_line(out))
+        conditioning = v.get("conditioning")
+        if conditioning:
+            lines.append(f"  float64 recheck: {conditioning['verdict']}")
+            lines.extend("    " + _output_line(o) for o in conditioning["float64_outputs"])
         for check in v.get("ops", []):
             count = f" x{check['nodes']}" if check["nodes"] > 1 else ""
             if check["result"] == "not_verified":
@@ -158,6 +167,18 @@ def _fmt_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+@contextlib.contextmanager
+def timed(stage_times: dict[str, float] | None, stage: str):
+    """Adds the wall-clock seconds of the ``with`` block to ``stage_times[stage]`` (nothing
+    when ``stage_times`` is None), also when the block raises."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        if stage_times is not None:
+            stage_times[stage] = stage_times.get(stage, 0.0) + (time.perf_counter() - start)
+
+
 def has_lowering() -> bool:
     """Whether this build of the core can lower captures (``_core.lower_capture``)."""
     return hasattr(_core, "lower_capture")
@@ -198,9 +219,38 @@ def analyze(
     inputs = (
         tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
     )
-    cap = capture(model, inputs, source=source)
-    golden = None if is_fake(inputs) else lambda wanted: cap.golden(model, inputs, wanted)
-    return analyze_capture(cap, golden, hw, policy, **options)
+    with timed(options.get("stage_times"), "capture"):
+        cap = capture(model, inputs, source=source)
+    if is_fake(inputs):
+        return analyze_capture(cap, None, hw, policy, **options)
+
+    def float64() -> tuple[Any, Callable[[list[str]], dict]]:
+        model64, inputs64 = _to_float64(model), _to_float64(inputs)
+        cap64 = capture(model64, inputs64, source=cap.document.get("source"))
+        return cap64, lambda wanted: cap64.golden(model64, inputs64, wanted)
+
+    options.setdefault("float64_rerun", float64)
+    return analyze_capture(
+        cap, lambda wanted: cap.golden(model, inputs, wanted), hw, policy, **options
+    )
+
+
+def _to_float64(value: Any) -> Any:
+    """A copy of a model (``nn.Module.double()`` on a deep copy; a function stays as it is) or
+    a tuple of inputs with every floating-point tensor made float64."""
+    import copy
+
+    import torch
+
+    if isinstance(value, torch.nn.Module):
+        return copy.deepcopy(value).double()
+    if isinstance(value, tuple):
+        return tuple(_to_float64(v) for v in value)
+    if isinstance(value, list):
+        return [_to_float64(v) for v in value]
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.detach().to(torch.float64)
+    return value
 
 
 def imports_jax(path: str | os.PathLike) -> bool:
@@ -223,7 +273,16 @@ def analyze_file(
 
         return solar_jax.analyze_file(path, hw=hw, policy=policy)
     source = os.path.basename(path)
-    cap, model, inputs = capture_model_file(path)
+    with timed(options.get("stage_times"), "capture"):
+        cap, model, inputs = capture_model_file(path)
+
+    def float64() -> tuple[Any, Callable[[list[str]], dict]]:
+        model64, inputs64 = load_model_file(path)
+        model64, inputs64 = _to_float64(model64), _to_float64(inputs64)
+        cap64 = capture(model64, inputs64, source=source)
+        return cap64, lambda wanted: cap64.golden(model64, inputs64, wanted)
+
+    options.setdefault("float64_rerun", float64)
     if not is_fake(inputs):  # built for real: FakeTensors could not build it
         return analyze_capture(
             cap, lambda wanted: cap.golden(model, inputs, wanted), hw, policy, **options
@@ -362,6 +421,112 @@ def _as_float(a: np.ndarray, dtype: str) -> np.ndarray:
 verify_program = verify  # analyze_capture's ``verify`` keyword shadows the function
 
 
+_LOW_FLOATS = ("f32", "f16", "bf16", "f8e4m3", "f8e5m2")
+
+
+def recheck_in_float64(
+    verification: dict,
+    document: dict,
+    rerun: Callable[[], tuple[Any, Callable[[list[str]], dict]]] | None,
+    allow_unsupported: bool = False,
+    disabled_rules: Sequence[str] = (),
+) -> None:
+    """After a failed whole-program check, runs both sides again in float64: ``rerun()`` gives
+    the model captured with its floating-point weights and inputs made float64 and its golden
+    function; that capture is lowered, run by SOLAR's executor and compared with PyTorch's
+    float64 run (``TOLERANCES["f64"]``). If float64 agrees, the float32 disagreement is
+    rounding amplified by the problem (ill-conditioning) and ``verification`` becomes
+    ``passed``; if it disagrees too, it stays ``failed`` (a lowering bug). Either way, or when
+    float64 is not possible, ``verification["conditioning"]`` says so and ``detail`` gains one
+    clause. Changes ``verification`` in place."""
+    compared = [o for o in verification["outputs"] if o["max_rel_err"] is not None]
+    low = [o for o in compared if o["dtype"] in _LOW_FLOATS]
+    entry: dict[str, Any] = {
+        "float32_max_rel_err": max((o["max_rel_err"] for o in low), default=None),
+        "float64_max_rel_err": None,
+        "float64_outputs": [],
+    }
+    reason = _float64_impossible(document, rerun)
+    if reason is None:
+        try:
+            cap64, golden64 = rerun()
+            reason = _float64_capture_differs(document, cap64.document)
+            if reason is None:
+                lowered = lower_detailed(cap64.to_json(), allow_unsupported, disabled_rules)
+                fed = [o for u in lowered["unsupported"] for o in u["outputs"]]
+                v64 = verify_program(
+                    lowered["ir"],
+                    cap64.document,
+                    golden64(_recorded(lowered)),
+                    fed,
+                    lowered["random"],
+                )
+        except Exception as e:  # a diagnosis only: the float32 result stands, with the reason
+            reason = f"the float64 run failed: {type(e).__name__}: {_first_line(str(e))}"
+    if reason is not None:
+        entry.update(result="not_possible", verdict=f"no float64 recheck: {reason}")
+        verification["detail"] += f"; {entry['verdict']}"
+        verification["conditioning"] = entry
+        return
+    errors = [o["max_rel_err"] for o in v64["outputs"] if o["max_rel_err"] is not None]
+    entry["float64_max_rel_err"] = max(errors, default=None)
+    entry["float64_outputs"] = v64["outputs"]
+    f32 = _fmt_err(entry["float32_max_rel_err"])
+    f64 = _fmt_err(entry["float64_max_rel_err"])
+    if v64["status"] == "passed":
+        entry.update(
+            result="float64_agrees",
+            verdict="ill-conditioned in float32: the float64 runs agree "
+            f"(max rel err {f32} in float32, {f64} in float64)",
+        )
+        verification["status"] = "passed"
+    else:
+        entry.update(
+            result="float64_disagrees",
+            verdict="the float64 runs disagree too: a lowering bug, not rounding "
+            f"(max rel err {f32} in float32, {f64} in float64)",
+        )
+    verification["detail"] += f"; {entry['verdict']}"
+    verification["conditioning"] = entry
+
+
+def _float64_impossible(document: dict, rerun: Any) -> str | None:
+    dtypes = {t["dtype"] for t in document["tensors"]}
+    if not dtypes & set(_LOW_FLOATS):
+        if "f64" in dtypes:
+            return "the program already runs in float64"
+        return "the program has no floating-point tensors"
+    if rerun is None:
+        return "no model to rebuild in float64 (a capture given without its model)"
+    return None
+
+
+def _float64_capture_differs(document: dict, document64: dict) -> str | None:
+    """Why the float64 capture cannot stand for the original (None: it can): its outputs must
+    correspond one to one, each floating-point output made float64."""
+    outs, outs64 = document["outputs"], document64["outputs"]
+    if len(outs) != len(outs64):
+        return f"the float64 capture has {len(outs64)} output(s), not {len(outs)}"
+    dtype = {t["name"]: t["dtype"] for t in document["tensors"]}
+    dtype64 = {t["name"]: t["dtype"] for t in document64["tensors"]}
+    for name, name64 in zip(outs, outs64, strict=True):
+        if dtype[name] in _LOW_FLOATS and dtype64[name64] != "f64":
+            return (
+                f"output '{name}' stays {dtype64[name64]} when the model and its inputs are "
+                "made float64 (the model fixes that dtype itself)"
+            )
+    return None
+
+
+def _fmt_err(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return " ".join(lines[0].split()) if lines else ""
+
+
 def graph_bytes(document: dict) -> int:
     """The bytes of every tensor of a capture: what a whole-program run holds, at most."""
     total = 0
@@ -391,15 +556,11 @@ def _coverage(lowered: dict) -> dict:
 
 
 def _choose_mode(
-    cap: Any,
-    golden: Any,
-    ir_text: str,
-    hw: str,
-    policy: str | None,
-    budget_mb: float,
-    budget_s: float,
+    cap: Any, golden: Any, ir_text: str, budget_mb: float, budget_s: float
 ) -> tuple[str, str]:
-    """ "whole_program" or "per_op", and why."""
+    """ "whole_program" or "per_op", and why. The executor's time is estimated from the
+    program's FLOPs (``program_flops``: the einsum counts, not the SOL analysis, which
+    ``analyze_capture`` runs once, after verification)."""
     if golden is None:
         return "per_op", "no real inputs to run the whole program on"
     need = graph_bytes(cap.document)
@@ -408,8 +569,7 @@ def _choose_mode(
             f"the whole program holds {_fmt_bytes(need)} of tensors, over the verification "
             f"budget of {_fmt_bytes(budget_mb * 1e6)} (--verify-budget-mb)"
         )
-    data, _ = sol_report(ir_text, hw, policy)
-    seconds = data["totals"]["flops"] / EXECUTOR_FLOPS_PER_S
+    seconds = program_flops(ir_text) / EXECUTOR_FLOPS_PER_S
     if seconds > budget_s:
         return "per_op", (
             f"the whole program would take about {seconds:.3g} s in SOLAR's executor, over the "
@@ -419,6 +579,28 @@ def _choose_mode(
         f"the whole program fits the verification budget ({_fmt_bytes(need)} of tensors, "
         f"about {seconds:.2g} s)"
     )
+
+
+_LIFT_TOTALS = re.compile(r"^totals: .*\bflops ([0-9][0-9.eE+]*)", re.MULTILINE)
+
+
+def program_flops(ir_text: str) -> float:
+    """The program's FLOPs (1 MAC = 2 FLOPs; FLOPs = 2 x MACs + other ops), read from the
+    totals line of the C++ ``lift`` command (docs/einsum.md): the einsum graph's counts, the
+    same as the ``sol`` report's ``totals.flops``, without the SOL analysis (fusion, cache
+    search) that ``sol`` runs."""
+    with tempfile.TemporaryDirectory(prefix="solar-") as tmp:
+        ir_path = os.path.join(tmp, "program.ir")
+        with open(ir_path, "w") as f:
+            f.write(ir_text)
+        rc, out, err = run_cli_captured(["lift", ir_path])
+    if rc != 0:
+        message = err.strip().splitlines()[0] if err.strip() else f"lift exited {rc}"
+        raise AnalysisError(message.removeprefix("solar: error: ").replace(ir_path, "<ir>"))
+    match = _LIFT_TOTALS.search(out)
+    if match is None:
+        raise RuntimeError("internal error: 'solar lift' printed no totals line")
+    return float(match.group(1))
 
 
 def verify_per_op(
@@ -471,23 +653,27 @@ def analyze_capture(
     verify_budget_s: float = DEFAULT_VERIFY_BUDGET_S,
     fidelity: str | None = None,
     extra_args: Sequence[str] = (),
+    float64_rerun: Callable[[], tuple[Any, Callable[[list[str]], dict]]] | None = None,
+    stage_times: dict[str, float] | None = None,
 ) -> Report:
     """Lower, verify and analyse a capture (any framework): ``cap`` has ``.document`` (the
     capture document, docs/capture.md) and ``.to_json()``; ``golden`` maps every input, weight
     and output name (and, with unsupported nodes, their outputs) to its value, or is a function
     ``golden(intermediate_names) -> dict`` called only when the whole program is verified, or
-    None (no real data: per-op verification). Options: see the module doc."""
+    None (no real data: per-op verification). ``float64_rerun() -> (capture, golden)``: the
+    same program captured in float64, with its golden function; when whole-program verification
+    fails it tells ill-conditioning from a lowering bug (``recheck_in_float64``). Options: see
+    the module doc. ``stage_times``: a dict that gains the seconds of lowering, verification
+    and analysis (``STAGES``; the caller times capture)."""
     if verify_mode not in VERIFY_MODES:
         raise AnalysisError(
             f"unknown verify mode '{verify_mode}' (valid: {', '.join(VERIFY_MODES)})"
         )
     capture_json = cap.to_json()
-    lowered = lower_detailed(capture_json, allow_unsupported, disabled_rules)
+    with timed(stage_times, "lowering"):
+        lowered = lower_detailed(capture_json, allow_unsupported, disabled_rules)
     ir_text = lowered["ir"]
     fed = [o for u in lowered["unsupported"] for o in u["outputs"]]
-    random = lowered["random"]
-    # The framework's draws come from the same run as the outputs they are compared with.
-    recorded = fed + [d["value_of"] for d in random if d["value_of"] not in fed]
     data_golden: dict[str, np.ndarray] = {}
     if not verify:
         verification = not_run(
@@ -496,36 +682,32 @@ def analyze_capture(
         )
         status_line = "NOT verified: --no-verify"
     else:
-        mode, why = verify_mode, f"{verify_mode} verification requested"
-        if mode == "auto":
-            mode, why = _choose_mode(
-                cap, golden, ir_text, hw, policy, verify_budget_mb, verify_budget_s
+        with timed(stage_times, "verification"):
+            verification = _verification(
+                cap,
+                golden,
+                lowered,
+                fed,
+                data_golden,
+                verify_mode,
+                verify_budget_mb,
+                verify_budget_s,
+                allow_unsupported,
+                disabled_rules,
+                float64_rerun,
             )
-        if mode == "whole_program":
-            if golden is None:
-                raise AnalysisError("whole-program verification needs real inputs")
-            data_golden = golden(recorded) if callable(golden) else golden
-            verification = verify_program(ir_text, cap.document, data_golden, fed, random)
-        elif cap.document.get("framework") != "torch":
-            verification = not_run("per-op verification is built for PyTorch captures only")
-            verification["mode"] = "per_op"
-        else:
-            verification = verify_per_op(cap, lowered, disabled_rules, verify_budget_mb)
-        verification["why"] = why
-        notes = list(getattr(cap, "golden_notes", []) or [])
-        if notes:
-            verification["notes"] = notes
         mode_words = (verification["mode"] or "").replace("_", " ")
         status_line = f"{verification['status']}: {mode_words}, {verification['detail']}"
     args = list(extra_args) + (["--fidelity", fidelity] if fidelity else [])
-    data, table = sol_report(
-        ir_text,
-        hw,
-        policy,
-        verification=status_line,
-        source=cap.document.get("source"),
-        extra_args=args,
-    )
+    with timed(stage_times, "analysis"):
+        data, table = sol_report(
+            ir_text,
+            hw,
+            policy,
+            verification=status_line,
+            source=cap.document.get("source"),
+            extra_args=args,
+        )
     data["capture"] = {
         "framework": cap.document["framework"],
         "framework_version": cap.document["framework_version"],
@@ -535,6 +717,55 @@ def analyze_capture(
     data["coverage"] = _coverage(lowered)
     data["verification"] = verification
     return Report(data, table=table, ir=ir_text, capture_json=capture_json, golden=data_golden)
+
+
+def _recorded(lowered: dict) -> list[str]:
+    """The intermediate tensors a golden run must record: the outputs of nodes without a rule
+    (fed to the program as inputs) and the framework's random draws, from the same run as the
+    outputs they are compared with."""
+    fed = [o for u in lowered["unsupported"] for o in u["outputs"]]
+    return fed + [d["value_of"] for d in lowered["random"] if d["value_of"] not in fed]
+
+
+def _verification(
+    cap: Any,
+    golden: Any,
+    lowered: dict,
+    fed: list[str],
+    data_golden: dict,
+    verify_mode: str,
+    verify_budget_mb: float,
+    verify_budget_s: float,
+    allow_unsupported: bool,
+    disabled_rules: Sequence[str],
+    float64_rerun: Any,
+) -> dict:
+    """``analyze_capture``'s verification dict (``data_golden`` gains the golden data of a
+    whole-program check)."""
+    ir_text = lowered["ir"]
+    mode, why = verify_mode, f"{verify_mode} verification requested"
+    if mode == "auto":
+        mode, why = _choose_mode(cap, golden, ir_text, verify_budget_mb, verify_budget_s)
+    if mode == "whole_program":
+        if golden is None:
+            raise AnalysisError("whole-program verification needs real inputs")
+        random = lowered["random"]
+        data_golden.update(golden(_recorded(lowered)) if callable(golden) else golden)
+        verification = verify_program(ir_text, cap.document, data_golden, fed, random)
+        if verification["status"] == "failed" and cap.document.get("framework") == "torch":
+            recheck_in_float64(
+                verification, cap.document, float64_rerun, allow_unsupported, disabled_rules
+            )
+    elif cap.document.get("framework") != "torch":
+        verification = not_run("per-op verification is built for PyTorch captures only")
+        verification["mode"] = "per_op"
+    else:
+        verification = verify_per_op(cap, lowered, disabled_rules, verify_budget_mb)
+    verification["why"] = why
+    notes = list(getattr(cap, "golden_notes", []) or [])
+    if notes:
+        verification["notes"] = notes
+    return verification
 
 
 def sol_report(

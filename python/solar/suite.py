@@ -14,6 +14,11 @@ Outputs (docs/calibrate.md, "Suites"): ``problems.json`` and ``problems.csv`` (o
 problem: status, verification, coverage, counts, SOL per fidelity, headroom, violation) and
 ``summary.json`` / ``summary.csv`` (per level: problems, analysed, failed, timed, geometric-mean
 and median headroom per fidelity, violations). Same inputs, same files.
+
+Stage times (docs/cli.md, "solar bench"): each child writes ``--stage-times`` (seconds of
+capture, lowering, verification, analysis) and is timed as a whole; ``stages.json`` and
+``stages.csv`` hold them per problem with an ``all`` row of sums, printed as a table. They are
+measurements, so they stay out of ``problems.*`` and ``summary.*``.
 """
 
 from __future__ import annotations
@@ -29,12 +34,16 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from solar._files import write_atomic
 
 TOP_LEVEL = "."
+# The stages of one ``solar analyze`` (solar.frontend.STAGES; not imported: it needs numpy).
+STAGES = ("capture", "lowering", "verification", "analysis")
+TIMING_FIELDS = ("total_s", "stages_s")  # measured: in stages.*, not in problems.*
 
 
 def find_problems(root: str) -> list[tuple[str, str]]:
@@ -88,17 +97,22 @@ def run_problem(root: str, level: str, rel: str, args: argparse.Namespace, ms: f
     record: dict = {"level": level, "problem": name, "path": rel, "measured_ms": ms}
     with tempfile.TemporaryDirectory(prefix="solar-bench-") as tmp:
         report_path = os.path.join(tmp, "report.json")
+        stages_path = os.path.join(tmp, "stages.json")
         cmd = [sys.executable, "-m", "solar", "analyze", os.path.join(root, rel), "--hw", args.hw]
-        cmd += ["--json", report_path]
+        cmd += ["--json", report_path, "--stage-times", stages_path]
         if args.policy:
             cmd += ["--policy", args.policy]
         if ms is not None:
             cmd += ["--measured-ms", repr(ms)]
+        start = time.perf_counter()
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout_s)
         except subprocess.TimeoutExpired:
             record.update(status="failed", error=f"timed out after {args.timeout_s:g} s")
+            record.update(total_s=time.perf_counter() - start, stages_s=None)
             return record
+        record["total_s"] = time.perf_counter() - start
+        record["stages_s"] = read_stage_times(stages_path)
         if not os.path.exists(report_path):
             lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
             error = lines[-1] if lines else f"solar analyze exited {done.returncode}"
@@ -108,6 +122,16 @@ def run_problem(root: str, level: str, rel: str, args: argparse.Namespace, ms: f
             report = json.load(f)
     record.update(summarise(report))
     return record
+
+
+def read_stage_times(path: str) -> dict | None:
+    """The ``solar analyze --stage-times`` file: ``{stage: seconds}`` (None when the child
+    wrote none: it crashed, or failed before it could)."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        data = json.load(f)
+    return {stage: float(data.get(stage, 0.0)) for stage in STAGES}
 
 
 def summarise(report: dict) -> dict:
@@ -188,8 +212,49 @@ def flat(record: dict) -> dict:
     return row
 
 
+def stage_rows(records: list[dict]) -> list[dict]:
+    """One row per problem with stage times (sorted by level and path), then an ``all`` row
+    of their sums: ``total_s``, ``<stage>_s`` per stage, and ``other_s`` = total minus the
+    stages (process start, imports, reading the model file, writing the report)."""
+    rows = []
+    for r in records:
+        stages = r.get("stages_s")
+        if stages is None or r.get("total_s") is None:
+            continue
+        row = {"level": r["level"], "path": r["path"], "total_s": r["total_s"]}
+        row.update({f"{stage}_s": stages[stage] for stage in STAGES})
+        row["other_s"] = max(0.0, r["total_s"] - sum(stages.values()))
+        rows.append(row)
+    rows.sort(key=lambda row: (row["level"], row["path"]))
+    columns = ["total_s", *(f"{stage}_s" for stage in STAGES), "other_s"]
+    totals = {"level": "all", "path": None, "problems": len(rows)}
+    totals.update({c: sum(row[c] for row in rows) for c in columns})
+    return [*rows, totals]
+
+
+def stage_table(rows: list[dict]) -> str:
+    """The terminal table of the ``all`` row of ``stage_rows``: per stage, its seconds summed
+    over the problems, its share of their total, and the problem where it took longest."""
+    *problems, totals = rows
+    lines = [f"stage times, summed over {len(problems)} problem(s):"]
+    lines.append(f"{'stage':<14}{'seconds':>10}{'share':>8}  slowest problem")
+    for stage in (*STAGES, "other", "total"):
+        key = f"{stage}_s"
+        share = totals[key] / totals["total_s"] if totals["total_s"] > 0 else 0.0
+        slowest = max(problems, key=lambda row: (row[key], row["path"]), default=None)
+        where = f"  {slowest['path']} ({slowest[key]:.3g} s)" if slowest else ""
+        lines.append(f"{stage:<14}{totals[key]:>10.3f}{100 * share:>7.1f}%{where}")
+    return "\n".join(lines) + "\n"
+
+
 def write_outputs(out: str, records: list[dict]) -> dict:
     records = sorted(records, key=lambda r: (r["level"], r["path"]))
+    timed_rows = stage_rows(records)
+    write_json_atomic(os.path.join(out, "stages.json"), timed_rows)
+    stage_columns = ["level", "path", "problems", "total_s"]
+    stage_columns += [f"{stage}_s" for stage in STAGES] + ["other_s"]
+    write_atomic(os.path.join(out, "stages.csv"), _csv(timed_rows, stage_columns))
+    records = [{k: v for k, v in r.items() if k not in TIMING_FIELDS} for r in records]
     write_json_atomic(os.path.join(out, "problems.json"), records)
     rows = [flat(r) for r in records]
     columns = ["level", "problem", "path", "status", "verification", "error", "nodes", "macs"]
@@ -299,6 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         records += list(pool.map(one, todo))
     s = write_outputs(args.out, records)
+    sys.stdout.write(stage_table(stage_rows(records)))
     for level, v in s.items():
         line = f"{level}: {v['analysed']}/{v['problems']} analysed, {v['failed']} failed"
         for f, g in v["geomean_headroom"].items():
@@ -306,5 +372,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         if v["timed"]:
             line += f", {v['violations']} violation(s)"
         print(line)
-    print(f"wrote {os.path.join(args.out, 'problems.csv')} and summary.csv")
+    print(f"wrote {os.path.join(args.out, 'problems.csv')}, summary.csv and stages.csv")
     return 0

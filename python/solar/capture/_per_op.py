@@ -12,10 +12,17 @@ equal to it (view and expand sizes, slice ends, ...). Three maps are tried: ``ex
 only the sizes that d divides (so a reshape of 1024 into 16 x 64 stays consistent), ``leading``
 only the sizes that d divides among the tensors' first dimensions (a reshape of 4096 x 64 into
 256 x 16 x 64), ``ceil`` every size to ceil(S / d). d is the smallest power of two that brings
-the node's tensors under ``TARGET_BYTES``. PyTorch decides whether the reduced node is valid:
+the node's tensors under ``TARGET_BYTES``. An integer argument that is no tensor size but the
+product of consecutive dims of an operand (GroupNorm's ``HxW``) follows those dims.
+
+Only what the op's semantics allow shrinks. An op whose sizes are tied to a group count
+(GroupNorm's channels, a grouped convolution's channels, a channel or pixel shuffle's channels:
+``_grouped_sizes``) first tries the three maps with those sizes kept, then without; any other op
+tries them shrinking every size first, then keeping its tensors' second dims (channels), so that
+only the batch and the trailing dims shrink. PyTorch decides whether a reduced node is valid:
 the op must run and give outputs of the original ranks and dtypes, and the lowering must accept
-it. If no map works, the node runs at its real size when its tensors fit ``real_budget_bytes``;
-otherwise it is listed as not verified.
+it. If no map works, the node runs at its real size when its tensors fit ``real_budget_bytes``
+(a reduced map over that budget is not tried); otherwise it is listed as not verified.
 """
 
 from __future__ import annotations
@@ -165,19 +172,105 @@ def verify_per_op(
     return checks
 
 
-def _candidates(node, shapes, dtypes, real_budget_bytes):
-    tried = []
-    for mode in ("exact", "leading", "ceil"):
-        sizes = _sizes(node, shapes, leading=mode == "leading")
-        d = 1
-        while _footprint(node, shapes, dtypes, _mapping(sizes, d, mode)) > TARGET_BYTES:
-            if d > max(sizes, default=1):
+def _shape_of(node: dict, shapes: dict, name: str) -> list[int] | None:
+    value = node["args"].get(name)
+    if isinstance(value, dict) and "tensor" in value:
+        return shapes[value["tensor"]]
+    return None
+
+
+def _grouped_sizes(node: dict, shapes: dict) -> set[int]:
+    """Sizes an op's semantics tie to a group count: they are kept when the node shrinks, so
+    that every group keeps its channels. GroupNorm: its channel count C (a multiple of
+    ``group``); a grouped convolution (groups > 1): the input's channels and the weight's two
+    channel dims (each a multiple of, or a share of, ``groups``); a channel shuffle: the
+    channels. Other ops: none."""
+    op = node["op"]
+    kept: set[int] = set()
+    if op == "aten.native_group_norm.default":
+        kept.add(node["args"]["C"])
+    elif op == "aten.group_norm.default":
+        kept.add(_shape_of(node, shapes, "input")[1])
+    elif op in ("aten.convolution.default", "aten._convolution.default"):
+        if int(node["args"].get("groups", 1)) > 1:
+            kept.add(_shape_of(node, shapes, "input")[1])
+            kept.update(_shape_of(node, shapes, "weight")[:2])
+    elif op in ("aten.channel_shuffle.default", "aten.native_channel_shuffle.default"):
+        kept.add(_shape_of(node, shapes, "self")[1])
+    elif op == "aten.pixel_shuffle.default":
+        kept.add(_shape_of(node, shapes, "self")[1])
+    elif op == "aten.pixel_unshuffle.default":
+        kept.update(shapes[o][1] for o in node["outputs"] if o is not None)
+    return kept
+
+
+def _channel_sizes(node: dict, shapes: dict) -> set[int]:
+    """The second dimension of each of the node's tensors of rank 3 or more (the channels of
+    NC..., the heads or sequence of N?..): a fallback that shrinks only the batch and the
+    trailing (spatial) dims."""
+    names = [o for o in node["outputs"] if o is not None] + list(_refs(node["args"]))
+    return {shapes[n][1] for n in names if len(shapes[n]) >= 3}
+
+
+def _derived(node: dict, shapes: dict, mapping: dict[int, int]) -> dict[int, int]:
+    """Integer arguments that are no size of the node's tensors but the product of two or more
+    consecutive dims of an operand (GroupNorm's ``HxW`` = H * W): each maps to the product of
+    those dims as ``mapping`` shrinks them (the first such run, operands in argument order)."""
+    names = list(dict.fromkeys(_refs(node["args"])))
+    every_size = {s for n in names + [o for o in node["outputs"] if o] for s in shapes[n]}
+    derived: dict[int, int] = {}
+    for value in _ints(node["args"]):
+        if value in every_size or value in mapping or value in derived or value < MIN_SHRINK:
+            continue
+        for n in names:
+            shape = shapes[n]
+            runs = [(i, j) for i in range(len(shape)) for j in range(i + 2, len(shape) + 1)]
+            match = next((r for r in runs if math.prod(shape[r[0] : r[1]]) == value), None)
+            if match is not None:
+                derived[value] = math.prod(mapping.get(x, x) for x in shape[match[0] : match[1]])
                 break
-            d *= 2
-        mapping = _mapping(sizes, d, mode)
-        if mapping and mapping not in tried:
+    return {v: w for v, w in derived.items() if v != w}
+
+
+def _ints(value: Any):
+    """Every int in an argument value (not bools, not inside tensor references)."""
+    if isinstance(value, dict) and "tensor" not in value:
+        for v in value.values():
+            yield from _ints(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _ints(v)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        yield value
+
+
+def _candidates(node, shapes, dtypes, real_budget_bytes):
+    """(label, size map) to try in turn. Plans: an op whose sizes are tied to a group count
+    (``_grouped_sizes``) first keeps those sizes, then shrinks freely; any other op shrinks
+    freely first, then keeps its tensors' second dims (channels). Each plan tries the
+    ``exact``, ``leading`` and ``ceil`` maps; a map whose tensors exceed ``real_budget_bytes``
+    is skipped."""
+    grouped = {s for s in _grouped_sizes(node, shapes) if s >= MIN_SHRINK}
+    channels = {s for s in _channel_sizes(node, shapes) if s >= MIN_SHRINK}
+    plans = [grouped, set()] if grouped else [set(), channels]
+    tried = []
+    for kept in plans:
+        for mode in ("exact", "leading", "ceil"):
+            sizes = _sizes(node, shapes, leading=mode == "leading") - kept
+            d = 1
+            while _footprint(node, shapes, dtypes, _mapping(sizes, d, mode)) > TARGET_BYTES:
+                if d > max(sizes, default=1):
+                    break
+                d *= 2
+            mapping = _mapping(sizes, d, mode)
+            mapping.update(_derived(node, shapes, mapping))
+            if not mapping or mapping in tried:
+                continue
             tried.append(mapping)
-            yield f"reduced ({mode}, sizes / {d})", mapping
+            if _footprint(node, shapes, dtypes, mapping) > real_budget_bytes:
+                continue
+            keeping = f", keeping {', '.join(map(str, sorted(kept)))}" if kept else ""
+            yield f"reduced ({mode}, sizes / {d}{keeping})", mapping
     if _footprint(node, shapes, dtypes, {}) <= real_budget_bytes:
         yield "real size", {}
 

@@ -1,0 +1,135 @@
+"""Whole-program verification that fails in float32 is run again in float64 (docs/capture.md,
+"Verification"): an ill-conditioned BatchNorm passes with a ``conditioning`` entry, a changed
+constant in the lowered program (a lowering bug) stays failed, and a program with no float64
+form stays failed and says why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import solar  # noqa: E402
+from solar import frontend  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(solar._core, "lower_capture_detailed"),
+    reason="this build of solar._core has no lower_capture_detailed",
+)
+
+MODELS = Path(__file__).resolve().parent / "models" / "verify"
+
+
+def test_ill_conditioned_batchnorm_passes_by_its_float64_run():
+    # x = 1000 + 0.01 z over a batch of 2: per channel the two values a, b differ by d ~ 0.01,
+    # mean = (a + b) / 2, biased variance = (d / 2)^2 ~ 2.5e-5, out = +-(d / 2) / sqrt(var +
+    # 1e-5) ~ +-0.85. float32 spacing at 1000 (in [512, 1024)) is 2^(9 - 23) = 2^-14 ~ 6.1e-5:
+    # PyTorch's float32 mean can be off by half of it, 3.05e-5, which moves out by about
+    # 3.05e-5 / sqrt(3.5e-5) ~ 5e-3, far over the f32 tolerance 1e-4 * 0.85 + 1e-5 ~ 9.5e-5.
+    # In float64 the spacing is 2^(9 - 52) ~ 1.1e-13: out moves by ~ 1.1e-13 / 5.9e-3 ~ 2e-11,
+    # under the f64 tolerance 1e-9 * 0.85 + 1e-12 ~ 8.5e-10.
+    report = frontend.analyze_file(MODELS / "batchnorm_ill_conditioned.py")
+    v = report.verification
+    assert v["mode"] == "whole_program"
+    # the float32 check really fails: the normalised output is a mismatch in float32 ...
+    f32 = {o["name"]: o for o in v["outputs"]}
+    assert not all(o["passed"] for o in f32.values()), report.summary()
+    (bad,) = [o for o in f32.values() if not o["passed"]]
+    assert bad["dtype"] == "f32" and bad["shape"] == [2, 8]
+    assert bad["max_abs_err"] > 1e-4  # bigger than the whole f32 allowance (~9.5e-5, above)
+    # ... and float64 passes: every output of the float64 run within the f64 tolerances
+    c = v["conditioning"]
+    assert c["result"] == "float64_agrees"
+    assert c["float64_outputs"] and all(o["passed"] for o in c["float64_outputs"])
+    assert [o["dtype"] for o in c["float64_outputs"] if o["name"] == bad["name"]] == ["f64"]
+    assert c["float64_max_rel_err"] < 1e-9 < 1e-4 < c["float32_max_rel_err"]
+    assert c["float32_max_rel_err"] == bad["max_rel_err"]
+    assert v["status"] == "passed"
+    assert "ill-conditioned in float32: the float64 runs agree" in v["detail"]
+    assert "passed: whole program" in report.table  # the sol report's status line
+    assert "ill-conditioned in float32" in report.table
+    assert "float64 recheck: ill-conditioned in float32" in report.summary()
+
+
+def test_the_float32_disagreement_is_pytorchs_rounding():
+    # The same model by hand: PyTorch in float32 against the exact result (numpy, float64, on
+    # the same float32 inputs) is off by more than the f32 tolerance; PyTorch in float64 is not.
+    torch.manual_seed(0)
+    x = 1000.0 + 0.01 * torch.randn(2, 8)
+    xd = x.double().numpy()
+    mean = xd.mean(axis=0)
+    exact = (xd - mean) / np.sqrt(((xd - mean) ** 2).mean(axis=0) + 1e-5)
+    bn = torch.nn.BatchNorm1d(8)
+    with torch.no_grad():
+        got32 = bn(x).double().numpy()
+        got64 = bn.double()(x.double()).numpy()
+    assert np.max(np.abs(got32 - exact)) > 1e-4  # the f32 allowance is ~9.5e-5 (above)
+    assert np.max(np.abs(got64 - exact)) < 1e-9
+
+
+def _changed_constant(monkeypatch, old: str, new: str) -> None:
+    """Every lowering (the float32 one and the float64 recheck's) writes ``new`` for ``old``."""
+    real = frontend.lower_detailed
+
+    def lowered(*args, **kwargs):
+        result = dict(real(*args, **kwargs))
+        assert old in result["ir"]
+        result["ir"] = result["ir"].replace(old, new)
+        return result
+
+    monkeypatch.setattr(frontend, "lower_detailed", lowered)
+
+
+def test_a_changed_constant_stays_failed_in_float64(monkeypatch):
+    # tanh(x) * 3.0 lowered as tanh(x) * 3.001: every element is off by 1/3000 ~ 3.3e-4 of its
+    # value, over rtol 1e-4 in float32 and over rtol 1e-9 in float64.
+    _changed_constant(monkeypatch, "* 3.0)", "* 3.001)")
+
+    def f(x):
+        return torch.tanh(x) * 3.0
+
+    torch.manual_seed(0)
+    report = frontend.analyze(f, (torch.randn(4, 8),))
+    v = report.verification
+    assert v["status"] == "failed", report.summary()
+    c = v["conditioning"]
+    assert c["result"] == "float64_disagrees"
+    # 3.001 / 3 - 1 = 3.33e-4 relative error, in both precisions (up to rounding)
+    assert c["float32_max_rel_err"] == pytest.approx(1 / 3000, rel=1e-3)
+    assert c["float64_max_rel_err"] == pytest.approx(1 / 3000, rel=1e-9)
+    assert "the float64 runs disagree too: a lowering bug" in v["detail"]
+    assert "\n" not in v["detail"]
+
+
+def test_an_integer_program_has_no_float64_form(monkeypatch):
+    # x * 3 on int64 (the IR writes 3.0) lowered as x * 4.0: the exact comparison fails, and
+    # there is no floating-point tensor at all.
+    _changed_constant(monkeypatch, "* 3.0)", "* 4.0)")
+
+    def f(x):
+        return x * 3
+
+    report = frontend.analyze(f, (torch.arange(6).reshape(2, 3),))
+    v = report.verification
+    assert v["status"] == "failed", report.summary()
+    assert v["conditioning"]["result"] == "not_possible"
+    assert "no float64 recheck: the program has no floating-point tensors" in v["detail"]
+
+
+def test_a_model_that_fixes_its_dtype_has_no_float64_form(monkeypatch):
+    # The output is cast to float32 by the model itself, so its float64 run would still compare
+    # float32 values: the recheck says so and the result stays failed.
+    _changed_constant(monkeypatch, "* 3.0)", "* 3.001)")
+
+    def f(x):
+        return (torch.tanh(x) * 3.0).to(torch.float32)
+
+    torch.manual_seed(0)
+    report = frontend.analyze(f, (torch.randn(4, 8),))
+    v = report.verification
+    assert v["status"] == "failed", report.summary()
+    assert v["conditioning"]["result"] == "not_possible"
+    assert "stays f32 when the model and its inputs are made float64" in v["detail"]
