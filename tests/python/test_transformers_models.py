@@ -43,6 +43,8 @@ PENDING = {
     "bert": set(),
     "t5": set(),
     "vit": set(),
+    # the MoE router: top-2 experts per token, the tokens sorted by expert, counted per expert
+    "mixtral": MASK | {"aten.topk.default", "aten.sort.default", "aten.histc.default"},
 }
 
 # name -> MACs by hand. B batch, T tokens, E width, h heads, dh head width, F MLP width,
@@ -80,9 +82,25 @@ HAND_MACS = {
     # 2 layers 631040. Pooler B*E*E = 2048. Layer norms: 5 * B*17*E = 5*1088 = 5440.
     # Total 49152 + 631040 + 2048 + 5440 = 687680.
     "vit": 687680,
+    # B=2, T=8 (S = B*T = 16 tokens), E=32, h=4, kv=2, dh=8, 4 experts of F=64, top 2.
+    # Per layer: attention as llama's, 16384 + 8192 + 8192 + 16384 + 4096 + 4096 = 57344;
+    # router S*E*experts = 16*32*4 = 2048; experts (transformers.grouped_mm_fallback), each
+    # token's 2 experts: 2S = 32 rows, gate and up 32*E*2F = 32*32*128 = 131072, down
+    # 32*F*E = 32*64*32 = 65536; sum 57344 + 2048 + 196608 = 256000, 2 layers 512000.
+    "mixtral": 512000,
 }
-# The layer norms' variance MACs above, which FlopCounterMode does not count.
-NORM_MACS = {"gpt2": 2560, "bert": 2560, "llama": 0, "mistral": 0, "t5": 0, "vit": 5440}
+# The MACs above that FlopCounterMode does not count: the layer norms' variances, and
+# Mixtral's experts (transformers.grouped_mm_fallback is an opaque custom op: no formula, and
+# its inner matmuls are not seen), 2 layers * 196608 = 393216.
+NOT_COUNTED = {
+    "gpt2": 2560,
+    "bert": 2560,
+    "llama": 0,
+    "mistral": 0,
+    "t5": 0,
+    "vit": 5440,
+    "mixtral": 393216,
+}
 
 
 @functools.cache
@@ -103,9 +121,8 @@ def flop_counter_macs(name: str) -> int:
 
 
 def test_every_model_file_is_listed():
-    listed = set(HAND_MACS) | {"mixtral"}
-    assert sorted(p.stem for p in MODELS.glob("*.py")) == sorted(listed)
-    assert set(PENDING) == set(NORM_MACS) == set(HAND_MACS)
+    assert sorted(p.stem for p in MODELS.glob("*.py")) == sorted(HAND_MACS)
+    assert set(PENDING) == set(NOT_COUNTED) == set(HAND_MACS)
 
 
 @pytest.mark.parametrize("name", sorted(HAND_MACS))
@@ -120,5 +137,30 @@ def test_analyze_verifies_and_counts_macs(name):
 
 @pytest.mark.parametrize("name", sorted(HAND_MACS))
 def test_solar_equals_flop_counter_plus_normalisation(name):
-    assert flop_counter_macs(name) == HAND_MACS[name] - NORM_MACS[name]
-    assert report(name)[0].data["totals"]["macs"] == flop_counter_macs(name) + NORM_MACS[name]
+    assert flop_counter_macs(name) == HAND_MACS[name] - NOT_COUNTED[name]
+    assert report(name)[0].data["totals"]["macs"] == flop_counter_macs(name) + NOT_COUNTED[name]
+
+
+def grouped_mm(x, w, offs):
+    return torch.ops.transformers.grouped_mm_fallback(x, w, offs)
+
+
+@pytest.mark.parametrize(
+    "offs",
+    [
+        [3, 3, 7, 10],  # expert 1 has no rows; every row has an expert
+        [2, 5, 6, 6],  # rows 6..9 have none: zero
+        [0, 0, 0, 10],  # all rows the last expert's
+    ],
+)
+def test_grouped_mm_fallback_rule(offs):
+    import transformers.integrations.moe  # noqa: F401  (registers the custom op)
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(10, 6, generator=gen)  # S=10 rows, K=6
+    w = torch.randn(4, 6, 5, generator=gen)  # E=4 experts, N=5
+    o = torch.tensor(offs, dtype=torch.int32)
+    r = frontend.analyze(grouped_mm, (x, w, o))
+    assert r.verification["status"] == "passed", r.summary()
+    # S*K*N = 10*6*5 = 300: each row by its own expert's matrix
+    assert r.data["totals"]["macs"] == 300
