@@ -1,7 +1,7 @@
 """Mistral (transformers.MistralModel) from its config class, random weights: 2 layers, hidden
 32, 4 query heads and 2 key/value heads, MLP 64, vocabulary 64; eval mode; the last hidden
-state. B=2, T=8. The sliding window is disabled (sliding_window=None): its mask needs
-aten.bitwise_and, which has no lowering rule yet (see tests/python/test_transformers_models.py)."""
+state. B=2, T=8, a sliding window of 4 tokens (shorter than the sequence, so it masks): its
+mask is `&` of boolean tensors (aten.bitwise_and: pending, test_transformers_models.py)."""
 
 import torch
 from torch import nn
@@ -19,7 +19,7 @@ class Model(nn.Module):
             num_attention_heads=4,
             num_key_value_heads=2,
             max_position_embeddings=16,
-            sliding_window=None,
+            sliding_window=4,
         )
         self.model = MistralModel(config).eval()
 
