@@ -162,3 +162,21 @@ def test_make_fx_fallback_traces_attributes_too(monkeypatch, name):
     assert sorted(set(attrs) - cap.traced.dropped) == expected[name]  # c_unused: dropped
     updates = [b.target for _, b in cap.traced.outputs if b.kind == "attribute_update"]
     assert updates == (["state"] if name == "recurrent_state" else [])
+
+
+class KeywordForward(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bias = torch.randn(3)
+
+    def forward(self, x, scale=2.0, **extra):
+        return x * scale + self.bias
+
+
+def test_forward_with_keyword_arguments():
+    model, inputs = KeywordForward(), (torch.randn(4, 3),)
+    cap = capture(model, inputs)
+    assert cap.method == "torch.export"
+    assert roles(cap.document) == {"x": "input", "c_bias": "constant", "add": "output"}
+    r = frontend.analyze_capture(cap, lambda w: cap.golden(model, inputs, w), "H100-SXM", None)
+    assert r.verification["status"] == "passed", r.summary()

@@ -270,11 +270,17 @@ def _export_with_attributes(
         params = list(inspect.signature(original).parameters.values())
     except (TypeError, ValueError):
         params = [inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL)]
-    taken = {p.name for p in params}
-    if taken & set(names) or any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params):
-        raise CaptureError(f"forward has an argument named like a tensor attribute ({names})")
+    for p in params:
+        if p.name in names:
+            attr = attributes[names.index(p.name)]
+            raise CaptureError(
+                f"forward's argument '{p.name}' has the input name of the tensor attribute "
+                f"'{attr.path}'"
+            )
     extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY) for n in names]
-    forward.__signature__ = inspect.Signature(params + extra)  # type: ignore[attr-defined]
+    at = next((i for i, p in enumerate(params) if p.kind == p.VAR_KEYWORD), len(params))
+    signature = inspect.Signature(params[:at] + extra + params[at:])  # before any **kwargs
+    forward.__signature__ = signature  # type: ignore[attr-defined]
     had_own = "forward" in module.__dict__
     module.forward = forward
     try:
