@@ -180,3 +180,19 @@ def test_forward_with_keyword_arguments():
     assert roles(cap.document) == {"x": "input", "c_bias": "constant", "add": "output"}
     r = frontend.analyze_capture(cap, lambda w: cap.golden(model, inputs, w), "H100-SXM", None)
     assert r.verification["status"] == "passed", r.summary()
+
+
+class Int16Attribute(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.k = torch.ones(4, dtype=torch.int16)
+
+    def forward(self, x):
+        return x + self.k
+
+
+def test_attribute_of_a_dtype_without_a_solar_name_is_one_line_naming_it():
+    from solar.capture import CaptureError
+
+    with pytest.raises(CaptureError, match=r"^tensor 'c_k': dtype torch.int16 has no SOLAR dtype"):
+        capture(Int16Attribute(), (torch.randn(2, 4),))

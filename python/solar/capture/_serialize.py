@@ -105,11 +105,19 @@ def serialize(
     nodes: list[dict] = []
 
     def add_tensor(name: str, val: torch.Tensor) -> None:
+        try:
+            dtype = dtype_name(val.dtype)
+        except CaptureError as e:  # name the tensor, and the op and place that made it
+            made_by = ""
+            if node.op == "call_function":
+                where = _location(node, source)
+                made_by = f" (output of {_op_name(node.target)}{' at ' + where if where else ''})"
+            raise CaptureError(f"tensor '{name}'{made_by}: {e}") from e
         tensors.append(
             {
                 "name": name,
                 "role": roles.get(name, "intermediate"),
-                "dtype": dtype_name(val.dtype),
+                "dtype": dtype,
                 "shape": [int(s) for s in val.shape],
             }
         )
