@@ -33,15 +33,14 @@ void grouped_mm_rule(NodeLowering& n) {
   const std::string s = kI + "0";
   const std::string j = kI + "1";
   const TensorInfo expert = n.temp("expert", ir::DType::I64, {rows});
-  n.kernel("expert", s + " in 0.." + std::to_string(rows) + ", e in 0.." +
-                         std::to_string(experts - 1),
-           expert.name + "[" + s + "]", "+=",
-           "select(" + s + " >= " + offs.name + "[e], 1.0, 0.0)");
+  n.kernel(
+      "expert", s + " in 0.." + std::to_string(rows) + ", e in 0.." + std::to_string(experts - 1),
+      expert.name + "[" + s + "]", "+=", "select(" + s + " >= " + offs.name + "[e], 1.0, 0.0)");
   const TensorInfo rows_w = n.temp("weights", w.dtype, {rows, k, cols});
   n.stmt(rows_w.name + " = take(" + w.name + ", " + expert.name + ", dim=0)");
   const TensorInfo acc = n.temp("acc", y.dtype, {rows, cols});
-  n.kernel("mm", box_loops(acc.shape, kI) + ", k in 0.." + std::to_string(k), at_box(acc), "+=",
-           x.name + "[" + s + ", k] * " + rows_w.name + "[" + s + ", k, " + j + "]");
+  n.kernel("mm", box_loops(acc.shape, kI) + ", k in 0.." + std::to_string(k), at_box(acc),
+           "+=", x.name + "[" + s + ", k] * " + rows_w.name + "[" + s + ", k, " + j + "]");
   pointwise(n, "select(" + s + " < " + offs.name + "[" + std::to_string(experts - 1) + "], " +
                    at_box(acc) + ", 0.0)");
 }
