@@ -196,3 +196,27 @@ def test_attribute_of_a_dtype_without_a_solar_name_is_one_line_naming_it():
 
     with pytest.raises(CaptureError, match=r"^tensor 'c_k': dtype torch.int16 has no SOLAR dtype"):
         capture(Int16Attribute(), (torch.randn(2, 4),))
+
+
+class DropoutState(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.state = torch.randn(2, 16)
+        self.unused = torch.zeros(2, dtype=torch.complex64)
+        self.cell = torch.nn.Linear(24, 16)
+        self.drop = torch.nn.Dropout(0.25)  # training mode: the golden run is the graph's
+
+    def forward(self, x):
+        self.state = torch.tanh(self.drop(self.cell(torch.cat([x, self.state], dim=1))))
+        return self.state * 2
+
+
+def test_attributes_in_a_golden_run_of_the_graph():
+    # dropout makes the golden run a run of the captured graph (docs/capture.md): the attribute
+    # placeholders, the unused one too, are fed from the model, and the new state is compared
+    torch.manual_seed(0)
+    model = DropoutState()
+    r = frontend.analyze(model, (torch.randn(2, 8),))
+    assert r.verification["status"] == "passed", r.summary()
+    assert [o["name"] for o in r.verification["outputs"]] == ["mul", "tanh"]
+    assert any("dropout made deterministic" in note for note in r.verification["notes"])
