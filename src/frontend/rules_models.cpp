@@ -1,9 +1,54 @@
 // Rules for operators that real model code (Hugging Face `transformers` models, common library
 // custom ops) reaches and the other rule families do not cover. See docs/lowering.md.
+#include <cstdint>
+#include <string>
+
 #include "rules.h"
+#include "solar/util/error.h"
 
 namespace solar::frontend {
 
-void register_model_rules(std::map<std::string, Rule>& r) { (void)r; }
+namespace {
+
+// transformers.grouped_mm_fallback(input [S, K], weight [E, K, N], offs [E]) -> [S, N]: the
+// mixture-of-experts product of transformers' integrations/moe.py. The rows of `input` are
+// sorted by expert; `offs` holds the cumulative row counts, so rows offs[e - 1]..offs[e] are
+// multiplied by weight[e] and rows from offs[E - 1] on are zero. The expert of row s is
+// g[s] = #{e < E - 1 : offs[e] <= s} (a compare per row and boundary), its matrix is gathered
+// (`take`), and one contraction does each row's own product: S*K*N MACs, the work of the
+// per-expert matmuls (not E times it, as a dense product of every row with every expert would).
+void grouped_mm_rule(NodeLowering& n) {
+  const TensorInfo x = n.tensor("input");
+  const TensorInfo w = n.tensor("weight");
+  const TensorInfo offs = n.tensor("offs");
+  const TensorInfo& y = n.out();
+  if (x.rank() != 2 || w.rank() != 3 || offs.rank() != 1 || w.shape[0] != offs.shape[0] ||
+      w.shape[1] != x.shape[1] || w.shape[0] < 1) {
+    throw UserError("expects input [S, K], weight [E, K, N] and offs [E] (E >= 1)");
+  }
+  const int64_t rows = x.shape[0];
+  const int64_t k = x.shape[1];
+  const int64_t experts = w.shape[0];
+  const int64_t cols = w.shape[2];
+  const std::string s = kI + "0";
+  const std::string j = kI + "1";
+  const TensorInfo expert = n.temp("expert", ir::DType::I64, {rows});
+  n.kernel(
+      "expert", s + " in 0.." + std::to_string(rows) + ", e in 0.." + std::to_string(experts - 1),
+      expert.name + "[" + s + "]", "+=", "select(" + s + " >= " + offs.name + "[e], 1.0, 0.0)");
+  const TensorInfo rows_w = n.temp("weights", w.dtype, {rows, k, cols});
+  n.stmt(rows_w.name + " = take(" + w.name + ", " + expert.name + ", dim=0)");
+  const TensorInfo acc = n.temp("acc", y.dtype, {rows, cols});
+  n.kernel("mm", box_loops(acc.shape, kI) + ", k in 0.." + std::to_string(k), at_box(acc),
+           "+=", x.name + "[" + s + ", k] * " + rows_w.name + "[" + s + ", k, " + j + "]");
+  pointwise(n, "select(" + s + " < " + offs.name + "[" + std::to_string(experts - 1) + "], " +
+                   at_box(acc) + ", 0.0)");
+}
+
+}  // namespace
+
+void register_model_rules(std::map<std::string, Rule>& r) {
+  r["transformers.grouped_mm_fallback.default"] = grouped_mm_rule;
+}
 
 }  // namespace solar::frontend

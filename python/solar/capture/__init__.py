@@ -9,10 +9,11 @@ This subpackage imports torch; ``import solar`` does not import it (the CLI and
 - ``capture(model, inputs, source=None)``: traces ``model(*inputs)`` and returns a ``Capture``
   (the JSON document, and what is needed to make golden data).
 - ``Capture.golden(model, inputs, intermediates=())``: runs the real model once and returns
-  every input, weight, buffer, constant and output (and the intermediates asked for) as numpy
-  arrays by capture name. A graph that draws a dropout mask, or a request for intermediates, is
-  run over the captured graph instead (``_golden.run_graph``), with a deterministic dropout mask;
-  ``Capture.golden_notes`` then says so.
+  every input, weight, buffer, constant (plain tensor attributes included) and output (and the
+  intermediates asked for) as numpy arrays by capture name. A graph that draws a dropout mask,
+  or a request for intermediates, is run over the captured graph instead
+  (``_golden.run_graph``), with a deterministic dropout mask; ``Capture.golden_notes`` then says
+  so.
 """
 
 from __future__ import annotations
@@ -105,6 +106,8 @@ class Capture:
                 value = module.get_parameter(binding.target)
             elif binding.kind == "buffer":
                 value = module.get_buffer(binding.target)
+            elif binding.kind == "attribute":
+                value = _attribute(module, binding.target)
             else:
                 value = binding.value
             placeholder_values[fx_name] = value
@@ -126,6 +129,8 @@ class Capture:
             name = self.fx_to_name[node.name]
             if binding.kind == "output":
                 value = flat_outputs[binding.index]
+            elif binding.kind == "attribute_update":
+                value = _attribute(module, binding.target)
             else:
                 value = module.get_buffer(binding.target)
             if name not in arrays:  # an output that is an input keeps the input's value
@@ -262,6 +267,16 @@ def write_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
                 zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0)), member.getvalue()
             )
     write_atomic(path, buffer.getvalue())
+
+
+def _attribute(module: torch.nn.Module, path: str) -> torch.Tensor:
+    """The plain tensor attribute at ``path`` (``lstm.h0``) of ``module``."""
+    owner_path, _, key = path.rpartition(".")
+    owner = module.get_submodule(owner_path) if owner_path else module
+    value = getattr(owner, key, None)
+    if not isinstance(value, torch.Tensor):
+        raise CaptureError(f"the model's attribute '{path}' is no longer a tensor")
+    return value
 
 
 def _dumps(value: Any) -> str:

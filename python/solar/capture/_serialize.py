@@ -30,6 +30,9 @@ DTYPES = {
     torch.bool: "bool",
 }
 
+# The document's role of a placeholder, by its binding's kind where they differ: a plain tensor
+# attribute is a tensor constant of the module (the role torch.export gives it when it lifts it).
+_ROLES = {"attribute": "constant"}
 # Schema argument types left out of "args": they do not change the work.
 _DROPPED_ARG_TYPES = ("Device", "Layout", "MemoryFormat")
 # Ops that compute nothing (export's run-time assertions): not serialized.
@@ -87,12 +90,13 @@ def serialize(
     roles: dict[str, str] = {}
     for fx_name, binding in traced.placeholders.items():
         if fx_name in tensor_name:
-            roles[tensor_name[fx_name]] = binding.kind
+            roles[tensor_name[fx_name]] = _ROLES.get(binding.kind, binding.kind)
     outputs = []
     for value, _binding in traced.outputs:
         if not isinstance(value, torch.fx.Node) or value.name not in tensor_name:
             raise CaptureError(f"graph output {value!r} is not a tensor")
-        outputs.append(tensor_name[value.name])
+        if tensor_name[value.name] not in outputs:  # a value returned and also stored
+            outputs.append(tensor_name[value.name])
     for name in outputs:
         if roles.get(name, "intermediate") == "intermediate":
             roles[name] = "output"
@@ -101,11 +105,19 @@ def serialize(
     nodes: list[dict] = []
 
     def add_tensor(name: str, val: torch.Tensor) -> None:
+        try:
+            dtype = dtype_name(val.dtype)
+        except CaptureError as e:  # name the tensor, and the op and place that made it
+            made_by = ""
+            if node.op == "call_function":
+                where = _location(node, source)
+                made_by = f" (output of {_op_name(node.target)}{' at ' + where if where else ''})"
+            raise CaptureError(f"tensor '{name}'{made_by}: {e}") from e
         tensors.append(
             {
                 "name": name,
                 "role": roles.get(name, "intermediate"),
-                "dtype": dtype_name(val.dtype),
+                "dtype": dtype,
                 "shape": [int(s) for s in val.shape],
             }
         )

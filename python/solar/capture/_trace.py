@@ -1,9 +1,17 @@
 """Tracing a model to a Core ATen FX graph: torch.export first, make_fx as the fallback.
 
 Both paths produce a ``Traced``: the graph, what each placeholder is bound to (a user input, a
-parameter, a buffer or a lifted constant) and what each graph output is (a user output or the new
-value of a mutated buffer). Nothing here runs the model on real data: export and make_fx trace
-with FakeTensors.
+parameter, a buffer, a plain tensor attribute or a lifted constant) and what each graph output is
+(a user output, the new value of a mutated buffer or of a reassigned tensor attribute). Nothing
+here runs the model on real data: export and make_fx trace with FakeTensors.
+
+Plain tensor attributes (``self.h0 = torch.randn(...)`` in ``__init__``: a tensor in a module's
+``__dict__``, neither a parameter nor a buffer) are traced as explicit inputs of the forward,
+named ``c_<path>`` (the name torch.export gives a lifted constant): the forward is wrapped so that
+it sets each attribute to its input before calling the model, and returns, after the model's
+outputs, the new value of each attribute the forward assigned a tensor it computed. Export's own
+treatment (a lifted constant, and the assignment lost) fails when the model is built with
+FakeTensors (its fake mode is not export's) and drops the update.
 """
 
 from __future__ import annotations
@@ -26,9 +34,11 @@ class Binding:
     """Where a graph placeholder's value comes from, or where a graph output goes.
 
     kind: "input" (``index``: position among the flattened tensor inputs), "weight" or "buffer"
-    (``target``: the module's attribute path, e.g. ``fc1.weight``), "constant" (``value``: the
-    lifted tensor), "output" (``index``: position among the flattened tensor outputs),
-    "buffer_mutation" (``target``: the buffer that receives the value)."""
+    (``target``: the module's attribute path, e.g. ``fc1.weight``), "attribute" (``target``: the
+    path of a plain tensor attribute, e.g. ``h0``), "constant" (``value``: the lifted tensor),
+    "output" (``index``: position among the flattened tensor outputs), "buffer_mutation"
+    (``target``: the buffer that receives the value), "attribute_update" (``target``: the plain
+    tensor attribute the forward assigned the value to)."""
 
     kind: str
     index: int = -1
@@ -48,27 +58,118 @@ class Traced:
 
 
 def trace(model: Any, args: tuple) -> Traced:
-    """Traces ``model(*args)``; ``model`` is an nn.Module or a function of tensors."""
+    """Traces ``model(*args)``; ``model`` is an nn.Module or a function of tensors. The model is
+    left as it was (its tensor attributes keep their values)."""
     module = model if isinstance(model, nn.Module) else _FunctionModule(model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecation notices
-        return _trace(module, args)
+        # export's notice about tensor attributes assigned while tracing: the plain ones are
+        # traced as inputs here (module docstring); the others are its own parameter swaps
+        warnings.filterwarnings("ignore", message=".*assigned during export")
+        attributes = tensor_attributes(module)
+        try:
+            return _trace(module, args, attributes)
+        finally:
+            for attr in attributes:  # the tracers set them to fake tensors
+                attr.owner.__dict__[attr.key] = attr.value
 
 
-def _trace(module: nn.Module, args: tuple) -> Traced:
+def _trace(module: nn.Module, args: tuple, attributes: list[Attribute]) -> Traced:
     try:
-        return _trace_export(module, args)
+        traced = _trace_export(module, args, attributes)
     except Exception as e:  # export failed: make_fx is the documented fallback
         export_error = f"{type(e).__name__}: {_first_line(str(e))}"
+    else:
+        _drop_unused_attributes(traced)
+        return traced
     try:
-        traced = _trace_make_fx(module, args)
+        traced = _trace_make_fx(module, args, attributes)
     except Exception as e:
         raise CaptureError(
             f"capture failed: torch.export: {export_error}; make_fx: "
             f"{type(e).__name__}: {_first_line(str(e))}"
         ) from e
     traced.export_error = export_error
+    _drop_unused_attributes(traced)
     return traced
+
+
+@dataclass
+class Attribute:
+    """A plain tensor attribute: ``owner.<key>``, at ``path`` from the root module."""
+
+    path: str
+    owner: nn.Module
+    key: str
+    value: torch.Tensor
+
+    @property
+    def input_name(self) -> str:
+        return "c_" + self.path.replace(".", "_")
+
+
+def tensor_attributes(module: nn.Module) -> list[Attribute]:
+    """The plain tensor attributes of ``module`` and its submodules, in module order: tensors in
+    a module's ``__dict__`` that are not parameters or buffers, nor the same tensor object as
+    one (an alias such as ``self.original = self.some_buffer``). Tensors inside lists or dicts
+    are not included."""
+    state = {id(t) for t in module.parameters()} | {id(t) for t in module.buffers()}
+    found = []
+    for prefix, owner in module.named_modules():
+        for key, value in vars(owner).items():
+            if (
+                isinstance(value, torch.Tensor)
+                and not isinstance(value, nn.Parameter)
+                and id(value) not in state
+            ):
+                path = f"{prefix}.{key}" if prefix else key
+                found.append(Attribute(path, owner, key, value))
+    return found
+
+
+class _AttributeCall:
+    """``module(*args)`` with the plain tensor attributes set from explicit values first; its
+    result is ``(model outputs, new values)``, the new values being those of the attributes
+    that the forward assigned a tensor that did not enter the call (a tensor it computed: an
+    attribute set to an input, a parameter, a buffer or another attribute only changed a
+    reference). ``n_outputs`` and ``updated`` tell, after a call, how many output leaves the
+    model gave and which attributes the new values are for."""
+
+    def __init__(self, module: nn.Module, attributes: list[Attribute]) -> None:
+        self.module = module
+        self.attributes = attributes
+        self.n_outputs = 0
+        self.updated: list[Attribute] = []
+
+    def __call__(self, call: Any, args: tuple, values: list[torch.Tensor]) -> Any:
+        from torch.utils import _pytree as pytree
+
+        for attr, value in zip(self.attributes, values, strict=True):
+            attr.owner.__dict__[attr.key] = value
+        entered = {id(t) for t in pytree.tree_leaves(args) if isinstance(t, torch.Tensor)}
+        entered |= {id(t) for t in values}
+        entered |= {id(t) for t in self.module.parameters()}
+        entered |= {id(t) for t in self.module.buffers()}
+        out = call(*args)
+        self.n_outputs = len(pytree.tree_leaves(out))
+        self.updated = []
+        new_values = []
+        for attr in self.attributes:
+            new = attr.owner.__dict__.get(attr.key)
+            if isinstance(new, torch.Tensor) and id(new) not in entered:
+                self.updated.append(attr)
+                new_values.append(new)
+        return out, tuple(new_values)
+
+
+def _drop_unused_attributes(traced: Traced) -> None:
+    """Attribute placeholders nobody reads are not serialized (an unused attribute may be of a
+    dtype SOLAR has no name for); their bindings stay, for golden runs of the graph."""
+    for node in traced.graph.nodes:
+        binding = traced.placeholders.get(node.name)
+        if node.op == "placeholder" and binding is not None and binding.kind == "attribute":
+            if not node.users:
+                traced.dropped.add(node.name)
 
 
 class _FunctionModule(nn.Module):
@@ -100,18 +201,25 @@ def _decompositions(table: dict | None = None) -> dict:
     return table
 
 
-def _trace_export(module: nn.Module, args: tuple) -> Traced:
+def _trace_export(module: nn.Module, args: tuple, attributes: list[Attribute] = ()) -> Traced:
     from torch.export.graph_signature import InputKind, OutputKind
 
-    ep = torch.export.export(module, args).run_decompositions(_decompositions())
+    if attributes:
+        ep, wrapped = _export_with_attributes(module, args, attributes)
+    else:
+        ep, wrapped = torch.export.export(module, args), None
+    ep = ep.run_decompositions(_decompositions())
     sig = ep.graph_signature
+    by_input = {attr.input_name: attr for attr in attributes}
     traced = Traced(graph=ep.graph, method="torch.export", module=ep.graph_module)
     n_inputs = 0
     for spec in sig.input_specs:
         name = getattr(spec.arg, "name", None)
         if name is None:
             continue
-        if spec.kind == InputKind.USER_INPUT:
+        if spec.kind == InputKind.USER_INPUT and name in by_input:
+            traced.placeholders[name] = Binding("attribute", target=by_input[name].path)
+        elif spec.kind == InputKind.USER_INPUT:
             traced.placeholders[name] = Binding("input", index=n_inputs)
             n_inputs += 1
         elif spec.kind == InputKind.PARAMETER:
@@ -126,19 +234,67 @@ def _trace_export(module: nn.Module, args: tuple) -> Traced:
     values = list(output_node.args[0])
     n_outputs = 0
     for spec, value in zip(sig.output_specs, values, strict=True):
-        if spec.kind == OutputKind.USER_OUTPUT:
+        if spec.kind == OutputKind.USER_OUTPUT and wrapped and n_outputs >= wrapped.n_outputs:
+            attr = wrapped.updated[n_outputs - wrapped.n_outputs]
+            traced.outputs.append((value, Binding("attribute_update", target=attr.path)))
+            n_outputs += 1
+        elif spec.kind == OutputKind.USER_OUTPUT:
             traced.outputs.append((value, Binding("output", index=n_outputs)))
             n_outputs += 1
         elif spec.kind == OutputKind.BUFFER_MUTATION:
             traced.outputs.append((value, Binding("buffer_mutation", target=spec.target)))
         else:
             raise CaptureError(f"unsupported exported output kind {spec.kind.name}")
-    # user outputs first, then the buffers' new values (export lists the mutations first)
-    traced.outputs.sort(key=lambda item: item[1].kind != "output")
+    # user outputs first, then the buffers' new values (export lists the mutations first), then
+    # the attributes'
+    order = {"output": 0, "buffer_mutation": 1, "attribute_update": 2}
+    traced.outputs.sort(key=lambda item: order[item[1].kind])
     return traced
 
 
-def _trace_make_fx(module: nn.Module, args: tuple) -> Traced:
+def _export_with_attributes(
+    module: nn.Module, args: tuple, attributes: list[Attribute]
+) -> tuple[Any, _AttributeCall]:
+    """torch.export of ``module(*args)`` with its plain tensor attributes as keyword inputs
+    named ``Attribute.input_name`` (module docstring). The forward is patched on the instance
+    for the duration, with a signature that keeps the user's argument names."""
+    wrapped = _AttributeCall(module, attributes)
+    original = module.forward
+    names = [attr.input_name for attr in attributes]
+
+    def forward(*call_args: Any, **kwargs: Any) -> Any:
+        values = [kwargs.pop(name) for name in names]
+        return wrapped(lambda *a: original(*a, **kwargs), call_args, values)
+
+    try:
+        params = list(inspect.signature(original).parameters.values())
+    except (TypeError, ValueError):
+        params = [inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL)]
+    for p in params:
+        if p.name in names:
+            attr = attributes[names.index(p.name)]
+            raise CaptureError(
+                f"forward's argument '{p.name}' has the input name of the tensor attribute "
+                f"'{attr.path}'"
+            )
+    extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY) for n in names]
+    at = next((i for i, p in enumerate(params) if p.kind == p.VAR_KEYWORD), len(params))
+    signature = inspect.Signature(params[:at] + extra + params[at:])  # before any **kwargs
+    forward.__signature__ = signature  # type: ignore[attr-defined]
+    had_own = "forward" in module.__dict__
+    module.forward = forward
+    try:
+        kwargs = {attr.input_name: attr.value for attr in attributes}
+        ep = torch.export.export(module, args, kwargs=kwargs)
+    finally:
+        if had_own:
+            module.forward = original
+        else:
+            del module.forward
+    return ep, wrapped
+
+
+def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] = ()) -> Traced:
     from torch._decomp import core_aten_decompositions
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.utils import _pytree as pytree
@@ -147,12 +303,17 @@ def _trace_make_fx(module: nn.Module, args: tuple) -> Traced:
     buffers = dict(module.named_buffers())
     flat_args, in_spec = pytree.tree_flatten(args)
     n_state = len(params) + len(buffers)
+    n_attrs = len(attributes)
+    wrapped = _AttributeCall(module, attributes)
 
     def flat_fn(*flat: Any) -> list:
         state = dict(zip(list(params) + list(buffers), flat[:n_state], strict=True))
-        call_args = pytree.tree_unflatten(list(flat[n_state:]), in_spec)
-        out = torch.func.functional_call(module, state, call_args)
-        return pytree.tree_leaves(out)
+        values = list(flat[n_state : n_state + n_attrs])
+        call_args = pytree.tree_unflatten(list(flat[n_state + n_attrs :]), in_spec)
+        out, new_values = wrapped(
+            lambda *a: torch.func.functional_call(module, state, a), tuple(call_args), values
+        )
+        return pytree.tree_leaves(out) + list(new_values)
 
     functional = torch.func.functionalize(flat_fn, remove="mutations_and_views")
     gm = make_fx(
@@ -160,7 +321,7 @@ def _trace_make_fx(module: nn.Module, args: tuple) -> Traced:
         decomposition_table=_decompositions(core_aten_decompositions()),
         tracing_mode="fake",
         record_stack_traces=True,
-    )(*params.values(), *buffers.values(), *flat_args)
+    )(*params.values(), *buffers.values(), *(a.value for a in attributes), *flat_args)
     traced = Traced(graph=gm.graph, method="make_fx", module=gm)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     arg_names = _argument_names(module, len(flat_args))
@@ -173,9 +334,13 @@ def _trace_make_fx(module: nn.Module, args: tuple) -> Traced:
             traced.placeholders[node.name] = Binding(kind, target=target)
             by_node[node.name] = kind
             node._solar_target = target  # read back below, for mutation copies
+        elif k < n_state + n_attrs:
+            attr = attributes[k - n_state]
+            node.name = attr.input_name
+            traced.placeholders[node.name] = Binding("attribute", target=attr.path)
         else:
-            node.name = arg_names[k - n_state]
-            traced.placeholders[node.name] = Binding("input", index=k - n_state)
+            node.name = arg_names[k - n_state - n_attrs]
+            traced.placeholders[node.name] = Binding("input", index=k - n_state - n_attrs)
     for node in gm.graph.nodes:
         if node.op == "get_attr":
             value = getattr(gm, node.target)
@@ -188,8 +353,13 @@ def _trace_make_fx(module: nn.Module, args: tuple) -> Traced:
             traced.outputs.append((src, Binding("buffer_mutation", target=dst._solar_target)))
             traced.dropped.add(node.name)
     output_node = next(n for n in gm.graph.nodes if n.op == "output")
-    user = [(v, Binding("output", index=i)) for i, v in enumerate(output_node.args[0])]
-    traced.outputs = user + traced.outputs
+    results = list(output_node.args[0])
+    user = [(v, Binding("output", index=i)) for i, v in enumerate(results[: wrapped.n_outputs])]
+    updates = [
+        (v, Binding("attribute_update", target=attr.path))
+        for v, attr in zip(results[wrapped.n_outputs :], wrapped.updated, strict=True)
+    ]
+    traced.outputs = user + traced.outputs + updates
     return traced
 
 
