@@ -103,8 +103,10 @@ def test_moe_top2_counts_routed_macs_and_each_expert_weight_once():
     # each once), the output 2048: 2048 + 512 + 2 * 32768 + 2048 = 70144
     assert data["bytes"]["fused"] == 70144
     assumptions = data["routing_assumptions"]
-    assert any(a.startswith("w1: 65536 elements") and "counted as 8192 of its 8192" in a
-               for a in assumptions)
+    assert any(
+        a.startswith("w1: 65536 elements") and "counted as 8192 of its 8192" in a
+        for a in assumptions
+    )
 
 
 def _build(name: str):

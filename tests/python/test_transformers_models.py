@@ -10,11 +10,9 @@ formula, test_models.py): the full q k^T and p v products. The exported graphs g
 explicit boolean mask (transformers builds it; causal for the decoders), so SOLAR counts the full
 products too.
 
-Operators whose rules are another family's work in progress (rules_data.cpp: bitwise ops,
-topk/sort/histc; docs/lowering.md) are PENDING: while a model's pending operators have no rule,
-it is analysed with allow_unsupported, and exactly those operators must be the unsupported ones
-(their outputs are fed from PyTorch's run; they compute masks and routing, no MACs). Once the
-rules land the same tests run without allow_unsupported."""
+Every operator has a rule: the causal and sliding-window masks are `&` of bool tensors
+(rules_data.cpp), Mixtral's router is topk, sort and histc, its experts
+transformers.grouped_mm_fallback (rules_models.cpp); nothing is fed from PyTorch."""
 
 from __future__ import annotations
 
@@ -29,23 +27,10 @@ pytest.importorskip("transformers")
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from solar import _core, frontend  # noqa: E402
+from solar import frontend  # noqa: E402
 from solar.capture import load_model_file  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "models" / "hf"
-
-# The causal (and packed-sequence) masks of transformers' masking_utils are `&` of bool tensors.
-MASK = {"aten.bitwise_and.Tensor"}
-PENDING = {
-    "gpt2": MASK,
-    "llama": MASK,
-    "mistral": MASK,  # its sliding window too
-    "bert": set(),
-    "t5": set(),
-    "vit": set(),
-    # the MoE router: top-2 experts per token, the tokens sorted by expert, counted per expert
-    "mixtral": MASK | {"aten.topk.default", "aten.sort.default", "aten.histc.default"},
-}
 
 # name -> MACs by hand. B batch, T tokens, E width, h heads, dh head width, F MLP width,
 # kv key/value heads, L layers = 2.
@@ -104,10 +89,8 @@ NOT_COUNTED = {
 
 
 @functools.cache
-def report(name: str) -> tuple[frontend.Report, set[str]]:
-    missing = PENDING[name] - set(_core.registered_ops())
-    r = frontend.analyze_file(MODELS / f"{name}.py", allow_unsupported=bool(missing))
-    return r, missing
+def report(name: str) -> frontend.Report:
+    return frontend.analyze_file(MODELS / f"{name}.py")
 
 
 @functools.cache
@@ -122,23 +105,22 @@ def flop_counter_macs(name: str) -> int:
 
 def test_every_model_file_is_listed():
     assert sorted(p.stem for p in MODELS.glob("*.py")) == sorted(HAND_MACS)
-    assert set(PENDING) == set(NOT_COUNTED) == set(HAND_MACS)
+    assert set(NOT_COUNTED) == set(HAND_MACS)
 
 
 @pytest.mark.parametrize("name", sorted(HAND_MACS))
 def test_analyze_verifies_and_counts_macs(name):
-    r, missing = report(name)
+    r = report(name)
     assert r.verification["status"] == "passed", r.summary()
     assert r.verification["mode"] == "whole_program"
-    unsupported = {u["op"] for u in r.data["coverage"]["unsupported_ops"]}
-    assert unsupported == missing
+    assert r.data["coverage"]["unsupported_ops"] == []
     assert r.data["totals"]["macs"] == HAND_MACS[name]
 
 
 @pytest.mark.parametrize("name", sorted(HAND_MACS))
 def test_solar_equals_flop_counter_plus_normalisation(name):
     assert flop_counter_macs(name) == HAND_MACS[name] - NOT_COUNTED[name]
-    assert report(name)[0].data["totals"]["macs"] == flop_counter_macs(name) + NOT_COUNTED[name]
+    assert report(name).data["totals"]["macs"] == flop_counter_macs(name) + NOT_COUNTED[name]
 
 
 def grouped_mm(x, w, offs):

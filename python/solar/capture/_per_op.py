@@ -119,10 +119,12 @@ def _random(shape: list[int], dtype: str, gen: torch.Generator) -> torch.Tensor:
 
 
 def _torch_op(name: str) -> Any:
+    """The operator ``namespace.op.overload`` (ATen, or a library's custom op such as
+    ``transformers.grouped_mm_fallback.default``)."""
     parts = name.split(".")
-    if len(parts) != 3 or parts[0] != "aten":
-        raise ValueError(f"{name} is not an ATen operator")
-    return getattr(getattr(torch.ops.aten, parts[1]), parts[2])
+    if len(parts) != 3 or not hasattr(torch.ops, parts[0]):
+        raise ValueError(f"{name} is not a registered torch operator")
+    return getattr(getattr(getattr(torch.ops, parts[0]), parts[1]), parts[2])
 
 
 def _call(op_name: str, args: dict, tensors: dict[str, torch.Tensor]) -> Any:
