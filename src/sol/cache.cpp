@@ -46,6 +46,7 @@ namespace solar::sol {
 namespace {
 
 constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
+__extension__ typedef __int128 Int128;  // exact sums of terms in [0, kInf]
 constexpr size_t kMaxTiledDims = 12;  // common dims of a tiled segment (2^12 loop subsets)
 
 int64_t sat_mul(int64_t a, int64_t b) {
@@ -1710,16 +1711,27 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
       choice[e] = c;
     }
   };
-  // The untiled segments from j, grown one node at a time (the uses of untiled_uses, kept).
+  // The untiled segments from j, grown one node at a time (the uses of untiled_uses, kept), with
+  // the sums of their tensors' working sets and traffic kept too: a node changes the terms of
+  // the tensors it touches only (untiled_tensor depends on `last` through needed_after, which
+  // changes at a tensor's last reader: a tensor the node reads). Every term is in [0, kInf], so
+  // the sat_add fold over the uses equals min(kInf, their exact sum), kept in 128 bits.
   std::vector<UntiledUse> uses;
   std::vector<int64_t> use_of(im.g.tensors.size(), -1);
+  std::vector<std::pair<int64_t, int64_t>> term;  // per use: its (ws, traffic) terms
+  std::vector<size_t> touched;                    // uses the current node changes
+  Int128 ws_sum = 0, traffic_sum = 0;
   const auto untiled_step = [&](size_t node, size_t last) {
+    touched.clear();
     const auto use = [&](size_t t, bool read) -> UntiledUse& {
       if (use_of[t] < 0) {
         use_of[t] = static_cast<int64_t>(uses.size());
         uses.push_back({t, 0, 0, read});
+        term.emplace_back(0, 0);
       }
-      return uses[static_cast<size_t>(use_of[t])];
+      const auto k = static_cast<size_t>(use_of[t]);
+      if (std::find(touched.begin(), touched.end(), k) == touched.end()) touched.push_back(k);
+      return uses[k];
     };
     for (const auto& [t, e] : im.node_reads[node]) {
       UntiledUse& u = use(t, true);
@@ -1729,18 +1741,21 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
       UntiledUse& u = use(t, false);
       u.write = sat_add(u.write, e);
     }
-    int64_t ws = 0, traffic = 0;
-    for (const UntiledUse& u : uses) {
-      const GroupTensor t = im.untiled_tensor(u, last);
-      ws = sat_add(ws, t.footprint_bytes);
-      traffic = sat_add(traffic, t.traffic_bytes);
+    for (const size_t k : touched) {
+      const GroupTensor t = im.untiled_tensor(uses[k], last);
+      ws_sum += t.footprint_bytes - term[k].first;
+      traffic_sum += t.traffic_bytes - term[k].second;
+      term[k] = {t.footprint_bytes, t.traffic_bytes};
     }
-    return std::make_pair(ws, traffic);
+    const auto clamp = [](Int128 v) { return static_cast<int64_t>(v < kInf ? v : kInf); };
+    return std::make_pair(clamp(ws_sum), clamp(traffic_sum));
   };
   for (size_t j = 0; j < n; ++j) {
     if (best[j] >= kInf) continue;
     for (const UntiledUse& u : uses) use_of[u.tensor] = -1;
     uses.clear();
+    term.clear();
+    ws_sum = traffic_sum = 0;
     // Tiled segments from j: until a structural failure that no longer segment escapes
     // (docs/fidelities.md, "The search").
     bool tiled_alive = true;
