@@ -1721,6 +1721,18 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
   std::vector<std::pair<int64_t, int64_t>> term;  // per use: its (ws, traffic) terms
   std::vector<size_t> touched;                    // uses the current node changes
   Int128 ws_sum = 0, traffic_sum = 0;
+  // A lower bound on the traffic of every tiling of the same segment, kept the same way: per
+  // tensor the widest access of one node, read (a tensor the segment does not write: every
+  // element read is fetched at least once) or written (a tensor the segment writes and that is
+  // needed after it: every element written leaves the chip at least once). A tiled candidate
+  // whose bound cannot beat the best schedule found so far of its prefix is not searched: it
+  // would not be taken (relax takes strictly less traffic only).
+  struct Widest {
+    int64_t read = 0, write = 0, term = 0;
+    bool written = false;
+  };
+  std::vector<Widest> widest;  // per use
+  Int128 bound_sum = 0;
   const auto untiled_step = [&](size_t node, size_t last) {
     touched.clear();
     const auto use = [&](size_t t, bool read) -> UntiledUse& {
@@ -1728,6 +1740,7 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
         use_of[t] = static_cast<int64_t>(uses.size());
         uses.push_back({t, 0, 0, read});
         term.emplace_back(0, 0);
+        widest.emplace_back();
       }
       const auto k = static_cast<size_t>(use_of[t]);
       if (std::find(touched.begin(), touched.end(), k) == touched.end()) touched.push_back(k);
@@ -1736,26 +1749,45 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
     for (const auto& [t, e] : im.node_reads[node]) {
       UntiledUse& u = use(t, true);
       u.read = sat_add(u.read, e);
+      Widest& w = widest[static_cast<size_t>(use_of[t])];
+      w.read = std::max(w.read, e);
     }
     for (const auto& [t, e] : im.node_writes[node]) {
       UntiledUse& u = use(t, false);
       u.write = sat_add(u.write, e);
+      Widest& w = widest[static_cast<size_t>(use_of[t])];
+      w.write = std::max(w.write, e);
+      w.written = true;
     }
     for (const size_t k : touched) {
       const GroupTensor t = im.untiled_tensor(uses[k], last);
       ws_sum += t.footprint_bytes - term[k].first;
       traffic_sum += t.traffic_bytes - term[k].second;
       term[k] = {t.footprint_bytes, t.traffic_bytes};
+      const UntiledUse& u = uses[k];
+      Widest& w = widest[k];
+      const int64_t elems =
+          w.written ? (im.needed_after(u.tensor, last) ? w.write : 0) : w.read;
+      const int64_t b = sat_mul(elems, im.elem_size(u.tensor));
+      bound_sum += b - w.term;
+      w.term = b;
     }
     const auto clamp = [](Int128 v) { return static_cast<int64_t>(v < kInf ? v : kInf); };
     return std::make_pair(clamp(ws_sum), clamp(traffic_sum));
   };
   for (size_t j = 0; j < n; ++j) {
+    // No schedule moves less than the fused bytes (docs/fidelities.md, "Laws": each graph input
+    // and weight is read, each output written, at least once), so once the whole graph has a
+    // schedule of fused traffic no segment from j or later can replace it: they would only be
+    // candidates that come later in the search's order at no lower traffic, and the schedule is
+    // read back from choice[n] through segments that start before j, already final.
+    if (best[n] == im.fused) break;
     if (best[j] >= kInf) continue;
     for (const UntiledUse& u : uses) use_of[u.tensor] = -1;
     uses.clear();
     term.clear();
-    ws_sum = traffic_sum = 0;
+    widest.clear();
+    ws_sum = traffic_sum = bound_sum = 0;
     // Tiled segments from j: until a structural failure that no longer segment escapes
     // (docs/fidelities.md, "The search").
     bool tiled_alive = true;
@@ -1764,18 +1796,23 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
              (e - j < kMaxTiledGroup || !im.inside_run(j));
     };
     for (size_t e = j + 1; e <= n; ++e) {
+      auto [ws, traffic] = untiled_step(e - 1, e);  // the state of [j, e); relaxed below
       if (e - j == 1 && im.g.nodes[j].kind == einsum::NodeKind::Movement) {
         relax(j, e, im.streamed_traffic(j), {j, GroupMode::Streamed, nullptr});
       }
       const bool cut = im.inside_run(e);  // e splits a run
-      if (tiled_ahead(e) && (e - j <= kMaxTiledGroup || !cut)) {
+      // Not searched: a segment whose every tiling moves at least best[e] - best[j]. Its frontier
+      // is not needed for the extension either: when it is tileable the extension goes on, and
+      // when it fails for a reason that no longer segment escapes, the longer ones have no
+      // tiling (the pruning rule above), so searching them adds no candidate.
+      const bool hopeless = static_cast<Int128>(best[j]) + bound_sum >= best[e];
+      if (!hopeless && tiled_ahead(e) && (e - j <= kMaxTiledGroup || !cut)) {
         const Frontier& fr = im.frontier(j, e);
         if (const FrontierPoint* p = fr.query(capacity_bytes)) {
           relax(j, e, p->traffic, {j, GroupMode::Tiled, p});
         }
         if (!cut && !fr.extendable) tiled_alive = false;
       }
-      auto [ws, traffic] = untiled_step(e - 1, e);
       // The whole graph at once: each input, weight and output exactly once (the fused model).
       if (j == 0 && e == n) traffic = im.fused;
       if (ws <= capacity_bytes) {
