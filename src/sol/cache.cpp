@@ -33,6 +33,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -992,6 +993,7 @@ struct CacheOptimizer::Impl {
   explicit Impl(const einsum::Graph& graph) : g(graph) {
     for (size_t t = 0; t < g.tensors.size(); ++t) tensor_index[g.tensors[t].name] = t;
     last_reader.assign(g.tensors.size(), -1);
+    for (const einsum::TensorInfo& t : g.tensors) elem_sizes.push_back(ir::dtype_size(t.dtype));
     node_reads.resize(g.nodes.size());
     node_writes.resize(g.nodes.size());
     for (size_t n = 0; n < g.nodes.size(); ++n) {
@@ -1040,7 +1042,8 @@ struct CacheOptimizer::Impl {
     SOLAR_CHECK(it != tensor_index.end(), "tensor '" + name + "' is not declared");
     return it->second;
   }
-  int64_t elem_size(size_t t) const { return ir::dtype_size(g.tensors[t].dtype); }
+  std::vector<int64_t> elem_sizes;  // per tensor
+  int64_t elem_size(size_t t) const { return elem_sizes[t]; }
   bool needed_after(size_t t, size_t last) const {
     return g.tensors[t].role == ir::TensorRole::Output ||
            last_reader[t] >= static_cast<int64_t>(last);
@@ -1059,6 +1062,7 @@ struct CacheOptimizer::Impl {
   CacheGroup tiled_group(size_t first, size_t last, const FrontierPoint& p);
   std::vector<UntiledUse> untiled_uses(size_t first, size_t last) const;
   GroupTensor untiled_tensor(const UntiledUse& u, size_t last) const;
+  std::pair<int64_t, int64_t> untiled_terms(const UntiledUse& u, size_t last) const;
   std::pair<int64_t, int64_t> untiled_cost(size_t first, size_t last) const;  // (ws, traffic)
   CacheGroup untiled_group(size_t first, size_t last) const;
   int64_t streamed_traffic(size_t n) const;
@@ -1574,6 +1578,18 @@ std::vector<UntiledUse> CacheOptimizer::Impl::untiled_uses(size_t first, size_t 
   return uses;
 }
 
+// untiled_tensor's footprint and traffic (bytes) alone, with no name: the search's inner loop.
+std::pair<int64_t, int64_t> CacheOptimizer::Impl::untiled_terms(const UntiledUse& u,
+                                                                size_t last) const {
+  const int64_t numel = g.tensors[u.tensor].numel, size = elem_sizes[u.tensor];
+  const int64_t ws = sat_mul(std::min(numel, sat_add(u.read, u.write)), size);
+  int64_t traffic = u.first_read ? sat_mul(std::min(numel, u.read), size) : 0;
+  if (u.write > 0 && needed_after(u.tensor, last)) {
+    traffic = sat_add(traffic, sat_mul(std::min(numel, u.write), size));
+  }
+  return {ws, traffic};
+}
+
 // One tensor of an untiled segment: its footprint, DRAM traffic, role.
 GroupTensor CacheOptimizer::Impl::untiled_tensor(const UntiledUse& u, size_t last) const {
   const int64_t numel = g.tensors[u.tensor].numel, size = elem_size(u.tensor);
@@ -1694,6 +1710,14 @@ CacheSchedule CacheOptimizer::optimize(int64_t capacity_bytes) {
 }
 
 std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes) {
+  return search(capacity_bytes, false);
+}
+
+std::optional<CacheSchedule> CacheOptimizer::try_optimize_exhaustive(int64_t capacity_bytes) {
+  return search(capacity_bytes, true);
+}
+
+std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool exhaustive) {
   Impl& im = *impl_;
   const size_t n = im.g.nodes.size();
   // choice[e]: the segment [first, e) ending the best schedule of the first e nodes.
@@ -1760,10 +1784,10 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
       w.written = true;
     }
     for (const size_t k : touched) {
-      const GroupTensor t = im.untiled_tensor(uses[k], last);
-      ws_sum += t.footprint_bytes - term[k].first;
-      traffic_sum += t.traffic_bytes - term[k].second;
-      term[k] = {t.footprint_bytes, t.traffic_bytes};
+      const std::pair<int64_t, int64_t> t = im.untiled_terms(uses[k], last);
+      ws_sum += t.first - term[k].first;
+      traffic_sum += t.second - term[k].second;
+      term[k] = t;
       const UntiledUse& u = uses[k];
       Widest& w = widest[k];
       const int64_t elems =
@@ -1781,7 +1805,7 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
     // schedule of fused traffic no segment from j or later can replace it: they would only be
     // candidates that come later in the search's order at no lower traffic, and the schedule is
     // read back from choice[n] through segments that start before j, already final.
-    if (best[n] == im.fused) break;
+    if (!exhaustive && best[n] == im.fused) break;
     if (best[j] >= kInf) continue;
     for (const UntiledUse& u : uses) use_of[u.tensor] = -1;
     uses.clear();
@@ -1797,6 +1821,7 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
     };
     for (size_t e = j + 1; e <= n; ++e) {
       auto [ws, traffic] = untiled_step(e - 1, e);  // the state of [j, e); relaxed below
+      if (exhaustive) std::tie(ws, traffic) = im.untiled_cost(j, e);  // recounted
       if (e - j == 1 && im.g.nodes[j].kind == einsum::NodeKind::Movement) {
         relax(j, e, im.streamed_traffic(j), {j, GroupMode::Streamed, nullptr});
       }
@@ -1805,7 +1830,7 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
       // is not needed for the extension either: when it is tileable the extension goes on, and
       // when it fails for a reason that no longer segment escapes, the longer ones have no
       // tiling (the pruning rule above), so searching them adds no candidate.
-      const bool hopeless = static_cast<Int128>(best[j]) + bound_sum >= best[e];
+      const bool hopeless = !exhaustive && static_cast<Int128>(best[j]) + bound_sum >= best[e];
       if (!hopeless && tiled_ahead(e) && (e - j <= kMaxTiledGroup || !cut)) {
         const Frontier& fr = im.frontier(j, e);
         if (const FrontierPoint* p = fr.query(capacity_bytes)) {
