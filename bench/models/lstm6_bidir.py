@@ -1,5 +1,6 @@
-"""Bench model (issue: large recurrent graphs): a 6-layer bidirectional LSTM (batch first, batch 10, input 128,
-hidden 256) over 512 steps, then a linear head on the last step. About 6,000 LSTM cells (two directions)."""
+"""Bench model (issue: large recurrent graphs): a 6-layer bidirectional LSTM (batch first, batch
+10, input 128, hidden 256) over 512 steps, then a linear head on the last step. About 6,000 LSTM
+cells (two directions)."""
 
 import torch
 from torch import nn
