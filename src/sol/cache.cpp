@@ -48,7 +48,7 @@ namespace {
 
 constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
 __extension__ typedef __int128 Int128;  // exact sums of terms in [0, kInf]
-constexpr size_t kMaxTiledDims = 12;  // common dims of a tiled segment (2^12 loop subsets)
+constexpr size_t kMaxTiledDims = 12;    // common dims of a tiled segment (2^12 loop subsets)
 
 int64_t sat_mul(int64_t a, int64_t b) {
   if (a == 0 || b == 0) return 0;
@@ -1790,8 +1790,7 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
       term[k] = t;
       const UntiledUse& u = uses[k];
       Widest& w = widest[k];
-      const int64_t elems =
-          w.written ? (im.needed_after(u.tensor, last) ? w.write : 0) : w.read;
+      const int64_t elems = w.written ? (im.needed_after(u.tensor, last) ? w.write : 0) : w.read;
       const int64_t b = sat_mul(elems, im.elem_size(u.tensor));
       bound_sum += b - w.term;
       w.term = b;

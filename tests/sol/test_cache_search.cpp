@@ -20,7 +20,8 @@ namespace solar::sol {
 namespace {
 
 // bench/gen_large_ir.py lstm --layers 2 --steps 3 --batch 2 --d-in 4 --hidden 4
-const char* const kLstm = R"(# generated: python3 bench/gen_large_ir.py lstm --layers 2 --steps 3 --batch 2 --d-in 4 --hidden 4
+const char* const kLstm =
+    R"(# generated: python3 bench/gen_large_ir.py lstm --layers 2 --steps 3 --batch 2 --d-in 4 --hidden 4
 size T = 3
 size B = 2
 size F = 4
@@ -125,7 +126,8 @@ repeat t in 0..T {
 )";
 
 // bench/gen_large_ir.py chain --steps 6 --batch 2 --width 8
-const char* const kChain = R"(# generated: python3 bench/gen_large_ir.py chain --steps 6 --batch 2 --width 8
+const char* const kChain =
+    R"(# generated: python3 bench/gen_large_ir.py chain --steps 6 --batch 2 --width 8
 size T = 6
 size B = 2
 size D = 8
