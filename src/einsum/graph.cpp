@@ -96,6 +96,30 @@ Footprint touched_footprint(const Graph& g, std::string_view tensor) {
   return detail::union_footprint(maps, t->numel);
 }
 
+std::vector<Footprint> touched_footprints(const Graph& g) {
+  std::map<std::string_view, size_t> index;  // the first tensor of each name, as find_tensor
+  for (size_t t = 0; t < g.tensors.size(); ++t) index.emplace(g.tensors[t].name, t);
+  std::vector<std::vector<const AccessMap*>> maps(g.tensors.size());
+  for (const Node& n : g.nodes) {
+    for (const auto* list : {&n.reads, &n.writes}) {
+      for (const Access& a : *list) {
+        const auto it = index.find(a.tensor);
+        if (it == index.end()) continue;
+        const ir::TensorRole role = g.tensors[it->second].role;
+        const bool read = role == ir::TensorRole::Input || role == ir::TensorRole::Weight;
+        if (read != (list == &n.reads)) continue;
+        for (const AccessMap& m : a.maps) maps[it->second].push_back(&m);
+      }
+    }
+  }
+  std::vector<Footprint> out;
+  out.reserve(g.tensors.size());
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    out.push_back(detail::union_footprint(maps[t], g.tensors[t].numel));
+  }
+  return out;
+}
+
 int64_t touched_elements(const Graph& g, std::string_view tensor) {
   return touched_footprint(g, tensor).elements;
 }

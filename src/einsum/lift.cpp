@@ -76,6 +76,7 @@ class Lifter {
       for (const ir::IntExprP& d : t.shape) info.shape.push_back(ir::eval_int(*d, sizes, p.file));
       info.numel = detail::numel(info.shape);
       info.bytes = info.numel * ir::dtype_size(t.dtype);
+      tensor_index_.emplace(info.name, g_.tensors.size());
       g_.tensors.push_back(std::move(info));
     }
     unroll(p.body, sizes, "", "", steps_);
@@ -154,9 +155,9 @@ class Lifter {
   // Tensors and bindings
 
   const TensorInfo& tensor(const std::string& name) const {
-    const TensorInfo* t = g_.find_tensor(name);
-    SOLAR_CHECK(t != nullptr, "lift: unknown tensor '" + name + "'");
-    return *t;
+    const auto it = tensor_index_.find(name);  // by name, not a scan of g_.tensors
+    SOLAR_CHECK(it != tensor_index_.end(), "lift: unknown tensor '" + name + "'");
+    return g_.tensors[it->second];
   }
 
   View binding(const std::string& name) const {
@@ -690,6 +691,7 @@ class Lifter {
   const ir::Program& p_;
   Graph g_;
   std::vector<Step> steps_;
+  std::map<std::string, size_t> tensor_index_;  // g_.tensors by name (first declaration)
   std::map<std::string, std::vector<size_t>> reads_at_, writes_at_;
   std::map<std::string, View> bindings_;
   std::map<std::string, int> name_counts_;

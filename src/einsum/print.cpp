@@ -72,9 +72,11 @@ void print_node(const Node& n, std::string& out) {
 
 void print_touched(const Graph& g, std::string& out) {
   out += "\ntouched by the graph (inputs and weights read, outputs written; each element once)\n";
-  for (const TensorInfo& t : g.tensors) {
+  const std::vector<Footprint> touched = touched_footprints(g);
+  for (size_t i = 0; i < g.tensors.size(); ++i) {
+    const TensorInfo& t = g.tensors[i];
     if (t.role == ir::TensorRole::Intermediate) continue;
-    const Footprint fp = touched_footprint(g, t.name);
+    const Footprint& fp = touched[i];
     out += "  " + t.name + ": " + (fp.exact ? "" : ">= ") + std::to_string(fp.elements) + " of " +
            std::to_string(t.numel) + " elements, " +
            std::to_string(fp.elements * ir::dtype_size(t.dtype)) + " bytes\n";

@@ -231,9 +231,11 @@ einsum::OpCounts total_counts(const einsum::Graph& g) {
 
 int64_t fused_bytes(const einsum::Graph& g) {
   int64_t bytes = 0;
-  for (const einsum::TensorInfo& t : g.tensors) {
+  const std::vector<einsum::Footprint> touched = einsum::touched_footprints(g);
+  for (size_t i = 0; i < g.tensors.size(); ++i) {
+    const einsum::TensorInfo& t = g.tensors[i];
     if (t.role == ir::TensorRole::Intermediate) continue;
-    bytes += einsum::touched_elements(g, t.name) * ir::dtype_size(t.dtype);
+    bytes += touched[i].elements * ir::dtype_size(t.dtype);
   }
   return bytes;
 }

@@ -33,6 +33,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -46,7 +47,8 @@ namespace solar::sol {
 namespace {
 
 constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
-constexpr size_t kMaxTiledDims = 12;  // common dims of a tiled segment (2^12 loop subsets)
+__extension__ typedef __int128 Int128;  // exact sums of terms in [0, kInf]
+constexpr size_t kMaxTiledDims = 12;    // common dims of a tiled segment (2^12 loop subsets)
 
 int64_t sat_mul(int64_t a, int64_t b) {
   if (a == 0 || b == 0) return 0;
@@ -991,6 +993,7 @@ struct CacheOptimizer::Impl {
   explicit Impl(const einsum::Graph& graph) : g(graph) {
     for (size_t t = 0; t < g.tensors.size(); ++t) tensor_index[g.tensors[t].name] = t;
     last_reader.assign(g.tensors.size(), -1);
+    for (const einsum::TensorInfo& t : g.tensors) elem_sizes.push_back(ir::dtype_size(t.dtype));
     node_reads.resize(g.nodes.size());
     node_writes.resize(g.nodes.size());
     for (size_t n = 0; n < g.nodes.size(); ++n) {
@@ -1039,7 +1042,8 @@ struct CacheOptimizer::Impl {
     SOLAR_CHECK(it != tensor_index.end(), "tensor '" + name + "' is not declared");
     return it->second;
   }
-  int64_t elem_size(size_t t) const { return ir::dtype_size(g.tensors[t].dtype); }
+  std::vector<int64_t> elem_sizes;  // per tensor
+  int64_t elem_size(size_t t) const { return elem_sizes[t]; }
   bool needed_after(size_t t, size_t last) const {
     return g.tensors[t].role == ir::TensorRole::Output ||
            last_reader[t] >= static_cast<int64_t>(last);
@@ -1058,6 +1062,7 @@ struct CacheOptimizer::Impl {
   CacheGroup tiled_group(size_t first, size_t last, const FrontierPoint& p);
   std::vector<UntiledUse> untiled_uses(size_t first, size_t last) const;
   GroupTensor untiled_tensor(const UntiledUse& u, size_t last) const;
+  std::pair<int64_t, int64_t> untiled_terms(const UntiledUse& u, size_t last) const;
   std::pair<int64_t, int64_t> untiled_cost(size_t first, size_t last) const;  // (ws, traffic)
   CacheGroup untiled_group(size_t first, size_t last) const;
   int64_t streamed_traffic(size_t n) const;
@@ -1573,6 +1578,18 @@ std::vector<UntiledUse> CacheOptimizer::Impl::untiled_uses(size_t first, size_t 
   return uses;
 }
 
+// untiled_tensor's footprint and traffic (bytes) alone, with no name: the search's inner loop.
+std::pair<int64_t, int64_t> CacheOptimizer::Impl::untiled_terms(const UntiledUse& u,
+                                                                size_t last) const {
+  const int64_t numel = g.tensors[u.tensor].numel, size = elem_sizes[u.tensor];
+  const int64_t ws = sat_mul(std::min(numel, sat_add(u.read, u.write)), size);
+  int64_t traffic = u.first_read ? sat_mul(std::min(numel, u.read), size) : 0;
+  if (u.write > 0 && needed_after(u.tensor, last)) {
+    traffic = sat_add(traffic, sat_mul(std::min(numel, u.write), size));
+  }
+  return {ws, traffic};
+}
+
 // One tensor of an untiled segment: its footprint, DRAM traffic, role.
 GroupTensor CacheOptimizer::Impl::untiled_tensor(const UntiledUse& u, size_t last) const {
   const int64_t numel = g.tensors[u.tensor].numel, size = elem_size(u.tensor);
@@ -1693,6 +1710,14 @@ CacheSchedule CacheOptimizer::optimize(int64_t capacity_bytes) {
 }
 
 std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes) {
+  return search(capacity_bytes, false);
+}
+
+std::optional<CacheSchedule> CacheOptimizer::try_optimize_exhaustive(int64_t capacity_bytes) {
+  return search(capacity_bytes, true);
+}
+
+std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool exhaustive) {
   Impl& im = *impl_;
   const size_t n = im.g.nodes.size();
   // choice[e]: the segment [first, e) ending the best schedule of the first e nodes.
@@ -1710,37 +1735,82 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
       choice[e] = c;
     }
   };
-  // The untiled segments from j, grown one node at a time (the uses of untiled_uses, kept).
+  // The untiled segments from j, grown one node at a time (the uses of untiled_uses, kept), with
+  // the sums of their tensors' working sets and traffic kept too: a node changes the terms of
+  // the tensors it touches only (untiled_tensor depends on `last` through needed_after, which
+  // changes at a tensor's last reader: a tensor the node reads). Every term is in [0, kInf], so
+  // the sat_add fold over the uses equals min(kInf, their exact sum), kept in 128 bits.
   std::vector<UntiledUse> uses;
   std::vector<int64_t> use_of(im.g.tensors.size(), -1);
+  std::vector<std::pair<int64_t, int64_t>> term;  // per use: its (ws, traffic) terms
+  std::vector<size_t> touched;                    // uses the current node changes
+  Int128 ws_sum = 0, traffic_sum = 0;
+  // A lower bound on the traffic of every tiling of the same segment, kept the same way: per
+  // tensor the widest access of one node, read (a tensor the segment does not write: every
+  // element read is fetched at least once) or written (a tensor the segment writes and that is
+  // needed after it: every element written leaves the chip at least once). A tiled candidate
+  // whose bound cannot beat the best schedule found so far of its prefix is not searched: it
+  // would not be taken (relax takes strictly less traffic only).
+  struct Widest {
+    int64_t read = 0, write = 0, term = 0;
+    bool written = false;
+  };
+  std::vector<Widest> widest;  // per use
+  Int128 bound_sum = 0;
   const auto untiled_step = [&](size_t node, size_t last) {
+    touched.clear();
     const auto use = [&](size_t t, bool read) -> UntiledUse& {
       if (use_of[t] < 0) {
         use_of[t] = static_cast<int64_t>(uses.size());
         uses.push_back({t, 0, 0, read});
+        term.emplace_back(0, 0);
+        widest.emplace_back();
       }
-      return uses[static_cast<size_t>(use_of[t])];
+      const auto k = static_cast<size_t>(use_of[t]);
+      if (std::find(touched.begin(), touched.end(), k) == touched.end()) touched.push_back(k);
+      return uses[k];
     };
     for (const auto& [t, e] : im.node_reads[node]) {
       UntiledUse& u = use(t, true);
       u.read = sat_add(u.read, e);
+      Widest& w = widest[static_cast<size_t>(use_of[t])];
+      w.read = std::max(w.read, e);
     }
     for (const auto& [t, e] : im.node_writes[node]) {
       UntiledUse& u = use(t, false);
       u.write = sat_add(u.write, e);
+      Widest& w = widest[static_cast<size_t>(use_of[t])];
+      w.write = std::max(w.write, e);
+      w.written = true;
     }
-    int64_t ws = 0, traffic = 0;
-    for (const UntiledUse& u : uses) {
-      const GroupTensor t = im.untiled_tensor(u, last);
-      ws = sat_add(ws, t.footprint_bytes);
-      traffic = sat_add(traffic, t.traffic_bytes);
+    for (const size_t k : touched) {
+      const std::pair<int64_t, int64_t> t = im.untiled_terms(uses[k], last);
+      ws_sum += t.first - term[k].first;
+      traffic_sum += t.second - term[k].second;
+      term[k] = t;
+      const UntiledUse& u = uses[k];
+      Widest& w = widest[k];
+      const int64_t elems = w.written ? (im.needed_after(u.tensor, last) ? w.write : 0) : w.read;
+      const int64_t b = sat_mul(elems, im.elem_size(u.tensor));
+      bound_sum += b - w.term;
+      w.term = b;
     }
-    return std::make_pair(ws, traffic);
+    const auto clamp = [](Int128 v) { return static_cast<int64_t>(v < kInf ? v : kInf); };
+    return std::make_pair(clamp(ws_sum), clamp(traffic_sum));
   };
   for (size_t j = 0; j < n; ++j) {
+    // No schedule moves less than the fused bytes (docs/fidelities.md, "Laws": each graph input
+    // and weight is read, each output written, at least once), so once the whole graph has a
+    // schedule of fused traffic no segment from j or later can replace it: they would only be
+    // candidates that come later in the search's order at no lower traffic, and the schedule is
+    // read back from choice[n] through segments that start before j, already final.
+    if (!exhaustive && best[n] == im.fused) break;
     if (best[j] >= kInf) continue;
     for (const UntiledUse& u : uses) use_of[u.tensor] = -1;
     uses.clear();
+    term.clear();
+    widest.clear();
+    ws_sum = traffic_sum = bound_sum = 0;
     // Tiled segments from j: until a structural failure that no longer segment escapes
     // (docs/fidelities.md, "The search").
     bool tiled_alive = true;
@@ -1749,18 +1819,24 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes
              (e - j < kMaxTiledGroup || !im.inside_run(j));
     };
     for (size_t e = j + 1; e <= n; ++e) {
+      auto [ws, traffic] = untiled_step(e - 1, e);  // the state of [j, e); relaxed below
+      if (exhaustive) std::tie(ws, traffic) = im.untiled_cost(j, e);  // recounted
       if (e - j == 1 && im.g.nodes[j].kind == einsum::NodeKind::Movement) {
         relax(j, e, im.streamed_traffic(j), {j, GroupMode::Streamed, nullptr});
       }
       const bool cut = im.inside_run(e);  // e splits a run
-      if (tiled_ahead(e) && (e - j <= kMaxTiledGroup || !cut)) {
+      // Not searched: a segment whose every tiling moves at least best[e] - best[j]. Its frontier
+      // is not needed for the extension either: when it is tileable the extension goes on, and
+      // when it fails for a reason that no longer segment escapes, the longer ones have no
+      // tiling (the pruning rule above), so searching them adds no candidate.
+      const bool hopeless = !exhaustive && static_cast<Int128>(best[j]) + bound_sum >= best[e];
+      if (!hopeless && tiled_ahead(e) && (e - j <= kMaxTiledGroup || !cut)) {
         const Frontier& fr = im.frontier(j, e);
         if (const FrontierPoint* p = fr.query(capacity_bytes)) {
           relax(j, e, p->traffic, {j, GroupMode::Tiled, p});
         }
         if (!cut && !fr.extendable) tiled_alive = false;
       }
-      auto [ws, traffic] = untiled_step(e - 1, e);
       // The whole graph at once: each input, weight and output exactly once (the fused model).
       if (j == 0 && e == n) traffic = im.fused;
       if (ws <= capacity_bytes) {

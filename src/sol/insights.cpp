@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -207,10 +208,13 @@ void find_chains(const einsum::Graph& g, Insights& out) {
   // layout.
   std::vector<int> parent(g.nodes.size());
   std::iota(parent.begin(), parent.end(), 0);
+  std::map<std::string_view, const einsum::TensorInfo*> infos;  // by name, as find_tensor
+  for (const einsum::TensorInfo& t : g.tensors) infos.emplace(t.name, &t);
   std::map<std::string, size_t> linked_producer;  // intermediate -> its producer
   for (const auto& [p, c] : contractions) {
     const std::string& t = c.output.tensor;
-    const einsum::TensorInfo* info = g.find_tensor(t);
+    const auto info_it = infos.find(t);
+    const einsum::TensorInfo* info = info_it == infos.end() ? nullptr : info_it->second;
     if (!info || info->role != ir::TensorRole::Intermediate) continue;
     if (writers[t].size() != 1 || reads[t] != 1) continue;
     const auto consumer = contractions.find(reader[t]);
@@ -259,6 +263,19 @@ void find_fusions(const einsum::Graph& g, const Analysis& a, Insights& out) {
   for (size_t u = 0; u < a.ops.size(); ++u) {
     for (size_t i = a.ops[u].first; i < a.ops[u].last; ++i) unit_of[i] = u;
   }
+  // Per tensor name, its accesses in node order (a node's writes before its reads): one pass over
+  // the nodes instead of one per tensor.
+  struct Event {
+    size_t node = 0;
+    const einsum::Access* access = nullptr;
+    bool write = false;
+  };
+  std::map<std::string_view, std::vector<Event>> events;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const einsum::Node& n = g.nodes[i];
+    for (const einsum::Access& w : n.writes) events[w.tensor].push_back({i, &w, true});
+    for (const einsum::Access& r : n.reads) events[r.tensor].push_back({i, &r, false});
+  }
   for (const einsum::TensorInfo& t : g.tensors) {
     if (t.role != ir::TensorRole::Intermediate) continue;
     FusionOpportunity f;
@@ -266,22 +283,20 @@ void find_fusions(const einsum::Graph& g, const Analysis& a, Insights& out) {
     int producers = 0;
     std::set<size_t> units;
     std::map<size_t, int64_t> read_by_unit;
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      const einsum::Node& n = g.nodes[i];
-      for (const einsum::Access& w : n.writes) {
-        if (w.tensor != t.name) continue;
+    const auto found = events.find(t.name);
+    for (const Event& e : found == events.end() ? std::vector<Event>{} : found->second) {
+      const einsum::Node& n = g.nodes[e.node];
+      if (e.write) {
         ++producers;
         f.producer = n.name;
-        f.bytes_saved += w.bytes;
-        units.insert(unit_of[i]);
+        f.bytes_saved += e.access->bytes;
+        units.insert(unit_of[e.node]);
+        continue;
       }
-      for (const einsum::Access& r : n.reads) {
-        if (r.tensor != t.name) continue;
-        f.consumers.push_back(n.name);
-        int64_t& read = read_by_unit[unit_of[i]];  // an op reads it once: its widest read
-        read = std::max(read, r.bytes);
-        units.insert(unit_of[i]);
-      }
+      f.consumers.push_back(n.name);
+      int64_t& read = read_by_unit[unit_of[e.node]];  // an op reads it once: its widest read
+      read = std::max(read, e.access->bytes);
+      units.insert(unit_of[e.node]);
     }
     for (const auto& [unit, bytes] : read_by_unit) f.bytes_saved += bytes;
     if (producers != 1 || f.consumers.empty() || units.size() < 2) continue;

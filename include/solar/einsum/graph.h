@@ -159,6 +159,9 @@ struct Footprint {
   bool exact = true;
 };
 Footprint touched_footprint(const Graph& g, std::string_view tensor);
+// touched_footprint of every tensor of g.tensors, in that order, in one pass over the nodes (an
+// intermediate: the elements its writes touch, as touched_footprint gives).
+std::vector<Footprint> touched_footprints(const Graph& g);
 
 // One framework operation: a run of consecutive nodes of one `op` block, or one node that is in
 // none. The unfused fidelity runs each as one kernel, as eager runs the op

@@ -154,6 +154,11 @@ class CacheOptimizer {
   CacheSchedule optimize(int64_t capacity_bytes);
   // The same, nullopt when no schedule fits.
   std::optional<CacheSchedule> try_optimize(int64_t capacity_bytes);
+  // The same search without its shortcuts: every segment searched (no stop once the schedule
+  // moves the fused bytes, no lower-bound skip of tiled segments) and every untiled segment's
+  // cost recounted from its nodes, not kept incrementally. Quadratic; for tests, which check that
+  // it returns what try_optimize does.
+  std::optional<CacheSchedule> try_optimize_exhaustive(int64_t capacity_bytes);
 
   // The best schedule of the nodes [first, last) as one group at `capacity_bytes` in the modes
   // allowed, or nullopt when none fits or the segment cannot run in those modes (tests).
@@ -174,6 +179,7 @@ class CacheOptimizer {
                                  const std::vector<size_t>& order);
 
  private:
+  std::optional<CacheSchedule> search(int64_t capacity_bytes, bool exhaustive);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

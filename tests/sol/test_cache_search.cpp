@@ -1,0 +1,233 @@
+// The cache-aware optimiser's search (src/sol/cache.cpp, try_optimize) against the same search
+// without its shortcuts (try_optimize_exhaustive: every segment searched, every untiled cost
+// recounted, as before the shortcuts existed): the same schedule, group by group, on every example
+// program, the golden SOL programs and two programs of bench/gen_large_ir.py, over capacities from
+// 256 B to 1 TiB.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sol_test_util.h"
+#include "solar/ir/checker.h"
+#include "solar/ir/parser.h"
+#include "solar/sol/cache.h"
+
+namespace solar::sol {
+namespace {
+
+// bench/gen_large_ir.py lstm --layers 2 --steps 3 --batch 2 --d-in 4 --hidden 4
+const char* const kLstm =
+    R"(# generated: python3 bench/gen_large_ir.py lstm --layers 2 --steps 3 --batch 2 --d-in 4 --hidden 4
+size T = 3
+size B = 2
+size F = 4
+size H = 4
+size G = 16
+
+input x : f32[B, T, F]
+weight wi0 : f32[G, F]
+weight wh0 : f32[G, H]
+weight bias0 : f32[G]
+weight wi1 : f32[G, H]
+weight wh1 : f32[G, H]
+weight bias1 : f32[G]
+tensor h : f32[B, H]
+tensor c : f32[B, H]
+tensor gx : f32[B, G]
+tensor gh : f32[B, G]
+tensor ig : f32[B, H]
+tensor fg : f32[B, H]
+tensor og : f32[B, H]
+tensor ys0 : f32[B, T, H]
+output y : f32[B, T, H]
+
+kernel h_init0 {
+  for b in 0..B, j in 0..H:
+    h[b, j] = 0.0
+}
+kernel c_init0 {
+  for b in 0..B, j in 0..H:
+    c[b, j] = 0.0
+}
+repeat t in 0..T {
+  kernel in_proj0 {
+    for b in 0..B, g in 0..G, k in 0..F:
+      gx[b, g] += wi0[g, k] * x[b, t, k]
+  }
+  kernel hid_proj0 {
+    for b in 0..B, g in 0..G, k in 0..H:
+      gh[b, g] += wh0[g, k] * h[b, k]
+  }
+  kernel in_gate0 {
+    for b in 0..B, j in 0..H:
+      ig[b, j] = sigmoid(gx[b, j] + gh[b, j] + bias0[j])
+  }
+  kernel forget_gate0 {
+    for b in 0..B, j in 0..H:
+      fg[b, j] = sigmoid(gx[b, H + j] + gh[b, H + j] + bias0[H + j])
+  }
+  kernel out_gate0 {
+    for b in 0..B, j in 0..H:
+      og[b, j] = sigmoid(gx[b, 3 * H + j] + gh[b, 3 * H + j] + bias0[3 * H + j])
+  }
+  kernel cell0 {
+    for b in 0..B, j in 0..H:
+      c[b, j] = fg[b, j] * c[b, j] + ig[b, j] * tanh(gx[b, 2 * H + j] + gh[b, 2 * H + j] + bias0[2 * H + j])
+  }
+  kernel hidden0 {
+    for b in 0..B, j in 0..H:
+      h[b, j] = og[b, j] * tanh(c[b, j])
+  }
+  ys0[:, t, :] = h
+}
+kernel h_init1 {
+  for b in 0..B, j in 0..H:
+    h[b, j] = 0.0
+}
+kernel c_init1 {
+  for b in 0..B, j in 0..H:
+    c[b, j] = 0.0
+}
+repeat t in 0..T {
+  kernel in_proj1 {
+    for b in 0..B, g in 0..G, k in 0..H:
+      gx[b, g] += wi1[g, k] * ys0[b, t, k]
+  }
+  kernel hid_proj1 {
+    for b in 0..B, g in 0..G, k in 0..H:
+      gh[b, g] += wh1[g, k] * h[b, k]
+  }
+  kernel in_gate1 {
+    for b in 0..B, j in 0..H:
+      ig[b, j] = sigmoid(gx[b, j] + gh[b, j] + bias1[j])
+  }
+  kernel forget_gate1 {
+    for b in 0..B, j in 0..H:
+      fg[b, j] = sigmoid(gx[b, H + j] + gh[b, H + j] + bias1[H + j])
+  }
+  kernel out_gate1 {
+    for b in 0..B, j in 0..H:
+      og[b, j] = sigmoid(gx[b, 3 * H + j] + gh[b, 3 * H + j] + bias1[3 * H + j])
+  }
+  kernel cell1 {
+    for b in 0..B, j in 0..H:
+      c[b, j] = fg[b, j] * c[b, j] + ig[b, j] * tanh(gx[b, 2 * H + j] + gh[b, 2 * H + j] + bias1[2 * H + j])
+  }
+  kernel hidden1 {
+    for b in 0..B, j in 0..H:
+      h[b, j] = og[b, j] * tanh(c[b, j])
+  }
+  y[:, t, :] = h
+}
+)";
+
+// bench/gen_large_ir.py chain --steps 6 --batch 2 --width 8
+const char* const kChain =
+    R"(# generated: python3 bench/gen_large_ir.py chain --steps 6 --batch 2 --width 8
+size T = 6
+size B = 2
+size D = 8
+
+input x : f32[B, D]
+weight w : f32[T, D, D]
+weight bias : f32[T, D]
+tensor a : f32[B, D]
+tensor z : f32[B, D]
+tensor r : f32[B, D]
+output h : f32[B, D]
+
+kernel start {
+  for b in 0..B, d in 0..D:
+    h[b, d] = x[b, d]
+}
+repeat t in 0..T {
+  kernel mm {
+    for b in 0..B, e in 0..D, d in 0..D:
+      a[b, e] += h[b, d] * w[t, d, e]
+  }
+  kernel add_bias {
+    for b in 0..B, e in 0..D:
+      z[b, e] = a[b, e] + bias[t, e]
+  }
+  kernel relu {
+    for b in 0..B, e in 0..D:
+      r[b, e] = max(z[b, e], 0.0)
+  }
+  kernel residual {
+    for b in 0..B, e in 0..D:
+      h[b, e] = h[b, e] + r[b, e]
+  }
+}
+)";
+
+void expect_same(const std::optional<CacheSchedule>& a, const std::optional<CacheSchedule>& b,
+                 const std::string& where) {
+  ASSERT_EQ(a.has_value(), b.has_value()) << where;
+  if (!a) return;
+  EXPECT_EQ(a->traffic_bytes, b->traffic_bytes) << where;
+  ASSERT_EQ(a->groups.size(), b->groups.size()) << where;
+  for (size_t k = 0; k < a->groups.size(); ++k) {
+    const CacheGroup& x = a->groups[k];
+    const CacheGroup& y = b->groups[k];
+    const std::string at = where + " group " + std::to_string(k);
+    EXPECT_EQ(x.first, y.first) << at;
+    EXPECT_EQ(x.last, y.last) << at;
+    EXPECT_EQ(x.mode, y.mode) << at;
+    EXPECT_EQ(x.traffic_bytes, y.traffic_bytes) << at;
+    EXPECT_EQ(x.working_set_bytes, y.working_set_bytes) << at;
+    EXPECT_EQ(x.min_traffic_bytes, y.min_traffic_bytes) << at;
+    EXPECT_EQ(x.capacity_for_min_traffic_bytes, y.capacity_for_min_traffic_bytes) << at;
+    EXPECT_EQ(x.loop_order, y.loop_order) << at;
+    EXPECT_EQ(x.online, y.online) << at;
+    EXPECT_EQ(x.lower_bound_reason, y.lower_bound_reason) << at;
+    ASSERT_EQ(x.dims.size(), y.dims.size()) << at;
+    for (size_t d = 0; d < x.dims.size(); ++d) {
+      EXPECT_EQ(x.dims[d].name, y.dims[d].name) << at;
+      EXPECT_EQ(x.dims[d].tile, y.dims[d].tile) << at;
+    }
+    ASSERT_EQ(x.tensors.size(), y.tensors.size()) << at;
+    for (size_t t = 0; t < x.tensors.size(); ++t) {
+      EXPECT_EQ(x.tensors[t].name, y.tensors[t].name) << at;
+      EXPECT_EQ(x.tensors[t].role, y.tensors[t].role) << at;
+      EXPECT_EQ(x.tensors[t].traffic_bytes, y.tensors[t].traffic_bytes) << at;
+      EXPECT_EQ(x.tensors[t].footprint_bytes, y.tensors[t].footprint_bytes) << at;
+    }
+  }
+}
+
+void check_graph(const einsum::Graph& g, const std::string& name) {
+  for (int k = 8; k <= 40; k += 2) {
+    const int64_t capacity = int64_t{1} << k;
+    CacheOptimizer fast(g), slow(g);  // fresh ones: no frontier shared between the two
+    expect_same(fast.try_optimize(capacity), slow.try_optimize_exhaustive(capacity),
+                name + " at 2^" + std::to_string(k));
+  }
+}
+
+TEST(CacheSearch, ShortcutsReturnTheExhaustiveSchedule) {
+  std::vector<std::filesystem::path> files;
+  const std::filesystem::path root(SOLAR_SOURCE_DIR);
+  for (const auto& dir : {root / "examples", root / "tests" / "golden" / "sol"}) {
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().extension() == ".ir") files.push_back(e.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), size_t{10});
+  for (const auto& file : files) {
+    const ir::Program p = ir::parse_file(file.string());
+    check_graph(einsum::lift(p, ir::check_or_throw(p, {})), file.filename().string());
+  }
+}
+
+TEST(CacheSearch, GeneratedRecurrencesReturnTheExhaustiveSchedule) {
+  check_graph(testing::lift_text(kLstm), "lstm");
+  check_graph(testing::lift_text(kChain), "chain");
+}
+
+}  // namespace
+}  // namespace solar::sol
