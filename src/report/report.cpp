@@ -265,8 +265,7 @@ std::vector<std::string> routing_assumptions(const einsum::Graph& g) {
   for (const einsum::Node& n : g.nodes) {
     for (const einsum::Access& a : n.reads) {
       const einsum::TensorInfo* t = g.find_tensor(a.tensor);
-      if (t == nullptr ||
-          (t->role != ir::TensorRole::Input && t->role != ir::TensorRole::Weight)) {
+      if (t == nullptr || (t->role != ir::TensorRole::Input && t->role != ir::TensorRole::Weight)) {
         continue;
       }
       for (const einsum::AccessMap& m : a.maps) {

@@ -404,10 +404,10 @@ TEST(Parser, CompositionErrors) {
   const std::vector<ErrorCase> cases = {
       {head + "y = reshap(x)",
        "in.ir:4:5: error: unknown operation 'reshap' (did you mean 'reshape'?); valid: "
-       "reshape, permute, broadcast, concat, pad, take, gather, scatter"},
+       "reshape, permute, broadcast, concat, pad, take, gather, scatter, argsort"},
       {head + "y = copy(x)",
        "in.ir:4:5: error: unknown operation 'copy'; valid: reshape, permute, broadcast, concat, "
-       "pad, take, gather, scatter"},
+       "pad, take, gather, scatter, argsort"},
       {head + "y = concat(x, x)", "in.ir:4:5: error: 'concat' needs the argument 'dim='"},
       {head + "y = concat(dim=0)", "in.ir:4:5: error: 'concat' takes at least 1 tensor argument"},
       {head + "y = concat(x, x, dimm=0)",

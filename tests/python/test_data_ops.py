@@ -102,9 +102,15 @@ def test_moe_top2_counts_routed_macs_and_each_expert_weight_once():
     # = 32768 each (32 slots gather 32 * 2048 = 65536 elements of w1's 8192: all four experts,
     # each once), the output 2048: 2048 + 512 + 2 * 32768 + 2048 = 70144
     assert data["bytes"]["fused"] == 70144
+    # data-dependent reads, each index counted as distinct up to the tensor's size: the routed
+    # tokens, 32 slots of H = 32, read 1024 elements of x's 16 * 32 = 512 (each token twice,
+    # counted once); w1 (the parameter p_w1) as above
     assumptions = data["routing_assumptions"]
     assert any(
-        a.startswith("w1: 65536 elements") and "counted as 8192 of its 8192" in a
+        a.startswith("x: 1024 elements") and "counted as 512 of its 512" in a for a in assumptions
+    )
+    assert any(
+        a.startswith("p_w1: 65536 elements") and "counted as 8192 of its 8192" in a
         for a in assumptions
     )
 
