@@ -117,7 +117,10 @@ std::vector<hw::Device> load_devices(std::vector<std::string> specs,
 // OUT). Every file is written before anything is printed, all or none (sol_common.h).
 void emit(const nlohmann::json& j, const std::string& json_path, const std::string& table,
           std::ostream& out, std::vector<std::pair<std::string, std::string>> files = {}) {
-  const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  // Serialised only when asked for: on a graph of 100k nodes the text is a large part of a run.
+  const std::string text =
+      json_path.empty() ? std::string()
+                        : j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (!json_path.empty() && json_path != "-") files.emplace_back(json_path, text);
   write_files_atomically(files);
   if (json_path == "-") {
