@@ -87,13 +87,19 @@ std::string slices_along(int rank, int64_t dim, const std::string& range) {
 
 // The sorting permutation of x along dim into an i64 tensor: output `index_out` of the node
 // when it is an i64 output that is needed, else a temporary.
+// `order = argsort(x, dim=.., descending=..)`.
+void argsort_stmt(NodeLowering& n, const TensorInfo& order, const TensorInfo& x, int64_t dim,
+                  bool descending) {
+  n.stmt(order.name + " = argsort(" + x.name + ", dim=" + std::to_string(dim) +
+         ", descending=" + (descending ? "1" : "0") + ")");
+}
+
 TensorInfo argsort_into(NodeLowering& n, const TensorInfo& x, int64_t dim, bool descending,
                         size_t index_out) {
   const bool direct = n.outputs() > index_out && n.out(index_out).dtype == ir::DType::I64 &&
                       n.out(index_out).shape == x.shape && n.output_needed(index_out);
   const TensorInfo order = direct ? n.out(index_out) : n.temp("order", ir::DType::I64, x.shape);
-  n.stmt(order.name + " = argsort(" + x.name + ", dim=" + std::to_string(dim) +
-         ", descending=" + (descending ? "1" : "0") + ")");
+  argsort_stmt(n, order, x, dim, descending);
   if (!direct && n.outputs() > index_out && n.output_needed(index_out)) {
     n.stmt(n.out(index_out).name + " = " + order.name);  // another integer dtype: a copy
   }
@@ -144,8 +150,7 @@ void topk_rule(NodeLowering& n) {
   }
   if (k == 0) return;  // empty outputs
   const TensorInfo order = n.temp("order", ir::DType::I64, x.shape);
-  n.stmt(order.name + " = argsort(" + x.name + ", dim=" + std::to_string(dim) +
-         ", descending=" + (n.flag_or("largest", true) ? "1" : "0") + ")");
+  argsort_stmt(n, order, x, dim, n.flag_or("largest", true));
   std::vector<int64_t> top_shape = x.shape;
   top_shape[static_cast<size_t>(dim)] = k;
   const std::string first_k =

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from solar import frontend  # noqa: E402
-from solar._modelfile import import_model_file  # noqa: E402
+from solar.capture import load_model_file  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "models" / "data"
 
@@ -94,7 +94,7 @@ def test_moe_top2_counts_routed_macs_and_each_expert_weight_once():
     # slots runs its expert's two products, H * F + F * H = 4096: 32 * 4096 = 131072 (a dense
     # layer running every expert on every token would be twice that, E / 2 = 2).
     assert data["totals"]["macs"] == 2048 + 131072
-    model, inputs = _build("moe_top2")
+    model, inputs = load_model_file(DATA / "moe_top2.py")
     with FlopCounterMode(display=False) as counter:
         model(*inputs)
     assert counter.get_total_flops() == 2 * (2048 + 131072)
@@ -113,10 +113,3 @@ def test_moe_top2_counts_routed_macs_and_each_expert_weight_once():
         a.startswith("p_w1: 65536 elements") and "counted as 8192 of its 8192" in a
         for a in assumptions
     )
-
-
-def _build(name: str):
-    module = import_model_file(str(DATA / f"{name}.py"), f"data_{name}", RuntimeError)
-    torch.manual_seed(0)
-    model = module.Model(*module.get_init_inputs())
-    return model, module.get_inputs()
