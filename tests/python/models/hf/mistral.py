@@ -1,7 +1,7 @@
 """Mistral (transformers.MistralModel) from its config class, random weights: 2 layers, hidden
 32, 4 query heads and 2 key/value heads, MLP 64, vocabulary 64; eval mode; the last hidden
 state. B=2, T=8, a sliding window of 4 tokens (shorter than the sequence, so it masks): its
-mask is `&` of boolean tensors (aten.bitwise_and: pending, test_transformers_models.py)."""
+mask is `&` of boolean tensors (aten.bitwise_and.Tensor, docs/lowering.md "Bitwise operations")."""
 
 import torch
 from torch import nn
