@@ -356,13 +356,20 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", metavar="OUT", help="write a Chrome/Perfetto trace of the SOL")
     p.add_argument("--csv", metavar="OUT", help="write the per-node table as CSV")
     p.add_argument("--dot", metavar="OUT", help="write the einsum graph in Graphviz DOT")
+    p.add_argument(
+        "--routing",
+        choices=("balanced", "concentrated"),
+        help="data-dependent reads (MoE routing, gathers): every index distinct (balanced, the "
+        "default) or all the same (concentrated, the fewest bytes any data can read; "
+        "docs/einsum.md)",
+    )
 
 
 def report_args(args: argparse.Namespace) -> list[str]:
     """The ``sol`` options for ``add_report_arguments``' options; with ``--measure``, times the
     model first (solar.measure) and passes the median, the device and the method."""
     extra: list[str] = []
-    for flag in ("html", "trace", "csv", "dot"):
+    for flag in ("html", "trace", "csv", "dot", "routing"):
         if getattr(args, flag, None):
             extra += [f"--{flag}", getattr(args, flag)]
     if getattr(args, "measure", False):

@@ -17,7 +17,7 @@ namespace solar::cli {
 int curve_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{"DRAM traffic and SOL against on-chip capacity, 1 KiB to 1 GiB (docs/report.md).",
                "solar curve"};
-  std::string file, hw, json, csv, svg, policy{sol::kDefaultPrecisionPolicy};
+  std::string file, hw, json, csv, svg, policy{sol::kDefaultPrecisionPolicy}, routing = "balanced";
   std::vector<std::string> sizes, sets;
   app.add_option("FILE", file, "IR file")->required()->type_name("");
   app.add_option("--hw", hw, "Device: a built-in name (solar hw list) or a .yaml file")
@@ -37,10 +37,11 @@ int curve_command(const std::vector<std::string>& args, std::ostream& out, std::
       ->type_name("KEY=VALUE")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  detail::add_routing_option(app, routing);
   return detail::run_command(app, args, out, err, [&] {
     const sol::PrecisionPolicy& p = sol::find_precision_policy(policy);
-    const report::Curve c =
-        report::make_curve(detail::load_graph(file, sizes), detail::load_device(hw, sets), p);
+    const report::Curve c = report::make_curve(detail::load_graph(file, sizes, routing),
+                                               detail::load_device(hw, sets), p);
     std::string table = report::render_curve(c);
     std::vector<std::pair<std::string, std::string>> files;  // written together by emit
     if (!csv.empty()) {

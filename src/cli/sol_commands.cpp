@@ -46,6 +46,7 @@ struct CommonArgs {
   std::vector<std::string> sets;
   std::string level = "L2";
   std::string capacity;  // empty: the level's capacity on the device
+  std::string routing = "balanced";
 };
 
 struct SolArgs {
@@ -85,6 +86,7 @@ void add_common_options(CLI::App& app, CommonArgs& a) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   detail::add_cache_options(app, a.level, a.capacity);
+  detail::add_routing_option(app, a.routing);
 }
 
 sol::AnalysisOptions analysis_options(const CommonArgs& a) {
@@ -96,6 +98,7 @@ einsum::Graph load_graph(const CommonArgs& a) {
   const ir::SymbolValues sizes = ir::check_or_throw(p, ir::parse_size_overrides(a.sizes));
   einsum::Graph g = einsum::lift(p, sizes);
   g.source = a.file;
+  einsum::assume_routing(g, einsum::parse_routing(a.routing));
   return g;
 }
 
@@ -174,10 +177,12 @@ void add_multi_options(CLI::App& app, MultiArgs& a) {
 
 namespace detail {  // sol_common.h: what `solar curve` shares
 
-einsum::Graph load_graph(const std::string& file, const std::vector<std::string>& sizes) {
+einsum::Graph load_graph(const std::string& file, const std::vector<std::string>& sizes,
+                         const std::string& routing) {
   CommonArgs a;
   a.file = file;
   a.sizes = sizes;
+  a.routing = routing;
   return cli::load_graph(a);
 }
 
@@ -206,6 +211,14 @@ void add_cache_options(CLI::App& app, std::string& level, std::string& capacity)
   app.add_option("--capacity", capacity,
                  "On-chip capacity of the cache fidelity, e.g. 32MiB (overrides --level)")
       ->type_name("BYTES");
+}
+
+void add_routing_option(CLI::App& app, std::string& routing) {
+  app.add_option("--routing", routing,
+                 "Data-dependent reads (MoE routing, take/gather): balanced or concentrated "
+                 "(docs/einsum.md)")
+      ->type_name("R")
+      ->capture_default_str();
 }
 
 }  // namespace detail

@@ -18,8 +18,10 @@
 
 namespace solar::cli::detail {
 
-// The einsum graph of the IR file `file` with `--size` assignments (UserError, DiagnosticError).
-einsum::Graph load_graph(const std::string& file, const std::vector<std::string>& sizes);
+// The einsum graph of the IR file `file` with `--size` assignments and `--routing` (UserError,
+// DiagnosticError).
+einsum::Graph load_graph(const std::string& file, const std::vector<std::string>& sizes,
+                         const std::string& routing = "balanced");
 
 // A built-in device or device file, with `--set` overrides applied.
 hw::Device load_device(const std::string& spec, const std::vector<std::string>& sets);
@@ -31,6 +33,9 @@ sol::AnalysisOptions cache_options(const std::string& level, const std::string& 
 
 // Adds `--level` and `--capacity` to `app`.
 void add_cache_options(CLI::App& app, std::string& level, std::string& capacity);
+
+// Adds `--routing balanced|concentrated` (einsum::Routing) to `app`.
+void add_routing_option(CLI::App& app, std::string& routing);
 
 // The table on `out`, or with `--json -` the JSON instead; with `--json OUT` both. The JSON file
 // and `files` (path, content) are written together first (write_files_atomically: one bad path

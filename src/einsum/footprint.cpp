@@ -642,10 +642,15 @@ Footprint union_footprint(const std::vector<const AccessMap*>& maps, int64_t num
   // Maps that are the same have the same text: compared within their text's bucket only, not
   // with every distinct map so far (a weight read through 25,000 slices).
   std::unordered_map<std::string_view, std::vector<const AccessMap*>> by_text;
-  int64_t moved = 0;
+  int64_t moved = 0;   // balanced data-dependent maps: every element moved taken distinct
+  int64_t fewest = 0;  // concentrated ones: at least the most any one of them must touch
   for (const AccessMap* m : maps) {
     if (m->data_dependent) {
-      moved += m->moved;
+      if (m->concentrated) {
+        fewest = std::max(fewest, m->fewest);
+      } else {
+        moved += m->moved;
+      }
       continue;
     }
     std::vector<const AccessMap*>& bucket = by_text[m->text];
@@ -685,7 +690,9 @@ Footprint union_footprint(const std::vector<const AccessMap*>& maps, int64_t num
       fp.exact = false;
     }
   }
-  fp.elements = std::min(numel, fp.elements + moved);
+  // Concentrated: the concentrated maps may touch only elements the others touch, so the union
+  // is at least the larger of the two counts (and no more is assumed).
+  fp.elements = std::min(numel, std::max(fp.elements + moved, fewest));
   return fp;
 }
 

@@ -74,8 +74,9 @@ Image map_image(const AccessMap& m);
 // Whether two maps are the same (so that their elements are counted once without comparing).
 bool same_map(const AccessMap& a, const AccessMap& b);
 
-// Distinct elements of a tensor of `numel` elements touched by all of `maps` together. Data-
-// dependent maps add their moved elements (assumed distinct), up to numel.
+// Distinct elements of a tensor of `numel` elements touched by all of `maps` together, up to
+// numel. Data-dependent maps add their moved elements (assumed distinct: balanced routing), or,
+// when `concentrated`, make the count at least their `fewest` (graph.h, Routing).
 Footprint union_footprint(const std::vector<const AccessMap*>& maps, int64_t numel);
 
 // ---------------------------------------------------------------------------------------------

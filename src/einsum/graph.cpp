@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "footprint.h"
 #include "solar/util/error.h"
@@ -33,6 +35,41 @@ std::string_view node_kind_name(NodeKind k) {
 #undef SOLAR_X
   }
   SOLAR_CHECK(false, "unknown NodeKind");
+}
+
+std::string_view routing_name(Routing r) {
+  return r == Routing::Concentrated ? "concentrated" : "balanced";
+}
+
+Routing parse_routing(std::string_view name) {
+  if (name == "balanced") return Routing::Balanced;
+  if (name == "concentrated") return Routing::Concentrated;
+  throw UserError("unknown routing '" + std::string(name) + "' (balanced or concentrated)");
+}
+
+void assume_routing(Graph& g, Routing r) {
+  g.routing = r;
+  for (Node& n : g.nodes) {
+    for (auto* list : {&n.reads, &n.writes}) {
+      for (Access& a : *list) {
+        bool dependent = false;
+        for (AccessMap& m : a.maps) {
+          if (!m.data_dependent) continue;
+          m.concentrated = r == Routing::Concentrated;
+          dependent = true;
+        }
+        if (!dependent) continue;
+        const TensorInfo* t = g.find_tensor(a.tensor);
+        SOLAR_CHECK(t != nullptr, "assume_routing: unknown tensor '" + a.tensor + "'");
+        std::vector<const AccessMap*> maps;
+        for (const AccessMap& m : a.maps) maps.push_back(&m);
+        const Footprint fp = detail::union_footprint(maps, t->numel);
+        a.footprint = fp.elements;
+        a.footprint_exact = fp.exact;
+        a.bytes = fp.elements * ir::dtype_size(t->dtype);
+      }
+    }
+  }
 }
 
 std::string_view reduction_name(Reduction r) {

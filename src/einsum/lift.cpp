@@ -642,6 +642,10 @@ class Lifter {
     const bool take = c.op == ir::ComposeOp::Take;
     const std::string text = indexed_text(x, x_rank, dim, idx, idx_rank, take);
     auto read = data_dependent(x, text, y.numel);
+    // Every index the same value: take reads one slice, X's other dimensions over Y's loops
+    // (Y's elements / I's); gather one position along dim for each of the others.
+    const int64_t chosen = take ? tensor(idx).numel : y.shape[dim];
+    read.second.fewest = chosen == 0 ? 0 : y.numel / chosen;
     // The dimensions other than `dim` follow the loops of the elements moved, as in the text.
     const View xv = binding(x);
     read.second.domain = detail::box_domain(y.shape);
@@ -683,8 +687,15 @@ class Lifter {
     }
     const std::string text =
         indexed_text(c.dst, y.shape.size(), dim, c.srcs[1], idx.shape.size(), false);
-    if (reduce != "none") m.reads.push_back(data_dependent(c.dst, text, idx.numel));
+    // Every index the same value: one position along dim for each of I's other positions.
+    const int64_t along = idx.shape[dim];
+    const int64_t fewest = along == 0 ? 0 : idx.numel / along;
+    if (reduce != "none") {
+      m.reads.push_back(data_dependent(c.dst, text, idx.numel));
+      m.reads.back().second.fewest = fewest;
+    }
     m.writes.push_back(data_dependent(c.dst, text, idx.numel));
+    m.writes.back().second.fewest = fewest;
     m.points_shape = idx.shape;
   }
 

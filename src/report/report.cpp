@@ -277,12 +277,19 @@ std::vector<std::string> routing_assumptions(const einsum::Graph& g) {
   for (const auto& [name, count] : moved) {
     const einsum::TensorInfo& t = *g.find_tensor(name);
     const int64_t distinct = einsum::touched_footprint(g, name).elements;
-    out.push_back(name + ": " + std::to_string(count) + " elements read at data-dependent " +
-                  "positions (take/gather), counted as " + std::to_string(distinct) + " of its " +
-                  std::to_string(t.numel) +
-                  " distinct: every index taken different, as balanced routing spreads a batch "
-                  "over every expert or row it can reach; a batch that repeats indices (skewed "
-                  "routing, repeated tokens) reads fewer");
+    const std::string head = name + ": " + std::to_string(count) +
+                             " elements read at data-dependent positions (take/gather), counted "
+                             "as " +
+                             std::to_string(distinct) + " of its " + std::to_string(t.numel) +
+                             " distinct: ";
+    out.push_back(head +
+                  (g.routing == einsum::Routing::Concentrated
+                       ? "concentrated routing (--routing concentrated), every index the same "
+                         "value, the fewest any batch can read: a lower bound for every routing"
+                       : "every index taken different, as balanced routing spreads a batch over "
+                         "every expert or row it can reach; a batch that repeats indices (skewed "
+                         "routing, repeated tokens) reads fewer, down to what --routing "
+                         "concentrated counts"));
   }
   return out;
 }
@@ -321,7 +328,10 @@ nlohmann::json report_to_json(const Report& r) {
       {"cache", cache_to_json(r.graph, r.analysis)},
   };
   const std::vector<std::string> assumptions = routing_assumptions(r.graph);
-  if (!assumptions.empty()) j["routing_assumptions"] = assumptions;
+  if (!assumptions.empty()) {
+    j["routing"] = einsum::routing_name(r.graph.routing);
+    j["routing_assumptions"] = assumptions;
+  }
   return j;
 }
 

@@ -869,6 +869,62 @@ acc = scatter(acc, idx, src, dim=1, reduce=add)
   EXPECT_EQ(write(g, "scatter:acc", "acc").text, "acc[d0, idx[d0, d1]]");
 }
 
+TEST(Lift, ConcentratedRoutingCountsTheFewestElementsAnyIndicesTouch) {
+  // Every index the same value. take: ids [2, 3] pick rows of table [10, 4]: one row, 24 moved
+  // elements / 6 indices = 4 (balanced: 6 rows, 24). gather along dim 1 of x [4, 6] by idx
+  // [4, 2]: one column for each of the 4 rows, 8 / 2 = 4 (balanced 8). In-place scatter-add by
+  // idx [4, 2] along dim 1: one position per row of idx, 8 / 2 = 4 read and written (balanced
+  // 8). x is also read whole by the copy `y = x` (24 elements): the union is at least that.
+  const char* text = R"(input ids : i64[2, 3]
+weight table : f32[10, 4]
+input x : f32[4, 6]
+input idx : i64[4, 2]
+input src : f32[4, 3]
+output emb : f32[2, 3, 4]
+output picked : f32[4, 2]
+output acc : f32[4, 6]
+output y : f32[4, 6]
+emb = take(table, ids, dim=0)
+picked = gather(x, idx, dim=1)
+kernel zero {
+  for i in 0..4, j in 0..6:
+    acc[i, j] = 0.0
+}
+acc = scatter(acc, idx, src, dim=1, reduce=add)
+kernel copy_x {
+  for i in 0..4, j in 0..6:
+    y[i, j] = x[i, j]
+}
+)";
+  Graph g = lift_text(text);
+  EXPECT_EQ(g.routing, Routing::Balanced);
+  EXPECT_EQ(read(g, "take:emb", "table").footprint, 24);
+  EXPECT_EQ(read(g, "gather:picked", "x").footprint, 8);
+  EXPECT_EQ(write(g, "scatter:acc", "acc").footprint, 8);
+  EXPECT_EQ(touched_elements(g, "table"), 24);
+  assume_routing(g, Routing::Concentrated);
+  EXPECT_EQ(g.routing, Routing::Concentrated);
+  EXPECT_EQ(read(g, "take:emb", "table").footprint, 4);
+  EXPECT_EQ(read(g, "take:emb", "table").bytes, 16);   // 4 f32
+  EXPECT_EQ(read(g, "take:emb", "ids").footprint, 6);  // the index tensor is read whole
+  EXPECT_EQ(read(g, "gather:picked", "x").footprint, 4);
+  EXPECT_EQ(read(g, "scatter:acc", "acc").footprint, 4);
+  EXPECT_EQ(write(g, "scatter:acc", "acc").footprint, 4);
+  EXPECT_EQ(touched_elements(g, "table"), 4);
+  EXPECT_EQ(touched_elements(g, "x"), 24);    // max(24 affine, 4 gathered)
+  EXPECT_EQ(touched_elements(g, "acc"), 24);  // the zeroing writes all of it
+  assume_routing(g, Routing::Balanced);       // and back: the lifted counts again
+  EXPECT_EQ(read(g, "take:emb", "table").footprint, 24);
+  EXPECT_EQ(touched_elements(g, "table"), 24);
+}
+
+TEST(Lift, RoutingNames) {
+  EXPECT_EQ(parse_routing("balanced"), Routing::Balanced);
+  EXPECT_EQ(parse_routing("concentrated"), Routing::Concentrated);
+  EXPECT_EQ(routing_name(Routing::Concentrated), "concentrated");
+  EXPECT_THROW(parse_routing("skewed"), UserError);
+}
+
 TEST(Lift, Dtypes) {
   const Graph g = lift_text(R"(input a : bf16[4, 8]
 input b : bf16[8, 2]

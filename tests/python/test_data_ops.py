@@ -113,3 +113,19 @@ def test_moe_top2_counts_routed_macs_and_each_expert_weight_once():
         a.startswith("p_w1: 65536 elements") and "counted as 8192 of its 8192" in a
         for a in assumptions
     )
+
+
+def test_moe_top2_concentrated_routing_counts_one_expert_a_lower_bound_for_any_routing():
+    data = analyze("moe_top2", extra_args=["--routing", "concentrated"])
+    assert data["routing"] == "concentrated"
+    # Every index the same value: the 32 slots gather one token row of x (32 elements) and one
+    # expert of w1 and of w2 (H * F = 2048 elements each, 8192 bytes). x is also read whole by
+    # the gate (512 elements): max(512, 32) = 512. Fused bytes: x 2048, gate 512, w1 and w2
+    # 8192 each, the output 2048: 2048 + 512 + 2 * 8192 + 2048 = 20992 (balanced: 70144).
+    assert data["bytes"]["fused"] == 20992
+    assert data["totals"]["macs"] == 2048 + 131072  # the work does not depend on the routing
+    assert any(
+        a.startswith("p_w1: 65536 elements") and "counted as 2048 of its 8192" in a
+        for a in data["routing_assumptions"]
+    )
+    assert analyze("moe_top2")["routing"] == "balanced"

@@ -79,6 +79,11 @@ struct AccessMap {
   bool data_dependent = false;
   int64_t moved = 0;
   int64_t data_dim = -1;  // take and gather reads: the dimension the index tensor chooses
+  // Data-dependent maps: the fewest distinct elements the map can touch, whatever the index
+  // values (every index the same value), and whether the footprint counts that many
+  // (Routing::Concentrated) instead of `moved`, all taken distinct (Routing::Balanced).
+  int64_t fewest = 0;
+  bool concentrated = false;
 
   ir::AffineForm flat() const;  // offset + sum_d strides[d] * index[d] (affine maps only)
 };
@@ -132,11 +137,22 @@ struct TensorInfo {
   int64_t bytes = 0;
 };
 
+// How the footprints count the elements that data-dependent maps (take, gather, scatter) touch,
+// whose positions the data decide (docs/einsum.md, "Data-dependent accesses"):
+//   Balanced:     every index taken distinct, up to the tensor's size (a batch spread over every
+//                 expert or row it can reach; the default);
+//   Concentrated: every index the same value, the fewest elements any data can touch (all tokens
+//                 routed to one expert): a lower bound on the bytes for every routing.
+enum class Routing : uint8_t { Balanced, Concentrated };
+std::string_view routing_name(Routing r);
+Routing parse_routing(std::string_view name);  // "balanced" or "concentrated" (else UserError)
+
 struct Graph {
-  std::string source;               // the program's file name (for reports)
-  ir::SymbolValues sizes;           // the bound sizes
-  std::vector<TensorInfo> tensors;  // declaration order
-  std::vector<Node> nodes;          // program order, repeats unrolled
+  std::string source;                   // the program's file name (for reports)
+  Routing routing = Routing::Balanced;  // how data-dependent footprints are counted
+  ir::SymbolValues sizes;               // the bound sizes
+  std::vector<TensorInfo> tensors;      // declaration order
+  std::vector<Node> nodes;              // program order, repeats unrolled
 
   const TensorInfo* find_tensor(std::string_view name) const;
 };
@@ -145,6 +161,11 @@ struct Graph {
 // `sizes` sets free sizes (as --size does), and may also hold derived sizes at the values they
 // derive to (so the result of ir::check_or_throw can be passed as is).
 Graph lift(const ir::Program& p, const ir::SymbolValues& sizes);
+
+// Counts the footprints of every data-dependent map of `g` under `r` (sets g.routing; each
+// access that holds such a map gets its footprint and bytes again). The graph lift returns is
+// Balanced.
+void assume_routing(Graph& g, Routing r);
 
 // Graph inputs, weights and outputs touched by the whole graph, each counted once: the number of
 // distinct elements of `tensor` read (inputs, weights) or written (outputs, intermediates) by all
