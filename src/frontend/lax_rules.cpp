@@ -427,11 +427,32 @@ void register_lax_rules(std::map<std::string, Rule>& r) {
   // draw, JAX's values supplied at run time. Their operands (bernoulli's p, randint's bounds) are
   // not read: leaving out a read only makes the bound smaller. Samplers that do linear algebra or
   // move an input's data (ball, orthogonal, multivariate_normal) have no rule.
-  for (const char* sampler :
-       {"bernoulli", "beta", "cauchy", "chisquare", "dirichlet", "double_sided_maxwell",
-        "exponential", "f", "gamma", "generalized_normal", "geometric", "gumbel", "laplace",
-        "logistic", "maxwell", "normal", "pareto", "poisson", "rademacher", "randint", "rayleigh",
-        "t", "truncated_normal", "uniform", "wald", "weibull_min"}) {
+  for (const char* sampler : {"bernoulli",
+                              "beta",
+                              "cauchy",
+                              "chisquare",
+                              "dirichlet",
+                              "double_sided_maxwell",
+                              "exponential",
+                              "f",
+                              "gamma",
+                              "generalized_normal",
+                              "geometric",
+                              "gumbel",
+                              "laplace",
+                              "logistic",
+                              "maxwell",
+                              "normal",
+                              "pareto",
+                              "poisson",
+                              "rademacher",
+                              "randint",
+                              "rayleigh",
+                              "t",
+                              "truncated_normal",
+                              "uniform",
+                              "wald",
+                              "weibull_min"}) {
     r[std::string("jax.random.") + sampler] = random_draw_rule;
   }
   lax::register_lax_contract_rules(r);
