@@ -346,6 +346,11 @@ void iota_rule(NodeLowering& n) {
   map_kernel(n, y, kI + std::to_string(norm_dim(n.integer("dimension"), y.rank())));
 }
 
+// A jax.random sampler (a `jax.random.<name>` node, docs/jax.md): every output is a random draw.
+void random_draw_rule(NodeLowering& n) {
+  for (size_t i = 0; i < n.outputs(); ++i) n.random_output(i);
+}
+
 }  // namespace
 
 void register_lax_rules(std::map<std::string, Rule>& r) {
@@ -418,6 +423,39 @@ void register_lax_rules(std::map<std::string, Rule>& r) {
   r["jax.pad"] = pad_rule;
   r["jax.split"] = split_rule;
   r["jax.iota"] = iota_rule;
+  // jax.random samplers, captured whole (docs/jax.md, "Random draws"): every output is a random
+  // draw, JAX's values supplied at run time. Their operands (bernoulli's p, randint's bounds) are
+  // not read: leaving out a read only makes the bound smaller. Samplers that do linear algebra or
+  // move an input's data (ball, orthogonal, multivariate_normal) have no rule.
+  const char* const samplers[] = {"bernoulli",
+                                  "beta",
+                                  "cauchy",
+                                  "chisquare",
+                                  "dirichlet",
+                                  "double_sided_maxwell",
+                                  "exponential",
+                                  "f",
+                                  "gamma",
+                                  "generalized_normal",
+                                  "geometric",
+                                  "gumbel",
+                                  "laplace",
+                                  "logistic",
+                                  "maxwell",
+                                  "normal",
+                                  "pareto",
+                                  "poisson",
+                                  "rademacher",
+                                  "randint",
+                                  "rayleigh",
+                                  "t",
+                                  "truncated_normal",
+                                  "uniform",
+                                  "wald",
+                                  "weibull_min"};
+  for (const char* sampler : samplers) {
+    r[std::string("jax.random.") + sampler] = random_draw_rule;
+  }
   lax::register_lax_contract_rules(r);
 }
 

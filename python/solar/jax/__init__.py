@@ -23,7 +23,7 @@ import jax
 import numpy as np
 
 from solar._modelfile import call_model_code, import_model_file
-from solar.jax._capture import CaptureError, Leaf, flatten, to_numpy
+from solar.jax._capture import CaptureError, Draws, Leaf, flatten, record_draws, to_numpy
 
 __all__ = ["CaptureError", "JaxCapture", "analyze", "analyze_file", "capture", "load_model_file"]
 
@@ -36,6 +36,8 @@ class JaxCapture:
     constants: dict[str, np.ndarray]
     fn: Any = field(repr=False)
     leaves: list[Leaf] = field(repr=False)
+    leaf_names: list[str | None] = field(repr=False)  # capture names (None: a PRNG key)
+    draws: Draws | None = field(default=None, repr=False)
 
     def to_json(self) -> str:
         from solar.capture import Capture
@@ -44,12 +46,21 @@ class JaxCapture:
 
     def golden(self) -> dict[str, np.ndarray]:
         """Runs the program once with JAX (jitted, on its default device) and returns every
-        input, weight and constant and every output by capture name."""
+        input, weight and constant, every output and every random draw by capture name (the
+        draws from the run whose outputs are returned: ``record_draws``)."""
         arrays: dict[str, np.ndarray] = {}
-        for t, leaf in zip(self.document["tensors"], self.leaves, strict=False):
-            arrays[t["name"]] = to_numpy(leaf.value)
+        for name, leaf in zip(self.leaf_names, self.leaves, strict=True):
+            if name is not None:  # a PRNG key is not a tensor of the program
+                arrays[name] = to_numpy(leaf.value)
         arrays.update(self.constants)
-        results = jax.jit(self.fn)(*[leaf.value for leaf in self.leaves])
+        values = [leaf.value for leaf in self.leaves]
+        if self.draws is None:
+            results = jax.jit(self.fn)(*values)
+        else:
+            results, drawn = record_draws(self.draws, values)
+            for names, draw in zip(self.draws.outputs, drawn, strict=True):
+                for name, value in zip(names, draw, strict=True):
+                    arrays[name] = to_numpy(value)
         for name, value in zip(self.document["outputs"], results, strict=True):
             if name not in arrays:
                 arrays[name] = to_numpy(value)
@@ -114,7 +125,7 @@ def _capture(
         return jax.tree_util.tree_leaves(result)
 
     flat = flatten(flat_fn, leaves, source)
-    return JaxCapture(flat.document, flat.constants, flat_fn, leaves)
+    return JaxCapture(flat.document, flat.constants, flat_fn, leaves, flat.leaf_names, flat.draws)
 
 
 def load_model_file(path: str | os.PathLike) -> tuple[Any, Any, tuple, list[str]]:

@@ -52,6 +52,19 @@ _INLINE = {
     "checkpoint": "jaxpr",
     "custom_lin": None,
 }
+# Primitives that make or change PRNG keys: their key outputs are dropped with the keys.
+_KEY_PRIMITIVES = frozenset(
+    {
+        "random_seed",
+        "random_wrap",
+        "random_unwrap",
+        "random_split",
+        "random_fold_in",
+        "random_clone",
+    }
+)
+# Primitives that turn a key into random bits: only a whole jax.random sampler is captured.
+_BITS_PRIMITIVES = frozenset({"random_bits", "threefry2x32", "random_gamma_p"})
 # Parameters that never change the work (and may print object addresses).
 _DROPPED_PARAMS = frozenset({"sharding", "out_sharding", "ctx_mesh", "accumulation_type"})
 # Values known at capture time are computed only up to this many elements (they decide loop
@@ -80,6 +93,7 @@ class Value:
     name: str | None = None
     literal: Any = None
     known: np.ndarray | None = None
+    key: bool = False  # a PRNG key, or a uint32 value computed from one: not a tensor
 
 
 @dataclass
@@ -97,6 +111,22 @@ class Flattened:
 
     document: dict
     constants: dict[str, np.ndarray] = field(default_factory=dict)
+    leaf_names: list[str | None] = field(default_factory=list)  # None: a key, left out
+    draws: Draws | None = None  # the random draws, for the golden run
+
+
+@dataclass
+class Draws:
+    """The random draws of a capture and how JAX's golden run records them: ``closed`` is the
+    traced jaxpr, ``eqns`` the sampler equations (kept alive: they are matched by identity),
+    ``outputs`` the capture names of each draw's outputs, in the order the walk met them (the
+    order ``record_draws`` returns their values), ``decisions`` the trip count of each unrolled
+    ``while`` and the branch of each ``cond`` (by equation identity, in walk order)."""
+
+    closed: Any
+    eqns: list[Any]
+    outputs: list[list[str]]
+    decisions: dict[int, list[int]] = field(default_factory=dict)
 
 
 def to_numpy(value: Any) -> np.ndarray:
@@ -165,10 +195,17 @@ class _Builder:
         self.origin: dict | None = None
         self._origin_names = NameTable()
         self.wrapper: Any = None  # the jit equation of SOLAR's own jax.jit(fn): no operation
+        # The random draws met so far: (sampler equation, output names), in walk order.
+        self.draws: list[tuple[Any, list[str]]] = []
+        # Per while / cond equation, the trip counts / branch indices the walk took, in order:
+        # the golden run replays them to reach the same draws.
+        self.decisions: dict[int, list[int]] = {}
 
     # ---- values -----------------------------------------------------------------------------
 
     def leaf(self, leaf: Leaf, aval: Any) -> Value:
+        if _is_key_like(aval.dtype):
+            return Value(key=True)  # a PRNG key (or uint32 key data): no bytes of the model
         name = self.names.take(leaf.name)
         self.leaf_tensors.append(self._tensor(name, leaf.role, aval))
         return Value(name=name)
@@ -177,6 +214,10 @@ class _Builder:
         key = id(array)
         if key in self._const_by_id:
             return self._const_by_id[key][1]
+        if _is_key_like(getattr(array, "dtype", None)):
+            v = Value(key=True)
+            self._const_by_id[key] = (array, v)
+            return v
         a = np.asarray(array)
         if a.ndim == 0 and a.dtype.name in DTYPES:
             v = Value(literal=a.item(), known=a)
@@ -207,8 +248,21 @@ class _Builder:
         location: str | None,
     ) -> list[Value]:
         """One node `jax.<prim>` over `ins`; its output values (known when all inputs are)."""
-        name = prim.name
-        node_name = self.names.take(name)
+        outs = self.node(f"jax.{prim.name}", prim.name, ins, params, out_avals, location)
+        known = self._evaluate(prim, ins, params, out_avals)
+        return [Value(name=o, known=k) for o, k in zip(outs, known, strict=True)]
+
+    def node(
+        self,
+        op: str,
+        stem: str,
+        ins: list[Value],
+        params: dict,
+        out_avals: list[Any],
+        location: str | None,
+    ) -> list[str]:
+        """Appends the node `op` (named after `stem`) over `ins`; its output names."""
+        node_name = self.names.take(stem)
         outs = []
         for i, aval in enumerate(out_avals):
             out_name = node_name if i == 0 else self.names.take(f"{node_name}_out{i}")
@@ -226,15 +280,14 @@ class _Builder:
             encoded = _param(params[key])
             if encoded is not None or params[key] is None:
                 _flatten_param(key, encoded, args)
-        entry = {"name": node_name, "op": f"jax.{name}", "args": args, "outputs": outs}
+        entry = {"name": node_name, "op": op, "args": args, "outputs": outs}
         if location:
             entry["location"] = location
         if self.origin is not None:
             entry["origin"] = dict(self.origin)
         self.nodes.append(entry)
         self.produced.update(outs)
-        known = self._evaluate(prim, ins, params, out_avals)
-        return [Value(name=o, known=k) for o, k in zip(outs, known, strict=True)]
+        return outs
 
     def _evaluate(self, prim: Any, ins: list[Value], params: dict, out_avals: list[Any]) -> list:
         none = [None] * len(out_avals)
@@ -301,6 +354,9 @@ class _Builder:
     def eqn(self, eqn: Any, ins: list[Value], parent: str | None) -> list[Value]:
         name = eqn.primitive.name
         loc = self.location(eqn) or parent
+        sampler = None if eqn is self.wrapper else _sampler(eqn, ins)
+        if sampler is not None:
+            return self.draw(eqn, sampler, ins, loc)
         if name in _INLINE and _INLINE[name] in eqn.params:
             if name not in ("jit", "pjit") or self.origin is not None or eqn is self.wrapper:
                 return self.closed(eqn.params[_INLINE[name]], ins, loc)
@@ -316,8 +372,52 @@ class _Builder:
             return self.while_loop(eqn, ins, loc)
         if name == "cond":
             return self.cond(eqn, ins, loc)
+        out_dtypes = [v.aval.dtype for v in eqn.outvars]
+        if (
+            any(v.key for v in ins)
+            or any(_is_key(d) for d in out_dtypes)
+            or (out_dtypes and all(_is_key_like(d) for d in out_dtypes))
+        ):
+            return self.key_eqn(eqn, ins, loc)
         params = {k: v for k, v in eqn.params.items() if not _is_jaxpr(v)}
         return self.emit(eqn.primitive, ins, params, [v.aval for v in eqn.outvars], loc)
+
+    def draw(self, eqn: Any, sampler: str, ins: list[Value], loc: str | None) -> list[Value]:
+        """A jax.random sampler call: one node `jax.random.<sampler>` whose outputs are random
+        draws (their values are JAX's, recorded by the golden run). Its operands other than
+        keys (bernoulli's `p`, randint's bounds) are its arguments; keys are left out."""
+        for v in eqn.outvars:
+            if _is_key_like(v.aval.dtype):
+                raise CaptureError(
+                    f"{_at(loc)}jax.random.{sampler} returns a PRNG key or uint32 bits, which"
+                    " have no SOLAR dtype"
+                )
+        operands = [v for v in ins if not v.key]
+        avals = [v.aval for v in eqn.outvars]
+        outs = self.node(f"jax.random.{sampler}", sampler, operands, {}, avals, loc)
+        self.draws.append((eqn, outs))
+        return [Value(name=o) for o in outs]
+
+    def key_eqn(self, eqn: Any, ins: list[Value], loc: str | None) -> list[Value]:
+        """A primitive on PRNG keys: key operations (split, fold_in, wrap, ...), data movement
+        of keys and whatever computes uint32 values (fold_in's data) give keys, which are left
+        out; a primitive that turns keys into values, outside a jax.random sampler, is not
+        supported."""
+        name = eqn.primitive.name
+        if name in _BITS_PRIMITIVES:
+            raise CaptureError(
+                f"{_at(loc)}unsupported random primitive 'jax.{name}': SOLAR captures the"
+                " samplers of jax.random (normal, uniform, bernoulli, randint, ...) as random"
+                ' draws, not raw bits (docs/jax.md, "Random draws")'
+            )
+        if name not in _KEY_PRIMITIVES and not all(_is_key_like(v.aval.dtype) for v in eqn.outvars):
+            raise CaptureError(
+                f"{_at(loc)}unsupported use of a PRNG key: 'jax.{name}' computes a"
+                f" {_dtype_text(eqn.outvars[0].aval.dtype)} value from a key or uint32 key data;"
+                " SOLAR captures keys only as operands of jax.random samplers"
+                ' (docs/jax.md, "Random draws")'
+            )
+        return [Value(key=True) for _ in eqn.outvars]
 
     def scan(self, eqn: Any, ins: list[Value], loc: str | None) -> list[Value]:
         p = eqn.params
@@ -343,6 +443,8 @@ class _Builder:
 
     def index(self, x: Value, aval: Any, t: int, loc: str | None) -> Value:
         """`x[t]` as a slice and a squeeze of its leading dim."""
+        if x.key:
+            return x
         shape = tuple(aval.shape)
         row = jax.core.ShapedArray((1,) + shape[1:], aval.dtype)
         (piece,) = self.emit(
@@ -361,6 +463,8 @@ class _Builder:
 
     def stack(self, pieces: list[Value], aval: Any, loc: str | None) -> Value:
         """The scan's stacked output `aval` from its per-step pieces."""
+        if any(p.key for p in pieces):
+            return Value(key=True)
         shape = tuple(aval.shape)
         row = jax.core.ShapedArray((1,) + shape[1:], aval.dtype)
         rows = []
@@ -379,7 +483,7 @@ class _Builder:
         p = eqn.params
         cn, bn = p["cond_nconsts"], p["body_nconsts"]
         cond_consts, body_consts, carry = ins[:cn], ins[cn : cn + bn], ins[cn + bn :]
-        for _ in range(WHILE_LIMIT + 1):
+        for trips in range(WHILE_LIMIT + 1):
             (pred,) = self.closed(p["cond_jaxpr"], cond_consts + carry, loc)
             if pred.known is None:
                 raise CaptureError(
@@ -388,6 +492,7 @@ class _Builder:
                     " is known from constants"
                 )
             if not bool(pred.known):
+                self.decisions.setdefault(id(eqn), []).append(trips)
                 return carry
             carry = self.closed(p["body_jaxpr"], body_consts + carry, loc)
         raise CaptureError(f"{_at(loc)}a while loop runs more than {WHILE_LIMIT} iterations")
@@ -401,13 +506,19 @@ class _Builder:
                 " input data is not supported: SOLAR needs a predicate known from constants"
             )
         k = min(max(int(index.known), 0), len(branches) - 1)
+        self.decisions.setdefault(id(eqn), []).append(k)
         return self.closed(branches[k], operands, loc)
 
     # ---- the document -------------------------------------------------------------------------
 
     def finish(self, outs: list[Value], out_avals: list[Any], framework_version: str) -> Flattened:
         out_names: list[str] = []
-        for v, aval in zip(outs, out_avals, strict=True):
+        for i, (v, aval) in enumerate(zip(outs, out_avals, strict=True)):
+            if v.key:
+                raise CaptureError(
+                    f"output {i} of the function is a PRNG key or uint32 key data, which has no"
+                    " SOLAR dtype (return the values drawn with it)"
+                )
             if v.name is None or v.name not in self.produced or v.name in out_names:
                 (v,) = self.emit(jax.lax.copy_p, [v], {}, [aval], None)
             out_names.append(v.name)
@@ -439,7 +550,41 @@ class _Builder:
             "outputs": out_names,
         }
         constants = {k: v for k, v in self.constants.items() if k in live}
-        return Flattened(document, constants)
+        draws = None
+        if self.draws:
+            draws = Draws(
+                None, [e for e, _ in self.draws], [o for _, o in self.draws], self.decisions
+            )
+        return Flattened(document, constants, draws=draws)
+
+
+def _is_key(dtype: Any) -> bool:
+    """Whether `dtype` is a typed PRNG key dtype (``key<fry>``)."""
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def _is_key_like(dtype: Any) -> bool:
+    """A key dtype, or uint32 (legacy ``PRNGKey`` data; uint32 has no SOLAR dtype)."""
+    if dtype is None:
+        return False
+    return _is_key(dtype) or np.dtype(dtype) == np.uint32
+
+
+def _dtype_text(dtype: Any) -> str:
+    return DTYPES.get(str(dtype), str(dtype))
+
+
+def _sampler(eqn: Any, ins: list[Value]) -> str | None:
+    """The jax.random sampler an equation calls (``normal`` for the ``jit`` named ``_normal``
+    that reads a key), or None. jax.random's samplers are jitted functions named after the
+    public function with a leading underscore."""
+    if eqn.primitive.name not in ("jit", "pjit") or not any(v.key for v in ins):
+        return None
+    name = str(eqn.params.get("name") or "")
+    public = name[1:]
+    if not name.startswith("_") or not callable(getattr(jax.random, public, None)):
+        return None
+    return public
 
 
 def _at(location: str | None) -> str:
@@ -496,4 +641,103 @@ def flatten(fn: Any, leaves: list[Leaf], source: str | None) -> Flattened:
     ins = [builder.leaf(leaf, v.aval) for leaf, v in zip(leaves, closed.jaxpr.invars, strict=True)]
     outs = builder.closed(closed, ins, None)
     out_avals = [v.aval for v in closed.jaxpr.outvars]
-    return builder.finish(outs, out_avals, jax.__version__)
+    flat = builder.finish(outs, out_avals, jax.__version__)
+    flat.leaf_names = [v.name for v in ins]
+    if flat.draws is not None:
+        flat.draws.closed = closed
+    return flat
+
+
+def record_draws(draws: Draws, values: list[Any]) -> tuple[list[Any], list[Any]]:
+    """JAX's run of the captured program on ``values`` (jitted, one run): its outputs, and the
+    values of every random draw (``draws.outputs`` order). The jaxpr is evaluated equation by
+    equation inside ``jax.jit``: calls, scans, while loops and conds that hold a draw are
+    entered the way the capture walked them (a scan unrolled, a while loop run for the trip
+    count the capture found, a cond's branch the capture took), every other equation is bound
+    as it is, and each sampler equation's outputs are recorded."""
+    wanted = {id(e) for e in draws.eqns}
+    decisions = {k: iter(v) for k, v in draws.decisions.items()}
+    holds: dict[int, bool] = {}
+
+    def has_draw(jaxpr: Any) -> bool:
+        inner = jaxpr.jaxpr if isinstance(jaxpr, jcore.ClosedJaxpr) else jaxpr
+        if id(inner) not in holds:
+            holds[id(inner)] = any(
+                id(e) in wanted or any(has_draw(j) for j in _jaxprs(e.params.values()))
+                for e in inner.eqns
+            )
+        return holds[id(inner)]
+
+    def run_closed(closed: Any, args: list[Any], record: list) -> list[Any]:
+        if isinstance(closed, jcore.ClosedJaxpr):
+            return run(closed.jaxpr, list(closed.consts), args, record)
+        return run(closed, [], args, record)
+
+    def run(jaxpr: Any, consts: list[Any], args: list[Any], record: list) -> list[Any]:
+        env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts, strict=True))
+        env.update(zip(jaxpr.invars, args, strict=True))
+
+        def read(atom: Any) -> Any:
+            return atom.val if isinstance(atom, jcore.Literal) else env[atom]
+
+        for eqn in jaxpr.eqns:
+            ins = [read(a) for a in eqn.invars]
+            name = eqn.primitive.name
+            body = eqn.params.get(_INLINE.get(name) or "")
+            if id(eqn) in wanted:
+                outs = _bind(eqn, ins)
+                record.append(outs)
+            elif body is not None and has_draw(body):
+                outs = run_closed(body, ins, record)
+            elif name == "scan" and has_draw(eqn.params["jaxpr"]):
+                outs = scan(eqn, ins, record)
+            elif name == "while" and has_draw(eqn.params["body_jaxpr"]):
+                p = eqn.params
+                cn, bn = p["cond_nconsts"], p["body_nconsts"]
+                outs = ins[cn + bn :]
+                for _ in range(next(decisions[id(eqn)])):
+                    outs = run_closed(p["body_jaxpr"], ins[cn : cn + bn] + outs, record)
+            elif name == "cond" and any(has_draw(b) for b in eqn.params["branches"]):
+                branch = eqn.params["branches"][next(decisions[id(eqn)])]
+                outs = run_closed(branch, ins[1:], record)
+            else:
+                outs = _bind(eqn, ins)
+            env.update(zip(eqn.outvars, outs, strict=True))
+        return [read(a) for a in jaxpr.outvars]
+
+    def scan(eqn: Any, ins: list[Any], record: list) -> list[Any]:
+        p = eqn.params
+        n_consts, n_carry, length = p["num_consts"], p["num_carry"], p["length"]
+        consts, carry = ins[:n_consts], ins[n_consts : n_consts + n_carry]
+        xs = ins[n_consts + n_carry :]
+        ys: dict[int, list[Any]] = {}
+        for t in range(length - 1, -1, -1) if p["reverse"] else range(length):
+            outs = run_closed(p["jaxpr"], consts + carry + [x[t] for x in xs], record)
+            carry, ys[t] = outs[:n_carry], outs[n_carry:]
+        n_ys = len(eqn.outvars) - n_carry
+        return carry + [jax.numpy.stack([ys[t][j] for t in range(length)]) for j in range(n_ys)]
+
+    def program(*args: Any) -> tuple[list[Any], list[Any]]:
+        record: list = []
+        outs = run_closed(draws.closed, list(args), record)
+        return outs, record
+
+    return jax.jit(program)(*values)
+
+
+def _bind(eqn: Any, ins: list[Any]) -> list[Any]:
+    bound = eqn.primitive.get_bind_params(eqn.params)  # older JAX: (subfuns, params)
+    subfuns, params = bound if isinstance(bound, tuple) else ((), bound)
+    out = eqn.primitive.bind(*subfuns, *ins, **params)
+    return list(out) if eqn.primitive.multiple_results else [out]
+
+
+def _jaxprs(values: Any) -> list[Any]:
+    """The jaxprs among equation parameters (nested in lists and tuples)."""
+    found = []
+    for v in values:
+        if isinstance(v, (jcore.ClosedJaxpr, jcore.Jaxpr)):
+            found.append(v)
+        elif isinstance(v, (list, tuple)):
+            found += _jaxprs(v)
+    return found
