@@ -13,7 +13,9 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstdint>
 #include <optional>
@@ -24,6 +26,7 @@
 #include "bindings.h"
 #include "solar/cli/inputs.h"
 #include "solar/exec/executor.h"
+#include "solar/exec/verify.h"
 #include "solar/ir/checker.h"
 #include "solar/util/error.h"
 
@@ -154,9 +157,77 @@ nb::dict to_numpy_dict(exec::TensorMap tensors, const exec::TensorMap& inputs) {
   return result;
 }
 
+ir::DType dtype_named(const std::string& name) {
+  const std::optional<ir::DType> t = ir::dtype_from_name(name);
+  if (!t) {
+    throw UserError("unknown dtype '" + name + "' (one of " + std::string(ir::dtype_all_names()) +
+                    ")");
+  }
+  return *t;
+}
+
+// `value` (a C-contiguous CPU array) lent as a tensor holding values of `declared` (raw-bit
+// arrays are read as it says), kept alive by `keep`.
+exec::Tensor borrow_array(const nb::handle& value, ir::DType declared, const std::string& what,
+                          std::vector<Array>& keep) {
+  Array a;
+  if (!nb::try_cast(value, a, /*convert=*/false)) {
+    throw UserError(what + " must be a C-contiguous numpy array on the CPU");
+  }
+  const std::optional<ir::DType> dtype = ir_dtype_of(a.dtype(), declared);
+  if (!dtype) throw UserError(what + " has a numpy dtype SOLAR does not read");
+  std::vector<int64_t> shape(a.ndim());
+  for (size_t i = 0; i < a.ndim(); ++i) shape[i] = static_cast<int64_t>(a.shape(i));
+  exec::Tensor t = exec::Tensor::borrow(*dtype, shape, const_cast<void*>(a.data()));
+  keep.push_back(std::move(a));
+  return t;
+}
+
+nb::dict check_dict(const exec::OutputCheck& c) {
+  nb::dict d;
+  d["name"] = c.name;
+  d["dtype"] = std::string(ir::dtype_name(c.dtype));
+  d["shape"] = c.shape;
+  d["rtol"] = c.tol.rtol;
+  d["atol"] = c.tol.atol;
+  d["max_abs_err"] = c.max_abs_err;
+  d["max_rel_err"] = c.max_rel_err;
+  d["passed"] = c.passed;
+  if (!c.error.empty()) d["error"] = c.error;
+  return d;
+}
+
 }  // namespace
 
 void bind_exec(nb::module_& m) {
+  m.def(
+      "tolerance",
+      [](const std::string& dtype) {
+        const exec::Tolerance t = exec::tolerance(dtype_named(dtype));
+        return std::pair<double, double>(t.rtol, t.atol);
+      },
+      nb::arg("dtype"), "(rtol, atol) of verification for outputs of an IR dtype (exec/verify.h).");
+
+  m.def(
+      "compare_output",
+      [](const std::string& name, const std::string& dtype, const nb::handle& got,
+         const nb::handle& expected, std::optional<double> rtol, std::optional<double> atol) {
+        const ir::DType declared = dtype_named(dtype);
+        std::vector<Array> keep;
+        const exec::Tensor g = borrow_array(got, declared, "output '" + name + "'", keep);
+        const exec::Tensor e = borrow_array(expected, declared, "expected '" + name + "'", keep);
+        exec::Tolerance tol = exec::tolerance(declared);
+        if (rtol) tol.rtol = *rtol;
+        if (atol) tol.atol = *atol;
+        exec::OutputCheck c = exec::compare_output(name, g, e, tol);
+        c.dtype = declared;
+        return check_dict(c);
+      },
+      nb::arg("name"), nb::arg("dtype"), nb::arg("got"), nb::arg("expected"),
+      nb::arg("rtol") = nb::none(), nb::arg("atol") = nb::none(),
+      "One output against its expected values (exec/verify.h): a dict with name, dtype, shape, "
+      "rtol, atol, max_abs_err, max_rel_err, passed (and error when the shapes differ).");
+
   m.def(
       "run",
       [](const ir::Program& p, const nb::dict& inputs, const ir::SymbolValues& sizes,

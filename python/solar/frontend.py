@@ -51,15 +51,11 @@ VERIFY_MODES = ("auto", "whole_program", "per_op")
 # The stages of one analysis, in order, as ``stage_times`` names them (seconds each).
 STAGES = ("capture", "lowering", "verification", "analysis")
 
-# (rtol, atol) per dtype. PyTorch computes in the dtype, SOLAR's executor in double and rounds
-# once per store, so the difference is PyTorch's rounding: a few ulps times a reduction's depth.
+# (rtol, atol) per dtype, from the C++ oracle's one table (exec/verify.h). PyTorch computes in
+# the dtype, SOLAR's executor in double and rounds once per store, so the difference is PyTorch's
+# rounding: a few ulps times a reduction's depth.
 TOLERANCES = {
-    "f64": (1e-9, 1e-12),
-    "f32": (1e-4, 1e-5),
-    "f16": (1e-2, 1e-3),
-    "bf16": (2e-2, 1e-2),
-    "f8e4m3": (1.25e-1, 1e-1),
-    "f8e5m2": (2.5e-1, 1e-1),
+    d: _core.tolerance(d) for d in ("f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2")
 }
 _ELEMENT_BYTES = {
     "f64": 8,
@@ -378,44 +374,22 @@ def verify(
 
 
 def compare_output(name: str, dtype: str, got: np.ndarray, expected: np.ndarray) -> dict:
-    """One output of SOLAR's run against the framework's, with ``TOLERANCES[dtype]``: a dict
-    with name, dtype, shape, rtol, atol, max_abs_err, max_rel_err, passed (and error)."""
-    rtol, atol = TOLERANCES.get(dtype, (0.0, 0.0))
-    entry = {"name": name, "dtype": dtype, "shape": list(expected.shape), "rtol": rtol}
-    if got.shape != expected.shape:
-        entry.update(atol=atol, max_abs_err=None, max_rel_err=None, passed=False)
-        entry["error"] = f"shape {list(got.shape)} != {list(expected.shape)}"
-        return entry
-    g, e = _as_float(got, dtype), _as_float(expected, dtype)
-    scale = max(1.0, float(np.max(np.abs(e[np.isfinite(e)]), initial=0.0)))
-    diff = np.abs(g - e)
-    same = (g == e) | (np.isnan(g) & np.isnan(e))  # equal infinities and NaNs agree
-    diff = np.where(same, 0.0, diff)
-    ok = same | (diff <= atol * scale + rtol * np.abs(e))
-    rel = diff / np.maximum(np.abs(e), np.finfo(np.float64).tiny)
-    entry.update(
-        atol=atol,
-        max_abs_err=float(np.max(diff, initial=0.0)),
-        max_rel_err=float(np.max(np.where(same, 0.0, rel), initial=0.0)),
-        passed=bool(np.all(ok)),
-    )
-    return entry
+    """One output of SOLAR's run against the framework's, by the C++ oracle
+    (``_core.compare_output``, exec/verify.h; ``solar ir verify`` runs the same) with
+    ``TOLERANCES[dtype]``: a dict with name, dtype, shape, rtol, atol, max_abs_err, max_rel_err,
+    passed (and error). bf16/f8 arrive as raw bits or ml_dtypes arrays."""
+    return _core.compare_output(name, dtype, _core_array(got, dtype), _core_array(expected, dtype))
 
 
-def _as_float(a: np.ndarray, dtype: str) -> np.ndarray:
-    """Values as float64; bf16/f8 given as raw bits (or ml_dtypes) are decoded through torch."""
-    if dtype in ("bf16", "f8e4m3", "f8e5m2"):
-        import torch
-
-        torch_dtype = {
-            "bf16": torch.bfloat16,
-            "f8e4m3": torch.float8_e4m3fn,
-            "f8e5m2": torch.float8_e5m2,
-        }[dtype]
-        bits = np.ascontiguousarray(a).view(np.uint16 if dtype == "bf16" else np.uint8)
-        raw = torch.from_numpy(bits.astype(np.int16) if dtype == "bf16" else bits)
-        return raw.view(torch_dtype).to(torch.float64).numpy()
-    return a.astype(np.float64)
+def _core_array(a: Any, dtype: str) -> np.ndarray:
+    """``a`` as the core reads it: C-contiguous, bf16/f8 ml_dtypes arrays (and int16 bf16 bits)
+    as their raw unsigned bits."""
+    a = np.asarray(a)
+    if a.dtype.kind == "V" or a.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        a = a.view(np.uint16 if a.dtype.itemsize == 2 else np.uint8)
+    elif dtype == "bf16" and a.dtype == np.int16:
+        a = a.view(np.uint16)
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)  # (keeps a 0-d array 0-d)
 
 
 verify_program = verify  # analyze_capture's ``verify`` keyword shadows the function

@@ -19,6 +19,7 @@
 #include <iterator>
 #include <limits>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -36,6 +37,7 @@
 #include "solar/cli/sol_commands.h"
 #include "solar/exec/executor.h"
 #include "solar/exec/npz.h"
+#include "solar/exec/verify.h"
 #include "solar/ir/checker.h"
 #include "solar/ir/diagnostic.h"
 #include "solar/ir/parser.h"
@@ -74,6 +76,18 @@ struct RunArgs {
   bool random = false;
   uint64_t seed = 0;
 };
+
+struct VerifyArgs {
+  std::string file;
+  std::string inputs;
+  std::string expected;
+  std::string json;
+  std::vector<std::string> sizes;
+  std::string memory_limit = "8GiB";
+};
+
+// Exit code of `solar ir verify` when the program runs but an output differs (docs/cli.md).
+constexpr int kVerificationFailed = 3;
 
 // "8GiB", "512MiB", "1.5GB", "100000" (bytes). Units: B, kB/MB/GB/TB (powers of 1000),
 // KiB/MiB/GiB/TiB (powers of 1024); case-insensitive.
@@ -274,6 +288,58 @@ int cmd_run(const RunArgs& a, std::ostream& out) {
   return 0;
 }
 
+nlohmann::json check_json(const exec::OutputCheck& c) {
+  const auto number = [](const std::optional<double>& v) {
+    return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  nlohmann::json j = {{"name", c.name},
+                      {"dtype", std::string(ir::dtype_name(c.dtype))},
+                      {"shape", c.shape},
+                      {"rtol", c.tol.rtol},
+                      {"atol", c.tol.atol},
+                      {"max_abs_err", number(c.max_abs_err)},
+                      {"max_rel_err", number(c.max_rel_err)},
+                      {"passed", c.passed}};
+  if (!c.error.empty()) j["error"] = c.error;
+  return j;
+}
+
+// Runs FILE on --inputs and compares every output with --expected (exec/verify.h): exit 0 when
+// all agree, kVerificationFailed when one differs, 1 on bad input.
+int cmd_verify(const VerifyArgs& a, std::ostream& out) {
+  exec::RunOptions options;
+  options.memory_limit_bytes = parse_byte_size(a.memory_limit);
+  options.size_overrides = ir::parse_size_overrides(a.sizes);
+  const ir::Program p = ir::parse_file(a.file);
+  ir::check_or_throw(p, options.size_overrides);
+  const exec::TensorMap expected = exec::read_npz(a.expected);
+  const exec::TensorMap inputs = conform_inputs(p, exec::read_npz(a.inputs));
+  const exec::TensorMap outputs = exec::run(p, inputs, options);
+  const std::vector<exec::OutputCheck> checks = exec::compare_outputs(p, outputs, expected);
+  const bool passed = exec::all_passed(checks);
+  if (!a.json.empty()) {
+    nlohmann::json j = {{"file", a.file},
+                        {"inputs", a.inputs},
+                        {"expected", a.expected},
+                        {"status", passed ? "passed" : "failed"},
+                        {"outputs", nlohmann::json::array()}};
+    for (const exec::OutputCheck& c : checks) j["outputs"].push_back(check_json(c));
+    const std::string text = j.dump(2) + "\n";
+    if (a.json == "-") {
+      out << text;
+      return passed ? 0 : kVerificationFailed;
+    }
+    write_file_atomically(a.json, text);
+  }
+  size_t ok = 0;
+  for (const exec::OutputCheck& c : checks) ok += c.passed ? 1 : 0;
+  out << a.file << ": ran on '" << a.inputs << "', compared with '" << a.expected << "'\n"
+      << exec::render_checks(checks) << (passed ? "passed" : "failed") << ": " << ok << " of "
+      << checks.size() << " outputs within tolerance\n";
+  if (!a.json.empty()) out << "wrote " << a.json << "\n";
+  return passed ? 0 : kVerificationFailed;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Command-line structure
 
@@ -303,9 +369,11 @@ struct Cli {
   CLI::App* check = nullptr;
   CLI::App* fmt = nullptr;
   CLI::App* run = nullptr;
+  CLI::App* verify = nullptr;
   CheckArgs check_args;
   FmtArgs fmt_args;
   RunArgs run_args;
+  VerifyArgs verify_args;
 
   Cli() {
     app.set_version_flag("--version", std::string("solar ") + SOLAR_VERSION,
@@ -314,7 +382,7 @@ struct Cli {
     for (const DelegatedCommand& c : kDelegatedCommands) {
       app.add_subcommand(std::string(c.name), std::string(c.help));  // listed in the help
     }
-    ir = app.add_subcommand("ir", "Affine Loop IR files: check, format, run (docs/ir.md)");
+    ir = app.add_subcommand("ir", "Affine Loop IR files: check, format, run, verify (docs/ir.md)");
 
     check =
         ir->add_subcommand("check", "Parse and check IR files; print 'FILE: ok' or diagnostics");
@@ -354,6 +422,26 @@ struct Cli {
         ->needs(random);
     run->add_option("--save-inputs", run_args.save_inputs, "Also write the inputs used to a .npz")
         ->type_name("FILE.npz");
+
+    verify = ir->add_subcommand(
+        "verify", "Run an IR program on .npz inputs and compare its outputs with expected ones");
+    verify->add_option("FILE", verify_args.file, "IR file")->required()->type_name("");
+    verify->add_option("--inputs", verify_args.inputs, "Inputs and weights by name (numpy .npz)")
+        ->type_name("IN.npz")
+        ->required();
+    verify
+        ->add_option("--expected", verify_args.expected,
+                     "The expected outputs by name (numpy .npz), e.g. the framework's run")
+        ->type_name("OUT.npz")
+        ->required();
+    verify->add_option("--json", verify_args.json, "Write the comparison as JSON; '-': to stdout")
+        ->type_name("OUT");
+    add_size_option(verify, verify_args.sizes);
+    verify
+        ->add_option("--memory-limit", verify_args.memory_limit,
+                     "Refuse runs whose tensors need more (8GiB, 512MiB, 2GB, ...)")
+        ->type_name("BYTES")
+        ->capture_default_str();
 
     // Set last: subcommands inherit their parent's footer when they are created.
     app.footer("Run 'solar COMMAND --help' for the options of a command.");
@@ -437,6 +525,7 @@ int run_cli_impl(std::vector<std::string> args, std::ostream& out, std::ostream&
   if (cli.check->parsed()) return cmd_check(cli.check_args, out, err);
   if (cli.fmt->parsed()) return cmd_fmt(cli.fmt_args, out, err);
   if (cli.run->parsed()) return cmd_run(cli.run_args, out);
+  if (cli.verify->parsed()) return cmd_verify(cli.verify_args, out);
   internal_error(__FILE__, __LINE__, "no command selected after parsing: " + prog);
 }
 

@@ -141,7 +141,7 @@ TEST_F(CliTest, UnknownCommandListsTheValidOnes) {
   EXPECT_EQ(r.out, "");
   r = solar({"ir", "frobnicate"});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_EQ(r.err, "solar ir: error: unknown command 'frobnicate' (valid: check, fmt, run)\n");
+  EXPECT_EQ(r.err, "solar ir: error: unknown command 'frobnicate' (valid: check, fmt, run, verify)\n");
   r = solar({"help", "nope"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("unknown command 'nope'"), std::string::npos);
@@ -342,6 +342,47 @@ TEST_F(CliTest, RunComputesTheOutputs) {
     EXPECT_EQ(c.get(2), 10);
     EXPECT_EQ(c.get(3), 11);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ir verify
+
+TEST_F(CliTest, VerifyComparesEveryOutputWithTheExpectedValues) {
+  const std::string f = write("gemm.ir", kGemm);
+  exec::TensorMap inputs;
+  inputs.emplace("A", f32({2, 3}, {1, 2, 3, 4, 5, 6}));
+  inputs.emplace("B", f32({3, 2}, {1, 0, 0, 1, 1, 1}));
+  exec::write_npz(path("in.npz"), inputs);
+  // [[1,2,3],[4,5,6]] @ [[1,0],[0,1],[1,1]] = [[4,5],[10,11]]
+  exec::TensorMap good;
+  good.emplace("C", f32({2, 2}, {4, 5, 10, 11}));
+  exec::write_npz(path("good.npz"), good);
+  const Result ok = solar({"ir", "verify", f, "--inputs", path("in.npz"), "--expected",
+                           path("good.npz"), "--json", path("v.json")});
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+  EXPECT_NE(ok.out.find("C f32[2, 2]: max abs err 0, max rel err 0 (rtol 0.0001, atol 1e-05): ok"),
+            std::string::npos)
+      << ok.out;
+  EXPECT_NE(ok.out.find("passed: 1 of 1 outputs within tolerance"), std::string::npos) << ok.out;
+  EXPECT_NE(read(path("v.json")).find("\"status\": \"passed\""), std::string::npos);
+  // 11 expected as 11.5: off by 0.5, relative 0.5 / 11.5 = 0.0435 (printed %.3g)
+  exec::TensorMap bad;
+  bad.emplace("C", f32({2, 2}, {4, 5, 10, 11.5}));
+  exec::write_npz(path("bad.npz"), bad);
+  const Result differs =
+      solar({"ir", "verify", f, "--inputs", path("in.npz"), "--expected", path("bad.npz")});
+  EXPECT_EQ(differs.rc, 3);  // ran, but an output differs (docs/cli.md, exit codes)
+  EXPECT_NE(differs.out.find("max abs err 0.5, max rel err 0.0435"), std::string::npos)
+      << differs.out;
+  EXPECT_NE(differs.out.find("failed: 0 of 1 outputs within tolerance"), std::string::npos);
+  // bad input: one line, exit 1
+  const Result missing =
+      solar({"ir", "verify", f, "--inputs", path("in.npz"), "--expected", path("none.npz")});
+  EXPECT_EQ(missing.rc, 1);
+  EXPECT_EQ(count_lines(missing.err), 1) << missing.err;
+  const Result no_expected = solar({"ir", "verify", f, "--inputs", path("in.npz")});
+  EXPECT_EQ(no_expected.rc, 1);
+  EXPECT_NE(no_expected.err.find("--expected"), std::string::npos) << no_expected.err;
 }
 
 TEST_F(CliTest, RunConvertsInputsOnlyWhenExact) {

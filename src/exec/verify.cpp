@@ -1,0 +1,153 @@
+// Verification: outputs against expected values (include/solar/exec/verify.h).
+#include "solar/exec/verify.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "solar/util/error.h"
+
+namespace solar::exec {
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// %.3g, the way the comparison is printed ("1.19e-07", "0", "nan").
+std::string short_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+bool is_float(ir::DType t) {
+  switch (t) {
+    case ir::DType::F64:
+    case ir::DType::F32:
+    case ir::DType::F16:
+    case ir::DType::BF16:
+    case ir::DType::F8E4M3:
+    case ir::DType::F8E5M2:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+Tolerance tolerance(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::F64:
+      return {1e-9, 1e-12};
+    case ir::DType::F32:
+      return {1e-4, 1e-5};
+    case ir::DType::F16:
+      return {1e-2, 1e-3};
+    case ir::DType::BF16:
+      return {2e-2, 1e-2};
+    case ir::DType::F8E4M3:
+      return {1.25e-1, 1e-1};
+    case ir::DType::F8E5M2:
+      return {2.5e-1, 1e-1};
+    default:
+      return {0.0, 0.0};  // integers and bool: exact
+  }
+}
+
+OutputCheck compare_output(const std::string& name, const Tensor& got, const Tensor& expected,
+                           std::optional<Tolerance> tol) {
+  OutputCheck c;
+  c.name = name;
+  c.dtype = got.dtype();
+  c.shape = expected.shape();
+  c.tol = tol ? *tol : tolerance(got.dtype());
+  if (got.shape() != expected.shape()) {
+    c.error = "shape " + shape_text(got.shape()) + " != " + shape_text(expected.shape());
+    return c;
+  }
+  const bool bits = expected.dtype() == ir::DType::U8 &&
+                    (got.dtype() == ir::DType::F8E4M3 || got.dtype() == ir::DType::F8E5M2);
+  const Tensor want = bits ? reinterpret_bits(expected, got.dtype()) : expected;
+  const int64_t n = got.numel();
+  double scale = 1.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double e = want.get(i);
+    if (std::isfinite(e)) scale = std::max(scale, std::abs(e));
+  }
+  double max_abs = 0.0, max_rel = 0.0;
+  bool passed = true;
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = got.get(i), e = want.get(i);
+    if (g == e || (std::isnan(g) && std::isnan(e))) continue;  // equal infinities and NaNs agree
+    const double diff = std::abs(g - e);
+    const double rel = diff / std::max(std::abs(e), std::numeric_limits<double>::min());
+    if (std::isnan(diff)) {
+      max_abs = max_rel = std::numeric_limits<double>::quiet_NaN();
+    } else if (!std::isnan(max_abs)) {
+      max_abs = std::max(max_abs, diff);
+      max_rel = std::max(max_rel, rel);
+    }
+    // An infinity agrees only with the same infinity (rtol * |inf| would allow anything).
+    const bool finite = std::isfinite(g) && std::isfinite(e);
+    if (!finite || !(diff <= c.tol.atol * scale + c.tol.rtol * std::abs(e))) passed = false;
+  }
+  c.max_abs_err = max_abs;
+  c.max_rel_err = max_rel;
+  c.passed = passed;
+  return c;
+}
+
+std::vector<OutputCheck> compare_outputs(const ir::Program& p, const TensorMap& outputs,
+                                         const TensorMap& expected) {
+  std::vector<OutputCheck> checks;
+  for (const ir::TensorDecl& t : p.tensors) {
+    if (t.role != ir::TensorRole::Output) continue;
+    const auto got = outputs.find(t.name);
+    const auto want = expected.find(t.name);
+    if (got == outputs.end() || want == expected.end()) {
+      OutputCheck c;
+      c.name = t.name;
+      c.dtype = t.dtype;
+      c.tol = tolerance(t.dtype);
+      if (got != outputs.end()) c.shape = got->second.shape();
+      c.error = got == outputs.end() ? "not computed by the program" : "no expected value given";
+      checks.push_back(std::move(c));
+      continue;
+    }
+    checks.push_back(compare_output(t.name, got->second, want->second));
+  }
+  return checks;
+}
+
+bool all_passed(const std::vector<OutputCheck>& checks) {
+  return std::all_of(checks.begin(), checks.end(), [](const OutputCheck& c) { return c.passed; });
+}
+
+std::string render_checks(const std::vector<OutputCheck>& checks) {
+  std::string s;
+  for (const OutputCheck& c : checks) {
+    s += c.name + " " + std::string(ir::dtype_name(c.dtype)) + shape_text(c.shape) + ": ";
+    if (!c.error.empty()) {
+      s += c.error + ": FAILED\n";
+      continue;
+    }
+    s += "max abs err " + short_number(*c.max_abs_err) + ", max rel err " +
+         short_number(*c.max_rel_err);
+    if (is_float(c.dtype)) {
+      s += " (rtol " + short_number(c.tol.rtol) + ", atol " + short_number(c.tol.atol) + ")";
+    } else {
+      s += " (exact)";
+    }
+    s += c.passed ? ": ok\n" : ": FAILED\n";
+  }
+  return s;
+}
+
+}  // namespace solar::exec
