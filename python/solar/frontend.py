@@ -54,9 +54,7 @@ STAGES = ("capture", "lowering", "verification", "analysis")
 # (rtol, atol) per dtype, from the C++ oracle's one table (exec/verify.h). PyTorch computes in
 # the dtype, SOLAR's executor in double and rounds once per store, so the difference is PyTorch's
 # rounding: a few ulps times a reduction's depth.
-TOLERANCES = {
-    d: _core.tolerance(d) for d in ("f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2")
-}
+TOLERANCES = {d: _core.tolerance(d) for d in ("f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2")}
 _ELEMENT_BYTES = {
     "f64": 8,
     "f32": 4,

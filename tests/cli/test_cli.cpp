@@ -141,7 +141,8 @@ TEST_F(CliTest, UnknownCommandListsTheValidOnes) {
   EXPECT_EQ(r.out, "");
   r = solar({"ir", "frobnicate"});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_EQ(r.err, "solar ir: error: unknown command 'frobnicate' (valid: check, fmt, run, verify)\n");
+  EXPECT_EQ(r.err,
+            "solar ir: error: unknown command 'frobnicate' (valid: check, fmt, run, verify)\n");
   r = solar({"help", "nope"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("unknown command 'nope'"), std::string::npos);
