@@ -1115,15 +1115,15 @@ struct CacheOptimizer::Impl {
 // touching nodes). Its working set and traffic are untiled_cost(start, end)'s, except for the
 // whole graph (the fused bytes: the caller's case).
 struct CacheOptimizer::Impl::Window {
-  explicit Window(const Impl& impl) : im(impl) {
-    const size_t tensors = im.g.tensors.size();
-    touches.resize(tensors);
-    state.resize(tensors);
-    for (size_t n = 0; n < im.g.nodes.size(); ++n) {
-      for (const auto* list : {&im.node_reads[n], &im.node_writes[n]}) {
+  explicit Window(const Impl& impl) : im_(impl) {
+    const size_t tensors = im_.g.tensors.size();
+    touches_.resize(tensors);
+    state_.resize(tensors);
+    for (size_t n = 0; n < im_.g.nodes.size(); ++n) {
+      for (const auto* list : {&im_.node_reads[n], &im_.node_writes[n]}) {
         for (const auto& [t, e] : *list) {
-          if (touches[t].empty() || touches[t].back().first != n) {
-            touches[t].emplace_back(n, list == &im.node_reads[n]);
+          if (touches_[t].empty() || touches_[t].back().first != n) {
+            touches_[t].emplace_back(n, list == &im_.node_reads[n]);
           }
         }
       }
@@ -1152,8 +1152,8 @@ struct CacheOptimizer::Impl::Window {
     const size_t n = --end;
     apply(n, -1);
   }
-  int64_t ws() const { return clamp(ws_sum); }
-  int64_t traffic() const { return clamp(traffic_sum); }
+  int64_t ws() const { return clamp(ws_sum_); }
+  int64_t traffic() const { return clamp(traffic_sum_); }
 
   size_t start = 0, end = 0;
 
@@ -1161,7 +1161,7 @@ struct CacheOptimizer::Impl::Window {
   struct TensorState {
     Int128 read = 0, write = 0;  // exact sums of the window's accesses (elements)
     int64_t accesses = 0;
-    size_t head = 0;  // into touches: the first touching node not before `start`, once advanced
+    size_t head = 0;  // into touches_: the first touching node not before `start`, once advanced
     std::pair<int64_t, int64_t> term{0, 0};  // (ws, traffic) in the sums
   };
 
@@ -1170,36 +1170,36 @@ struct CacheOptimizer::Impl::Window {
   // Adds (+1) or removes (-1) node n's accesses, then recounts the terms of the tensors it
   // touches (needed_after changes with `end` only for the tensors of the node at `end`).
   void apply(size_t n, int sign) {
-    for (const auto* list : {&im.node_reads[n], &im.node_writes[n]}) {
-      const bool read = list == &im.node_reads[n];
+    for (const auto* list : {&im_.node_reads[n], &im_.node_writes[n]}) {
+      const bool read = list == &im_.node_reads[n];
       for (const auto& [t, e] : *list) {
-        TensorState& st = state[t];
+        TensorState& st = state_[t];
         (read ? st.read : st.write) += sign * static_cast<Int128>(e);
         st.accesses += sign;
       }
     }
-    for (const auto* list : {&im.node_reads[n], &im.node_writes[n]}) {
+    for (const auto* list : {&im_.node_reads[n], &im_.node_writes[n]}) {
       for (const auto& [t, e] : *list) recount(t);
     }
   }
 
   void recount(size_t t) {
-    TensorState& st = state[t];
+    TensorState& st = state_[t];
     std::pair<int64_t, int64_t> term{0, 0};
     if (st.accesses > 0) {
-      while (touches[t][st.head].first < start) ++st.head;
-      const UntiledUse u{t, clamp(st.read), clamp(st.write), touches[t][st.head].second};
-      term = im.untiled_terms(u, end);
+      while (touches_[t][st.head].first < start) ++st.head;
+      const UntiledUse u{t, clamp(st.read), clamp(st.write), touches_[t][st.head].second};
+      term = im_.untiled_terms(u, end);
     }
-    ws_sum += term.first - st.term.first;
-    traffic_sum += term.second - st.term.second;
+    ws_sum_ += term.first - st.term.first;
+    traffic_sum_ += term.second - st.term.second;
     st.term = term;
   }
 
-  const Impl& im;
-  std::vector<std::vector<std::pair<size_t, bool>>> touches;  // per tensor: (node, reads it)
-  std::vector<TensorState> state;
-  Int128 ws_sum = 0, traffic_sum = 0;
+  const Impl& im_;
+  std::vector<std::vector<std::pair<size_t, bool>>> touches_;  // per tensor: (node, reads it)
+  std::vector<TensorState> state_;
+  Int128 ws_sum_ = 0, traffic_sum_ = 0;
 };
 
 const Unit& CacheOptimizer::Impl::unit(size_t a, size_t b) {
