@@ -91,9 +91,14 @@ void add_report_outputs(CLI::App& app, ReportOutputs& o) {
       ->type_name("FILE");
 }
 
-void render_report_outputs(const report::Report& r, const ReportOutputs& o, nlohmann::json& j,
+bool reads_json_report(const ReportOutputs& o) {
+  return !o.html.empty() || !o.trace.empty() || !o.csv.empty();
+}
+
+void render_report_outputs(const report::Report& r, const ReportOutputs& o, nlohmann::json* j,
                            std::string& table,
                            std::vector<std::pair<std::string, std::string>>& files) {
+  SOLAR_CHECK(j != nullptr || !reads_json_report(o), "report outputs need the JSON report");
   if (!o.measured_ms && (!o.measured_on.empty() || !o.measured_method.empty())) {
     throw UserError("--measured-on needs --measured-ms (the time measured on that device)");
   }
@@ -101,7 +106,7 @@ void render_report_outputs(const report::Report& r, const ReportOutputs& o, nloh
     throw UserError("--measured-nodes needs --measured-ms (the whole program's time)");
   }
   const sol::Insights insights = sol::find_insights(r.graph, r.analysis);
-  j["insights"] = report::insights_to_json(insights);
+  if (j != nullptr) (*j)["insights"] = report::insights_to_json(insights);
   const std::string insight_lines = report::render_insights(insights);
   if (!insight_lines.empty()) table += "\n" + insight_lines;
   std::optional<sol::Headroom> headroom;
@@ -113,13 +118,13 @@ void render_report_outputs(const report::Report& r, const ReportOutputs& o, nloh
       const std::vector<sol::NodeMeasurement> nodes = read_measured_nodes(o.measured_nodes, method);
       headroom->nodes = sol::compute_node_headroom(r.graph, r.analysis, nodes, method);
     }
-    j["headroom"] = report::headroom_to_json(*headroom);
+    if (j != nullptr) (*j)["headroom"] = report::headroom_to_json(*headroom);
     table += "\n" + report::render_headroom(*headroom);
   }
   if (!o.html.empty())
-    files.emplace_back(o.html, report::render_html(j, devices_json(r, headroom)));
-  if (!o.trace.empty()) files.emplace_back(o.trace, report::render_trace(j));
-  if (!o.csv.empty()) files.emplace_back(o.csv, report::render_csv(j));
+    files.emplace_back(o.html, report::render_html(*j, devices_json(r, headroom)));
+  if (!o.trace.empty()) files.emplace_back(o.trace, report::render_trace(*j));
+  if (!o.csv.empty()) files.emplace_back(o.csv, report::render_csv(*j));
   if (!o.dot.empty()) files.emplace_back(o.dot, einsum::graph_to_dot(r.graph));
   std::string wrote;
   for (const auto& [path, text] : files) wrote += "wrote " + path + "\n";

@@ -95,8 +95,7 @@ sol::AnalysisOptions analysis_options(const CommonArgs& a) {
 
 einsum::Graph load_graph(const CommonArgs& a) {
   const ir::Program p = ir::parse_file(a.file);
-  const ir::SymbolValues sizes = ir::check_or_throw(p, ir::parse_size_overrides(a.sizes));
-  einsum::Graph g = einsum::lift(p, sizes);
+  einsum::Graph g = einsum::lift(ir::check_program(p, ir::parse_size_overrides(a.sizes)));
   g.source = a.file;
   einsum::assume_routing(g, einsum::parse_routing(a.routing));
   return g;
@@ -142,10 +141,13 @@ int run_sol(const SolArgs& a, std::ostream& out) {
   report::Report r = report::make_report(std::move(g), load_device(a.hw, a.common.sets), policy,
                                          fidelities, analysis_options(a.common));
   if (!a.verification.empty()) r.verification = a.verification;
-  nlohmann::json j = report::report_to_json(r);
+  // The JSON report only when something reads it: on a graph of 100k nodes building it is a
+  // large part of a run.
+  const bool json = !a.common.json.empty() || reads_json_report(a.outputs);
+  nlohmann::json j = json ? report::report_to_json(r) : nlohmann::json::object();
   std::string table = report::render_report(r, a.top);
-  std::vector<std::pair<std::string, std::string>> files;  // --html etc., written by emit
-  render_report_outputs(r, a.outputs, j, table, files);    // insights, headroom
+  std::vector<std::pair<std::string, std::string>> files;                  // --html etc., by emit
+  render_report_outputs(r, a.outputs, json ? &j : nullptr, table, files);  // insights, headroom
   emit(j, a.common.json, table, out, std::move(files));
   return 0;
 }

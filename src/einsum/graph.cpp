@@ -48,6 +48,7 @@ Routing parse_routing(std::string_view name) {
 }
 
 void assume_routing(Graph& g, Routing r) {
+  if (g.routing == r) return;  // the footprints already count it
   g.routing = r;
   for (Node& n : g.nodes) {
     for (auto* list : {&n.reads, &n.writes}) {

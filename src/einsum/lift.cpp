@@ -710,28 +710,31 @@ class Lifter {
   std::map<size_t, std::vector<std::string>> draws_at_;  // step -> draws first read there
 };
 
-// Sizes to check with: the free sizes of `sizes` as overrides. A derived size in `sizes` must
-// have the value it derives to.
-ir::SymbolValues bind_checked(const ir::Program& p, const ir::SymbolValues& sizes) {
+// Checked with the free sizes of `sizes` as overrides. A derived size in `sizes` must have the
+// value it derives to.
+ir::CheckedProgram bind_checked(const ir::Program& p, const ir::SymbolValues& sizes) {
   ir::SymbolValues overrides;
   for (const auto& [name, value] : sizes) {
     const ir::SizeDecl* d = p.find_size(name);
     if (d == nullptr || d->is_free()) overrides[name] = value;
   }
-  ir::SymbolValues bound = ir::check_or_throw(p, overrides);
+  ir::CheckedProgram checked = ir::check_program(p, overrides);
+  const ir::SymbolValues& bound = checked.sizes();
   for (const auto& [name, value] : sizes) {
     if (bound.at(name) != value) {
       throw UserError("size '" + name + "' is derived from other sizes and is " +
                       std::to_string(bound.at(name)) + " here, not " + std::to_string(value));
     }
   }
-  return bound;
+  return checked;
 }
 
 }  // namespace
 
 Graph lift(const ir::Program& p, const ir::SymbolValues& sizes) {
-  return Lifter(p, bind_checked(p, sizes)).run();
+  return lift(bind_checked(p, sizes));
 }
+
+Graph lift(const ir::CheckedProgram& p) { return Lifter(p.program(), p.sizes()).run(); }
 
 }  // namespace solar::einsum

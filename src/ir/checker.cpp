@@ -439,4 +439,8 @@ SymbolValues check_or_throw(const Program& p, const SymbolValues& overrides) {
   return sizes;
 }
 
+CheckedProgram check_program(const Program& p, const SymbolValues& overrides) {
+  return {p, check_or_throw(p, overrides)};
+}
+
 }  // namespace solar::ir

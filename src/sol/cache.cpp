@@ -18,7 +18,11 @@
 // structural reason (a unit that cannot tile, a write that is not one to one, a read neither
 // inside nor outside the segment's writes, two loops of one unit joined) fails extended by more
 // units, so its tiled extension stops; an untiled segment's working set only grows when the
-// segment grows, so extending it stops once it exceeds the capacity and no tiled one remains.
+// segment grows, so extending it stops once it exceeds the capacity and no tiled one remains;
+// the longest untiled segment that fits is kept as a sliding window over the nodes (not regrown
+// from each start), and the untiled segments between a start's scan and that window are skipped
+// when a lower bound of their traffic cannot beat the best known schedule of their prefix
+// (search(), "Untiled segments from j").
 //
 // Segments are made of units (a node, or a run of translated nodes folded into one with a step
 // loop) joined through the intermediates they write and read: join_tensor states the rule.
@@ -965,6 +969,39 @@ bool join_tensor(const std::vector<int64_t>& shape, const std::vector<SegMap>& w
   return true;
 }
 
+// A vector of values that change one at a time, searched by range for the first value above a
+// threshold (a segment tree of maxima). Values are above kLeast.
+class MaxTree {
+ public:
+  static constexpr Int128 kLeast = -(static_cast<Int128>(1) << 120);
+
+  explicit MaxTree(size_t n) {
+    while (size_ < n) size_ *= 2;
+    v_.assign(2 * size_, kLeast);
+  }
+  void set(size_t i, Int128 x) {
+    size_t k = i + size_;
+    v_[k] = x;
+    for (k /= 2; k > 0; k /= 2) v_[k] = std::max(v_[2 * k], v_[2 * k + 1]);
+  }
+  // The first index of [lo, hi) whose value is above x; hi when none is.
+  size_t first_above(size_t lo, size_t hi, Int128 x) const {
+    return first_above(1, 0, size_, lo, hi, x);
+  }
+
+ private:
+  size_t first_above(size_t k, size_t k_lo, size_t k_hi, size_t lo, size_t hi, Int128 x) const {
+    if (k_hi <= lo || hi <= k_lo || v_[k] <= x) return hi;
+    if (k_hi - k_lo == 1) return k_lo;
+    const size_t mid = k_lo + (k_hi - k_lo) / 2;
+    const size_t left = first_above(2 * k, k_lo, mid, lo, hi, x);
+    return left < hi ? left : first_above(2 * k + 1, mid, k_hi, lo, hi, x);
+  }
+
+  size_t size_ = 1;
+  std::vector<Int128> v_;
+};
+
 // Per tensor of [first, last): summed read and write footprints (elements), whether its first
 // access is a read, in order of first appearance.
 struct UntiledUse {
@@ -1069,6 +1106,100 @@ struct CacheOptimizer::Impl {
   CacheGroup streamed_group(size_t n) const;
   std::optional<CacheGroup> best(size_t first, size_t last, int64_t capacity, bool untiled);
   void set_min_traffic(CacheGroup& grp);
+  struct Window;
+};
+
+// The untiled segment [start, end) kept as a sliding window over the node list: nodes join at the
+// end and leave at the start, each changing only the terms of the tensors it touches (as in the
+// search's incremental segments; a tensor's first access in the window is found from its list of
+// touching nodes). Its working set and traffic are untiled_cost(start, end)'s, except for the
+// whole graph (the fused bytes: the caller's case).
+struct CacheOptimizer::Impl::Window {
+  explicit Window(const Impl& impl) : im_(impl) {
+    const size_t tensors = im_.g.tensors.size();
+    touches_.resize(tensors);
+    state_.resize(tensors);
+    for (size_t n = 0; n < im_.g.nodes.size(); ++n) {
+      for (const auto* list : {&im_.node_reads[n], &im_.node_writes[n]}) {
+        for (const auto& [t, e] : *list) {
+          if (touches_[t].empty() || touches_[t].back().first != n) {
+            touches_[t].emplace_back(n, list == &im_.node_reads[n]);
+          }
+        }
+      }
+    }
+  }
+
+  // Drops the nodes before `j` (an empty window starts again at j).
+  void start_at(size_t j) {
+    if (end <= j) {
+      for (size_t n = start; n < end; ++n) apply(n, -1);  // leaves every tensor untouched
+      start = end = j;
+      return;
+    }
+    while (start < j) {
+      const size_t n = start++;
+      apply(n, -1);
+    }
+  }
+  // Appends node `end`.
+  void push() {
+    const size_t n = end++;
+    apply(n, 1);
+  }
+  // Removes the last node (a push that did not fit).
+  void pop() {
+    const size_t n = --end;
+    apply(n, -1);
+  }
+  int64_t ws() const { return clamp(ws_sum_); }
+  int64_t traffic() const { return clamp(traffic_sum_); }
+
+  size_t start = 0, end = 0;
+
+ private:
+  struct TensorState {
+    Int128 read = 0, write = 0;  // exact sums of the window's accesses (elements)
+    int64_t accesses = 0;
+    size_t head = 0;  // into touches_: the first touching node not before `start`, once advanced
+    std::pair<int64_t, int64_t> term{0, 0};  // (ws, traffic) in the sums
+  };
+
+  static int64_t clamp(Int128 v) { return static_cast<int64_t>(v < kInf ? v : kInf); }
+
+  // Adds (+1) or removes (-1) node n's accesses, then recounts the terms of the tensors it
+  // touches (needed_after changes with `end` only for the tensors of the node at `end`).
+  void apply(size_t n, int sign) {
+    for (const auto* list : {&im_.node_reads[n], &im_.node_writes[n]}) {
+      const bool read = list == &im_.node_reads[n];
+      for (const auto& [t, e] : *list) {
+        TensorState& st = state_[t];
+        (read ? st.read : st.write) += sign * static_cast<Int128>(e);
+        st.accesses += sign;
+      }
+    }
+    for (const auto* list : {&im_.node_reads[n], &im_.node_writes[n]}) {
+      for (const auto& [t, e] : *list) recount(t);
+    }
+  }
+
+  void recount(size_t t) {
+    TensorState& st = state_[t];
+    std::pair<int64_t, int64_t> term{0, 0};
+    if (st.accesses > 0) {
+      while (touches_[t][st.head].first < start) ++st.head;
+      const UntiledUse u{t, clamp(st.read), clamp(st.write), touches_[t][st.head].second};
+      term = im_.untiled_terms(u, end);
+    }
+    ws_sum_ += term.first - st.term.first;
+    traffic_sum_ += term.second - st.term.second;
+    st.term = term;
+  }
+
+  const Impl& im_;
+  std::vector<std::vector<std::pair<size_t, bool>>> touches_;  // per tensor: (node, reads it)
+  std::vector<TensorState> state_;
+  Int128 ws_sum_ = 0, traffic_sum_ = 0;
 };
 
 const Unit& CacheOptimizer::Impl::unit(size_t a, size_t b) {
@@ -1189,6 +1320,10 @@ const Unit& CacheOptimizer::Impl::unit(size_t a, size_t b) {
 
 Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
   Space s;
+  if (unit_count(first, last) > kMaxTiledUnits) {  // the units' count, without building them
+    s.extendable = false;
+    return s;
+  }
   std::vector<const Unit*> us;
   for (size_t n = first; n < last;) {
     const size_t b = std::min(run_end[n], last);
@@ -1729,10 +1864,37 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
   std::vector<int64_t> best(n + 1, kInf);
   std::vector<Choice> choice(n + 1);
   best[0] = 0;
+  // Bytes that every untiled segment moves in proportion to its nodes: per node the reads of the
+  // tensors no node writes and no segment reads more of than they hold (a read-only tensor is
+  // fetched whenever it is read, and below its size its term is the sum of its reads), as prefix
+  // sums; and best[e] - prefix[e] per e, for the range maxima of the skip rule below.
+  std::vector<Int128> prefix(n + 1, 0);
+  MaxTree excess(exhaustive ? 0 : n + 1);
+  if (!exhaustive) {
+    std::vector<Int128> reads(im.g.tensors.size(), 0);
+    std::vector<bool> written(im.g.tensors.size(), false);
+    for (size_t k = 0; k < n; ++k) {
+      for (const auto& [t, e] : im.node_reads[k]) reads[t] += e;
+      for (const auto& [t, e] : im.node_writes[k]) written[t] = true;
+    }
+    std::vector<bool> proportional(im.g.tensors.size(), false);
+    for (size_t t = 0; t < im.g.tensors.size(); ++t) {
+      proportional[t] =
+          !written[t] && reads[t] <= im.g.tensors[t].numel && reads[t] * im.elem_size(t) < kInf;
+    }
+    for (size_t k = 0; k < n; ++k) {
+      prefix[k + 1] = prefix[k];
+      for (const auto& [t, e] : im.node_reads[k]) {
+        if (proportional[t]) prefix[k + 1] += static_cast<Int128>(e) * im.elem_size(t);
+      }
+    }
+    for (size_t e = 0; e <= n; ++e) excess.set(e, static_cast<Int128>(best[e]) - prefix[e]);
+  }
   const auto relax = [&](size_t j, size_t e, int64_t traffic, Choice c) {
     if (sat_add(best[j], traffic) < best[e]) {
       best[e] = sat_add(best[j], traffic);
       choice[e] = c;
+      if (!exhaustive) excess.set(e, static_cast<Int128>(best[e]) - prefix[e]);
     }
   };
   // The untiled segments from j, grown one node at a time (the uses of untiled_uses, kept), with
@@ -1757,6 +1919,55 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
   };
   std::vector<Widest> widest;  // per use
   Int128 bound_sum = 0;
+  // Untiled segments from j that the scan below does not reach. The window holds [j, reach) for
+  // the largest reach seen so far whose segment fits: every [j, e) with e <= reach fits (the
+  // working set grows with the segment). A scan from j relaxes [j, e) for e up to where it stops;
+  // the window relaxes the longer ones that fit, beyond `reach`, and those in between are
+  // skipped when none can be taken. For e' in (e, reach], the traffic of [j, e') is at least
+  // the floor: per tensor of [j, e) its traffic term with `reach` as the end (floor_sum: a read
+  // tensor is fetched at least as much as in [j, e), a written one needed after reach is needed
+  // after e'), raised for a written tensor needed after e' but not after reach (`dying`) to its
+  // term with its last reader as the end, plus prefix[e'] - prefix[e] (the proportional reads of
+  // the nodes added). When best[j] + floor - prefix[e] >= best[e'] - prefix[e'], [j, e') is not
+  // below best[e'] (relax takes strictly less traffic only; best only decreases).
+  Impl::Window window(im);
+  size_t reach = 0;
+  std::vector<int64_t> floor_term;  // per use: its term of floor_sum
+  Int128 floor_sum = 0;
+  std::vector<size_t> dying;  // uses written and needed after some end before reach, not after it
+  std::vector<bool> listed;   // per use: in `dying`
+  // The first end in (e, reach] whose [j, end) the floor does not rule out; reach + 1 if none.
+  const auto first_not_ruled_out = [&](size_t j, size_t e) {
+    std::vector<std::pair<int64_t, int64_t>> raise;  // (last reader, floor raise) per dying use
+    size_t kept = 0;
+    for (const size_t k : dying) {
+      const int64_t last_reader = im.last_reader[uses[k].tensor];
+      if (last_reader <= static_cast<int64_t>(e)) {
+        listed[k] = false;  // needed after no end beyond e
+        continue;
+      }
+      dying[kept++] = k;
+      raise.emplace_back(
+          last_reader,
+          im.untiled_terms(uses[k], static_cast<size_t>(last_reader)).second - floor_term[k]);
+    }
+    dying.resize(kept);
+    std::sort(raise.begin(), raise.end());
+    const Int128 base = static_cast<Int128>(best[j]) + floor_sum - prefix[e];
+    Int128 raised = 0;
+    for (const auto& [last_reader, r] : raise) raised += r;
+    size_t lo = e + 1;
+    for (const auto& [last_reader, r] : raise) {  // ends up to last_reader: raised by r
+      const auto hi = static_cast<size_t>(last_reader) + 1;
+      if (lo < hi) {
+        const size_t p = excess.first_above(lo, hi, base + raised);
+        if (p < hi) return p;
+        lo = hi;
+      }
+      raised -= r;
+    }
+    return excess.first_above(lo, reach + 1, base);
+  };
   const auto untiled_step = [&](size_t node, size_t last) {
     touched.clear();
     const auto use = [&](size_t t, bool read) -> UntiledUse& {
@@ -1765,6 +1976,8 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
         uses.push_back({t, 0, 0, read});
         term.emplace_back(0, 0);
         widest.emplace_back();
+        floor_term.push_back(0);
+        listed.push_back(false);
       }
       const auto k = static_cast<size_t>(use_of[t]);
       if (std::find(touched.begin(), touched.end(), k) == touched.end()) touched.push_back(k);
@@ -1794,6 +2007,16 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
       const int64_t b = sat_mul(elems, im.elem_size(u.tensor));
       bound_sum += b - w.term;
       w.term = b;
+      if (!exhaustive) {
+        const int64_t f = im.untiled_terms(u, reach).second;
+        floor_sum += f - floor_term[k];
+        floor_term[k] = f;
+        if (!listed[k] && u.write > 0 && im.needed_after(u.tensor, last) &&
+            !im.needed_after(u.tensor, reach)) {
+          listed[k] = true;
+          dying.push_back(k);
+        }
+      }
     }
     const auto clamp = [](Int128 v) { return static_cast<int64_t>(v < kInf ? v : kInf); };
     return std::make_pair(clamp(ws_sum), clamp(traffic_sum));
@@ -1810,7 +2033,14 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
     uses.clear();
     term.clear();
     widest.clear();
-    ws_sum = traffic_sum = bound_sum = 0;
+    floor_term.clear();
+    dying.clear();
+    listed.clear();
+    ws_sum = traffic_sum = bound_sum = floor_sum = 0;
+    if (!exhaustive) window.start_at(j);
+    reach = window.end;
+    size_t scanned = j;       // the last end the scan relaxed
+    size_t tail = reach + 1;  // the first end past the scan the skip rule leaves (none: reach + 1)
     // Tiled segments from j: until a structural failure that no longer segment escapes
     // (docs/fidelities.md, "The search").
     bool tiled_alive = true;
@@ -1839,11 +2069,47 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
       }
       // The whole graph at once: each input, weight and output exactly once (the fused model).
       if (j == 0 && e == n) traffic = im.fused;
+      scanned = e;
       if (ws <= capacity_bytes) {
         relax(j, e, traffic, {j, GroupMode::Untiled, nullptr});
       } else if (e == n || !tiled_ahead(e + 1)) {
         break;  // longer segments hold all of this one: their working set is larger still
       }
+      // Only untiled segments remain (checked at every end for 16 nodes, then every 16th): stop
+      // once the window holds the rest, those the skip rule leaves from the first end p where
+      // it does not hold (when counting them back from reach costs less than scanning to p).
+      if (!exhaustive && j > 0 && e < n && !tiled_ahead(e + 1) &&
+          (e - j < 16 || (e - j) % 16 == 0 || e >= reach)) {
+        if (e >= reach) break;
+        const size_t p = first_not_ruled_out(j, e);
+        if (reach + 1 - p <= p - e) {
+          tail = p;
+          break;
+        }
+      }
+    }
+    if (exhaustive) continue;
+    // The untiled segments [j, e) for e from tail to reach: the window taken back to tail, then
+    // forward again.
+    if (tail <= reach) {
+      while (window.end > tail) window.pop();
+      while (true) {
+        relax(j, window.end, j == 0 && window.end == n ? im.fused : window.traffic(),
+              {j, GroupMode::Untiled, nullptr});
+        if (window.end == reach) break;
+        window.push();
+      }
+    }
+    // The untiled segments beyond the scan and the window that fit, through the window.
+    while (window.end < n) {
+      window.push();
+      if (window.ws() > capacity_bytes) {
+        window.pop();
+        break;
+      }
+      if (window.end <= scanned) continue;
+      const int64_t traffic = j == 0 && window.end == n ? im.fused : window.traffic();
+      relax(j, window.end, traffic, {j, GroupMode::Untiled, nullptr});
     }
   }
   if (best[n] >= kInf) return std::nullopt;

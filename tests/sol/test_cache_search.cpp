@@ -229,5 +229,41 @@ TEST(CacheSearch, GeneratedRecurrencesReturnTheExhaustiveSchedule) {
   check_graph(testing::lift_text(kChain), "chain");
 }
 
+// kChain at `steps` steps: its weight sliced per step (each element read once) or, `shared`, one
+// weight read whole by every step.
+std::string chain_text(int steps, bool shared) {
+  std::string text = kChain;
+  const auto replace = [&](const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+  };
+  replace("size T = 6", "size T = " + std::to_string(steps));
+  if (shared) {
+    replace("weight w : f32[T, D, D]", "weight w : f32[D, D]");
+    replace("w[t, d, e]", "w[d, e]");
+  }
+  return text;
+}
+
+// The untiled segments of a chain whose weights do not fit: the search keeps the longest one
+// that fits from each start as a sliding window, and skips the shorter ones it does not scan
+// when their traffic is bounded below by the tensors of the part scanned (a read tensor is
+// fetched at least as much in a longer segment, a written one needed after the longest is needed
+// after every shorter one) plus the bytes of read-only tensors read at most once in all (their
+// traffic grows with every node). The exhaustive search recounts every segment; at every
+// capacity between one step's weights and the whole chain's, both give the same schedule.
+TEST(CacheSearch, UntiledWindowAndSkipReturnTheExhaustiveSchedule) {
+  for (const bool shared : {false, true}) {
+    const einsum::Graph g = testing::lift_text(chain_text(40, shared));
+    const std::string name = shared ? "shared-weight chain" : "chain";
+    CacheOptimizer fast(g), slow(g);  // each keeps its frontiers across the capacities
+    for (int64_t capacity = 256; capacity <= 16384; capacity += 160) {
+      expect_same(fast.try_optimize(capacity), slow.try_optimize_exhaustive(capacity),
+                  name + " at " + std::to_string(capacity) + " B");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace solar::sol

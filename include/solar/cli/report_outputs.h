@@ -39,12 +39,17 @@ struct ReportOutputs {
 // Adds the options above to `app`, storing into `o`.
 void add_report_outputs(CLI::App& app, ReportOutputs& o);
 
-// Adds the `insights` (and with a measured time the `headroom`) section to the JSON report `j`
+// Whether an output of `o` is rendered from the JSON report (--html, --trace, --csv).
+bool reads_json_report(const ReportOutputs& o);
+
+// Adds the `insights` (and with a measured time the `headroom`) section to the JSON report `*j`
 // and their lines to `table`, then renders every file asked for into `files` (path, content),
 // adding a line "wrote OUT" to `table` for each; the caller writes them all at once
-// (write_files_atomically), so that one bad path leaves none written. UserError for a bad
-// measured time or --measured-on without --measured-ms.
-void render_report_outputs(const report::Report& r, const ReportOutputs& o, nlohmann::json& j,
+// (write_files_atomically), so that one bad path leaves none written. `j` may be null (no JSON
+// report is built: on a large graph building it is a large part of a run) only when
+// reads_json_report(o) is false. UserError for a bad measured time or --measured-on without
+// --measured-ms.
+void render_report_outputs(const report::Report& r, const ReportOutputs& o, nlohmann::json* j,
                            std::string& table,
                            std::vector<std::pair<std::string, std::string>>& files);
 

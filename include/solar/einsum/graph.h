@@ -31,6 +31,10 @@
 #include "solar/ir/ast.h"
 #include "solar/ir/sizes.h"
 
+namespace solar::ir {
+class CheckedProgram;  // solar/ir/checker.h
+}  // namespace solar::ir
+
 namespace solar::einsum {
 
 #define SOLAR_NODE_KINDS(X)                                  \
@@ -161,6 +165,10 @@ struct Graph {
 // `sizes` sets free sizes (as --size does), and may also hold derived sizes at the values they
 // derive to (so the result of ir::check_or_throw can be passed as is).
 Graph lift(const ir::Program& p, const ir::SymbolValues& sizes);
+
+// Lifts a program already checked (ir::check_program) at its bound sizes, without checking it
+// again: the same graph as lift(p.program(), p.sizes()).
+Graph lift(const ir::CheckedProgram& p);
 
 // Counts the footprints of every data-dependent map of `g` under `r` (sets g.routing; each
 // access that holds such a map gets its footprint and bytes again). The graph lift returns is

@@ -8,6 +8,7 @@
 // weights written, and more (docs/ir.md lists them all).
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "solar/ir/ast.h"
@@ -21,5 +22,24 @@ std::vector<Diagnostic> check(const Program& p, const SymbolValues& sizes);
 
 // bind_sizes(p, overrides) then check; throws DiagnosticError if anything is wrong.
 SymbolValues check_or_throw(const Program& p, const SymbolValues& overrides = {});
+
+// A program together with the sizes it passed the checker at. Only check_program makes one, so
+// a pass that takes it (einsum::lift) knows the program is valid and need not check it again.
+// It refers to the program: the Program must outlive it.
+class CheckedProgram {
+ public:
+  const Program& program() const { return *program_; }
+  const SymbolValues& sizes() const { return sizes_; }  // every size, bound
+
+ private:
+  friend CheckedProgram check_program(const Program& p, const SymbolValues& overrides);
+  CheckedProgram(const Program& p, SymbolValues sizes) : program_(&p), sizes_(std::move(sizes)) {}
+
+  const Program* program_;
+  SymbolValues sizes_;
+};
+
+// check_or_throw(p, overrides), keeping the program with its bound sizes.
+CheckedProgram check_program(const Program& p, const SymbolValues& overrides = {});
 
 }  // namespace solar::ir
