@@ -63,35 +63,36 @@ class Rnn : public ::testing::Test {
 };
 
 TEST_F(Rnn, BidirectionalLstmMatchesTheRecurrence) {
-  const int64_t T = 3, B = 2, I = 2, H = 3;
-  std::vector<double> y(T * B * 2 * H), hn(2 * B * H), cn(2 * B * H);
+  const int64_t steps = 3, batch = 2, in_w = 2, hid = 3;
+  std::vector<double> y(steps * batch * 2 * hid), hn(2 * batch * hid), cn(2 * batch * hid);
   for (int64_t d = 0; d < 2; ++d) {
     const std::string sfx = d ? "_r" : "_f";
-    const Mat wi{&in("lw_ih" + sfx), I}, wh{&in("lw_hh" + sfx), H};
+    const Mat wi{&in("lw_ih" + sfx), in_w}, wh{&in("lw_hh" + sfx), hid};
     const Tensor &bi = in("lb_ih" + sfx), &bh = in("lb_hh" + sfx);
-    for (int64_t b = 0; b < B; ++b) {
-      std::vector<double> h(H), c(H);
-      for (int64_t j = 0; j < H; ++j) {
-        h[j] = in("lh0").get((d * B + b) * H + j);
-        c[j] = in("lc0").get((d * B + b) * H + j);
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<double> h(hid), c(hid);
+      for (int64_t j = 0; j < hid; ++j) {
+        h[j] = in("lh0").get((d * batch + b) * hid + j);
+        c[j] = in("lc0").get((d * batch + b) * hid + j);
       }
-      for (int64_t s = 0; s < T; ++s) {
-        const int64_t t = d ? T - 1 - s : s;
-        std::vector<double> g(4 * H);
-        for (int64_t q = 0; q < 4 * H; ++q) {
+      for (int64_t s = 0; s < steps; ++s) {
+        const int64_t t = d ? steps - 1 - s : s;
+        std::vector<double> g(4 * hid);
+        for (int64_t q = 0; q < 4 * hid; ++q) {
           g[q] = bi.get(q) + bh.get(q);
-          for (int64_t k = 0; k < I; ++k) g[q] += wi.at(q, k) * in("x").get((t * B + b) * I + k);
-          for (int64_t k = 0; k < H; ++k) g[q] += wh.at(q, k) * h[k];
+          for (int64_t k = 0; k < in_w; ++k)
+            g[q] += wi.at(q, k) * in("x").get((t * batch + b) * in_w + k);
+          for (int64_t k = 0; k < hid; ++k) g[q] += wh.at(q, k) * h[k];
         }
-        for (int64_t j = 0; j < H; ++j) {
-          c[j] = sigmoid(g[H + j]) * c[j] + sigmoid(g[j]) * std::tanh(g[2 * H + j]);
-          h[j] = sigmoid(g[3 * H + j]) * std::tanh(c[j]);
-          y[(t * B + b) * 2 * H + d * H + j] = h[j];
+        for (int64_t j = 0; j < hid; ++j) {
+          c[j] = sigmoid(g[hid + j]) * c[j] + sigmoid(g[j]) * std::tanh(g[2 * hid + j]);
+          h[j] = sigmoid(g[3 * hid + j]) * std::tanh(c[j]);
+          y[(t * batch + b) * 2 * hid + d * hid + j] = h[j];
         }
       }
-      for (int64_t j = 0; j < H; ++j) {
-        hn[(d * B + b) * H + j] = h[j];
-        cn[(d * B + b) * H + j] = c[j];
+      for (int64_t j = 0; j < hid; ++j) {
+        hn[(d * batch + b) * hid + j] = h[j];
+        cn[(d * batch + b) * hid + j] = c[j];
       }
     }
   }
@@ -101,36 +102,36 @@ TEST_F(Rnn, BidirectionalLstmMatchesTheRecurrence) {
 }
 
 TEST_F(Rnn, TwoLayerGruWithoutBiasMatchesTheRecurrence) {
-  const int64_t T = 3, B = 2, H = 2;
+  const int64_t steps = 3, batch = 2, hid = 2;
   // seq[b][t][k]: the layer's input, batch first; layer 0 reads xb (I = 2)
-  std::vector<double> seq(B * T * 2), hn(2 * B * H);
-  for (int64_t k = 0; k < B * T * 2; ++k) seq[k] = in("xb").get(k);
+  std::vector<double> seq(batch * steps * 2), hn(2 * batch * hid);
+  for (int64_t k = 0; k < batch * steps * 2; ++k) seq[k] = in("xb").get(k);
   for (int64_t layer = 0; layer < 2; ++layer) {
     const Mat wi{&in("gw_ih_" + std::to_string(layer)), 2};
-    const Mat wh{&in("gw_hh_" + std::to_string(layer)), H};
-    std::vector<double> next(B * T * H);
-    for (int64_t b = 0; b < B; ++b) {
-      std::vector<double> h(H);
-      for (int64_t j = 0; j < H; ++j) h[j] = in("gh0").get((layer * B + b) * H + j);
-      for (int64_t t = 0; t < T; ++t) {
-        std::vector<double> gi(3 * H), gh(3 * H);
-        for (int64_t q = 0; q < 3 * H; ++q) {
-          for (int64_t k = 0; k < 2; ++k) gi[q] += wi.at(q, k) * seq[(b * T + t) * 2 + k];
-          for (int64_t k = 0; k < H; ++k) gh[q] += wh.at(q, k) * h[k];
+    const Mat wh{&in("gw_hh_" + std::to_string(layer)), hid};
+    std::vector<double> next(batch * steps * hid);
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<double> h(hid);
+      for (int64_t j = 0; j < hid; ++j) h[j] = in("gh0").get((layer * batch + b) * hid + j);
+      for (int64_t t = 0; t < steps; ++t) {
+        std::vector<double> gi(3 * hid), gh(3 * hid);
+        for (int64_t q = 0; q < 3 * hid; ++q) {
+          for (int64_t k = 0; k < 2; ++k) gi[q] += wi.at(q, k) * seq[(b * steps + t) * 2 + k];
+          for (int64_t k = 0; k < hid; ++k) gh[q] += wh.at(q, k) * h[k];
         }
-        std::vector<double> hnew(H);
-        for (int64_t j = 0; j < H; ++j) {
+        std::vector<double> hnew(hid);
+        for (int64_t j = 0; j < hid; ++j) {
           const double r = sigmoid(gi[j] + gh[j]);
-          const double z = sigmoid(gi[H + j] + gh[H + j]);
-          const double nn = std::tanh(gi[2 * H + j] + r * gh[2 * H + j]);
+          const double z = sigmoid(gi[hid + j] + gh[hid + j]);
+          const double nn = std::tanh(gi[2 * hid + j] + r * gh[2 * hid + j]);
           hnew[j] = (1.0 - z) * nn + z * h[j];
         }
         h = hnew;
-        for (int64_t j = 0; j < H; ++j) next[(b * T + t) * H + j] = h[j];
+        for (int64_t j = 0; j < hid; ++j) next[(b * steps + t) * hid + j] = h[j];
       }
-      for (int64_t j = 0; j < H; ++j) hn[(layer * B + b) * H + j] = h[j];
+      for (int64_t j = 0; j < hid; ++j) hn[(layer * batch + b) * hid + j] = h[j];
     }
-    seq = next;  // H = 2 = the next layer's input width
+    seq = next;  // hid = 2 = the next layer's input width
   }
   expect("gy", seq);
   expect("ghn", hn);
