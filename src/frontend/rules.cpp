@@ -1086,8 +1086,9 @@ std::map<std::string, Rule> make_rules() {
   r["aten.scaled_dot_product_attention.default"] = sdpa_rule;
   r["aten._scaled_dot_product_flash_attention_for_cpu.default"] = sdpa_rule;
 
-  for (auto* family : {register_lax_rules, register_fragment_rules, register_index_rules,
-                       register_reduction_rules, register_data_rules, register_model_rules}) {
+  for (auto* family :
+       {register_lax_rules, register_fragment_rules, register_index_rules, register_reduction_rules,
+        register_data_rules, register_model_rules, register_rnn_rules}) {
     std::map<std::string, Rule> more;
     family(more);
     for (auto& [name, rule] : more) {

@@ -61,6 +61,8 @@ class NodeLowering {
 
   // Declares an intermediate `tensor` with a fresh name and returns it.
   TensorInfo temp(const std::string& hint, ir::DType dtype, std::vector<int64_t> shape);
+  // A fresh name for something that is no tensor (a repeat index), `<node>_<hint>`.
+  std::string fresh_name(const std::string& hint) { return fresh(hint); }
   // Appends `kernel NAME { for LOOPS: LHS ASSIGN RHS }` (no `for` line when `loops` is empty).
   // Loop names in `loops` ("i in 0..4, j in 0..i + 1") are prefixed everywhere in the kernel.
   void kernel(const std::string& hint, const std::string& loops, const std::string& lhs,
@@ -189,6 +191,7 @@ void register_index_rules(std::map<std::string, Rule>& r);  // rules_index.cpp: 
 void register_reduction_rules(std::map<std::string, Rule>& r);  // rules_reduce.cpp: scans, norms
 void register_data_rules(std::map<std::string, Rule>& r);   // rules_data.cpp: random, bits, sort
 void register_model_rules(std::map<std::string, Rule>& r);  // rules_models.cpp: model code
+void register_rnn_rules(std::map<std::string, Rule>& r);    // rules_rnn.cpp: LSTM, GRU, RNN
 
 const std::map<std::string, Rule>& rules();
 

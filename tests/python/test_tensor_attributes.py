@@ -93,15 +93,17 @@ def test_lstm_initial_state_is_a_constant_input():
     doc = cap.document
     r = roles(doc)
     # h0 and c0 are reassigned to themselves (.to on their own device): no new value, so no
-    # output; the LSTM is unrolled as for a plain nn.LSTM (no mkldnn_rnn_layer, no select_copy)
+    # output; the LSTM is one aten.lstm.input, kept whole as for a plain nn.LSTM (no
+    # mkldnn_rnn_layer, no select_copy), its initial state the two constants
     assert r["c_h0"] == "constant" and r["c_c0"] == "constant"
     assert [t["shape"] for t in doc["tensors"] if t["name"] in ("c_h0", "c_c0")] == [[2, 4, 16]] * 2
     assert doc["outputs"] == [n for n, role in r.items() if role == "output"]
     assert len(doc["outputs"]) == 1
-    ops = {n["op"] for n in doc["nodes"]}
-    assert not any("rnn" in op or "lstm" in op or "_copy" in op for op in ops), ops
-    # 2 layers x 5 steps: 3 sigmoid gates per step
-    assert sum(n["op"] == "aten.sigmoid.default" for n in doc["nodes"]) == 30
+    ops = [n["op"] for n in doc["nodes"]]
+    assert not any("rnn" in op or "_copy" in op for op in ops), ops
+    (lstm,) = [n for n in doc["nodes"] if n["op"] == "aten.lstm.input"]
+    assert lstm["args"]["hx"] == [{"tensor": "c_h0"}, {"tensor": "c_c0"}]
+    assert lstm["args"]["num_layers"] == 2 and lstm["args"]["batch_first"] is True
 
 
 def test_unused_attribute_is_not_captured_and_submodule_paths_name_the_input():

@@ -16,6 +16,7 @@ FakeTensors (its fake mode is not export's) and drops the update.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import warnings
 from dataclasses import dataclass, field
@@ -189,26 +190,98 @@ def _first_line(text: str) -> str:
 # Ops kept whole although Core ATen decomposes them: their rules know more than the pieces say.
 # scaled_dot_product_attention with is_causal decomposes into dense matmuls and a `where` mask
 # (the full square of scores); its rule lowers the causal triangle, the work a fused attention
-# kernel does (docs/lowering.md).
-KEPT_WHOLE = ("scaled_dot_product_attention.default",)
+# kernel does (docs/lowering.md). The recurrent layers (nn.LSTM, nn.GRU, nn.RNN) decompose into
+# every cell of every step and layer (52,301 ATen nodes for a 6-layer LSTM over 512 steps); their
+# rules write one `repeat` over the time steps per layer and direction.
+KEPT_WHOLE = (
+    "scaled_dot_product_attention.default",
+    "lstm.input",
+    "gru.input",
+    "rnn_tanh.input",
+    "rnn_relu.input",
+)
+# The recurrent ops of KEPT_WHOLE: their outputs' shapes are computed without tracing their
+# decomposition (``_rnn_shapes_only``).
+_RNN_OPS = ("lstm.input", "gru.input", "rnn_tanh.input", "rnn_relu.input")
+
+
+def _aten(name: str) -> Any:
+    """``torch.ops.aten.<op>.<overload>`` of ``"op.overload"``."""
+    op, overload = name.split(".")
+    return getattr(getattr(torch.ops.aten, op), overload)
 
 
 def _decompositions(table: dict | None = None) -> dict:
     """The decomposition table (torch.export's default unless given) minus KEPT_WHOLE."""
     table = dict(torch.export.default_decompositions() if table is None else table)
     for name in KEPT_WHOLE:
-        table.pop(getattr(torch.ops.aten, name.split(".")[0]).default, None)
+        table.pop(_aten(name), None)
     return table
+
+
+def _rnn_outputs(input: Any, hx: Any, params: Any, *flags: Any) -> tuple:
+    """Empty outputs of the shapes an RNN op (lstm/gru/rnn_tanh/rnn_relu ``.input``) returns:
+    the output sequence keeps the input's first two dims (time and batch, in either order) and
+    has the hidden width (of ``hx``) times the directions; each final state has its initial
+    state's shape. Under a fake mode these are fake tensors."""
+    states = list(hx) if isinstance(hx, (list, tuple)) else [hx]
+    bidirectional = flags[4]
+    width = states[0].shape[2] * (2 if bidirectional else 1)
+    out = input.new_empty((input.shape[0], input.shape[1], width))
+    return (out, *(s.new_empty(s.shape) for s in states))
+
+
+@contextlib.contextmanager
+def _rnn_shapes_only():
+    """While tracing, the recurrent ops of KEPT_WHOLE compute their fake outputs from shapes
+    alone. torch.export and run_decompositions evaluate an op they keep on FakeTensors to learn
+    its outputs, and for these ops that evaluation is their Python decomposition
+    (torch/_decomp/decompositions.py, ``lstm_impl``): every cell of every step, about 50 fake
+    ops a cell, which took most of the 1,515 s that capturing a 6-layer, 512-step LSTM took
+    (bench/README.md). Here the op's Python kernels (export's pre-dispatch trace calls them) and
+    its entry in torch's decomposition table (FakeTensorMode runs it) give empty outputs of the
+    right shapes when the input is fake, and run as before otherwise; all is restored on exit."""
+    from torch._decomp import decomposition_table
+    from torch._subclasses.fake_tensor import is_fake
+
+    def shapes_only(original: Any) -> Any:
+        def kernel(*args: Any, **kwargs: Any) -> Any:
+            if args and isinstance(args[0], torch.Tensor) and is_fake(args[0]) and not kwargs:
+                return _rnn_outputs(*args)
+            return original(*args, **kwargs)
+
+        return kernel
+
+    kernels: dict[Any, dict] = {}
+    decompositions: dict[Any, Any] = {}
+    try:
+        for name in _RNN_OPS:
+            op = _aten(name)
+            kernels[op] = dict(op.py_kernels)
+            for key, kernel in kernels[op].items():
+                op.py_kernels[key] = shapes_only(kernel)
+            op._dispatch_cache.clear()
+            if op in decomposition_table:
+                decompositions[op] = decomposition_table[op]
+                decomposition_table[op] = shapes_only(decompositions[op])
+        yield
+    finally:
+        for op, saved in kernels.items():
+            op.py_kernels.clear()
+            op.py_kernels.update(saved)
+            op._dispatch_cache.clear()
+        decomposition_table.update(decompositions)
 
 
 def _trace_export(module: nn.Module, args: tuple, attributes: list[Attribute] = ()) -> Traced:
     from torch.export.graph_signature import InputKind, OutputKind
 
-    if attributes:
-        ep, wrapped = _export_with_attributes(module, args, attributes)
-    else:
-        ep, wrapped = torch.export.export(module, args), None
-    ep = ep.run_decompositions(_decompositions())
+    with _rnn_shapes_only():
+        if attributes:
+            ep, wrapped = _export_with_attributes(module, args, attributes)
+        else:
+            ep, wrapped = torch.export.export(module, args), None
+        ep = ep.run_decompositions(_decompositions())
     sig = ep.graph_signature
     by_input = {attr.input_name: attr for attr in attributes}
     traced = Traced(graph=ep.graph, method="torch.export", module=ep.graph_module)
