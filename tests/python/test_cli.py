@@ -134,7 +134,9 @@ def test_check_and_fmt_on_the_examples():
 def test_unknown_command_lists_valid_ones():
     r = solar_cmd("ir", "analyse")
     assert r.returncode == 1
-    assert r.stderr == "solar ir: error: unknown command 'analyse' (valid: check, fmt, run)\n"
+    assert (
+        r.stderr == "solar ir: error: unknown command 'analyse' (valid: check, fmt, run, verify)\n"
+    )
 
 
 def test_native_executable_is_installed_and_agrees():
