@@ -9,6 +9,8 @@ namespace solar::python {
 void bind_ir(nanobind::module_& m);    // ir.cpp:   Program, parse, print, check
 void bind_exec(nanobind::module_& m);  // exec.cpp: run on numpy arrays
 void bind_cli(nanobind::module_& m);   // cli.cpp:  run_cli, the `solar` command in-process
+// analysis.cpp: analyze (the SOL report of a program, a Report), totals (counts from the lift)
+void bind_analysis(nanobind::module_& m);
 // frontend.cpp: lower_capture (capture JSON to IR text), registered_ops
 void bind_frontend(nanobind::module_& m);
 

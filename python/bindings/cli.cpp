@@ -4,38 +4,71 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "bindings.h"
 #include "solar/cli/cli.h"
+#include "solar/cli/sol_commands.h"
+#include "solar/report/provenance.h"
 
 namespace nb = nanobind;
 
 namespace solar::python {
 
+namespace {
+
+// Runs `command(out, err)` without the GIL, then forwards its output: stdout first, then stderr.
+template <typename Command>
+int forwarded(Command command) {
+  std::ostringstream out;
+  std::ostringstream err;
+  int rc = 0;
+  {
+    nb::gil_scoped_release release;
+    rc = command(out, err);
+  }
+  nb::module_ sys = nb::module_::import_("sys");
+  for (auto [stream, text] : {std::pair{"stdout", out.str()}, std::pair{"stderr", err.str()}}) {
+    if (text.empty()) continue;
+    nb::object f = sys.attr(stream);
+    f.attr("write")(text);
+    f.attr("flush")();
+  }
+  return rc;
+}
+
+nlohmann::json section(const std::string& text) {
+  return text.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(text);
+}
+
+}  // namespace
+
 void bind_cli(nb::module_& m) {
+  m.def(
+      "run_on_program",
+      [](const std::string& command, const std::vector<std::string>& args,
+         const std::string& ir_text, const std::string& capture, const std::string& coverage,
+         const std::string& verification) {
+        cli::ProgramInput program{ir_text,
+                                  report::provenance_from_json(section(capture), section(coverage),
+                                                               section(verification))};
+        return forwarded([&](std::ostream& out, std::ostream& err) {
+          return cli::run_on_program(command, args, program, out, err);
+        });
+      },
+      nb::arg("command"), nb::arg("args"), nb::arg("ir_text"), nb::arg("capture") = "",
+      nb::arg("coverage") = "", nb::arg("verification") = "",
+      "Runs `solar COMMAND ARGS...` (sol, provision, compare, curve) with `ir_text` standing for "
+      "the FILE argument and the report's capture, coverage and verification sections given as "
+      "JSON text (docs/report.md); returns the exit code, the output as run_cli.");
   m.def(
       "run_cli",
       [](const std::vector<std::string>& args) {
-        std::ostringstream out;
-        std::ostringstream err;
-        int rc = 0;
-        {
-          nb::gil_scoped_release release;
-          rc = cli::run_cli(args, out, err);
-        }
-        // Forwarded when the command is done: stdout first, then stderr.
-        nb::module_ sys = nb::module_::import_("sys");
-        for (auto [stream, text] :
-             {std::pair{"stdout", out.str()}, std::pair{"stderr", err.str()}}) {
-          if (text.empty()) continue;
-          nb::object f = sys.attr(stream);
-          f.attr("write")(text);
-          f.attr("flush")();
-        }
-        return rc;
+        return forwarded(
+            [&](std::ostream& out, std::ostream& err) { return cli::run_cli(args, out, err); });
       },
       nb::arg("args"),
       "Runs `solar ARGS...` (without the program name); returns the exit code. The command's "

@@ -61,5 +61,6 @@ NB_MODULE(_core, m) {
   solar::python::bind_ir(m);
   solar::python::bind_exec(m);
   solar::python::bind_cli(m);
+  solar::python::bind_analysis(m);
   solar::python::bind_frontend(m);
 }

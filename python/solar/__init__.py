@@ -60,7 +60,7 @@ def analyze(model_or_function, example_inputs, hw: str = "H100-SXM", **options):
     the framework's own run, analysed. A torch module or function goes to
     ``solar.frontend.analyze`` (options: ``policy``, ``source``, ``allow_unsupported``,
     ``verify``, ``verify_mode``, ``verify_budget_mb``, ``verify_budget_s``, ``fidelity``,
-    ``extra_args``); a function given JAX arrays to ``solar.jax.analyze`` (option: ``policy``)."""
+    ``sol_options``); a function given JAX arrays to ``solar.jax.analyze`` (option: ``policy``)."""
     if _is_jax_call(model_or_function, example_inputs):
         from solar import jax as solar_jax
 

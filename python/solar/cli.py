@@ -14,7 +14,7 @@ The subcommands that need PyTorch are here (docs/capture.md):
   (solar.suite): docs/calibrate.md. ``analyze`` also takes ``--measure``, ``--measured-ms``,
   ``--html``, ``--trace``, ``--csv`` and ``--dot``.
 - ``solar sol|provision|compare|curve MODEL.py ARGS...``: capture, lower and verify the model file,
-  then run the C++ command on the lowered program with ARGS unchanged.
+  then run the C++ command on the lowered program (in memory) with ARGS unchanged.
 
 torch is imported only by these two subcommands.
 """
@@ -66,11 +66,11 @@ def _model_file_index(args: list[str]) -> int | None:
 
 def _run_on_model_file(args: list[str]) -> int:
     """``solar CMD MODEL.py ARGS...``: capture, lower and verify the model (whole program when it
-    fits, else per op), write the IR to a temporary directory and run ``CMD`` on it. A model
-    that cannot be captured, lowered or verified is a one-line error and exit code 1."""
+    fits, else per op), then run ``CMD`` on the lowered program in memory
+    (``_core.run_on_program``), with ARGS unchanged; the report shows the model file's name and
+    its capture, coverage and verification. A model that cannot be captured, lowered or
+    verified is a one-line error and exit code 1."""
     import json
-    import os
-    import tempfile
 
     command, index = args[0], _model_file_index(args)
     path = args[index]
@@ -93,35 +93,8 @@ def _run_on_model_file(args: list[str]) -> int:
             f"solar {command}: error: {path}: verification failed: {v['detail']}", file=sys.stderr
         )
         return 1
-    status = f"{v['status']}: {(v['mode'] or '').replace('_', ' ')}, {v['detail']}"
-    stem = os.path.splitext(os.path.basename(path))[0]
-    with tempfile.TemporaryDirectory(prefix="solar-") as tmp:
-        ir_path = os.path.join(tmp, stem + ".ir")
-        with open(ir_path, "w") as f:
-            f.write(report.ir)
-        extra = ["--verification-status", status, "--source-name", os.path.basename(path)]
-        if command == "sol":
-            rc, out, err = frontend.run_cli_captured([command, ir_path, *rest, *extra])
-        else:  # no hidden options there: the "not verified" line is replaced in what it writes
-            rc, out, err = frontend.run_cli_captured([command, ir_path, *rest])
-            out = _replace_status(out, status)
-            json_out = _option_value(rest, "--json")
-            if rc == 0 and json_out and json_out != "-" and os.path.isfile(json_out):
-                with open(json_out) as f:
-                    text = _replace_status(f.read(), json.dumps(status)[1:-1])
-                from solar._files import write_atomic
-
-                write_atomic(json_out, text)
-    sys.stdout.write(out.replace(ir_path, os.path.basename(path)))
-    sys.stderr.write(err.replace(ir_path, os.path.basename(path)))
-    return rc
-
-
-_NOT_VERIFIED = "not verified: IR file analysed directly"
-
-
-def _replace_status(text: str, status: str) -> str:
-    return text.replace(_NOT_VERIFIED, status)
+    sections = {k: json.dumps(report.data[k]) for k in ("capture", "coverage", "verification")}
+    return _core.run_on_program(command, args[1:], report.ir, **sections)
 
 
 def _option_value(args: list[str], name: str) -> str | None:
@@ -311,7 +284,7 @@ def _analyze(args: argparse.Namespace) -> int:
                 verify_budget_s=args.verify_budget_s,
                 verify_mode=args.verify_mode,
                 fidelity=args.fidelity,
-                extra_args=report_args(args),
+                sol_options=report_options(args),
                 stage_times=times,
             )
         finally:  # also after a failure: the stages reached so far
@@ -319,12 +292,16 @@ def _analyze(args: argparse.Namespace) -> int:
                 write_stage_times(args.stage_times, times)
     if args.ir:
         write_atomic(args.ir, report.ir)
+    outputs = [(k, getattr(args, k)) for k in REPORT_OUTPUTS if getattr(args, k, None)]
+    report.write_outputs(outputs)  # all or none, before anything is printed
     if args.json == "-":
         sys.stdout.write(report.to_json())
     else:
         if args.json:  # before the summary: a failure prints no report
             write_atomic(args.json, report.to_json())
         sys.stdout.write(report.summary())
+        if outputs:
+            sys.stdout.write("\n" + "".join(f"wrote {path}\n" for _, path in outputs))
         if args.json:
             sys.stdout.write(f"\nwrote {args.json}\n")
     return 1 if report.verification["status"] == "failed" else 0
@@ -365,13 +342,17 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def report_args(args: argparse.Namespace) -> list[str]:
-    """The ``sol`` options for ``add_report_arguments``' options; with ``--measure``, times the
-    model first (solar.measure) and passes the median, the device and the method."""
-    extra: list[str] = []
-    for flag in ("html", "trace", "csv", "dot", "routing"):
-        if getattr(args, flag, None):
-            extra += [f"--{flag}", getattr(args, flag)]
+# The report files of ``add_report_arguments``, by the kind ``_core.Report.write`` takes.
+REPORT_OUTPUTS = ("html", "trace", "csv", "dot")
+
+
+def report_options(args: argparse.Namespace) -> dict:
+    """The ``_core.analyze`` keywords of ``add_report_arguments``' options; with ``--measure``,
+    times the model first (solar.measure) and passes the median, the device, the method and the
+    per-node times."""
+    options: dict = {}
+    if getattr(args, "routing", None):
+        options["routing"] = args.routing
     if getattr(args, "measure", False):
         if args.measured_ms is not None:
             raise ValueError("give --measure or --measured-ms, not both")
@@ -379,24 +360,25 @@ def report_args(args: argparse.Namespace) -> list[str]:
 
         timing = measure_model_file(args.model, device=args.measure_device)
         on = args.hw if same_device(args.hw, timing.device) else timing.device
-        extra += ["--measured-ms", repr(timing.median_s * 1e3), "--measured-on", on]
-        extra += ["--measured-method", timing.describe()]
-        extra += ["--measured-nodes", _node_times_file(args.model, args.measure_device)]
+        options.update(
+            measured_ms=timing.median_s * 1e3,
+            measured_on=on,
+            measured_method=timing.describe(),
+            measured_nodes=_node_times(args.model, args.measure_device),
+        )
     elif getattr(args, "measured_ms", None) is not None:
-        extra += ["--measured-ms", repr(args.measured_ms)]
+        options["measured_ms"] = args.measured_ms
         if args.measured_on:
-            extra += ["--measured-on", args.measured_on]
-    return extra
+            options["measured_on"] = args.measured_on
+    return options
 
 
-def _node_times_file(model: str, device: str | None) -> str:
-    """Times each captured node of ``model`` (solar.node_timing) into a temporary file, removed
-    when the process exits, for ``sol --measured-nodes``."""
-    import atexit
-    import os
-    import tempfile
+def _node_times(model: str, device: str | None) -> str:
+    """Times each captured node of ``model`` (solar.node_timing): the ``--measured-nodes``
+    document's JSON text."""
+    import json
 
-    from solar.node_timing import time_nodes, write_node_times
+    from solar.node_timing import time_nodes
 
     try:
         document = time_nodes(model, device=device)
@@ -404,11 +386,7 @@ def _node_times_file(model: str, device: str | None) -> str:
         raise
     except Exception as e:  # torch failing to run the graph node by node: one line, not a crash
         raise ValueError(f"per-node timing failed: {type(e).__name__}: {_one_line(e)}") from e
-    fd, path = tempfile.mkstemp(prefix="solar-nodes-", suffix=".json")
-    os.close(fd)
-    atexit.register(lambda: os.path.exists(path) and os.remove(path))
-    write_node_times(document, path)
-    return path
+    return json.dumps(document, allow_nan=False)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The PyTorch frontend, end to end: capture -> lower (C++) -> verify -> SOL report (C++).
 
 Thin glue (docs/capture.md): capture is in ``solar.capture``; lowering, execution and analysis
-are the C++ core's (``_core.lower_capture_detailed``, ``solar.run``, the ``sol`` command). torch
+are the C++ core's (``_core.lower_capture_detailed``, ``solar.run``, ``_core.analyze``). torch
 is imported only when a function here is called.
 
 - ``analyze(model, example_inputs, hw="H100-SXM", **options)``: a ``Report`` for
@@ -15,7 +15,8 @@ Options (keyword): ``allow_unsupported`` (nodes without a rule are left out and 
 ``report.data["coverage"]``; their outputs are fed from the framework's run), ``disabled_rules``
 (ops treated as having no rule), ``verify`` (False: verification "not_run"),
 ``verify_mode`` ("auto", "whole_program", "per_op"), ``verify_budget_mb`` and ``verify_budget_s``
-(when "auto" runs the whole program), ``fidelity`` and ``extra_args`` (passed to ``sol``),
+(when "auto" runs the whole program), ``fidelity`` and ``sol_options`` (keywords of
+``_core.analyze``: routing, capacity, measured_ms, ...),
 ``stage_times`` (a dict that gains the seconds of each of ``STAGES``), and, for
 ``analyze_capture``, ``float64_rerun`` (the float64 recheck after a failed whole-program check).
 
@@ -31,7 +32,6 @@ import io
 import json
 import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -86,6 +86,7 @@ class Report:
     ir: str = ""  # the lowered program
     capture_json: str = ""
     golden: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    core: Any = field(default=None, repr=False)  # the _core.Report: its other outputs
 
     @property
     def verification(self) -> dict:
@@ -99,59 +100,14 @@ class Report:
         return json.dumps(self.data, sort_keys=True, indent=2, allow_nan=False) + "\n"
 
     def summary(self) -> str:
-        lines = coverage_lines(self.data.get("coverage"))
-        v = self.verification
-        mode = f"{v['mode']}; " if v.get("mode") else ""
-        lines.append(f"verification: {v['status']} ({mode}{v['detail']})")
-        for note in v.get("notes", []):
-            lines.append(f"  note: {note}")
-        for out in v.get("outputs", []):
-            lines.append("  " + _output_line(out))
-        conditioning = v.get("conditioning")
-        if conditioning:
-            lines.append(f"  float64 recheck: {conditioning['verdict']}")
-            lines.extend("    " + _output_line(o) for o in conditioning["float64_outputs"])
-        for check in v.get("ops", []):
-            count = f" x{check['nodes']}" if check["nodes"] > 1 else ""
-            if check["result"] == "not_verified":
-                lines.append(f"  {check['op']}{count}: NOT VERIFIED ({check['reason']})")
-                continue
-            verdict = "ok" if check["result"] == "passed" else "MISMATCH"
-            lines.append(f"  {check['op']}{count}: {check['size']}, {verdict}")
-            if check["result"] == "failed":
-                lines.extend("    " + _output_line(o) for o in check["outputs"])
-        return "\n".join(lines) + "\n" + self.table
+        """The terminal report: the unsupported operators, the verification, then the table
+        (``_core.Report.render``)."""
+        return self.table
 
-
-def _output_line(out: dict) -> str:
-    errors = out.get("error") or (
-        f"max_abs_err={out['max_abs_err']:.3g} max_rel_err={out['max_rel_err']:.3g}"
-    )
-    verdict = "ok" if out["passed"] else "MISMATCH"
-    return (
-        f"{out['name']}: {out['dtype']}{out['shape']} {errors}"
-        f" rtol={out['rtol']:g} atol={out['atol']:g} {verdict}"
-    )
-
-
-def coverage_lines(coverage: dict | None) -> list[str]:
-    """The terminal lines of the coverage section: the unsupported operators first and loudly."""
-    if not coverage or not coverage["unsupported_ops"]:
-        return []
-    n, missing = coverage["nodes"], coverage["nodes"] - coverage["lowered"]
-    lines = [
-        f"UNSUPPORTED: {missing} of {n} nodes ({100 * coverage['share_nodes']:.1f}%) were not "
-        f"lowered; they write {_fmt_bytes(coverage['unsupported_bytes'])} "
-        f"({100 * coverage['share_bytes']:.1f}% of the bytes the nodes write).",
-        "  Their outputs are read as program inputs: their work is NOT in the numbers below.",
-    ]
-    for u in coverage["unsupported_ops"]:
-        where = f" at {u['location']}" if u["location"] else ""
-        lines.append(
-            f"  {u['op']} (node '{u['node']}'{where}): {u['reason']}; "
-            f"writes {_fmt_bytes(u['output_bytes'])}"
-        )
-    return lines
+    def write_outputs(self, outputs: Sequence[tuple[str, str]]) -> None:
+        """Writes ``[(kind, path), ...]`` (kind: html, trace, csv, dot), all or none."""
+        if outputs:
+            self.core.write(list(outputs))
 
 
 def _fmt_bytes(n: float) -> str:
@@ -553,26 +509,14 @@ def _choose_mode(
     )
 
 
-_LIFT_TOTALS = re.compile(r"^totals: .*\bflops ([0-9][0-9.eE+]*)", re.MULTILINE)
-
-
 def program_flops(ir_text: str) -> float:
-    """The program's FLOPs (1 MAC = 2 FLOPs; FLOPs = 2 x MACs + other ops), read from the
-    totals line of the C++ ``lift`` command (docs/einsum.md): the einsum graph's counts, the
-    same as the ``sol`` report's ``totals.flops``, without the SOL analysis (fusion, cache
-    search) that ``sol`` runs."""
-    with tempfile.TemporaryDirectory(prefix="solar-") as tmp:
-        ir_path = os.path.join(tmp, "program.ir")
-        with open(ir_path, "w") as f:
-            f.write(ir_text)
-        rc, out, err = run_cli_captured(["lift", ir_path])
-    if rc != 0:
-        message = err.strip().splitlines()[0] if err.strip() else f"lift exited {rc}"
-        raise AnalysisError(message.removeprefix("solar: error: ").replace(ir_path, "<ir>"))
-    match = _LIFT_TOTALS.search(out)
-    if match is None:
-        raise RuntimeError("internal error: 'solar lift' printed no totals line")
-    return float(match.group(1))
+    """The program's FLOPs (1 MAC = 2 FLOPs; FLOPs = 2 x MACs + other ops): the einsum graph's
+    counts from the lift alone (``_core.totals``), the same as the report's ``totals.flops``,
+    without the SOL analysis (fusion, cache search)."""
+    try:
+        return float(_core.totals(ir_text)["flops"])
+    except solar.IRError as e:
+        raise AnalysisError(str(e)) from e
 
 
 def verify_per_op(
@@ -624,7 +568,7 @@ def analyze_capture(
     verify_budget_mb: float = DEFAULT_VERIFY_BUDGET_MB,
     verify_budget_s: float = DEFAULT_VERIFY_BUDGET_S,
     fidelity: str | None = None,
-    extra_args: Sequence[str] = (),
+    sol_options: dict[str, Any] | None = None,
     float64_rerun: Callable[[], tuple[Any, Callable[[list[str]], dict]]] | None = None,
     stage_times: dict[str, float] | None = None,
 ) -> Report:
@@ -652,7 +596,6 @@ def analyze_capture(
             "verification skipped (--no-verify): the lowered program was NOT "
             "checked against the framework; the numbers are unverified"
         )
-        status_line = "NOT verified: --no-verify"
     else:
         with timed(stage_times, "verification"):
             verification = _verification(
@@ -668,27 +611,30 @@ def analyze_capture(
                 disabled_rules,
                 float64_rerun,
             )
-        mode_words = (verification["mode"] or "").replace("_", " ")
-        status_line = f"{verification['status']}: {mode_words}, {verification['detail']}"
-    args = list(extra_args) + (["--fidelity", fidelity] if fidelity else [])
     with timed(stage_times, "analysis"):
-        data, table = sol_report(
+        core = sol_report(
             ir_text,
             hw,
             policy,
-            verification=status_line,
             source=cap.document.get("source"),
-            extra_args=args,
+            capture=capture_section(cap.document),
+            coverage=_coverage(lowered),
+            verification=verification,
+            fidelity=fidelity,
+            sol_options=sol_options,
         )
-    data["capture"] = {
-        "framework": cap.document["framework"],
-        "framework_version": cap.document["framework_version"],
-        "method": cap.document["capture_method"],
-        "source": cap.document["source"],
+    return report_of(core, ir_text, capture_json, data_golden)
+
+
+def capture_section(document: dict, method: str | None = None) -> dict:
+    """The report's ``capture`` section of a capture document (``method``: another than the
+    document's, e.g. "llm")."""
+    return {
+        "framework": document["framework"],
+        "framework_version": document.get("framework_version"),
+        "method": method or document["capture_method"],
+        "source": document.get("source"),
     }
-    data["coverage"] = _coverage(lowered)
-    data["verification"] = verification
-    return Report(data, table=table, ir=ir_text, capture_json=capture_json, golden=data_golden)
 
 
 def _recorded(lowered: dict) -> list[str]:
@@ -744,35 +690,53 @@ def sol_report(
     ir_text: str,
     hw: str,
     policy: str | None = None,
-    verification: str | None = None,
+    *,
     source: str | None = None,
-    extra_args: Sequence[str] = (),
-) -> tuple[dict, str]:
-    """The ``sol`` command's JSON report and terminal table for an IR program. ``verification``
-    (e.g. "passed: whole program, ...") and ``source`` (the model file's name) replace the
-    report's "not verified" line and the temporary IR file's name; no temporary path is shown.
-    ``extra_args``: more ``sol`` options, passed as they are (e.g. ``["--fidelity", "fused"]``)."""
-    with tempfile.TemporaryDirectory(prefix="solar-") as tmp:
-        ir_path = os.path.join(tmp, "program.ir")
-        json_path = os.path.join(tmp, "report.json")
-        with open(ir_path, "w") as f:
-            f.write(ir_text)
-        args = ["sol", ir_path, "--hw", hw, "--json", json_path]
-        if policy:
-            args += ["--policy", policy]
-        if verification:
-            args += ["--verification-status", verification]
-        if source:
-            args += ["--source-name", source]
-        args += list(extra_args)
-        rc, out, err = run_cli_captured(args)
-        if rc != 0:
-            message = err.strip().splitlines()[0] if err.strip() else f"sol exited {rc}"
-            raise AnalysisError(message.removeprefix("solar: error: ").replace(ir_path, "<ir>"))
-        with open(json_path) as f:
-            data = json.load(f)
-    out = out.removesuffix(f"\nwrote {json_path}\n")  # the temporary file: never shown
-    return data, out.replace(ir_path, "<ir>")
+    capture: dict | None = None,
+    coverage: dict | None = None,
+    verification: dict | None = None,
+    fidelity: str | None = None,
+    sol_options: dict[str, Any] | None = None,
+) -> Any:
+    """The SOL report of an IR program (``_core.analyze``: the ``sol`` command's analysis, no
+    files): a ``_core.Report`` with ``to_json()``, ``render()``, ``render_output(kind)`` and
+    ``write([(kind, path), ...])``. ``capture``, ``coverage`` and ``verification``: the report's
+    sections (docs/report.md; None: an IR file's); ``source``: the name the report shows;
+    ``sol_options``: more keywords of ``_core.analyze`` (``routing``, ``capacity``, ``level``,
+    ``sizes``, ``sets``, ``top``, ``measured_ms``, ``measured_on``, ``measured_method``,
+    ``measured_nodes``)."""
+
+    def section(value: dict | None) -> str:
+        return "" if value is None else json.dumps(value, sort_keys=True, allow_nan=False)
+
+    options = dict(sol_options or {})
+    if fidelity:
+        options["fidelity"] = fidelity
+    try:
+        return _core.analyze(
+            ir_text,
+            hw,
+            policy or "",
+            source=source or "",
+            capture=section(capture),
+            coverage=section(coverage),
+            verification=section(verification),
+            **options,
+        )
+    except solar.IRError as e:
+        raise AnalysisError(str(e).removeprefix("solar: error: ")) from e
+
+
+def report_of(core: Any, ir_text: str = "", capture_json: str = "", golden: dict | None = None):
+    """A ``Report`` of a ``_core.Report``."""
+    return Report(
+        json.loads(core.to_json()),
+        table=core.render(),
+        ir=ir_text,
+        capture_json=capture_json,
+        golden=golden or {},
+        core=core,
+    )
 
 
 def run_cli_captured(args: list[str]) -> tuple[int, str, str]:

@@ -531,6 +531,22 @@ int run_cli_impl(std::vector<std::string> args, std::ostream& out, std::ostream&
 
 }  // namespace
 
+int run_on_program(const std::string& command, const std::vector<std::string>& args,
+                   const ProgramInput& program, std::ostream& out, std::ostream& err) {
+  const int rc = run_guarded(err, "solar " + command, [&] {
+    if (command == "sol") return sol_on_program(args, out, err, program);
+    if (command == "provision") return provision_on_program(args, out, err, program);
+    if (command == "compare") return compare_on_program(args, out, err, program);
+    if (command == "curve") return curve_on_program(args, out, err, program);
+    throw UserError("'" + command +
+                    "' does not analyse a program (valid: compare, curve, "
+                    "provision, sol)");
+  });
+  out.flush();
+  err.flush();
+  return rc;
+}
+
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const int rc = run_guarded(err, "solar", [&] { return run_cli_impl(args, out, err); });
   out.flush();

@@ -14,7 +14,10 @@
 
 namespace solar::cli {
 
-int curve_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+namespace {
+
+int curve_impl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+               const ProgramInput* program) {
   CLI::App app{"DRAM traffic and SOL against on-chip capacity, 1 KiB to 1 GiB (docs/report.md).",
                "solar curve"};
   std::string file, hw, json, csv, svg, policy{sol::kDefaultPrecisionPolicy}, routing = "balanced";
@@ -40,7 +43,7 @@ int curve_command(const std::vector<std::string>& args, std::ostream& out, std::
   detail::add_routing_option(app, routing);
   return detail::run_command(app, args, out, err, [&] {
     const sol::PrecisionPolicy& p = sol::find_precision_policy(policy);
-    const report::Curve c = report::make_curve(detail::load_graph(file, sizes, routing),
+    const report::Curve c = report::make_curve(detail::load_graph(file, sizes, routing, program),
                                                detail::load_device(hw, sets), p);
     std::string table = report::render_curve(c);
     std::vector<std::pair<std::string, std::string>> files;  // written together by emit
@@ -55,6 +58,17 @@ int curve_command(const std::vector<std::string>& args, std::ostream& out, std::
     detail::emit(report::curve_to_json(c), json, table, out, std::move(files));
     return 0;
   });
+}
+
+}  // namespace
+
+int curve_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return curve_impl(args, out, err, nullptr);
+}
+
+int curve_on_program(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                     const ProgramInput& program) {
+  return curve_impl(args, out, err, &program);
 }
 
 }  // namespace solar::cli

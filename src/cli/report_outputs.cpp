@@ -53,9 +53,10 @@ nlohmann::json devices_json(const report::Report& r, const std::optional<sol::He
 // {"method": "...", "nodes": [{"node", "op", "measured_s", "lowered", "kernels", "tensors"}]};
 // only `node` and `measured_s` are required.
 std::vector<sol::NodeMeasurement> read_measured_nodes(const std::string& path,
+                                                      const std::string& text,
                                                       std::string& method) {
   try {
-    const nlohmann::json doc = nlohmann::json::parse(read_text_file(path));
+    const nlohmann::json doc = nlohmann::json::parse(text.empty() ? read_text_file(path) : text);
     method = doc.value("method", "");
     std::vector<sol::NodeMeasurement> nodes;
     for (const nlohmann::json& n : doc.at("nodes")) {
@@ -85,7 +86,6 @@ void add_report_outputs(CLI::App& app, ReportOutputs& o) {
   app.add_option("--measured-on", o.measured_on,
                  "The device that measured (another than --hw: headroom is a what-if)")
       ->type_name("NAME");
-  app.add_option("--measured-method", o.measured_method)->group("");  // hidden: solar analyze
   app.add_option("--measured-nodes", o.measured_nodes,
                  "Per-node measured times (JSON): adds per-node headroom (needs --measured-ms)")
       ->type_name("FILE");
@@ -95,40 +95,56 @@ bool reads_json_report(const ReportOutputs& o) {
   return !o.html.empty() || !o.trace.empty() || !o.csv.empty();
 }
 
-void render_report_outputs(const report::Report& r, const ReportOutputs& o, nlohmann::json* j,
-                           std::string& table,
-                           std::vector<std::pair<std::string, std::string>>& files) {
-  SOLAR_CHECK(j != nullptr || !reads_json_report(o), "report outputs need the JSON report");
+SolReport make_sol_report(report::Report r, const ReportOutputs& o, size_t top, bool json) {
+  SOLAR_CHECK(json || !reads_json_report(o), "report outputs need the JSON report");
   if (!o.measured_ms && (!o.measured_on.empty() || !o.measured_method.empty())) {
     throw UserError("--measured-on needs --measured-ms (the time measured on that device)");
   }
-  if (!o.measured_ms && !o.measured_nodes.empty()) {
+  const bool nodes = !o.measured_nodes.empty() || !o.measured_nodes_json.empty();
+  if (!o.measured_ms && nodes) {
     throw UserError("--measured-nodes needs --measured-ms (the whole program's time)");
   }
-  const sol::Insights insights = sol::find_insights(r.graph, r.analysis);
-  if (j != nullptr) (*j)["insights"] = report::insights_to_json(insights);
+  SolReport s{std::move(r), nullptr, "", std::nullopt};
+  if (json) s.json = report::report_to_json(s.report);
+  s.table = report::render_report(s.report, top);
+  const sol::Insights insights = sol::find_insights(s.report.graph, s.report.analysis);
+  if (json) s.json["insights"] = report::insights_to_json(insights);
   const std::string insight_lines = report::render_insights(insights);
-  if (!insight_lines.empty()) table += "\n" + insight_lines;
-  std::optional<sol::Headroom> headroom;
+  if (!insight_lines.empty()) s.table += "\n" + insight_lines;
   if (o.measured_ms) {
-    headroom = sol::compute_headroom(r.analysis, r.device.name,
-                                     {*o.measured_ms / 1e3, o.measured_on, o.measured_method});
-    if (!o.measured_nodes.empty()) {
+    s.headroom = sol::compute_headroom(s.report.analysis, s.report.device.name,
+                                       {*o.measured_ms / 1e3, o.measured_on, o.measured_method});
+    if (nodes) {
       std::string method;
-      const std::vector<sol::NodeMeasurement> nodes = read_measured_nodes(o.measured_nodes, method);
-      headroom->nodes = sol::compute_node_headroom(r.graph, r.analysis, nodes, method);
+      const std::vector<sol::NodeMeasurement> measured =
+          read_measured_nodes(o.measured_nodes, o.measured_nodes_json, method);
+      s.headroom->nodes =
+          sol::compute_node_headroom(s.report.graph, s.report.analysis, measured, method);
     }
-    if (j != nullptr) (*j)["headroom"] = report::headroom_to_json(*headroom);
-    table += "\n" + report::render_headroom(*headroom);
+    if (json) s.json["headroom"] = report::headroom_to_json(*s.headroom);
+    s.table += "\n" + report::render_headroom(*s.headroom);
   }
-  if (!o.html.empty())
-    files.emplace_back(o.html, report::render_html(*j, devices_json(r, headroom)));
-  if (!o.trace.empty()) files.emplace_back(o.trace, report::render_trace(*j));
-  if (!o.csv.empty()) files.emplace_back(o.csv, report::render_csv(*j));
-  if (!o.dot.empty()) files.emplace_back(o.dot, einsum::graph_to_dot(r.graph));
+  return s;
+}
+
+std::string render_output(const SolReport& s, std::string_view kind) {
+  if (kind == "html") return report::render_html(s.json, devices_json(s.report, s.headroom));
+  if (kind == "trace") return report::render_trace(s.json);
+  if (kind == "csv") return report::render_csv(s.json);
+  if (kind == "dot") return einsum::graph_to_dot(s.report.graph);
+  internal_error(__FILE__, __LINE__, "unknown report output '" + std::string(kind) + "'");
+}
+
+void render_report_outputs(SolReport& s, const ReportOutputs& o,
+                           std::vector<std::pair<std::string, std::string>>& files) {
+  const std::pair<const std::string*, std::string_view> asked[] = {
+      {&o.html, "html"}, {&o.trace, "trace"}, {&o.csv, "csv"}, {&o.dot, "dot"}};
+  for (const auto& [path, kind] : asked) {
+    if (!path->empty()) files.emplace_back(*path, render_output(s, kind));
+  }
   std::string wrote;
   for (const auto& [path, text] : files) wrote += "wrote " + path + "\n";
-  if (!wrote.empty()) table += "\n" + wrote;
+  if (!wrote.empty()) s.table += "\n" + wrote;
 }
 
 }  // namespace solar::cli

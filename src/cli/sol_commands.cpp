@@ -47,16 +47,13 @@ struct CommonArgs {
   std::string level = "L2";
   std::string capacity;  // empty: the level's capacity on the device
   std::string routing = "balanced";
+  const ProgramInput* program = nullptr;  // in memory, standing for `file`
 };
 
 struct SolArgs {
   CommonArgs common;
   std::string hw;
   size_t top = 10;
-  // Hidden, for `solar analyze` (python/solar/frontend.py): what verified the program and the
-  // name of the model it was captured from, instead of "not verified" and the IR file's name.
-  std::string verification;
-  std::string source_name;
   ReportOutputs outputs;  // --html, --trace, --csv, --dot, --measured-ms (report_outputs.h)
 };
 
@@ -94,7 +91,7 @@ sol::AnalysisOptions analysis_options(const CommonArgs& a) {
 }
 
 einsum::Graph load_graph(const CommonArgs& a) {
-  const ir::Program p = ir::parse_file(a.file);
+  const ir::Program p = a.program ? ir::parse(a.program->ir_text, a.file) : ir::parse_file(a.file);
   einsum::Graph g = einsum::lift(ir::check_program(p, ir::parse_size_overrides(a.sizes)));
   g.source = a.file;
   einsum::assume_routing(g, einsum::parse_routing(a.routing));
@@ -136,19 +133,16 @@ void emit(const nlohmann::json& j, const std::string& json_path, const std::stri
 int run_sol(const SolArgs& a, std::ostream& out) {
   const sol::PrecisionPolicy& policy = sol::find_precision_policy(a.common.policy);
   const std::vector<sol::Fidelity> fidelities = sol::parse_fidelities(a.common.fidelity);
-  einsum::Graph g = load_graph(a.common);
-  if (!a.source_name.empty()) g.source = a.source_name;
-  report::Report r = report::make_report(std::move(g), load_device(a.hw, a.common.sets), policy,
-                                         fidelities, analysis_options(a.common));
-  if (!a.verification.empty()) r.verification = a.verification;
+  report::Report r = report::make_report(load_graph(a.common), load_device(a.hw, a.common.sets),
+                                         policy, fidelities, analysis_options(a.common));
+  if (a.common.program) r.provenance = a.common.program->provenance;
   // The JSON report only when something reads it: on a graph of 100k nodes building it is a
   // large part of a run.
   const bool json = !a.common.json.empty() || reads_json_report(a.outputs);
-  nlohmann::json j = json ? report::report_to_json(r) : nlohmann::json::object();
-  std::string table = report::render_report(r, a.top);
-  std::vector<std::pair<std::string, std::string>> files;                  // --html etc., by emit
-  render_report_outputs(r, a.outputs, json ? &j : nullptr, table, files);  // insights, headroom
-  emit(j, a.common.json, table, out, std::move(files));
+  SolReport s = make_sol_report(std::move(r), a.outputs, a.top, json);  // insights, headroom
+  std::vector<std::pair<std::string, std::string>> files;  // --html etc., written by emit
+  render_report_outputs(s, a.outputs, files);
+  emit(s.json, a.common.json, s.table, out, std::move(files));
   return 0;
 }
 
@@ -158,9 +152,10 @@ int run_multi(const MultiArgs& a, bool provision, std::ostream& out) {
   std::optional<double> latency;
   if (provision) latency = sol::parse_duration(a.latency);
   const einsum::Graph g = load_graph(a.common);
-  const report::MultiDeviceReport r =
+  report::MultiDeviceReport r =
       report::compare_devices(g, load_devices(a.hw, a.common.sets), policy, fidelities, latency,
                               analysis_options(a.common));
+  if (a.common.program) r.verification = a.common.program->provenance.verification;
   emit(report::multi_device_to_json(r), a.common.json,
        provision ? report::render_provision(r) : report::render_compare(r), out);
   return 0;
@@ -180,11 +175,12 @@ void add_multi_options(CLI::App& app, MultiArgs& a) {
 namespace detail {  // sol_common.h: what `solar curve` shares
 
 einsum::Graph load_graph(const std::string& file, const std::vector<std::string>& sizes,
-                         const std::string& routing) {
+                         const std::string& routing, const ProgramInput* program) {
   CommonArgs a;
   a.file = file;
   a.sizes = sizes;
   a.routing = routing;
+  a.program = program;
   return cli::load_graph(a);
 }
 
@@ -225,9 +221,13 @@ void add_routing_option(CLI::App& app, std::string& routing) {
 
 }  // namespace detail
 
-int sol_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+namespace {
+
+int sol_impl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+             const ProgramInput* program) {
   CLI::App app{"Speed-of-light time of an IR program on one device (docs/report.md).", "solar sol"};
   SolArgs a;
+  a.common.program = program;
   add_common_options(app, a.common);
   app.add_option("--hw", a.hw, "Device: a built-in name (solar hw list) or a .yaml file")
       ->type_name("NAME")
@@ -240,18 +240,18 @@ int sol_command(const std::vector<std::string>& args, std::ostream& out, std::os
           },
           "N"))
       ->capture_default_str();
-  app.add_option("--verification-status", a.verification)->group("");  // hidden: solar analyze
-  app.add_option("--source-name", a.source_name)->group("");           // hidden: solar analyze
   add_report_outputs(app, a.outputs);
   return run_command(app, args, out, err, [&] { return run_sol(a, out); });
 }
 
-int provision_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int provision_impl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                   const ProgramInput* program) {
   CLI::App app{
       "Inverse roofline: what a latency target needs of each device "
       "(docs/fidelities.md).",
       "solar provision"};
   MultiArgs a;
+  a.common.program = program;
   add_multi_options(app, a);
   app.add_option("--latency", a.latency, "Latency target: 2ms, 1.5us, 0.25s, 800ns")
       ->type_name("TIME")
@@ -259,12 +259,43 @@ int provision_command(const std::vector<std::string>& args, std::ostream& out, s
   return run_command(app, args, out, err, [&] { return run_multi(a, true, out); });
 }
 
-int compare_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int compare_impl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                 const ProgramInput* program) {
   CLI::App app{"SOL of an IR program on several devices, one table (docs/report.md).",
                "solar compare"};
   MultiArgs a;
+  a.common.program = program;
   add_multi_options(app, a);
   return run_command(app, args, out, err, [&] { return run_multi(a, false, out); });
+}
+
+}  // namespace
+
+int sol_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return sol_impl(args, out, err, nullptr);
+}
+
+int sol_on_program(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                   const ProgramInput& program) {
+  return sol_impl(args, out, err, &program);
+}
+
+int provision_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return provision_impl(args, out, err, nullptr);
+}
+
+int provision_on_program(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                         const ProgramInput& program) {
+  return provision_impl(args, out, err, &program);
+}
+
+int compare_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return compare_impl(args, out, err, nullptr);
+}
+
+int compare_on_program(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                       const ProgramInput& program) {
+  return compare_impl(args, out, err, &program);
 }
 
 }  // namespace solar::cli

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "solar/cli/guard.h"
+#include "solar/cli/sol_commands.h"
 #include "solar/einsum/graph.h"
 #include "solar/hw/device.h"
 #include "solar/sol/analysis.h"
@@ -20,8 +21,10 @@ namespace solar::cli::detail {
 
 // The einsum graph of the IR file `file` with `--size` assignments and `--routing` (UserError,
 // DiagnosticError).
+// `program`: the program in memory, standing for `file` (sol_commands.h).
 einsum::Graph load_graph(const std::string& file, const std::vector<std::string>& sizes,
-                         const std::string& routing = "balanced");
+                         const std::string& routing = "balanced",
+                         const ProgramInput* program = nullptr);
 
 // A built-in device or device file, with `--set` overrides applied.
 hw::Device load_device(const std::string& spec, const std::vector<std::string>& sets);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "solar/report/exports.h"
+#include "solar/report/provenance.h"
 
 namespace solar::report {
 namespace {
@@ -30,6 +31,21 @@ std::string render_csv(const nlohmann::json& report) {
   for (const nlohmann::json& n : report.at("nodes")) {
     std::string line;
     for (const char* c : kColumns) line += (line.empty() ? "" : ",") + field(n.at(c));
+    s += line + "\n";
+  }
+  // Operators left out of the analysis: listed, with no numbers (their work is not counted).
+  for (const UnsupportedOp& u :
+       provenance_of_report(report).coverage.value_or(Coverage{}).unsupported_ops) {
+    std::string line;
+    for (const char* c : kColumns) {
+      const std::string_view col = c;
+      const nlohmann::json v = col == "name"         ? nlohmann::json(u.node)
+                               : col == "kind"       ? nlohmann::json("unsupported")
+                               : col == "op"         ? nlohmann::json(u.op)
+                               : col == "bottleneck" ? nlohmann::json("not analysed")
+                                                     : nlohmann::json("");
+      line += (line.empty() ? "" : ",") + field(v);
+    }
     s += line + "\n";
   }
   return s;

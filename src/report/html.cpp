@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "format.h"
+#include "solar/report/provenance.h"
 #include "solar/report/sections.h"
 #include "solar/sol/analysis.h"
 
@@ -266,6 +267,74 @@ std::string simple_table(const std::string& id, const std::vector<std::string>& 
   return s + "</tbody></table>\n";
 }
 
+// "captured from MODEL.py by torch.export (torch 2.5.1)<br>" for a captured program.
+std::string provenance_meta(const json& r) {
+  const std::string line = capture_line(provenance_of_report(r).capture);
+  return line.empty() ? "" : html_escape(line) + "<br>\n";
+}
+
+std::string fmt_err(const std::optional<double>& x) {
+  if (!x) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", *x);
+  return buf;
+}
+
+std::string check_rows_table(const std::string& id, const std::vector<OutputCheck>& outputs) {
+  std::vector<std::vector<std::string>> rows;
+  for (const OutputCheck& o : outputs) {
+    std::string shape;
+    for (const int64_t d : o.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    rows.push_back({o.name, o.dtype + "[" + shape + "]",
+                    o.error.empty() ? fmt_err(o.max_abs_err) : o.error, fmt_err(o.max_rel_err),
+                    fmt_err(o.rtol), fmt_err(o.atol), o.passed ? "ok" : "MISMATCH"});
+  }
+  return simple_table(
+      id, {"output", "shape", "max abs err", "max rel err", "rtol", "atol", "result"}, rows);
+}
+
+// The unsupported operators (loudly, first) and the verification of a captured program.
+std::string provenance_section(const json& r) {
+  const Provenance p = provenance_of_report(r);
+  std::string s;
+  if (p.coverage && !p.coverage->unsupported_ops.empty()) {
+    std::vector<std::vector<std::string>> rows;
+    for (const UnsupportedOp& u : p.coverage->unsupported_ops) {
+      rows.push_back({u.op, u.node, u.location, u.reason,
+                      detail::format_bytes(static_cast<double>(u.output_bytes))});
+    }
+    s += "<h2 id=\"unsupported\">Unsupported operators</h2>\n<p class=\"warning\">" +
+         html_escape(coverage_headline(*p.coverage)) +
+         " Their outputs are read as program inputs: their work is NOT in the numbers "
+         "below.</p>\n" +
+         simple_table("unsupported-table", {"op", "node", "location", "reason", "writes"}, rows);
+  }
+  const Verification& v = p.verification;
+  if (p.capture.framework == "ir") return s;
+  s += "<h2 id=\"verification\">Verification</h2>\n<p class=\"meta\">" +
+       html_escape(std::string(verification_status_name(v.status))) +
+       (v.mode.empty() ? "" : " (" + html_escape(v.mode) + ")") + ": " + html_escape(v.detail) +
+       (v.why.empty() ? "" : "<br>\n" + html_escape(v.why)) + "</p>\n";
+  for (const std::string& note : v.notes)
+    s += "<p class=\"meta\">note: " + html_escape(note) + "</p>\n";
+  if (!v.outputs.empty()) s += check_rows_table("verification-table", v.outputs);
+  if (v.conditioning) {
+    s += "<p class=\"meta\">float64 recheck: " + html_escape(v.conditioning->verdict) + "</p>\n";
+    if (!v.conditioning->float64_outputs.empty()) {
+      s += check_rows_table("float64-table", v.conditioning->float64_outputs);
+    }
+  }
+  if (!v.ops.empty()) {
+    std::vector<std::vector<std::string>> rows;
+    for (const json& c : v.ops) {
+      rows.push_back({str(c, "op"), std::to_string(c.value("nodes", 1)), str(c, "size"),
+                      str(c, "result"), str(c, "reason")});
+    }
+    s += simple_table("per-op-table", {"op", "nodes", "size", "result", "reason"}, rows);
+  }
+  return s;
+}
+
 std::string header_section(const json& r) {
   std::string s = "<h1>SOL of " + html_escape(str(r, "source")) + " on " +
                   html_escape(str(r.at("hardware"), "name")) + "</h1>\n<p class=\"meta\">";
@@ -276,8 +345,9 @@ std::string header_section(const json& r) {
   if (!sizes.empty()) s += "sizes: " + html_escape(sizes) + "<br>\n";
   const json& t = r.at("totals");
   s += "DRAM " + detail::format_bandwidth(num(r.at("hardware"), "dram_bandwidth_bytes_per_s")) +
-       "; precision policy: " + html_escape(str(r, "precision_policy")) +
-       "<br>\nverification: " + html_escape(str(r.at("verification"), "status")) +
+       "; precision policy: " + html_escape(str(r, "precision_policy")) + "<br>\n" +
+       provenance_meta(r) +
+       "verification: " + html_escape(verification_line(provenance_of_report(r).verification)) +
        "<br>\nwork: " + format_count(num(t, "macs"), "MAC") + ", " +
        format_count(num(t, "other_ops")) + " other ops, " + format_count(num(t, "flops"), "FLOP") +
        " (" + html_escape(str(r, "flops_convention")) + "), " +
@@ -556,6 +626,7 @@ std::string render_html(const json& report, const json& devices) {
       html_escape(str(report.at("hardware"), "name")) + "</title>\n<style>\n" + kStyle +
       "</style>\n</head>\n<body>\n";
   s += header_section(report);
+  s += provenance_section(report);
   s += fidelity_section(report, fidelities);
   s += headroom_section(report, fidelities);
   s += "<h2 id=\"roofline\">Roofline</h2>\n" + svg + "<p class=\"meta\" id=\"roofline-caption\">" +

@@ -102,7 +102,7 @@ std::string header(const Report& r) {
     s += "\n";
   }
   s += "  precision policy: " + r.analysis.policy + "\n";
-  s += "  " + r.verification + "\n";
+  s += "  " + verification_line(r.provenance.verification) + "\n";
   const einsum::OpCounts& t = r.analysis.totals;
   s += "  work: " + format_count(static_cast<double>(t.macs), "MAC") + ", " +
        format_count(static_cast<double>(t.other_ops())) + " other ops, " +
@@ -298,7 +298,7 @@ Report make_report(einsum::Graph graph, hw::Device device, const sol::PrecisionP
                    const std::vector<sol::Fidelity>& fidelities,
                    const sol::AnalysisOptions& options) {
   sol::Analysis analysis = sol::analyze(graph, device, policy, fidelities, options);
-  return Report{std::move(graph), std::move(device), std::move(analysis)};
+  return Report{std::move(graph), std::move(device), std::move(analysis), {}};
 }
 
 nlohmann::json report_to_json(const Report& r) {
@@ -319,7 +319,9 @@ nlohmann::json report_to_json(const Report& r) {
         {"overrides", overrides_json(r.device)}}},
       {"precision_policy", r.analysis.policy},
       {"flops_convention", kFlopsConvention},
-      {"verification", {{"status", r.verification}}},
+      {"capture", capture_to_json(r.provenance.capture, r.graph.source)},
+      {"coverage", coverage_to_json(r.provenance.coverage)},
+      {"verification", verification_to_json(r.provenance.verification)},
       {"totals", totals_json(r.analysis.totals)},
       {"bytes", bytes_json(r.analysis)},
       {"sol", sol_json(r.analysis)},
@@ -382,7 +384,7 @@ nlohmann::json cache_to_json(const einsum::Graph& g, const sol::Analysis& a) {
 }
 
 std::string render_report(const Report& r, size_t top_nodes) {
-  std::string s = header(r) + "\n" + fidelity_table(r.analysis);
+  std::string s = render_provenance(r.provenance) + header(r) + "\n" + fidelity_table(r.analysis);
   const std::string cache = cache_table(r.graph, r.analysis, top_nodes);
   s += cache;
   if (!r.graph.nodes.empty()) s += "\n" + op_table(r, top_nodes);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "solar/report/exports.h"
+#include "solar/report/provenance.h"
 
 namespace solar::report {
 
@@ -41,7 +42,21 @@ std::string render_trace(const nlohmann::json& report) {
                         {"bottleneck", n.at("bottleneck")}}}});
     t_us += dur_us;
   }
-  const nlohmann::json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}};
+  // What the viewer shows as the trace's metadata: where the program came from, how it was
+  // checked, and the operators left out of the timeline.
+  const Provenance p = provenance_of_report(report);
+  nlohmann::json unsupported = nlohmann::json::array();
+  if (p.coverage) {
+    for (const UnsupportedOp& u : p.coverage->unsupported_ops) {
+      unsupported.push_back(u.op + " (node '" + u.node + "'): " + u.reason);
+    }
+  }
+  const std::string captured = capture_line(p.capture);
+  const nlohmann::json other = {{"capture", captured.empty() ? "IR file" : captured},
+                                {"verification", verification_line(p.verification)},
+                                {"unsupported_ops", std::move(unsupported)}};
+  const nlohmann::json trace = {
+      {"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}, {"otherData", other}};
   return trace.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

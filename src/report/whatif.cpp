@@ -52,7 +52,8 @@ nlohmann::json device_json(const DeviceResult& d) {
 }
 
 std::string header(const MultiDeviceReport& r, const std::string& title) {
-  std::string s = title + "\n  precision policy: " + r.policy + "\n  " + r.verification + "\n";
+  std::string s = title + "\n  precision policy: " + r.policy + "\n  " +
+                  verification_line(r.verification) + "\n";
   s += "  work: " + format_count(static_cast<double>(r.totals.macs), "MAC") + ", " +
        format_count(static_cast<double>(r.totals.flops()), "FLOP") + " (" +
        std::string(kFlopsConvention) + ")\n  DRAM bytes: ";
@@ -129,10 +130,14 @@ nlohmann::json multi_device_to_json(const MultiDeviceReport& r) {
   nlohmann::json devices = nlohmann::json::array();
   for (const DeviceResult& d : r.devices) devices.push_back(device_json(d));
   nlohmann::json j = {
-      {"schema_version", kSchemaVersion},     {"source", r.source},
-      {"sizes", sizes_json(r.sizes)},         {"precision_policy", r.policy},
-      {"flops_convention", kFlopsConvention}, {"verification", {{"status", r.verification}}},
-      {"totals", totals_json(r.totals)},      {"bytes", bytes},
+      {"schema_version", kSchemaVersion},
+      {"source", r.source},
+      {"sizes", sizes_json(r.sizes)},
+      {"precision_policy", r.policy},
+      {"flops_convention", kFlopsConvention},
+      {"verification", verification_to_json(r.verification)},
+      {"totals", totals_json(r.totals)},
+      {"bytes", bytes},
       {"devices", std::move(devices)},
   };
   if (r.latency_s) {

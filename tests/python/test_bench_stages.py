@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import solar  # noqa: E402
-from solar import cli, frontend, suite  # noqa: E402
+from solar import _core, cli, frontend, suite  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not hasattr(solar._core, "lower_capture_detailed"),
@@ -59,15 +59,17 @@ def get_init_inputs():
 
 @pytest.fixture
 def commands(monkeypatch):
-    """The C++ commands run through ``frontend.run_cli_captured``, by name, in order."""
+    """The calls into the C++ core's analysis (``_core.analyze``, ``_core.totals``) and command
+    line (``_core.run_cli``), by name, in order."""
     calls: list[str] = []
-    real = frontend.run_cli_captured
+    for name in ("analyze", "totals", "run_cli"):
+        real = getattr(_core, name)
 
-    def counted(args):
-        calls.append(args[0])
-        return real(args)
+        def counted(*args, _real=real, _name=name, **kwargs):
+            calls.append(_name)
+            return _real(*args, **kwargs)
 
-    monkeypatch.setattr(frontend, "run_cli_captured", counted)
+        monkeypatch.setattr(_core, name, counted)
     return calls
 
 
@@ -76,8 +78,9 @@ def test_solar_analyze_runs_the_sol_analysis_once(commands, tmp_path, capsys):
     assert cli.main(["analyze", str(MODELS / "mlp.py"), "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["verification"]["mode"] == "whole_program"  # chosen by the budgets (auto)
-    # one count of FLOPs for the budget (lift), one SOL analysis for the report (sol)
-    assert commands == ["lift", "sol"]
+    # one count of FLOPs for the budget (the lift alone), one SOL analysis for the report, no
+    # command line
+    assert commands == ["totals", "analyze"]
 
 
 def test_the_time_budget_reads_the_flops_without_the_analysis(commands):
@@ -92,7 +95,7 @@ def test_the_time_budget_reads_the_flops_without_the_analysis(commands):
     assert "about 0.000655 s in SOLAR's executor" in v["why"]
     assert "budget of 0.0001 s" in v["why"]
     assert report.data["totals"]["flops"] == 65536
-    assert commands.count("sol") == 1 and commands.count("lift") == 1
+    assert commands == ["totals", "analyze"]
     assert frontend.program_flops(report.ir) == 65536.0
 
 

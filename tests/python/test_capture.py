@@ -344,7 +344,8 @@ def test_verification_and_sol_report_on_a_hand_written_program():
     assert (out["rtol"], out["atol"]) == frontend.TOLERANCES["f32"]
     wrong = dict(golden, addmm_1=golden["addmm_1"] + np.float32(1e-2))
     assert frontend.verify(MLP_IR, cap.document, wrong)["status"] == "failed"
-    data, table = frontend.sol_report(MLP_IR, "H100-SXM")
+    report = frontend.sol_report(MLP_IR, "H100-SXM")
+    data, table = json.loads(report.to_json()), report.render()
     assert data["hardware"]["name"] == "H100-SXM"
     assert sum(n["macs"] for n in data["nodes"]) == 4 * 32 * 16 + 4 * 8 * 32
     assert "fc1" in table

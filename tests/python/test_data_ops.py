@@ -116,7 +116,7 @@ def test_moe_top2_counts_routed_macs_and_each_expert_weight_once():
 
 
 def test_moe_top2_concentrated_routing_counts_one_expert_a_lower_bound_for_any_routing():
-    data = analyze("moe_top2", extra_args=["--routing", "concentrated"])
+    data = analyze("moe_top2", sol_options={"routing": "concentrated"})
     assert data["routing"] == "concentrated"
     # Every index the same value: the 32 slots gather one token row of x (32 elements) and one
     # expert of w1 and of w2 (H * F = 2048 elements each, 8192 bytes). x is also read whole by

@@ -116,8 +116,8 @@ def _all_models() -> list[Path]:
 def test_laws_on_every_model(path):
     """fused <= cache-aware (any capacity: the default L2 and 64 KiB); unfused per op <= the
     same kernels run one by one; fused <= unfused."""
-    for extra in ([], ["--capacity", "64KiB"]):
-        data = frontend.analyze_file(path, hw="H100-SXM", verify=False, extra_args=extra).data
+    for extra in ({}, {"capacity": "64KiB"}):
+        data = frontend.analyze_file(path, hw="H100-SXM", verify=False, sol_options=extra).data
         sol, nbytes = data["sol"], data["bytes"]
         assert nbytes["fused"] <= nbytes["cache_aware"], path.name
         assert sol["fused_s"] <= sol["cache_aware_s"] * (1 + 1e-12), path.name

@@ -60,7 +60,11 @@ TEST(ReportJson, RequiredKeysAndValues) {
   EXPECT_EQ(j["hardware"]["overrides"], json::object());
   EXPECT_EQ(j["precision_policy"], "pytorch-cuda-default");
   EXPECT_EQ(j["flops_convention"], "1 MAC = 2 FLOPs; FLOPs = 2*MACs + other ops");
-  EXPECT_EQ(j["verification"]["status"], "not verified: IR file analysed directly");
+  EXPECT_EQ(j["verification"]["status"], "not_verified");
+  EXPECT_EQ(j["verification"]["detail"], "IR file analysed directly");
+  EXPECT_EQ(j["capture"]["framework"], "ir");
+  EXPECT_EQ(j["capture"]["source"], "mlp.ir");
+  EXPECT_TRUE(j["coverage"].is_null());
   EXPECT_EQ(j["totals"]["macs"], 3072);
   EXPECT_EQ(j["totals"]["other_ops"], 288);
   EXPECT_EQ(j["totals"]["flops"], 6432);

@@ -12,6 +12,11 @@
 namespace solar::cli {
 
 // Exit code 0 ok, 1 user error, 2 internal error; errors on `err`; never throws.
+struct ProgramInput;  // sol_commands.h
+
 int curve_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// On a program in memory, standing for FILE (sol_commands.h).
+int curve_on_program(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                     const ProgramInput& program);
 
 }  // namespace solar::cli

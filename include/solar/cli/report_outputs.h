@@ -19,9 +19,11 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "solar/report/report.h"
+#include "solar/sol/headroom.h"
 
 namespace solar::cli {
 
@@ -32,8 +34,18 @@ struct ReportOutputs {
   std::string dot;
   std::optional<double> measured_ms;
   std::string measured_on;
-  std::string measured_method;  // hidden: how `solar analyze --measure` timed the run
-  std::string measured_nodes;   // a file of per-node measured times
+  std::string measured_method;      // how the run was timed (the Python API: solar.measure)
+  std::string measured_nodes;       // a file of per-node measured times
+  std::string measured_nodes_json;  // or the file's text itself (the Python API)
+};
+
+// The report of `solar sol` with its sections: what the command prints and writes, and what
+// `solar._core.analyze` returns (python/bindings/analysis.cpp).
+struct SolReport {
+  report::Report report;
+  nlohmann::json json;  // report_to_json with `insights` (and `headroom` with a measured time)
+  std::string table;    // render_report with the insight and headroom lines
+  std::optional<sol::Headroom> headroom;
 };
 
 // Adds the options above to `app`, storing into `o`.
@@ -42,15 +54,20 @@ void add_report_outputs(CLI::App& app, ReportOutputs& o);
 // Whether an output of `o` is rendered from the JSON report (--html, --trace, --csv).
 bool reads_json_report(const ReportOutputs& o);
 
-// Adds the `insights` (and with a measured time the `headroom`) section to the JSON report `*j`
-// and their lines to `table`, then renders every file asked for into `files` (path, content),
-// adding a line "wrote OUT" to `table` for each; the caller writes them all at once
-// (write_files_atomically), so that one bad path leaves none written. `j` may be null (no JSON
-// report is built: on a large graph building it is a large part of a run) only when
-// reads_json_report(o) is false. UserError for a bad measured time or --measured-on without
-// --measured-ms.
-void render_report_outputs(const report::Report& r, const ReportOutputs& o, nlohmann::json* j,
-                           std::string& table,
+// The report with its `insights` (and with a measured time its `headroom`) section in the JSON
+// and their lines in the table (`top` rows per table). `json` false: no JSON report is built (on
+// a graph of 100k nodes building it is a large part of a run; `SolReport::json` stays null),
+// allowed only when reads_json_report(o) is false. UserError for a bad measured time or
+// --measured-on without --measured-ms.
+SolReport make_sol_report(report::Report r, const ReportOutputs& o, size_t top, bool json = true);
+
+// One rendering of `s`: "html", "trace", "csv" or "dot" (InternalError for another).
+std::string render_output(const SolReport& s, std::string_view kind);
+
+// Renders every file `o` asks for into `files` (path, content), adding a line "wrote OUT" to
+// `s.table` for each; the caller writes them all at once (write_files_atomically), so that one
+// bad path leaves none written.
+void render_report_outputs(SolReport& s, const ReportOutputs& o,
                            std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace solar::cli

@@ -17,7 +17,30 @@
 #include <string>
 #include <vector>
 
+#include "solar/report/provenance.h"
+
 namespace solar::cli {
+
+// A program handed over in memory by a frontend (python/solar/cli.py, `solar CMD MODEL.py`): its
+// IR text stands for the FILE argument (which names the model file: reports show its name), and
+// the reports carry the frontend's capture, coverage and verification.
+struct ProgramInput {
+  std::string ir_text;
+  report::Provenance provenance;
+};
+
+// The commands above on a program in memory.
+int sol_on_program(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                   const ProgramInput& program);
+int provision_on_program(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                         const ProgramInput& program);
+int compare_on_program(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                       const ProgramInput& program);
+
+// `solar CMD ARGS...` for CMD sol, provision, compare or curve, on `program` (UserError for
+// another CMD; errors as run_cli).
+int run_on_program(const std::string& command, const std::vector<std::string>& args,
+                   const ProgramInput& program, std::ostream& out, std::ostream& err);
 
 // `args` are the words after the command name, e.g. {"examples/gemm.ir", "--hw", "H100-SXM"}.
 // Each returns the process exit code (0 ok, 1 user error, 2 internal error), writes errors to

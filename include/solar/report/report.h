@@ -11,22 +11,22 @@
 
 #include "solar/einsum/graph.h"
 #include "solar/hw/device.h"
+#include "solar/report/provenance.h"
 #include "solar/sol/analysis.h"
 #include "solar/sol/precision.h"
 
 namespace solar::report {
 
-// Bumped whenever a key changes meaning or disappears (adding a key does not bump it).
-inline constexpr int kSchemaVersion = 1;
+// Bumped whenever a key changes meaning or disappears (adding a key does not bump it). 2: one
+// `verification` object for every frontend (provenance.h), `capture` and `coverage` always present.
+inline constexpr int kSchemaVersion = 2;
 inline constexpr std::string_view kFlopsConvention = "1 MAC = 2 FLOPs; FLOPs = 2*MACs + other ops";
-// The verification status of a graph lifted straight from an IR file.
-inline constexpr std::string_view kNotVerified = "not verified: IR file analysed directly";
 
 struct Report {
   einsum::Graph graph;     // graph.source: the IR file (reports show its name, no directories)
   hw::Device device;       // with any command-line overrides applied
   sol::Analysis analysis;  // of graph on device
-  std::string verification{kNotVerified};
+  Provenance provenance;   // capture, coverage, verification; by default an IR file's
 };
 
 // Analyses `graph` on `device` under `policy` at `fidelities` (UserError as sol::analyze).
@@ -46,9 +46,10 @@ nlohmann::json report_to_json(const Report& r);
 // as if every index differs, up to the tensor's size (docs/report.md, "Routing assumption").
 std::vector<std::string> routing_assumptions(const einsum::Graph& g);
 
-// A readable summary: header, totals, one row per fidelity, the cache-aware groups (the
-// `top_nodes` with most traffic), the `top_nodes` slowest nodes (unfused time), and every
-// precision fallback. Units scaled (ns/us/ms/s, kB/MB/GB, TFLOP/s).
+// A readable summary: the provenance lines of a captured program (render_provenance), header,
+// totals, one row per fidelity, the cache-aware groups (the `top_nodes` with most traffic), the
+// `top_nodes` slowest nodes (unfused time), and every precision fallback. Units scaled (ns/us/ms/s,
+// kB/MB/GB, TFLOP/s).
 std::string render_report(const Report& r, size_t top_nodes = 10);
 
 }  // namespace solar::report

@@ -34,7 +34,7 @@ struct MultiDeviceReport {
   std::string source;  // the IR file's name, without directories
   ir::SymbolValues sizes;
   std::string policy;
-  std::string verification{kNotVerified};
+  Verification verification;  // of the program, by its frontend (provenance.h)
   std::vector<sol::Fidelity> fidelities;
   einsum::OpCounts totals;
   // DRAM bytes of each fidelity whose bytes are device-free (unfused, fused); the cache-aware

@@ -35,23 +35,27 @@ def analyze_translated(
         f"{len(t.verification)} output(s) compared with {framework} on the same inputs "
         "(program written by the LLM agent)"
     )
-    data, table = frontend.sol_report(
-        t.ir, hw, policy, verification=f"passed: whole program, {detail}", source=source
+    core = frontend.sol_report(
+        t.ir,
+        hw,
+        policy,
+        source=source,
+        capture={
+            "framework": names[framework],
+            "framework_version": _framework_version(framework),
+            "method": "llm",
+            "source": source,
+        },
+        verification={
+            "status": "passed",
+            "mode": "whole_program",
+            "detail": detail,
+            "outputs": t.verification,
+        },
     )
-    data["capture"] = {
-        "framework": names[framework],
-        "framework_version": _framework_version(framework),
-        "method": "llm",
-        "source": source,
-    }
-    data["verification"] = {
-        "status": "passed",
-        "mode": "whole_program",
-        "detail": detail,
-        "outputs": t.verification,
-    }
-    data["agent"] = [report_entry(t, "program", source, None)]
-    return AgentReport(data, table=table, ir=t.ir)
+    report = frontend.report_of(core, t.ir)
+    report.data["agent"] = [report_entry(t, "program", source, None)]
+    return AgentReport(**{f.name: getattr(report, f.name) for f in dataclasses.fields(report)})
 
 
 class AgentReport(frontend.Report):

@@ -1,0 +1,157 @@
+// The capture, coverage and verification sections (include/solar/report/provenance.h): their
+// JSON form, read back from what a frontend writes, in the terminal table, the HTML page, the
+// CSV and the trace.
+#include "solar/report/provenance.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "solar/einsum/graph.h"
+#include "solar/hw/device.h"
+#include "solar/ir/checker.h"
+#include "solar/ir/parser.h"
+#include "solar/report/exports.h"
+#include "solar/report/html.h"
+#include "solar/report/report.h"
+#include "solar/sol/precision.h"
+#include "solar/util/error.h"
+
+namespace solar::report {
+namespace {
+
+using nlohmann::json;
+
+// What `solar analyze --allow-unsupported` hands over for a model of 4 captured nodes, one of
+// them (writing 64 of the 512 bytes the nodes write) without a rule.
+const json kCapture = {{"framework", "torch"},
+                       {"framework_version", "2.5.1"},
+                       {"method", "torch.export"},
+                       {"source", "model.py"}};
+const json kCoverage = {{"nodes", 4},
+                        {"lowered", 3},
+                        {"unsupported_ops",
+                         {{{"node", "sort"},
+                           {"op", "aten.sort.default"},
+                           {"location", "model.py:12"},
+                           {"reason", "no lowering rule"},
+                           {"inputs", {"x"}},
+                           {"outputs", {"sort"}},
+                           {"output_bytes", 64}}}},
+                        {"unsupported_bytes", 64},
+                        {"share_nodes", 0.25},
+                        {"share_bytes", 0.125}};
+const json kVerification = {{"status", "passed"},
+                            {"mode", "whole_program"},
+                            {"detail", "1 output(s) compared with PyTorch on the same inputs"},
+                            {"why", "the whole program fits the verification budget"},
+                            {"outputs",
+                             {{{"name", "y"},
+                               {"dtype", "f32"},
+                               {"shape", {4, 8}},
+                               {"rtol", 1e-4},
+                               {"atol", 1e-5},
+                               {"max_abs_err", 5.96e-08},
+                               {"max_rel_err", 2.95e-06},
+                               {"passed", true}}}}};
+
+Report captured_report() {
+  const ir::Program p = ir::parse_file(SOLAR_SOURCE_DIR "/examples/mlp.ir");
+  einsum::Graph g = einsum::lift(p, ir::check_or_throw(p));
+  g.source = "model.py";
+  Report r = make_report(std::move(g), hw::load_builtin_device("H100-SXM"),
+                         sol::find_precision_policy(sol::kDefaultPrecisionPolicy),
+                         sol::implemented_fidelities());
+  r.provenance = provenance_from_json(kCapture, kCoverage, kVerification);
+  return r;
+}
+
+TEST(Provenance, JsonHoldsEverySectionWithOneSchema) {
+  const json j = report_to_json(captured_report());
+  EXPECT_EQ(j["capture"], kCapture);
+  EXPECT_EQ(j["coverage"], kCoverage);
+  const json& v = j["verification"];
+  EXPECT_EQ(v["status"], "passed");
+  EXPECT_EQ(v["mode"], "whole_program");
+  EXPECT_EQ(v["outputs"][0]["max_rel_err"], 2.95e-06);
+  EXPECT_TRUE(v["outputs"][0]["error"].is_null());
+  // Keys the frontend left out are there, empty: one schema whatever the frontend wrote.
+  EXPECT_EQ(v["notes"], json::array());
+  EXPECT_EQ(v["ops"], json::array());
+  EXPECT_EQ(v["not_compared"], json::array());
+  EXPECT_TRUE(v["conditioning"].is_null());
+  // The same keys as an IR file's report.
+  const ir::Program p = ir::parse_file(SOLAR_SOURCE_DIR "/examples/mlp.ir");
+  const json ir_file = report_to_json(make_report(
+      einsum::lift(p, ir::check_or_throw(p)), hw::load_builtin_device("H100-SXM"),
+      sol::find_precision_policy(sol::kDefaultPrecisionPolicy), sol::implemented_fidelities()));
+  std::vector<std::string> keys, ir_keys;
+  for (const auto& [k, _] : v.items()) keys.push_back(k);
+  for (const auto& [k, _] : ir_file["verification"].items()) ir_keys.push_back(k);
+  EXPECT_EQ(keys, ir_keys);
+  EXPECT_EQ(ir_file["verification"]["status"], "not_verified");
+  // Read back, written again: the same JSON.
+  const Provenance back = provenance_of_report(j);
+  EXPECT_EQ(verification_to_json(back.verification), v);
+  EXPECT_EQ(coverage_to_json(back.coverage), kCoverage);
+}
+
+TEST(Provenance, TerminalListsUnsupportedOpsFirstThenTheVerification) {
+  const std::string s = render_report(captured_report());
+  // 1 of 4 nodes = 25.0%; 64 of 512 bytes = 12.5%.
+  EXPECT_EQ(s.rfind("UNSUPPORTED: 1 of 4 nodes (25.0%) were not lowered; they write 64 B (12.5% "
+                    "of the bytes the nodes write).\n",
+                    0),
+            0u)
+      << s;
+  EXPECT_NE(s.find("  aten.sort.default (node 'sort' at model.py:12): no lowering rule; writes "
+                   "64 B\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("verification: passed (whole_program; 1 output(s) compared with PyTorch on "
+                   "the same inputs)\n  y: f32[4, 8] max_abs_err=5.96e-08 max_rel_err=2.95e-06 "
+                   "rtol=0.0001 atol=1e-05 ok\n"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("\n  passed: whole program, 1 output(s) compared with PyTorch on the same "
+                   "inputs\n"),
+            std::string::npos)
+      << s;
+  EXPECT_LT(s.find("UNSUPPORTED"), s.find("SOL of model.py"));
+}
+
+TEST(Provenance, HtmlCsvAndTraceShowTheSections) {
+  const json j = report_to_json(captured_report());
+  const std::string html = render_html(j, nullptr);
+  EXPECT_NE(html.find("Unsupported operators"), std::string::npos);
+  EXPECT_NE(html.find("<td>aten.sort.default</td><td>sort</td><td>model.py:12</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("captured from model.py by torch.export (torch 2.5.1)"), std::string::npos);
+  EXPECT_NE(html.find("<td>y</td><td>f32[4, 8]</td>"), std::string::npos);
+  const std::string csv = render_csv(j);
+  EXPECT_NE(csv.find("\nsort,unsupported,aten.sort.default,,,,,,,,,,,not analysed\n"),
+            std::string::npos)
+      << csv;
+  const json trace = json::parse(render_trace(j));
+  EXPECT_EQ(trace["otherData"]["unsupported_ops"],
+            json::array({"aten.sort.default (node 'sort'): no lowering rule"}));
+  EXPECT_EQ(trace["otherData"]["verification"],
+            "passed: whole program, 1 output(s) compared with PyTorch on the same inputs");
+}
+
+TEST(Provenance, AnIrFileIsNotVerifiedAndRendersNoBlock) {
+  const Provenance p;
+  EXPECT_EQ(verification_line(p.verification), "not verified: IR file analysed directly");
+  EXPECT_EQ(render_provenance(p), "");
+}
+
+TEST(Provenance, ABadSectionIsAUserError) {
+  json v = kVerification;
+  v["status"] = "fine";
+  EXPECT_THROW(provenance_from_json(kCapture, kCoverage, v), UserError);
+  EXPECT_THROW(provenance_from_json(kCapture, json{{"nodes", 4}}, kVerification), UserError);
+}
+
+}  // namespace
+}  // namespace solar::report
