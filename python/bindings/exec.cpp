@@ -95,6 +95,29 @@ nb::dlpack::dtype numpy_dtype_of(ir::DType t) {
   internal_error(__FILE__, __LINE__, "unknown dtype");
 }
 
+// `value` (a C-contiguous CPU array) lent as a tensor, its raw-bit arrays read as `declared`
+// says; the array is kept alive by `keep`. `what` names it in errors ("input 'x'").
+exec::Tensor borrow_array(const nb::handle& value, std::optional<ir::DType> declared,
+                          const std::string& what, std::vector<Array>& keep) {
+  Array a;
+  if (!nb::try_cast(value, a, /*convert=*/false)) {
+    throw UserError(what + " must be a C-contiguous numpy array on the CPU");
+  }
+  const std::optional<ir::DType> dtype = ir_dtype_of(a.dtype(), declared);
+  if (!dtype) {
+    throw UserError(what +
+                    " has a numpy dtype SOLAR does not read; use float64, float32, float16, "
+                    "int64, int32, int8, uint8 or bool (bf16: uint16 bits or ml_dtypes."
+                    "bfloat16; f8: uint8 bits or ml_dtypes float8_e4m3fn / float8_e5m2)");
+  }
+  std::vector<int64_t> shape(a.ndim());
+  for (size_t i = 0; i < a.ndim(); ++i) shape[i] = static_cast<int64_t>(a.shape(i));
+  // Read only: the executor never writes inputs, and a comparison only reads.
+  exec::Tensor t = exec::Tensor::borrow(*dtype, shape, const_cast<void*>(a.data()));
+  keep.push_back(std::move(a));
+  return t;
+}
+
 // The arrays keep their Python objects alive for as long as the borrowed tensors are used.
 struct Inputs {
   std::vector<Array> arrays;
@@ -105,24 +128,10 @@ Inputs import_inputs(const ir::Program& p, const nb::dict& given) {
   Inputs result;
   for (auto [key, value] : given) {
     const std::string name = nb::cast<std::string>(key);
-    Array a;
-    if (!nb::try_cast(value, a, /*convert=*/false)) {
-      throw UserError("input '" + name + "' must be a C-contiguous numpy array on the CPU");
-    }
     const ir::TensorDecl* decl = p.find_tensor(name);
-    const std::optional<ir::DType> dtype =
-        ir_dtype_of(a.dtype(), decl ? std::optional(decl->dtype) : std::nullopt);
-    if (!dtype) {
-      throw UserError("input '" + name +
-                      "' has a numpy dtype SOLAR does not read; use float64, float32, float16, "
-                      "int64, int32, int8, uint8 or bool (bf16: uint16 bits or ml_dtypes."
-                      "bfloat16; f8: uint8 bits or ml_dtypes float8_e4m3fn / float8_e5m2)");
-    }
-    std::vector<int64_t> shape(a.ndim());
-    for (size_t i = 0; i < a.ndim(); ++i) shape[i] = static_cast<int64_t>(a.shape(i));
-    // The executor never writes inputs, so lending read-only memory is safe.
-    result.tensors.emplace(name, exec::Tensor::borrow(*dtype, shape, const_cast<void*>(a.data())));
-    result.arrays.push_back(std::move(a));
+    result.tensors.emplace(name,
+                           borrow_array(value, decl ? std::optional(decl->dtype) : std::nullopt,
+                                        "input '" + name + "'", result.arrays));
   }
   result.tensors = cli::conform_inputs(p, std::move(result.tensors));
   return result;
@@ -164,23 +173,6 @@ ir::DType dtype_named(const std::string& name) {
                     ")");
   }
   return *t;
-}
-
-// `value` (a C-contiguous CPU array) lent as a tensor holding values of `declared` (raw-bit
-// arrays are read as it says), kept alive by `keep`.
-exec::Tensor borrow_array(const nb::handle& value, ir::DType declared, const std::string& what,
-                          std::vector<Array>& keep) {
-  Array a;
-  if (!nb::try_cast(value, a, /*convert=*/false)) {
-    throw UserError(what + " must be a C-contiguous numpy array on the CPU");
-  }
-  const std::optional<ir::DType> dtype = ir_dtype_of(a.dtype(), declared);
-  if (!dtype) throw UserError(what + " has a numpy dtype SOLAR does not read");
-  std::vector<int64_t> shape(a.ndim());
-  for (size_t i = 0; i < a.ndim(); ++i) shape[i] = static_cast<int64_t>(a.shape(i));
-  exec::Tensor t = exec::Tensor::borrow(*dtype, shape, const_cast<void*>(a.data()));
-  keep.push_back(std::move(a));
-  return t;
 }
 
 nb::dict check_dict(const exec::OutputCheck& c) {

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "solar/ir/dtype.h"
 #include "solar/util/error.h"
 
 namespace solar::einsum::detail {
@@ -694,6 +695,16 @@ Footprint union_footprint(const std::vector<const AccessMap*>& maps, int64_t num
   // is at least the larger of the two counts (and no more is assumed).
   fp.elements = std::min(numel, std::max(fp.elements + moved, fewest));
   return fp;
+}
+
+void count_access(Access& a, const TensorInfo& t) {
+  std::vector<const AccessMap*> maps;
+  maps.reserve(a.maps.size());
+  for (const AccessMap& m : a.maps) maps.push_back(&m);
+  const Footprint fp = union_footprint(maps, t.numel);
+  a.footprint = fp.elements;
+  a.footprint_exact = fp.exact;
+  a.bytes = fp.elements * ir::dtype_size(t.dtype);
 }
 
 }  // namespace solar::einsum::detail

@@ -79,6 +79,9 @@ bool same_map(const AccessMap& a, const AccessMap& b);
 // when `concentrated`, make the count at least their `fewest` (graph.h, Routing).
 Footprint union_footprint(const std::vector<const AccessMap*>& maps, int64_t numel);
 
+// Sets a.footprint, a.footprint_exact and a.bytes from the union of a's maps, for a tensor `t`.
+void count_access(Access& a, const TensorInfo& t);
+
 // ---------------------------------------------------------------------------------------------
 
 template <typename Fn>

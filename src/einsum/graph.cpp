@@ -62,12 +62,7 @@ void assume_routing(Graph& g, Routing r) {
         if (!dependent) continue;
         const TensorInfo* t = g.find_tensor(a.tensor);
         SOLAR_CHECK(t != nullptr, "assume_routing: unknown tensor '" + a.tensor + "'");
-        std::vector<const AccessMap*> maps;
-        for (const AccessMap& m : a.maps) maps.push_back(&m);
-        const Footprint fp = detail::union_footprint(maps, t->numel);
-        a.footprint = fp.elements;
-        a.footprint_exact = fp.exact;
-        a.bytes = fp.elements * ir::dtype_size(t->dtype);
+        detail::count_access(a, *t);
       }
     }
   }

@@ -185,16 +185,8 @@ class Lifter {
       if (!seen) it->maps.push_back(m);
     }
     for (Access& a : accesses) {
-      const TensorInfo& t = tensor(a.tensor);
-      std::vector<const AccessMap*> ptrs;
-      for (const AccessMap& m : a.maps) {
-        ptrs.push_back(&m);
-        a.text += (a.text.empty() ? "" : ", ") + m.text;
-      }
-      const Footprint fp = detail::union_footprint(ptrs, t.numel);
-      a.footprint = fp.elements;
-      a.footprint_exact = fp.exact;
-      a.bytes = fp.elements * ir::dtype_size(t.dtype);
+      for (const AccessMap& m : a.maps) a.text += (a.text.empty() ? "" : ", ") + m.text;
+      detail::count_access(a, tensor(a.tensor));
     }
     return accesses;
   }

@@ -12,6 +12,7 @@
 #include "elements.h"
 #include "solar/ir/diagnostic.h"
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 #include "value_ops.h"
 
 namespace solar::exec {
@@ -42,12 +43,6 @@ int64_t numel(const std::vector<int64_t>& shape) {
 View whole(Tensor& t) {
   return View{static_cast<std::byte*>(t.data()), t.dtype(), 0, t.shape(),
               row_major_strides(t.shape())};
-}
-
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 // Copies n elements (strided) between storages, exactly when the dtypes agree.
@@ -135,7 +130,9 @@ class Statement {
 
   void expect_shape(const std::vector<int64_t>& got, const std::vector<int64_t>& want,
                     const std::string& what) const {
-    if (got != want) fail(what + " has shape " + shape_str(got) + ", expected " + shape_str(want));
+    if (got != want) {
+      fail(what + " has shape " + shape_text(got) + ", expected " + shape_text(want));
+    }
   }
 
   // The view of `v` selected by `slices` (missing trailing dimensions whole; an index drops its
@@ -367,7 +364,7 @@ class Indices {
   int64_t at(int64_t flat) const {
     const double v = load_(static_cast<const std::byte*>(t_.data()), flat);
     if (v < 0 || v >= static_cast<double>(bound_)) {
-      st_.fail("index " + name_ + shape_str(unravel(flat, t_.shape())) + " = " +
+      st_.fail("index " + name_ + shape_text(unravel(flat, t_.shape())) + " = " +
                std::to_string(static_cast<int64_t>(v)) + " is out of range for dimension " +
                std::to_string(dim_) + " of size " + std::to_string(bound_));
     }
@@ -408,7 +405,7 @@ void expect_within(const Statement& st, const std::vector<int64_t>& small,
                    const std::vector<int64_t>& big, size_t skip, const std::string& what) {
   bool ok = small.size() == big.size();
   for (size_t e = 0; ok && e < small.size(); ++e) ok = e == skip || small[e] <= big[e];
-  if (!ok) st.fail(what + ": shape " + shape_str(small) + " does not fit in " + shape_str(big));
+  if (!ok) st.fail(what + ": shape " + shape_text(small) + " does not fit in " + shape_text(big));
 }
 
 // The offset in `v` of `pos` with dimension d replaced by j.

@@ -16,6 +16,7 @@
 #include "kernel.h"
 #include "solar/ir/checker.h"
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 
 namespace solar::exec {
 namespace {
@@ -37,12 +38,6 @@ std::vector<int64_t> shape_of(const ir::TensorDecl& t, const ir::SymbolValues& s
   std::vector<int64_t> shape;
   for (const ir::IntExprP& d : t.shape) shape.push_back(ir::eval_int(*d, sizes, file));
   return shape;
-}
-
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 // "1.5 GiB", "12.0 MiB", "512 B"
@@ -167,15 +162,15 @@ void check_inputs(const ir::Program& p, const ir::SymbolValues& sizes, const Ten
     const auto it = inputs.find(t.name);
     if (it == inputs.end()) {
       throw UserError("missing " + what + " (" + std::string(ir::dtype_name(t.dtype)) +
-                      shape_str(shape) + ")");
+                      shape_text(shape) + ")");
     }
     if (it->second.dtype() != t.dtype) {
       throw UserError(what + " has dtype " + std::string(ir::dtype_name(it->second.dtype())) +
                       ", expected " + std::string(ir::dtype_name(t.dtype)));
     }
     if (it->second.shape() != shape) {
-      throw UserError(what + " has shape " + shape_str(it->second.shape()) + ", expected " +
-                      shape_str(shape));
+      throw UserError(what + " has shape " + shape_text(it->second.shape()) + ", expected " +
+                      shape_text(shape));
     }
   }
   for (const auto& [name, tensor] : inputs) {

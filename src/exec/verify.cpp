@@ -9,15 +9,10 @@
 #include <vector>
 
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 
 namespace solar::exec {
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 // %.3g, the way the comparison is printed ("1.19e-07", "0", "nan").
 std::string short_number(double v) {

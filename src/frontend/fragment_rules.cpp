@@ -23,6 +23,7 @@
 #include "solar/ir/printer.h"
 #include "solar/ir/sizes.h"
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 
 namespace solar::frontend {
 
@@ -30,8 +31,6 @@ namespace {
 
 // The most statements a fragment may expand to once its repeat blocks are unrolled.
 constexpr int64_t kMaxStatements = 65536;
-
-std::string shape_text(const std::vector<int64_t>& shape) { return "[" + join_ints(shape) + "]"; }
 
 class Splicer {
  public:

@@ -10,6 +10,7 @@
 
 #include "rules.h"
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 
 namespace solar::frontend {
 
@@ -32,8 +33,6 @@ int64_t gate_count(Cell cell) {
 }
 
 std::string str(int64_t v) { return std::to_string(v); }
-
-std::string shape_text(const std::vector<int64_t>& shape) { return "[" + join_ints(shape) + "]"; }
 
 void expect_shape(const TensorInfo& t, const std::vector<int64_t>& want, const std::string& what) {
   if (t.shape != want) {

@@ -9,6 +9,7 @@
 
 #include "json_parts.h"
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 
 namespace solar::report {
 namespace {
@@ -99,12 +100,6 @@ std::string short_bytes(double n) {
     if (n >= scale) return fmt("%.4g", n / scale) + " " + unit;
   }
   return std::to_string(static_cast<int64_t>(n)) + " B";
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 std::string output_line(const OutputCheck& o) {
