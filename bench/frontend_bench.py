@@ -25,7 +25,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from solar import frontend
+from solar import pipeline
 from solar._modelfile import import_model_file
 from solar.capture import capture
 
@@ -124,16 +124,16 @@ def bench_model(
     print(f"  FlopCounterMode: {flops // 2:,} MACs in {t_fc:.2f} s")
     cap, t_cap = timed(lambda: capture(model, inputs, source=file))
     print(f"  capture: {t_cap:.2f} s ({len(cap.document['nodes'])} ATen nodes)", flush=True)
-    lowered, t_lower = timed(lambda: frontend.lower_detailed(cap.to_json()))
+    lowered, t_lower = timed(lambda: pipeline.lower_detailed(cap.to_json()))
     print(f"  lower (alone): {t_lower:.2f} s ({len(lowered['ir']):,} characters of IR)")
 
     def golden(wanted):
         return cap.golden(model, inputs, wanted)
 
     options = {"verify_mode": args.verify_mode}
-    signature = inspect.signature(frontend.analyze_capture).parameters
+    signature = inspect.signature(pipeline.analyze_capture).parameters
     options = {k: v for k, v in options.items() if k in signature}
-    report, t_rest = timed(lambda: frontend.analyze_capture(cap, golden, args.hw, None, **options))
+    report, t_rest = timed(lambda: pipeline.analyze_capture(cap, golden, args.hw, None, **options))
     v = report.verification
     total = t_cap + t_rest
     macs = report.data["totals"]["macs"]
@@ -160,9 +160,9 @@ def bench_capture_big(args) -> None:
           f"built in {t_build:.2f} s")  # fmt: skip
     cap, t_cap = timed(lambda: capture(model, inputs, source="transformer_stack.py"))
     print(f"  capture: {t_cap:.2f} s ({len(cap.document['nodes'])} ATen nodes)")
-    lowered, t_lower = timed(lambda: frontend.lower_detailed(cap.to_json()))
+    lowered, t_lower = timed(lambda: pipeline.lower_detailed(cap.to_json()))
     print(f"  lower: {t_lower:.2f} s")
-    (data, _), t_sol = timed(lambda: frontend.sol_report(lowered["ir"], args.hw))
+    (data, _), t_sol = timed(lambda: pipeline.sol_report(lowered["ir"], args.hw))
     print(f"  analyse (sol, not verified): {t_sol:.2f} s, {data['totals']['macs']:,} MACs")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     print(
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hw", default="H100-SXM")
     args = p.parse_args(argv)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; solar analyze_capture"
-          f"{inspect.signature(frontend.analyze_capture)}")  # fmt: skip
+          f"{inspect.signature(pipeline.analyze_capture)}")  # fmt: skip
     print(f"load average (1 min) at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     for name in args.only.split(","):
         if name == "resnet50":

@@ -472,9 +472,9 @@ def warm_compile(device: str) -> float:
 
 
 def builtin_devices() -> list[str]:
-    from solar import frontend
+    from solar import pipeline
 
-    rc, out, err = frontend.run_cli_captured(["hw", "list"])
+    rc, out, err = pipeline.run_cli_captured(["hw", "list"])
     if rc != 0:
         raise UsageError(err.strip().split("\n")[0])
     table = out.split("\n\n")[0].splitlines()  # a header, one line per device, a blank line
@@ -482,9 +482,9 @@ def builtin_devices() -> list[str]:
 
 
 def check_hw(hw: str) -> None:
-    from solar import frontend
+    from solar import pipeline
 
-    rc, _out, err = frontend.run_cli_captured(["hw", "show", hw])
+    rc, _out, err = pipeline.run_cli_captured(["hw", "show", hw])
     if rc != 0:
         raise UsageError(err.strip().split("\n")[0].split(": error: ", 1)[-1])
 

@@ -12,9 +12,9 @@ is the lift in the same run: analysis time / lift time, and the target is absolu
 lift + all three fidelities).
 
 torch models (bench/models/*.py, model files as `solar analyze` takes them): capture
-(solar.capture.capture), lower (frontend.lower_detailed), verify (frontend's per-op or
+(solar.capture.capture), lower (pipeline.lower_detailed), verify (frontend's per-op or
 whole-program verification, as analyze_capture chooses it), then the `sol` analysis once per
-fidelity and once with all three, each through frontend.sol_report as `solar analyze` runs it;
+fidelity and once with all three, each through pipeline.sol_report as `solar analyze` runs it;
 the peer is torch.utils.flop_counter.FlopCounterMode on one forward of the same model (after an
 untimed warm-up forward). Printed: each stage's seconds and (capture + lower + verify + analyse)
 / FlopCounterMode. `--e2e` also runs `python3 -m solar analyze FILE` as a subprocess and times it.
@@ -95,7 +95,7 @@ def bench_torch(name: str, args) -> None:
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    from solar import frontend
+    from solar import pipeline
     from solar._modelfile import import_model_file
     from solar.capture import capture
 
@@ -117,7 +117,7 @@ def bench_torch(name: str, args) -> None:
     print(f"  warm-up forward {t_warm:.2f} s; FlopCounterMode {fc // 2:,} MACs in {t_fc:.2f} s")
     cap, t_cap = timed(lambda: capture(model, inputs, source=path.name))
     print(f"  capture: {t_cap:.2f} s ({len(cap.document['nodes'])} ATen nodes)", flush=True)
-    lowered, t_lower = timed(lambda: frontend.lower_detailed(cap.to_json()))
+    lowered, t_lower = timed(lambda: pipeline.lower_detailed(cap.to_json()))
     ir_text = lowered["ir"]
     print(f"  lower: {t_lower:.2f} s ({len(ir_text):,} characters of IR)", flush=True)
 
@@ -126,9 +126,9 @@ def bench_torch(name: str, args) -> None:
 
     # The verification alone: analyze_capture with the analysis of one cheap fidelity, minus
     # that analysis timed apart.
-    (_, t_unf_alone) = timed(lambda: frontend.sol_report(ir_text, args.hw, None,
+    (_, t_unf_alone) = timed(lambda: pipeline.sol_report(ir_text, args.hw, None,
                                                          extra_args=["--fidelity", "unfused"]))  # fmt: skip
-    report, t_lva = timed(lambda: frontend.analyze_capture(cap, golden, args.hw, None,
+    report, t_lva = timed(lambda: pipeline.analyze_capture(cap, golden, args.hw, None,
                                                            fidelity="unfused"))  # fmt: skip
     v = report.verification
     t_verify = max(0.0, t_lva - t_lower - t_unf_alone)
@@ -137,7 +137,7 @@ def bench_torch(name: str, args) -> None:
     t_sol = {}
     for fid in FIDELITIES:
         extra = [] if fid == "all" else ["--fidelity", fid]
-        (data, _), t_sol[fid] = timed(lambda: frontend.sol_report(ir_text, args.hw, None,
+        (data, _), t_sol[fid] = timed(lambda: pipeline.sol_report(ir_text, args.hw, None,
                                                                   extra_args=extra))  # fmt: skip
         print(f"  sol --fidelity {fid:7s} {t_sol[fid]:7.2f} s", flush=True)
     total = t_cap + t_lower + t_verify + t_sol["all"]

@@ -1,4 +1,4 @@
-"""Writing output files atomically (no torch or jax here): ``write_atomic``."""
+"""Output files (no torch or jax here): ``write_atomic`` and ``check_output_paths``."""
 
 from __future__ import annotations
 
@@ -23,3 +23,21 @@ def write_atomic(path: str, data: bytes | str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def check_output_paths(*paths: str | None) -> None:
+    """Each output path (None or '-': none) can be written: its directory exists, it is not a
+    directory and no other output names it, so that a bad path stops the command before anything
+    is run or written."""
+    seen: set[str] = set()
+    for path in paths:
+        if not path or path == "-":
+            continue
+        if os.path.abspath(path) in seen:
+            raise ValueError(f"two outputs are written to the same file '{path}'")
+        seen.add(os.path.abspath(path))
+        directory = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path):
+            raise OSError(f"cannot write '{path}': it is a directory")
+        if not os.path.isdir(directory):
+            raise OSError(f"cannot write '{path}': no directory '{os.path.dirname(path)}'")

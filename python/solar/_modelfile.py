@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
+
+_JAX_IMPORT = re.compile(r"^\s*(import|from)\s+(jax|flax)\b", re.MULTILINE)
+
+
+def framework_of(path: str | os.PathLike) -> str:
+    """The framework of a model file: "jax" when it imports jax or flax, else "torch"."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return "jax" if _JAX_IMPORT.search(f.read()) else "torch"
 
 
 def import_model_file(path: str, module_name: str, error: type[Exception]) -> ModuleType:

@@ -299,14 +299,14 @@ def to_yaml(d: dict) -> str:
 
 def write_device_file(path: str, text: str) -> None:
     """Writes ``text`` to ``path`` after SOLAR's loader accepted it (atomically)."""
-    from solar import frontend
+    from solar import pipeline
 
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp{os.getpid()}.yaml")
     with open(tmp, "w") as f:
         f.write(text)
     try:
-        rc, _out, err = frontend.run_cli_captured(["hw", "show", tmp])
+        rc, _out, err = pipeline.run_cli_captured(["hw", "show", tmp])
         if rc != 0:
             raise RuntimeError(f"solar calibrate wrote a device file its loader refuses: {err}")
         os.replace(tmp, path)
@@ -332,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("solar calibrate: error: -o must name a .yaml file", file=sys.stderr)
         return 1
     try:
-        from solar.cli import check_output_paths
+        from solar._files import check_output_paths
 
         check_output_paths(args.output)  # before minutes of measuring
         device = pick_device(args.device)

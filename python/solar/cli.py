@@ -2,21 +2,22 @@
 
 Subcommands implemented in C++ (``solar ir check|fmt|run``, ``sol``, ``--version``, ``help``, ...)
 run in-process through ``solar._core.run_cli``, the same code as the native ``solar`` executable.
-The subcommands that need PyTorch are here (docs/capture.md):
+The subcommands that need PyTorch or JAX are here (docs/capture.md, docs/jax.md); a model file
+goes to its framework's adapter through ``solar.dispatch``, with every option:
 
 - ``solar capture MODEL.py -o OUT.json [--golden OUT.npz]``: the capture document (or, with
   ``-o OUT.ir``, the lowered IR program), and optionally the golden data.
 - ``solar analyze MODEL.py [--hw NAME] [--policy NAME] [--json OUT] [--ir OUT] [--fidelity F]
   [--no-verify] [--allow-unsupported] [--verify-budget-mb MB] [--verify-budget-s S]
-  [--verify-mode M] [--stage-times OUT.json]``: capture, lower, verify against PyTorch, and the
-  SOL report (``--stage-times``: the seconds each stage took, for ``solar bench``).
+  [--verify-mode M] [--stage-times OUT.json]``: capture, lower, verify against the framework,
+  and the SOL report (``--stage-times``: the seconds each stage took, for ``solar bench``).
 - ``solar calibrate -o FILE.yaml`` (solar.calibrate) and ``solar bench DIR --hw NAME --out DIR``
   (solar.suite): docs/calibrate.md. ``analyze`` also takes ``--measure``, ``--measured-ms``,
   ``--html``, ``--trace``, ``--csv`` and ``--dot``.
 - ``solar sol|provision|compare|curve MODEL.py ARGS...``: capture, lower and verify the model file,
   then run the C++ command on the lowered program (in memory) with ARGS unchanged.
 
-torch is imported only by these two subcommands.
+torch or jax is imported only by these subcommands, and only the model file's own.
 """
 
 from __future__ import annotations
@@ -77,11 +78,11 @@ def _run_on_model_file(args: list[str]) -> int:
     rest = args[1:index] + args[index + 1 :]
     hw = _option_value(rest, "--hw")
     try:
-        from solar import frontend
+        from solar import dispatch, pipeline
 
-        report = frontend.analyze_file(
+        report = dispatch.analyze_file(
             path,
-            hw=hw.split(",")[0] if hw else frontend.DEFAULT_HW,
+            hw=hw.split(",")[0] if hw else pipeline.DEFAULT_HW,
             policy=_option_value(rest, "--policy"),
         )
     except (ValueError, OSError) as e:
@@ -130,34 +131,20 @@ def _budget(text: str) -> float:
     return value
 
 
-def check_output_paths(*paths: str | None) -> None:
-    """Each output path (None or '-': none) can be written: its directory exists, it is not a
-    directory and no other output names it, so that a bad path stops the command before anything
-    is run or written."""
-    import os
-
-    seen: set[str] = set()
-    for path in paths:
-        if not path or path == "-":
-            continue
-        if os.path.abspath(path) in seen:
-            raise ValueError(f"two outputs are written to the same file '{path}'")
-        seen.add(os.path.abspath(path))
-        directory = os.path.dirname(os.path.abspath(path))
-        if os.path.isdir(path):
-            raise OSError(f"cannot write '{path}': it is a directory")
-        if not os.path.isdir(directory):
-            raise OSError(f"cannot write '{path}': no directory '{os.path.dirname(path)}'")
+MODEL_HELP = (
+    "model file: PyTorch (class Model, get_inputs(), get_init_inputs()) or JAX (get_inputs() "
+    "and forward(...) or a Flax Model)"
+)
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
     if command == "capture":
         p = _ArgumentParser(
             prog="solar capture",
-            description="Capture a PyTorch model file into SOLAR's capture format "
-            "(docs/capture.md).",
+            description="Capture a PyTorch or JAX model file into SOLAR's capture format "
+            "(docs/capture.md, docs/jax.md).",
         )
-        p.add_argument("model", help="model file: class Model, get_inputs(), get_init_inputs()")
+        p.add_argument("model", help=MODEL_HELP)
         p.add_argument(
             "-o",
             "--output",
@@ -168,10 +155,10 @@ def _parser(command: str) -> argparse.ArgumentParser:
         return p
     p = _ArgumentParser(
         prog="solar analyze",
-        description="Capture a PyTorch model file, lower it to IR, verify the IR against PyTorch "
-        "and report its speed-of-light time (docs/capture.md, docs/report.md).",
+        description="Capture a PyTorch or JAX model file, lower it to IR, verify the IR against "
+        "the framework and report its speed-of-light time (docs/capture.md, docs/report.md).",
     )
-    p.add_argument("model", help="model file: class Model, get_inputs(), get_init_inputs()")
+    p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--hw", default="H100-SXM", help="device (solar hw list); default H100-SXM")
     p.add_argument("--policy", help="precision policy (docs/precision.md)")
     p.add_argument("--json", metavar="OUT", help="write the JSON report ('-': to stdout)")
@@ -182,13 +169,13 @@ def _parser(command: str) -> argparse.ArgumentParser:
         "--no-verify",
         dest="verify",
         action="store_false",
-        help="do not check the lowered program against PyTorch (the report says so)",
+        help="do not check the lowered program against the framework (the report says so)",
     )
     p.add_argument(
         "--allow-unsupported",
         action="store_true",
         help="analyse the rest of a graph with operators that have no lowering rule (listed in "
-        "the report; their outputs are fed from PyTorch's run)",
+        "the report; their outputs are fed from the framework's run)",
     )
     p.add_argument(
         "--verify-budget-mb",
@@ -240,27 +227,42 @@ def _run_python_command(command: str, argv: list[str]) -> int:
 def _capture(args: argparse.Namespace) -> int:
     import os
 
-    from solar import frontend
-    from solar.capture import capture, capture_model_file, load_model_file, write_atomic, write_npz
+    from solar._files import check_output_paths, write_atomic
+    from solar._modelfile import framework_of
+    from solar.document import write_npz
+    from solar.pipeline import lower
 
     check_output_paths(args.output, args.golden)
-    if args.golden:
-        model, inputs = load_model_file(args.model)
-        cap = capture(model, inputs, source=os.path.basename(args.model))
-    else:  # no data needed: built with FakeTensors (no memory) when it can be
-        cap, model, inputs = capture_model_file(args.model, prog="solar capture")
+    if os.path.isfile(args.model) and framework_of(args.model) == "jax":
+        from solar import jax as solar_jax
+
+        apply, weights, inputs, names = solar_jax.load_model_file(args.model)
+        cap = solar_jax._capture(apply, weights, inputs, names, os.path.basename(args.model))
+        golden = cap.golden
+    else:
+        from solar.capture import capture, capture_model_file, load_model_file
+
+        if args.golden:
+            model, inputs = load_model_file(args.model)
+            cap = capture(model, inputs, source=os.path.basename(args.model))
+        else:  # no data needed: built with FakeTensors (no memory) when it can be
+            cap, model, inputs = capture_model_file(args.model, prog="solar capture")
+
+        def golden() -> dict:
+            return cap.golden(model, inputs)
+
     if args.output.endswith(".ir"):
-        write_atomic(args.output, frontend.lower(cap.to_json()))
+        write_atomic(args.output, lower(cap.to_json()))
     else:
         write_atomic(args.output, cap.to_json())
     if args.golden:
-        write_npz(args.golden, cap.golden(model, inputs))
+        write_npz(args.golden, golden())
     return 0
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from solar import frontend
-    from solar._files import write_atomic
+    from solar import dispatch
+    from solar._files import check_output_paths, write_atomic
 
     check_output_paths(
         args.ir, args.json, args.html, args.trace, args.csv, args.dot, args.stage_times
@@ -274,7 +276,7 @@ def _analyze(args: argparse.Namespace) -> int:
     else:
         times: dict[str, float] = {}
         try:
-            report = frontend.analyze_file(
+            report = dispatch.analyze_file(
                 args.model,
                 hw=args.hw,
                 policy=args.policy,
@@ -308,14 +310,14 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 def write_stage_times(path: str, times: dict[str, float]) -> None:
-    """``{stage: seconds}`` for every stage of ``frontend.STAGES`` (0 for a stage not reached),
+    """``{stage: seconds}`` for every stage of ``pipeline.STAGES`` (0 for a stage not reached),
     as JSON with sorted keys."""
     import json
 
-    from solar import frontend
     from solar._files import write_atomic
+    from solar.pipeline import STAGES
 
-    data = {stage: times.get(stage, 0.0) for stage in frontend.STAGES}
+    data = {stage: times.get(stage, 0.0) for stage in STAGES}
     write_atomic(path, json.dumps(data, sort_keys=True, indent=1) + "\n")
 
 
@@ -356,37 +358,23 @@ def report_options(args: argparse.Namespace) -> dict:
     if getattr(args, "measure", False):
         if args.measured_ms is not None:
             raise ValueError("give --measure or --measured-ms, not both")
-        from solar.measure import measure_model_file, same_device
+        from solar.dispatch import measure_file
+        from solar.measure import same_device
 
-        timing = measure_model_file(args.model, device=args.measure_device)
+        timing, per_node = measure_file(args.model, device=args.measure_device)
         on = args.hw if same_device(args.hw, timing.device) else timing.device
         options.update(
             measured_ms=timing.median_s * 1e3,
             measured_on=on,
             measured_method=timing.describe(),
-            measured_nodes=_node_times(args.model, args.measure_device),
         )
+        if per_node is not None:
+            options["measured_nodes"] = per_node
     elif getattr(args, "measured_ms", None) is not None:
         options["measured_ms"] = args.measured_ms
         if args.measured_on:
             options["measured_on"] = args.measured_on
     return options
-
-
-def _node_times(model: str, device: str | None) -> str:
-    """Times each captured node of ``model`` (solar.node_timing): the ``--measured-nodes``
-    document's JSON text."""
-    import json
-
-    from solar.node_timing import time_nodes
-
-    try:
-        document = time_nodes(model, device=device)
-    except (ValueError, OSError):
-        raise
-    except Exception as e:  # torch failing to run the graph node by node: one line, not a crash
-        raise ValueError(f"per-node timing failed: {type(e).__name__}: {_one_line(e)}") from e
-    return json.dumps(document, allow_nan=False)
 
 
 if __name__ == "__main__":

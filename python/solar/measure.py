@@ -112,12 +112,19 @@ def pick_device(requested: str | None = None) -> str:
 
 
 def time_function(
-    fn: Callable[[], object], device: str = "cpu", warmup: int = 3, repeats: int = 20
+    fn: Callable[[], object],
+    device: str = "cpu",
+    warmup: int = 3,
+    repeats: int = 20,
+    threads: bool = True,
 ) -> Timing:
-    """Times ``fn()`` (on ``device``): ``warmup`` untimed runs, then ``repeats`` samples."""
+    """Times ``fn()`` (on ``device``): ``warmup`` untimed runs, then ``repeats`` samples.
+    ``threads``: the method names torch's CPU thread count (False: fn is not torch's, and torch
+    is not imported for a CPU timing)."""
     if warmup < 0 or repeats < 1:
         raise ValueError("warm-up must be >= 0 and repeats >= 1")
-    import torch
+    if device == "cuda" or threads:
+        import torch
 
     for _ in range(warmup):
         fn()
@@ -142,10 +149,9 @@ def time_function(
             for _ in range(inner):
                 fn()
             samples.append((time.perf_counter() - t0) / inner)
-        method = (
-            f"wall clock, {warmup} warm-up runs, {inner} run(s) per sample, "
-            f"{torch.get_num_threads()} thread(s)"
-        )
+        method = f"wall clock, {warmup} warm-up runs, {inner} run(s) per sample"
+        if threads:
+            method += f", {torch.get_num_threads()} thread(s)"
     return Timing(samples, local_device_name(device), method)
 
 

@@ -79,7 +79,7 @@ def time_nodes(
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from solar import frontend
+    from solar import pipeline
     from solar.capture import capture, load_model_file
     from solar.measure import local_device_name, pick_device
 
@@ -89,7 +89,7 @@ def time_nodes(
         model = model.to(dev)
     inputs = tuple(x.to(dev) if isinstance(x, torch.Tensor) else x for x in inputs)
     cap = capture(model, inputs, source=os.path.basename(os.fspath(path)))
-    lowered = frontend.lower_detailed(cap.to_json(), allow_unsupported=True)
+    lowered = pipeline.lower_detailed(cap.to_json(), allow_unsupported=True)
     labels = _label_of_fx(cap)
     module = cap.traced.module.to(dev)
     values = _placeholder_args(cap, model, inputs)

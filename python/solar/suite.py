@@ -41,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from solar._files import write_atomic
 
 TOP_LEVEL = "."
-# The stages of one ``solar analyze`` (solar.frontend.STAGES; not imported: it needs numpy).
+# The stages of one ``solar analyze`` (solar.pipeline.STAGES; not imported: it needs numpy).
 STAGES = ("capture", "lowering", "verification", "analysis")
 TIMING_FIELDS = ("total_s", "stages_s")  # measured: in stages.*, not in problems.*
 
@@ -321,9 +321,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.jobs < 1:
             raise ValueError("--jobs must be at least 1")
         timings = load_timings(args.timings)
-        from solar import frontend
+        from solar import pipeline
 
-        rc, _out, err = frontend.run_cli_captured(["hw", "show", args.hw])
+        rc, _out, err = pipeline.run_cli_captured(["hw", "show", args.hw])
         if rc != 0:  # an unknown device: one error now, not one per problem
             raise ValueError(err.strip().split("\n")[0].split(": error: ", 1)[-1])
         problems = find_problems(args.dir)

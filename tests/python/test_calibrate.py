@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from solar import calibrate, cli, frontend
+from solar import calibrate, cli, pipeline
 from solar.measure import local_device_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ def cpu_device(tmp_path_factory) -> Path:
 
 
 def device_json(path: Path) -> dict:
-    rc, out, err = frontend.run_cli_captured(["hw", "show", str(path), "--json"])
+    rc, out, err = pipeline.run_cli_captured(["hw", "show", str(path), "--json"])
     assert rc == 0, err
     return json.loads(out)
 

@@ -15,9 +15,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from solar import cli, frontend  # noqa: E402
+from solar import cli, frontend, pipeline  # noqa: E402
+from solar._names import RESERVED, NameTable, sanitize  # noqa: E402
 from solar.capture import _trace, capture, load_model_file  # noqa: E402
-from solar.capture._names import RESERVED, NameTable, sanitize  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "models"
 MODEL_NAMES = ["mlp", "cnn", "transformer", "lstm"]
@@ -45,7 +45,10 @@ def non_intermediate(doc: dict) -> list[tuple[str, str, list[int]]]:
 
 
 def test_importing_solar_does_not_import_torch():
-    code = "import sys, solar, solar.cli, solar.frontend; print('torch' in sys.modules)"
+    code = (
+        "import sys, solar, solar.cli, solar.frontend, solar.dispatch, solar.pipeline, "
+        "solar.document, solar.ir; print('torch' in sys.modules)"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "False"
 
@@ -337,20 +340,20 @@ kernel bias2 {
 def test_verification_and_sol_report_on_a_hand_written_program():
     model, inputs, cap = captured("mlp")
     golden = cap.golden(model, inputs)
-    v = frontend.verify(MLP_IR, cap.document, golden)
+    v = pipeline.verify(MLP_IR, cap.document, golden)
     assert v["status"] == "passed", v
     (out,) = v["outputs"]
     assert out["name"] == "addmm_1" and out["max_abs_err"] < 1e-5
-    assert (out["rtol"], out["atol"]) == frontend.TOLERANCES["f32"]
+    assert (out["rtol"], out["atol"]) == pipeline.TOLERANCES["f32"]
     wrong = dict(golden, addmm_1=golden["addmm_1"] + np.float32(1e-2))
-    assert frontend.verify(MLP_IR, cap.document, wrong)["status"] == "failed"
-    report = frontend.sol_report(MLP_IR, "H100-SXM")
+    assert pipeline.verify(MLP_IR, cap.document, wrong)["status"] == "failed"
+    report = pipeline.sol_report(MLP_IR, "H100-SXM")
     data, table = json.loads(report.to_json()), report.render()
     assert data["hardware"]["name"] == "H100-SXM"
     assert sum(n["macs"] for n in data["nodes"]) == 4 * 32 * 16 + 4 * 8 * 32
     assert "fc1" in table
-    with pytest.raises(frontend.AnalysisError):
-        frontend.sol_report(MLP_IR, "no-such-device")
+    with pytest.raises(pipeline.AnalysisError):
+        pipeline.sol_report(MLP_IR, "no-such-device")
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
@@ -366,7 +369,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 
 
 @pytest.mark.skipif(
-    not frontend.has_lowering(),
+    not pipeline.has_lowering(),
     reason="this build of solar._core has no lower_capture (the C++ lowering)",
 )
 def test_analyze_mlp_end_to_end(tmp_path, capsys):
@@ -391,7 +394,7 @@ def test_analyze_mlp_end_to_end(tmp_path, capsys):
 
 
 @pytest.mark.skipif(
-    not frontend.has_lowering(),
+    not pipeline.has_lowering(),
     reason="this build of solar._core has no lower_capture (the C++ lowering)",
 )
 @pytest.mark.parametrize("model", ["transformer.py", "lstm.py"])

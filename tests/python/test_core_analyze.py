@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import solar
-from solar import _core, cli, frontend
+from solar import _core, cli, frontend, pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 MLP_IR = ROOT / "examples" / "mlp.ir"
@@ -18,7 +18,7 @@ MLP_IR = ROOT / "examples" / "mlp.ir"
 
 def test_analyze_gives_the_numbers_of_solar_sol_json(tmp_path):
     out = tmp_path / "r.json"
-    rc, _, err = frontend.run_cli_captured(
+    rc, _, err = pipeline.run_cli_captured(
         ["sol", str(MLP_IR), "--hw", "H100-SXM", "--capacity", "64KiB", "--json", str(out)]
     )
     assert rc == 0, err

@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import solar  # noqa: E402
-from solar import cli, frontend  # noqa: E402
+from solar import cli, dispatch, frontend, pipeline  # noqa: E402
 from solar.capture import capture  # noqa: E402
 from solar.capture._golden import deterministic_dropout  # noqa: E402
 from solar.capture._per_op import config_key  # noqa: E402
@@ -57,7 +57,7 @@ MLP_NODE_BYTES = 2048 + 512 + 512 + 1024 + 128
 def test_without_allow_unsupported_the_error_names_the_op_and_its_share(mlp):
     _, _, cap = mlp
     with pytest.raises(ValueError) as e:
-        frontend.lower_detailed(cap.to_json(), disabled_rules=["aten.relu.default"])
+        pipeline.lower_detailed(cap.to_json(), disabled_rules=["aten.relu.default"])
     message = str(e.value)
     assert "\n" not in message
     assert "unsupported operator 'aten.relu.default' (node 'relu', 3 of 5 nodes)" in message
@@ -68,7 +68,7 @@ def test_without_allow_unsupported_the_error_names_the_op_and_its_share(mlp):
 
 def test_allow_unsupported_feeds_the_outputs_and_lists_the_coverage(mlp):
     model, inputs, cap = mlp
-    report = frontend.analyze_capture(
+    report = pipeline.analyze_capture(
         cap,
         golden_of(model, inputs, cap),
         "H100-SXM",
@@ -103,7 +103,7 @@ def test_allow_unsupported_feeds_the_outputs_and_lists_the_coverage(mlp):
 
 def test_no_verify_says_so_plainly(mlp):
     _, _, cap = mlp
-    report = frontend.analyze_capture(cap, None, "H100-SXM", None, verify=False)
+    report = pipeline.analyze_capture(cap, None, "H100-SXM", None, verify=False)
     assert report.verification["status"] == "not_run"
     assert report.coverage["unsupported_ops"] == [] and report.coverage["lowered"] == 5
     assert "verification: not_run (verification skipped (--no-verify)" in report.summary()
@@ -112,7 +112,7 @@ def test_no_verify_says_so_plainly(mlp):
 
 def test_per_op_verification_checks_each_configuration(mlp):
     model, inputs, cap = mlp
-    report = frontend.analyze_capture(
+    report = pipeline.analyze_capture(
         cap, golden_of(model, inputs, cap), "H100-SXM", None, verify_mode="per_op"
     )
     v = report.verification
@@ -202,7 +202,7 @@ def test_dropout_in_training_mode_verifies_with_the_deterministic_mask():
     np.testing.assert_allclose(golden[out], expected, rtol=1e-6, atol=1e-6)
     assert "dropout made deterministic" in cap.golden_notes[0]
     # needs the native_dropout rule (src/frontend/rules*.cpp) to lower
-    report = frontend.analyze_capture(
+    report = pipeline.analyze_capture(
         cap, lambda wanted: cap.golden(model, (x,), wanted), "H100-SXM", None
     )
     v = report.verification
@@ -291,8 +291,8 @@ def test_top_level_analyze_and_jax_dispatch(monkeypatch, tmp_path):
 
     calls = []
     fake_jax_frontend = types.SimpleNamespace(
-        analyze=lambda fn, inputs, hw, policy: calls.append(("analyze", hw, policy)),
-        analyze_file=lambda path, hw, policy: calls.append(("file", hw, policy)),
+        analyze=lambda fn, inputs, hw, **options: calls.append(("analyze", hw, options)),
+        analyze_file=lambda path, hw, **options: calls.append(("file", hw, options)),
     )
     monkeypatch.setitem(sys.modules, "solar.jax", fake_jax_frontend)
     monkeypatch.setattr(solar, "jax", fake_jax_frontend, raising=False)
@@ -301,11 +301,29 @@ def test_top_level_analyze_and_jax_dispatch(monkeypatch, tmp_path):
         pass
 
     monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace(Array=Array))
-    solar.analyze(lambda x: x, (Array(),), hw="B200", policy="p")
+    # Every option reaches the JAX adapter unchanged (solar.dispatch.OPTIONS).
+    every = {
+        "policy": "p",
+        "source": "s.py",
+        "allow_unsupported": True,
+        "disabled_rules": ["jax.tanh"],
+        "verify": False,
+        "verify_mode": "per_op",
+        "verify_budget_mb": 1.0,
+        "verify_budget_s": 2.0,
+        "fidelity": "fused",
+        "sol_options": {"routing": "concentrated"},
+        "stage_times": {},
+    }
+    assert sorted(every) == sorted(dispatch.OPTIONS)
+    solar.analyze(lambda x: x, (Array(),), hw="B200", **every)
     jax_file = tmp_path / "jmodel.py"
     jax_file.write_text("import numpy\nfrom flax import nnx\n")
-    frontend.analyze_file(jax_file, hw="A6000")
-    assert calls == [("analyze", "B200", "p"), ("file", "A6000", None)]
+    file_options = {k: v for k, v in every.items() if k != "source"}
+    solar.analyze_file(jax_file, hw="A6000", **file_options)
+    assert calls == [("analyze", "B200", every), ("file", "A6000", file_options)]
+    with pytest.raises(TypeError, match="unknown option"):
+        solar.analyze_file(jax_file, verfy=False)
 
 
 def test_the_example_transformer_block_verifies():

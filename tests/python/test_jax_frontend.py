@@ -23,7 +23,6 @@ from jax import lax  # noqa: E402
 
 import solar  # noqa: E402
 import solar.jax as solar_jax  # noqa: E402
-from solar import frontend  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "jax_models"
 
@@ -173,7 +172,7 @@ def test_cli_analyze_jax_file(tmp_path):
     assert data["totals"]["macs"] == HAND_MACS["cnn"]
 
 
-def test_frontend_dispatches_jax_files():
-    r = frontend.analyze_file(MODELS / "rnn_scan.py")
+def test_dispatch_sends_jax_files_to_jax():
+    r = solar.analyze_file(MODELS / "rnn_scan.py")
     assert r.data["capture"]["framework"] == "jax"
     assert r.data["totals"]["macs"] == HAND_MACS["rnn_scan"]

@@ -21,7 +21,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
 import solar.jax as solar_jax  # noqa: E402
-from solar import _core, frontend  # noqa: E402
+from solar import _core, pipeline  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "jax_models"
 
@@ -85,13 +85,13 @@ def test_golden_draw_is_jax_own_draw():
 def test_verification_fails_with_another_draw():
     # the draw's values matter: the same program fed zeros for the draw does not verify
     cap = capture_of("random_noise")
-    lowered = frontend.lower_detailed(cap.to_json(), False, ())
+    lowered = pipeline.lower_detailed(cap.to_json(), False, ())
     golden = cap.golden()
-    assert frontend.verify(lowered["ir"], cap.document, golden, (), lowered["random"])[
+    assert pipeline.verify(lowered["ir"], cap.document, golden, (), lowered["random"])[
         "status"
     ] == ("passed")
     golden["normal"] = np.zeros_like(golden["normal"])
-    result = frontend.verify(lowered["ir"], cap.document, golden, (), lowered["random"])
+    result = pipeline.verify(lowered["ir"], cap.document, golden, (), lowered["random"])
     assert result["status"] == "failed"
 
 
@@ -228,7 +228,7 @@ def test_every_sampler_rule_is_a_draw():
             ],
             "outputs": ["y"],
         }
-        lowered = frontend.lower_detailed(json.dumps(doc), False, ())
+        lowered = pipeline.lower_detailed(json.dumps(doc), False, ())
         assert "random d : f32[3]" in lowered["ir"], op
         assert [r["tensor"] for r in lowered["random"]] == ["d"], op
 

@@ -21,10 +21,10 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from solar import frontend  # noqa: E402
+from solar import frontend, pipeline  # noqa: E402
 from solar.capture import capture  # noqa: E402
 
-if not frontend.has_lowering():
+if not pipeline.has_lowering():
     pytest.skip("this build of solar has no lowering", allow_module_level=True)
 
 

@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch")
 
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from solar import frontend  # noqa: E402
+from solar import frontend, pipeline  # noqa: E402
 from solar.capture import _trace, capture, load_model_file  # noqa: E402
 from solar.capture._trace import tensor_attributes  # noqa: E402
 
@@ -44,7 +44,7 @@ RNN = {"lstm_state", "gru_state"}  # aten.lstm/aten.gru have no FlopCounterMode 
 
 
 @functools.cache
-def report(name: str) -> frontend.Report:
+def report(name: str) -> pipeline.Report:
     return frontend.analyze_file(MODELS / f"{name}.py")
 
 
@@ -144,7 +144,7 @@ def test_value_returned_and_stored_is_one_output():
     cap = capture(model, inputs)
     assert [b.kind for _, b in cap.traced.outputs] == ["output", "attribute_update"]
     assert len(cap.document["outputs"]) == 1  # the same tensor, listed once
-    r = frontend.analyze_capture(cap, lambda w: cap.golden(model, inputs, w), "H100-SXM", None)
+    r = pipeline.analyze_capture(cap, lambda w: cap.golden(model, inputs, w), "H100-SXM", None)
     assert r.verification["status"] == "passed", r.summary()
 
 
@@ -180,7 +180,7 @@ def test_forward_with_keyword_arguments():
     cap = capture(model, inputs)
     assert cap.method == "torch.export"
     assert roles(cap.document) == {"x": "input", "c_bias": "constant", "add": "output"}
-    r = frontend.analyze_capture(cap, lambda w: cap.golden(model, inputs, w), "H100-SXM", None)
+    r = pipeline.analyze_capture(cap, lambda w: cap.golden(model, inputs, w), "H100-SXM", None)
     assert r.verification["status"] == "passed", r.summary()
 
 

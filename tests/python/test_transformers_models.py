@@ -27,7 +27,7 @@ pytest.importorskip("transformers")
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from solar import frontend  # noqa: E402
+from solar import frontend, pipeline  # noqa: E402
 from solar.capture import load_model_file  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "models" / "hf"
@@ -89,7 +89,7 @@ NOT_COUNTED = {
 
 
 @functools.cache
-def report(name: str) -> frontend.Report:
+def report(name: str) -> pipeline.Report:
     return frontend.analyze_file(MODELS / f"{name}.py")
 
 

@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import solar  # noqa: E402
-from solar import frontend  # noqa: E402
+from solar import frontend, pipeline  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not hasattr(solar._core, "lower_capture_detailed"),
@@ -72,7 +72,7 @@ def test_the_float32_disagreement_is_pytorchs_rounding():
 
 def _changed_constant(monkeypatch, old: str, new: str) -> None:
     """Every lowering (the float32 one and the float64 recheck's) writes ``new`` for ``old``."""
-    real = frontend.lower_detailed
+    real = pipeline.lower_detailed
 
     def lowered(*args, **kwargs):
         result = dict(real(*args, **kwargs))
@@ -80,7 +80,7 @@ def _changed_constant(monkeypatch, old: str, new: str) -> None:
         result["ir"] = result["ir"].replace(old, new)
         return result
 
-    monkeypatch.setattr(frontend, "lower_detailed", lowered)
+    monkeypatch.setattr(pipeline, "lower_detailed", lowered)
 
 
 def test_a_changed_constant_stays_failed_in_float64(monkeypatch):

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from solar import _core, frontend
+from solar import _core, pipeline
 
 PROGRAM = """input x : f32[2, 2]
 output y : f32[2, 2]
@@ -21,21 +21,21 @@ kernel double {
 
 
 def test_the_tolerance_table_is_the_cores():
-    assert frontend.TOLERANCES["f32"] == (1e-4, 1e-5) == _core.tolerance("f32")
-    assert frontend.TOLERANCES["bf16"] == (2e-2, 1e-2)
+    assert pipeline.TOLERANCES["f32"] == (1e-4, 1e-5) == _core.tolerance("f32")
+    assert pipeline.TOLERANCES["bf16"] == (2e-2, 1e-2)
     assert _core.tolerance("i64") == (0.0, 0.0)
 
 
 def test_compare_output_by_hand():
     # expected [1, 2, 4]: scale 4; the element 2 may differ by 1e-5 * 4 + 1e-4 * 2 = 2.4e-4.
     expected = np.array([1, 2, 4], dtype=np.float32)
-    near = frontend.compare_output("y", "f32", np.float32([1, 2 + 2**-13, 4]), expected)
+    near = pipeline.compare_output("y", "f32", np.float32([1, 2 + 2**-13, 4]), expected)
     assert near["passed"] and near["max_abs_err"] == 2**-13 and near["max_rel_err"] == 2**-14
-    far = frontend.compare_output("y", "f32", np.float32([1, 2 + 2**-12, 4]), expected)
+    far = pipeline.compare_output("y", "f32", np.float32([1, 2 + 2**-12, 4]), expected)
     assert not far["passed"]
-    shape = frontend.compare_output("y", "f32", np.zeros(3, np.float32), np.zeros((1, 3)))
+    shape = pipeline.compare_output("y", "f32", np.zeros(3, np.float32), np.zeros((1, 3)))
     assert shape["error"] == "shape [3] != [1, 3]" and shape["max_abs_err"] is None
-    scalar = frontend.compare_output("s", "f32", np.float32(3.0), np.array(3.0))
+    scalar = pipeline.compare_output("s", "f32", np.float32(3.0), np.array(3.0))
     assert scalar["passed"] and scalar["shape"] == []
 
 
@@ -45,7 +45,7 @@ def test_bf16_as_bits_or_ml_dtypes():
     # 1e-2 * max(1, 2) + 2e-2 * 1 = 0.04
     got = np.array([0x3F81, 0x4000], dtype=np.uint16)
     expected = np.array([1.0, 2.0], dtype=ml_dtypes.bfloat16)
-    out = frontend.compare_output("y", "bf16", got, expected)
+    out = pipeline.compare_output("y", "bf16", got, expected)
     assert out["passed"] and out["max_abs_err"] == 2**-7
 
 

@@ -18,22 +18,21 @@ This subpackage imports torch; ``import solar`` does not import it (the CLI and
 
 from __future__ import annotations
 
-import io
-import json
 import os
 import sys
-import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from solar._files import write_atomic
+from solar import document as capture_document
 from solar._modelfile import call_model_code, import_model_file
-from solar.capture._golden import has_random_dropout, run_graph
+from solar.capture._golden import has_random_dropout, run_graph, to_numpy
 from solar.capture._serialize import serialize
 from solar.capture._trace import CaptureError, Traced, trace
+from solar.document import write_npz
 
 __all__ = [
     "Capture",
@@ -59,30 +58,30 @@ class Capture:
     fx_to_name: dict[str, str]
     elements: dict[str, list[str | None]] = field(default_factory=dict)  # multi-output FX nodes
     golden_notes: list[str] = field(default_factory=list)  # how the last golden run was made
+    # A failed whole-program check is rechecked in float64 (solar.pipeline.recheck_in_float64).
+    rebuilds_in_float64: ClassVar[bool] = True
 
     @property
     def method(self) -> str:
         return self.document["capture_method"]
 
     def to_json(self) -> str:
-        """The document as text: one tensor and one node per line, keys in a fixed order;
-        the same model and inputs give the same bytes."""
-        doc = self.document
-        head = {k: v for k, v in doc.items() if k not in ("tensors", "nodes", "outputs")}
-        lines = ["{"]
-        for key, value in head.items():
-            lines.append(f"  {_dumps(key)}: {_dumps(value)},")
-        for key in ("tensors", "nodes"):
-            items = doc[key]
-            lines.append(f'  "{key}": [')
-            lines.extend(
-                f"    {_dumps(item)}{',' if i + 1 < len(items) else ''}"
-                for i, item in enumerate(items)
-            )
-            lines.append("  ],")
-        lines.append(f'  "outputs": {_dumps(doc["outputs"])}')
-        lines.append("}")
-        return "\n".join(lines) + "\n"
+        """The document as text (``solar.document.to_json``: the same model and inputs give the
+        same bytes)."""
+        return capture_document.to_json(self.document)
+
+    def per_op_checks(
+        self,
+        skip: set[str],
+        lower_one: Callable[[str], str],
+        run_and_compare: Callable[[str, dict, dict, dict], list[dict]],
+        budget_bytes: int,
+    ) -> list[dict]:
+        """Each distinct op configuration of the document run alone by PyTorch and by SOLAR
+        (``solar.capture._per_op``; ``solar.pipeline.verify_per_op`` calls it)."""
+        from solar.capture._per_op import verify_per_op
+
+        return verify_per_op(self.document, skip, lower_one, run_and_compare, budget_bytes)
 
     def golden(self, model: Any, inputs: tuple, intermediates: Any = ()) -> dict[str, np.ndarray]:
         """Runs ``model(*inputs)`` once, for real, and returns every graph input, weight, buffer
@@ -242,33 +241,6 @@ def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, t
     return model, inputs
 
 
-def to_numpy(t: torch.Tensor) -> np.ndarray:
-    """A numpy copy of a tensor; bf16 as uint16 bits, f8 as uint8 bits (npz.h)."""
-    t = t.detach().to("cpu").contiguous()
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(np.uint16).copy()
-    if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
-        return t.view(torch.uint8).numpy().copy()
-    return t.numpy().copy()
-
-
-def write_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
-    """Writes an uncompressed .npz atomically, with deterministic bytes (sorted members, fixed
-    timestamps)."""
-    path = os.fspath(path)
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as zf:
-        for name in sorted(arrays):
-            member = io.BytesIO()
-            np.lib.format.write_array(
-                member, np.ascontiguousarray(arrays[name]), allow_pickle=False
-            )
-            zf.writestr(
-                zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0)), member.getvalue()
-            )
-    write_atomic(path, buffer.getvalue())
-
-
 def _attribute(module: torch.nn.Module, path: str) -> torch.Tensor:
     """The plain tensor attribute at ``path`` (``lstm.h0``) of ``module``."""
     owner_path, _, key = path.rpartition(".")
@@ -277,10 +249,6 @@ def _attribute(module: torch.nn.Module, path: str) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
         raise CaptureError(f"the model's attribute '{path}' is no longer a tensor")
     return value
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, allow_nan=False, ensure_ascii=True)
 
 
 def _source_of(model: Any) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 # The golden-ratio step of the deterministic dropout mask (the C++ rule uses the same number).
@@ -133,3 +134,13 @@ def run_graph(module: torch.fx.GraphModule, args: list[Any], keep: set[str]) -> 
     with torch.no_grad():
         recorder.run(*args)
     return recorder.values
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    """A numpy copy of a tensor; bf16 as uint16 bits, f8 as uint8 bits (npz.h)."""
+    t = t.detach().to("cpu").contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(np.uint16).copy()
+    if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        return t.view(torch.uint8).numpy().copy()
+    return t.numpy().copy()

@@ -34,8 +34,7 @@ from typing import Any
 
 import torch
 
-from solar.capture import to_numpy
-from solar.capture._golden import deterministic_dropout
+from solar.capture._golden import deterministic_dropout, to_numpy
 from solar.capture._serialize import DTYPES
 
 MIN_SHRINK = 16  # sizes below this are kept (kernel sizes, heads, small channel counts)

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from solar.capture._names import NameTable, sanitize
+from solar._names import NameTable, sanitize
 from solar.capture._trace import CaptureError, Traced
 
 FORMAT = "solar-capture"

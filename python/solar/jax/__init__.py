@@ -1,15 +1,23 @@
-"""The JAX frontend (docs/jax.md): JAX functions and Flax models -> capture -> SOLAR report.
+"""The JAX adapter (docs/jax.md): JAX functions and Flax models -> capture ->
+``solar.pipeline.analyze_capture`` (lower, verify, analyse, report).
 
-This subpackage imports jax; ``import solar`` does not import it.
+This subpackage imports jax, never torch; ``import solar`` imports neither.
 
-- ``analyze(fn, example_inputs, hw="H100-SXM")``: a ``solar.frontend.Report`` for
+- ``analyze(fn, example_inputs, hw="H100-SXM", **options)``: a ``solar.pipeline.Report`` for
   ``fn(*example_inputs)`` (a JAX function, or an ``nnx.Module`` instance).
-- ``analyze_file(path, hw=...)``: the same for a model file (``get_inputs()`` and ``forward`` or
-  a Flax ``Model``).
-- ``capture(fn, example_inputs)`` / ``load_model_file(path)``: the pieces.
+- ``analyze_file(path, hw=..., **options)``: the same for a model file (``get_inputs()`` and
+  ``forward`` or a Flax ``Model``).
+- ``capture(fn, example_inputs)`` / ``load_model_file(path)``: the pieces;
+  ``measure_file(path)``: the model file's jitted run, timed.
+
+``options``: those of ``solar.pipeline.analyze_capture`` (``solar.dispatch.OPTIONS``), as for
+PyTorch. Two differ in what they can do: per-op verification is not available for JAX (the
+verification is then "not_run", and says so), and with ``allow_unsupported`` the outputs of the
+nodes without a rule cannot be recorded from JAX's jitted run, so the rest of the program is
+analysed but not verified (the report says so).
 
 The capture document has the format of docs/capture.md with ``"framework": "jax"`` and ops named
-``jax.<primitive>``; the lowering and verification are shared with the PyTorch frontend.
+``jax.<primitive>``; the lowering and verification are the pipeline's, shared with PyTorch.
 """
 
 from __future__ import annotations
@@ -22,10 +30,20 @@ from typing import Any
 import jax
 import numpy as np
 
+from solar import document as capture_document
 from solar._modelfile import call_model_code, import_model_file
 from solar.jax._capture import CaptureError, Draws, Leaf, flatten, record_draws, to_numpy
+from solar.pipeline import DEFAULT_HW, GoldenUnavailableError, Report, analyze_capture, timed
 
-__all__ = ["CaptureError", "JaxCapture", "analyze", "analyze_file", "capture", "load_model_file"]
+__all__ = [
+    "CaptureError",
+    "JaxCapture",
+    "analyze",
+    "analyze_file",
+    "capture",
+    "load_model_file",
+    "measure_file",
+]
 
 
 @dataclass
@@ -40,14 +58,15 @@ class JaxCapture:
     draws: Draws | None = field(default=None, repr=False)
 
     def to_json(self) -> str:
-        from solar.capture import Capture
+        return capture_document.to_json(self.document)
 
-        return Capture(self.document, None, {}).to_json()
-
-    def golden(self) -> dict[str, np.ndarray]:
+    def golden(self, wanted: Any = ()) -> dict[str, np.ndarray]:
         """Runs the program once with JAX (jitted, on its default device) and returns every
         input, weight and constant, every output and every random draw by capture name (the
-        draws from the run whose outputs are returned: ``record_draws``)."""
+        draws from the run whose outputs are returned: ``record_draws``). ``wanted``: the
+        intermediates the verification needs; one that is not a random draw (the output of a
+        node without a lowering rule) cannot be recorded from the jitted run:
+        ``GoldenUnavailableError``."""
         arrays: dict[str, np.ndarray] = {}
         for name, leaf in zip(self.leaf_names, self.leaves, strict=True):
             if name is not None:  # a PRNG key is not a tensor of the program
@@ -64,6 +83,12 @@ class JaxCapture:
         for name, value in zip(self.document["outputs"], results, strict=True):
             if name not in arrays:
                 arrays[name] = to_numpy(value)
+        missing = [name for name in wanted if name not in arrays]
+        if missing:
+            raise GoldenUnavailableError(
+                f"the outputs of unsupported nodes ({', '.join(missing)}) cannot be recorded from "
+                "JAX's jitted run, and the rest of the program reads them"
+            )
         return arrays
 
 
@@ -190,25 +215,49 @@ DEFAULT_POLICY = "jax-default"
 def analyze(
     fn: Any,
     example_inputs: Any,
-    hw: str = "H100-SXM",
+    hw: str = DEFAULT_HW,
     policy: str | None = None,
     source: str | None = None,
-) -> Any:
+    **options: Any,
+) -> Report:
     """Captures ``fn(*example_inputs)``, lowers it, verifies it against JAX on the same inputs
-    and returns its SOL report (``solar.frontend.Report``) on device ``hw``."""
-    from solar import frontend
+    and returns its SOL report on device ``hw`` (``options``: the module doc)."""
+    with timed(options.get("stage_times"), "capture"):
+        cap = capture(fn, example_inputs, source=source)
+    return analyze_capture(cap, cap.golden, hw, policy or DEFAULT_POLICY, **options)
 
-    cap = capture(fn, example_inputs, source=source)
-    return frontend.analyze_capture(cap, cap.golden(), hw, policy or DEFAULT_POLICY)
 
-
-def analyze_file(path: str | os.PathLike, hw: str = "H100-SXM", policy: str | None = None) -> Any:
+def analyze_file(
+    path: str | os.PathLike, hw: str = DEFAULT_HW, policy: str | None = None, **options: Any
+) -> Report:
     """``analyze`` on a JAX model file (docs/jax.md)."""
-    from solar import frontend
+    with timed(options.get("stage_times"), "capture"):
+        apply, weights, inputs, names = load_model_file(path)
+        cap = _capture(apply, weights, inputs, names, os.path.basename(os.fspath(path)))
+    return analyze_capture(cap, cap.golden, hw, policy or DEFAULT_POLICY, **options)
 
-    apply, weights, inputs, names = load_model_file(path)
-    cap = _capture(apply, weights, inputs, names, os.path.basename(os.fspath(path)))
-    return frontend.analyze_capture(cap, cap.golden(), hw, policy or DEFAULT_POLICY)
+
+def measure_file(path: str | os.PathLike, warmup: int = 3, repeats: int = 20) -> Any:
+    """Times the jitted run of a JAX model file on JAX's default device (wall clock around
+    ``jax.block_until_ready``, after ``warmup`` runs, which include the compilation): a
+    ``solar.measure.Timing``."""
+    from solar.measure import Timing, local_device_name, sanitize_name, time_function
+
+    apply, weights, inputs, _names = load_model_file(path)
+    args = (weights, *inputs) if jax.tree_util.tree_leaves(weights) else inputs
+    run = jax.jit(apply)
+
+    def once() -> object:
+        return jax.block_until_ready(run(*args))
+
+    device = jax.devices()[0]
+    timing = time_function(once, "cpu", warmup, repeats, threads=False)
+    if device.platform == "cpu":
+        name = local_device_name("cpu")
+    else:
+        name = sanitize_name(device.device_kind)
+    method = timing.method.replace("wall clock", "wall clock around jax.block_until_ready", 1)
+    return Timing(timing.samples_s, name, f"JAX jit on {device.platform}, {method}")
 
 
 def _as_tuple(inputs: Any) -> tuple:

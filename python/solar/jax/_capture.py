@@ -179,7 +179,7 @@ def _param(value: Any) -> Any:
 
 class _Builder:
     def __init__(self, source: str | None) -> None:
-        from solar.capture._names import NameTable
+        from solar._names import NameTable
 
         self.source = os.path.basename(source) if source else None
         self.names = NameTable()

@@ -1,7 +1,7 @@
 """The translation loop (docs/llm.md): prompt -> answer -> extract the IR -> parse and check ->
 run on the golden inputs -> compare with the golden outputs -> feed the problem back -> repeat,
 up to ``max_attempts`` answers and ``token_budget`` tokens. A translation succeeds only when
-every output passes ``solar.frontend.compare_output``. The answer is data: it is parsed as IR
+every output passes ``solar.pipeline.compare_output``. The answer is data: it is parsed as IR
 and run by SOLAR's executor; nothing the model writes is executed as Python.
 
 Verified translations are cached under ``config.cache_path()`` by a content hash of the task
@@ -19,12 +19,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-import solar
+from solar import _core, ir
 from solar._files import write_atomic
-from solar.frontend import compare_output
 from solar.llm.client import ChatClient
 from solar.llm.config import LLMConfig, LLMError
 from solar.llm.prompt import extract_ir
+from solar.pipeline import compare_output
 
 CACHE_FORMAT = 1
 
@@ -142,7 +142,7 @@ def translate(
         if outcome == "verified":
             result = Translation(
                 task.label,
-                solar.format_ir(ir_text),
+                ir.format_ir(ir_text),
                 False,
                 key,
                 verification,
@@ -184,9 +184,9 @@ def check_answer(answer: str, task: Task, file: str) -> tuple[str, str, str, lis
         )
         return "no_program", "no IR program in the answer", feedback, [], ""
     try:
-        program = solar._core.parse(ir_text, file)
-        solar.check(program)
-    except solar.IRError as e:
+        program = _core.parse(ir_text, file)
+        ir.check(program)
+    except _core.IRError as e:
         lines = list(getattr(e, "diagnostics", None) or [str(e)])
         feedback = "Your program is not valid IR:\n" + "\n".join(lines) + "\n" + _FIX
         return "invalid", lines[0], feedback, [], ir_text
@@ -201,8 +201,8 @@ def check_answer(answer: str, task: Task, file: str) -> tuple[str, str, str, lis
         return "contract", problems[0], feedback, [], ir_text
     declared = {name for name, role, _ in program.tensors if role in ("input", "weight")}
     try:
-        got = solar.run(program, {k: v for k, v in task.feed.items() if k in declared})
-    except solar.IRError as e:
+        got = ir.run(program, {k: v for k, v in task.feed.items() if k in declared})
+    except _core.IRError as e:
         feedback = (
             "Your program failed when run on the original program's inputs:\n"
             + str(e)
@@ -230,14 +230,14 @@ def check_answer(answer: str, task: Task, file: str) -> tuple[str, str, str, lis
     return "mismatch", problem, feedback, verification, ir_text
 
 
-def _contract_problems(program: solar.Program, task: Task) -> list[str]:
+def _contract_problems(program: _core.Program, task: Task) -> list[str]:
     problems = []
     declared = {name: (role, dtype) for name, role, dtype in program.tensors}
     shapes = {}
     if any(role in ("input", "weight") for role, _ in declared.values()):
         try:
-            shapes = {k: v.shape for k, v in solar.random_inputs(program).items()}
-        except solar.IRError as e:
+            shapes = {k: v.shape for k, v in ir.random_inputs(program).items()}
+        except _core.IRError as e:
             return [str(e)]
     for name, (role, dtype) in declared.items():
         if role in ("input", "weight"):
@@ -296,7 +296,7 @@ def _mismatch_line(v: dict, got: np.ndarray, expected: np.ndarray) -> str:
 def cache_key(material: dict) -> str:
     """The content hash of a task: sha256 of its canonical JSON, with the cache format and
     SOLAR's version."""
-    payload = {"format": CACHE_FORMAT, "solar_version": solar.__version__, "task": material}
+    payload = {"format": CACHE_FORMAT, "solar_version": _core.__version__, "task": material}
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -310,7 +310,7 @@ def _store(config: LLMConfig, key: str, task: Task, t: Translation) -> None:
         "format": CACHE_FORMAT,
         "key": key,
         "label": task.label,
-        "solar_version": solar.__version__,
+        "solar_version": _core.__version__,
         "model": t.model,
         "ir": t.ir,
         "attempts": len(t.attempts),

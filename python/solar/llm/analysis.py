@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from solar import _core, frontend
+from solar import _core, pipeline
 from solar.llm.agent import report_entry, translate
 from solar.llm.config import LLMConfig, LLMError
 from solar.llm.tasks import op_task, program_task
@@ -21,10 +21,10 @@ FRAGMENT_OP = "solar.ir_fragment"
 def analyze_translated(
     path: str,
     config: LLMConfig,
-    hw: str = frontend.DEFAULT_HW,
+    hw: str = pipeline.DEFAULT_HW,
     policy: str | None = None,
     log: Callable[[str], None] | None = None,
-) -> frontend.Report:
+) -> pipeline.Report:
     """The whole model file translated by the agent (verified against the framework on the
     model's own inputs), then analysed."""
     task, framework = program_task(path)
@@ -35,7 +35,7 @@ def analyze_translated(
         f"{len(t.verification)} output(s) compared with {framework} on the same inputs "
         "(program written by the LLM agent)"
     )
-    core = frontend.sol_report(
+    core = pipeline.sol_report(
         t.ir,
         hw,
         policy,
@@ -53,12 +53,12 @@ def analyze_translated(
             "outputs": t.verification,
         },
     )
-    report = frontend.report_of(core, t.ir)
+    report = pipeline.report_of(core, t.ir)
     report.data["agent"] = [report_entry(t, "program", source, None)]
     return AgentReport(**{f.name: getattr(report, f.name) for f in dataclasses.fields(report)})
 
 
-class AgentReport(frontend.Report):
+class AgentReport(pipeline.Report):
     """A Report whose summary starts with the parts the agent wrote."""
 
     def summary(self) -> str:
@@ -88,16 +88,16 @@ def _framework_version(framework: str) -> str:
 def analyze_with_fallback(
     path: str,
     config: LLMConfig,
-    hw: str = frontend.DEFAULT_HW,
+    hw: str = pipeline.DEFAULT_HW,
     policy: str | None = None,
     disabled_rules: list[str] | None = None,
     log: Callable[[str], None] | None = None,
     **options: Any,
-) -> frontend.Report:
+) -> pipeline.Report:
     """Capture and lower the model; every node without a lowering rule (or whose operator is in
     ``disabled_rules``) is translated by the agent on its own, verified against PyTorch's
     operator, and spliced in as a ``solar.ir_fragment`` node; then the whole program is verified
-    and analysed as usual (``options``: those of ``frontend.analyze_capture``)."""
+    and analysed as usual (``options``: those of ``pipeline.analyze_capture``)."""
     from solar.capture import capture, load_model_file
 
     model, inputs = load_model_file(path)
@@ -105,7 +105,7 @@ def analyze_with_fallback(
     golden = cap.golden(model, inputs)
     document, entries = translate_unsupported(cap.document, config, disabled_rules or [], log)
     patched = dataclasses.replace(cap, document=document)
-    report = frontend.analyze_capture(patched, golden, hw, policy, **options)
+    report = pipeline.analyze_capture(patched, golden, hw, policy, **options)
     report.data["agent"] = entries
     return AgentReport(**{f.name: getattr(report, f.name) for f in dataclasses.fields(report)})
 
@@ -120,9 +120,9 @@ def translate_unsupported(
     ``solar.ir_fragment`` node, and the report's ``agent`` entries."""
     if not hasattr(_core, "lower_capture_detailed"):
         raise LLMError("this build of solar has no solar._core.lower_capture_detailed")
-    from solar.capture import Capture
+    from solar.document import to_json
 
-    text = Capture(document, None, {}).to_json()
+    text = to_json(document)
     unsupported = _core.lower_capture_detailed(text, True, list(disabled_rules))["unsupported"]
     document = copy.deepcopy(document)
     nodes = {n["name"]: i for i, n in enumerate(document["nodes"])}
@@ -139,9 +139,9 @@ def translate_unsupported(
 def fragment_node(node: dict, ir_text: str, bound: list[str], outputs: list[str]) -> dict:
     """A ``solar.ir_fragment`` node in place of ``node``: the program's inputs ``inK`` and
     outputs ``outK`` (in their declaration order) bound to the capture's tensors."""
-    import solar
+    from solar import ir
 
-    program = solar.parse(ir_text)
+    program = ir.parse(ir_text)
     ins = [n for n, role, _ in program.tensors if role in ("input", "weight")]
     outs = [n for n, role, _ in program.tensors if role == "output"]
     entry = {

@@ -147,7 +147,7 @@ def main(argv: Sequence[str]) -> int:
 
     config = None
     try:
-        from solar.cli import check_output_paths
+        from solar._files import check_output_paths
 
         check_output_paths(args.output, args.llm_log)  # before paying for a translation
         config = config_from_args(args)

@@ -31,9 +31,9 @@ def program_task(path: str | os.PathLike) -> tuple[Task, str]:
         raise LLMError(f"{path}: no such file")
     with open(path, encoding="utf-8") as f:
         source = f.read()
-    from solar.frontend import imports_jax
+    from solar._modelfile import framework_of
 
-    framework = "JAX" if imports_jax(path) else "PyTorch"
+    framework = "JAX" if framework_of(path) == "jax" else "PyTorch"
     try:
         golden = _jax_golden if framework == "JAX" else _torch_golden
         inputs, weights, outputs = golden(path)
@@ -74,8 +74,8 @@ def _torch_golden(path: str) -> tuple[list, list, list]:
     import torch
     from torch.utils import _pytree as pytree
 
+    from solar._names import sanitize
     from solar.capture import load_model_file, to_numpy
-    from solar.capture._names import sanitize
     from solar.capture._serialize import dtype_name
 
     model, args = load_model_file(path)

@@ -1,0 +1,137 @@
+"""One entry to the frontends: picks the adapter (``solar.frontend`` for PyTorch, ``solar.jax``
+for JAX) and forwards every option to it unchanged. Framework-free: the adapter's framework is
+imported only when it is picked, so a JAX program never imports torch and a PyTorch one never
+imports jax.
+
+- ``analyze(fn, example_inputs, hw, **options)``: a torch module, or a function of tensors, goes
+  to PyTorch; a function given JAX arrays, or a Flax nnx module, to JAX.
+- ``analyze_file(path, hw, **options)``: a model file that imports jax or flax goes to JAX, any
+  other to PyTorch.
+- ``measure_file(path, device)``: the model file's run, timed by its own framework.
+
+``OPTIONS``: the options every adapter takes (``solar.pipeline.analyze_capture``'s); another
+keyword is a ``TypeError`` that lists them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from solar._modelfile import framework_of
+from solar.pipeline import DEFAULT_HW, Report
+
+OPTIONS = (
+    "policy",
+    "source",
+    "allow_unsupported",
+    "disabled_rules",
+    "verify",
+    "verify_mode",
+    "verify_budget_mb",
+    "verify_budget_s",
+    "fidelity",
+    "sol_options",
+    "stage_times",
+)
+
+__all__ = ["OPTIONS", "analyze", "analyze_file", "framework_of_call", "measure_file"]
+
+
+def analyze(fn: Any, example_inputs: Any, hw: str = DEFAULT_HW, **options: Any) -> Report:
+    """The SOL report of ``fn(*example_inputs)`` by the adapter of its framework."""
+    _check_options(options)
+    if framework_of_call(fn, example_inputs) == "jax":
+        from solar import jax as solar_jax
+
+        return solar_jax.analyze(fn, example_inputs, hw=hw, **options)
+    from solar import frontend
+
+    return frontend.analyze(fn, example_inputs, hw=hw, **options)
+
+
+def analyze_file(path: str | os.PathLike, hw: str = DEFAULT_HW, **options: Any) -> Report:
+    """The SOL report of a model file by the adapter of its framework (``source`` is the file's
+    name and cannot be given)."""
+    _check_options(options)
+    if "source" in options:
+        raise TypeError("analyze_file names the report after the model file: no 'source'")
+    if os.path.isfile(path) and framework_of(path) == "jax":
+        from solar import jax as solar_jax
+
+        return solar_jax.analyze_file(path, hw=hw, **options)
+    from solar import frontend
+
+    return frontend.analyze_file(path, hw=hw, **options)
+
+
+def measure_file(path: str | os.PathLike, device: str | None = None) -> tuple[Any, str | None]:
+    """``(timing, per_node)``: the model file's run timed by its framework
+    (``solar.measure.Timing``), and the per-node times document's JSON text
+    (``solar.node_timing``; None where the framework has none: JAX runs one jitted executable,
+    so only the whole run is timed)."""
+    if os.path.isfile(path) and framework_of(path) == "jax":
+        if device not in (None, "cpu", "cuda"):
+            raise ValueError(f"unknown device '{device}' (cpu or cuda)")
+        from solar import jax as solar_jax
+
+        if device is not None and not _jax_platform_is(device):
+            raise ValueError(
+                f"--measure-device {device}: a JAX model runs on JAX's default device, which "
+                "is not that one"
+            )
+        return solar_jax.measure_file(path), None
+    import json
+
+    from solar.measure import measure_model_file
+    from solar.node_timing import time_nodes
+
+    timing = measure_model_file(path, device=device)
+    try:
+        nodes = time_nodes(path, device=device)
+    except (ValueError, OSError):
+        raise
+    except Exception as e:  # torch failing to run the graph node by node: one line, not a crash
+        text = " ".join(str(e).split("\n")[0].split()) or type(e).__name__
+        raise ValueError(f"per-node timing failed: {type(e).__name__}: {text}") from e
+    return timing, json.dumps(nodes, allow_nan=False)
+
+
+def framework_of_call(fn: Any, example_inputs: Any) -> str:
+    """ "jax" when ``fn`` is a Flax nnx module or some input is a ``jax.Array`` (jax is then
+    already imported: such a value cannot exist without it), else "torch"."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(fn, torch.nn.Module):
+        return "torch"
+    jax = sys.modules.get("jax")
+    if jax is None:
+        return "torch"
+    nnx = sys.modules.get("flax.nnx")
+    if nnx is not None and isinstance(fn, nnx.Module):
+        return "jax"
+
+    def leaves(x: Any) -> Any:
+        if isinstance(x, (list, tuple)):
+            for v in x:
+                yield from leaves(v)
+        elif isinstance(x, dict):
+            for v in x.values():
+                yield from leaves(v)
+        else:
+            yield x
+
+    return "jax" if any(isinstance(x, jax.Array) for x in leaves(example_inputs)) else "torch"
+
+
+def _check_options(options: dict) -> None:
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise TypeError(f"unknown option(s) {', '.join(unknown)} (valid: {', '.join(OPTIONS)})")
+
+
+def _jax_platform_is(device: str) -> bool:
+    import jax
+
+    platform = jax.devices()[0].platform
+    return platform == device or (device == "cuda" and platform == "gpu")

@@ -1,0 +1,632 @@
+"""The framework-free half of the pipeline (docs/architecture.md): lower -> verify -> analyse
+-> report, for a capture of any framework. No torch or jax here: the adapters (``solar.frontend``
+for PyTorch, ``solar.jax``) capture a program and call ``analyze_capture``; ``solar.dispatch``
+picks the adapter.
+
+A capture is any object with
+- ``document``: the capture document (docs/capture.md) and ``to_json()``, its text;
+- ``golden_notes`` (optional): how its last golden run was made (listed in the report);
+- ``per_op_checks(skip, lower_one, run_and_compare, budget_bytes) -> [check, ...]``
+  (optional): each distinct op configuration run alone by the framework and compared
+  (``verify_per_op``); without it, per-op verification is "not_run";
+- ``rebuilds_in_float64`` (optional, default False): whether a failed whole-program check is
+  rechecked in float64 (``recheck_in_float64``; the adapter passes ``float64_rerun``).
+
+Lowering, execution, comparison and analysis are the C++ core's
+(``_core.lower_capture_detailed``, ``solar.ir.run``, ``_core.compare_output``, ``_core.analyze``).
+
+Options of ``analyze_capture`` (keyword; every adapter takes them, ``solar.dispatch.OPTIONS``):
+``allow_unsupported`` (nodes without a rule are left out and listed in
+``report.data["coverage"]``; their outputs are fed from the framework's run), ``disabled_rules``
+(ops treated as having no rule), ``verify`` (False: verification "not_run"), ``verify_mode``
+("auto", "whole_program", "per_op"), ``verify_budget_mb`` and ``verify_budget_s`` (when "auto"
+runs the whole program), ``fidelity`` and ``sol_options`` (keywords of ``_core.analyze``:
+routing, capacity, measured_ms, ...), ``stage_times`` (a dict that gains the seconds of each of
+``STAGES``), and ``float64_rerun`` (the float64 recheck after a failed whole-program check).
+
+Verification compares outputs elementwise: ``|solar - framework| <= atol * max(1,
+max|framework|) + rtol * |framework|``, with (rtol, atol) from ``TOLERANCES`` by the output's
+dtype (integers and bool: exact).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from solar import _core, ir
+from solar.document import capture_section, framework_name, graph_bytes
+
+DEFAULT_HW = "H100-SXM"
+DEFAULT_VERIFY_BUDGET_MB = 2048.0  # MB (1e6 bytes) of the captured graph's tensors
+DEFAULT_VERIFY_BUDGET_S = 60.0  # estimated seconds of SOLAR's executor on the whole program
+# A conservative rate of SOLAR's reference executor (FLOP/s, 1 MAC = 2 FLOPs), for the estimate.
+EXECUTOR_FLOPS_PER_S = 1e8
+VERIFY_MODES = ("auto", "whole_program", "per_op")
+# The stages of one analysis, in order, as ``stage_times`` names them (seconds each).
+STAGES = ("capture", "lowering", "verification", "analysis")
+
+# (rtol, atol) per dtype, from the C++ oracle's one table (exec/verify.h). The framework computes
+# in the dtype, SOLAR's executor in double and rounds once per store, so the difference is the
+# framework's rounding: a few ulps times a reduction's depth.
+TOLERANCES = {d: _core.tolerance(d) for d in ("f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2")}
+
+__all__ = [
+    "STAGES",
+    "TOLERANCES",
+    "AnalysisError",
+    "GoldenUnavailableError",
+    "Report",
+    "analyze_capture",
+    "compare_output",
+    "lower",
+    "lower_detailed",
+    "program_flops",
+    "sol_report",
+    "verify",
+]
+
+
+class AnalysisError(ValueError):
+    """A user error in analysis: a model that cannot be captured, an op with no lowering, an
+    unknown device. The message is one line."""
+
+
+class GoldenUnavailableError(Exception):
+    """Raised by a capture's golden function when its framework cannot record a tensor the
+    verification needs (e.g. an intermediate of JAX's jitted run); the verification is then
+    "not_run" with the message as its reason."""
+
+
+@dataclass
+class Report:
+    """The SOL report of a captured model: the ``sol`` command's JSON report (docs/report.md)
+    with three more sections, ``capture``, ``coverage`` and ``verification``."""
+
+    data: dict
+    table: str = ""  # the ``sol`` command's terminal table
+    ir: str = ""  # the lowered program
+    capture_json: str = ""
+    golden: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    core: Any = field(default=None, repr=False)  # the _core.Report: its other outputs
+
+    @property
+    def verification(self) -> dict:
+        return self.data["verification"]
+
+    @property
+    def coverage(self) -> dict:
+        return self.data["coverage"]
+
+    def to_json(self) -> str:
+        return json.dumps(self.data, sort_keys=True, indent=2, allow_nan=False) + "\n"
+
+    def summary(self) -> str:
+        """The terminal report: the unsupported operators, the verification, then the table
+        (``_core.Report.render``)."""
+        return self.table
+
+    def write_outputs(self, outputs: Sequence[tuple[str, str]]) -> None:
+        """Writes ``[(kind, path), ...]`` (kind: html, trace, csv, dot), all or none."""
+        if outputs:
+            self.core.write(list(outputs))
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.4g} {unit}"
+    return f"{int(n)} B"
+
+
+@contextlib.contextmanager
+def timed(stage_times: dict[str, float] | None, stage: str):
+    """Adds the wall-clock seconds of the ``with`` block to ``stage_times[stage]`` (nothing
+    when ``stage_times`` is None), also when the block raises."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        if stage_times is not None:
+            stage_times[stage] = stage_times.get(stage, 0.0) + (time.perf_counter() - start)
+
+
+def has_lowering() -> bool:
+    """Whether this build of the core can lower captures (``_core.lower_capture``)."""
+    return hasattr(_core, "lower_capture")
+
+
+def lower(capture_json: str) -> str:
+    """The IR program of a capture document (C++: ``_core.lower_capture``)."""
+    if not has_lowering():
+        raise AnalysisError("this build of solar has no lowering (solar._core.lower_capture)")
+    return _core.lower_capture(capture_json)
+
+
+def lower_detailed(
+    capture_json: str, allow_unsupported: bool = False, disabled_rules: Sequence[str] = ()
+) -> dict:
+    """``_core.lower_capture_detailed``: {"ir", "unsupported": [{node, op, location, reason,
+    index, inputs, outputs, output_bytes}], "nodes", "lowered", "node_output_bytes"}."""
+    if not has_lowering():
+        raise AnalysisError("this build of solar has no lowering (solar._core.lower_capture)")
+    return _core.lower_capture_detailed(capture_json, allow_unsupported, list(disabled_rules))
+
+
+def verify(
+    ir_text: str,
+    document: dict,
+    golden: dict[str, np.ndarray],
+    fed: Sequence[str] = (),
+    random: Sequence[dict] = (),
+) -> dict:
+    """Runs the lowered program on the golden inputs and compares each output with the
+    framework's. ``fed``: outputs of nodes that were not lowered, read from ``golden`` as
+    program inputs (graph outputs among them are not compared). ``random``: the random draws
+    (lower_detailed's "random"): each ``random`` tensor takes the framework's draw, the golden
+    value of its ``value_of``."""
+    program = ir.parse(ir_text)
+    draws = {d["tensor"]: d["value_of"] for d in random}
+    feed = {}
+    for name, role, _dtype in program.tensors:
+        if role == "random":
+            if draws.get(name) not in golden:
+                raise AnalysisError(
+                    f"the random draw '{name}' has no value from the framework's run (its values "
+                    "are the framework's: the golden run must record them)"
+                )
+            feed[name] = golden[draws[name]]
+        elif role in ("input", "weight"):
+            if name not in golden and name in fed:
+                raise AnalysisError(
+                    f"'{name}', an output of an unsupported node, has no golden value (the "
+                    "framework's run must record it to verify the rest of the program)"
+                )
+            if name not in golden:
+                raise AnalysisError(f"the lowered program's {role} '{name}' is not in the capture")
+            feed[name] = golden[name]
+    got = ir.run(program, feed)
+    dtypes = {t["name"]: t["dtype"] for t in document["tensors"]}
+    outputs = []
+    not_compared = []
+    for name in document["outputs"]:
+        if name in fed:
+            not_compared.append(name)
+            continue
+        if name not in got:
+            raise AnalysisError(f"the lowered program has no output '{name}'")
+        outputs.append(compare_output(name, dtypes[name], np.asarray(got[name]), golden[name]))
+    passed = all(o["passed"] for o in outputs)
+    framework = framework_name(document)
+    detail = f"{len(outputs)} output(s) compared with {framework} on the same inputs"
+    if draws:
+        detail += f"; the {len(draws)} random draw(s) take {framework}'s values from the same run"
+    if fed:
+        detail += (
+            f"; the {len(fed)} output(s) of unsupported nodes were fed from {framework}'s run"
+            + (
+                f" ({len(not_compared)} graph output(s) among them not compared)"
+                if not_compared
+                else ""
+            )
+        )
+    return {
+        "status": "passed" if passed else "failed",
+        "mode": "whole_program",
+        "detail": detail,
+        "outputs": outputs,
+        "not_compared": not_compared,
+    }
+
+
+def compare_output(name: str, dtype: str, got: np.ndarray, expected: np.ndarray) -> dict:
+    """One output of SOLAR's run against the framework's, by the C++ oracle
+    (``_core.compare_output``, exec/verify.h; ``solar ir verify`` runs the same) with
+    ``TOLERANCES[dtype]``: a dict with name, dtype, shape, rtol, atol, max_abs_err, max_rel_err,
+    passed (and error). bf16/f8 arrive as raw bits or ml_dtypes arrays."""
+    return _core.compare_output(name, dtype, _core_array(got, dtype), _core_array(expected, dtype))
+
+
+def _core_array(a: Any, dtype: str) -> np.ndarray:
+    """``a`` as the core reads it: C-contiguous, bf16/f8 ml_dtypes arrays (and int16 bf16 bits)
+    as their raw unsigned bits."""
+    a = np.asarray(a)
+    if a.dtype.kind == "V" or a.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        a = a.view(np.uint16 if a.dtype.itemsize == 2 else np.uint8)
+    elif dtype == "bf16" and a.dtype == np.int16:
+        a = a.view(np.uint16)
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)  # (keeps a 0-d array 0-d)
+
+
+verify_program = verify  # analyze_capture's ``verify`` keyword shadows the function
+
+
+_LOW_FLOATS = ("f32", "f16", "bf16", "f8e4m3", "f8e5m2")
+
+
+def recheck_in_float64(
+    verification: dict,
+    document: dict,
+    rerun: Callable[[], tuple[Any, Callable[[list[str]], dict]]] | None,
+    allow_unsupported: bool = False,
+    disabled_rules: Sequence[str] = (),
+) -> None:
+    """After a failed whole-program check, runs both sides again in float64: ``rerun()`` gives
+    the model captured with its floating-point weights and inputs made float64 and its golden
+    function; that capture is lowered, run by SOLAR's executor and compared with PyTorch's
+    float64 run (``TOLERANCES["f64"]``). If float64 agrees, the float32 disagreement is
+    rounding amplified by the problem (ill-conditioning) and ``verification`` becomes
+    ``passed``; if it disagrees too, it stays ``failed`` (a lowering bug). Either way, or when
+    float64 is not possible, ``verification["conditioning"]`` says so and ``detail`` gains one
+    clause. Changes ``verification`` in place."""
+    compared = [o for o in verification["outputs"] if o["max_rel_err"] is not None]
+    low = [o for o in compared if o["dtype"] in _LOW_FLOATS]
+    entry: dict[str, Any] = {
+        "float32_max_rel_err": max((o["max_rel_err"] for o in low), default=None),
+        "float64_max_rel_err": None,
+        "float64_outputs": [],
+    }
+    reason = _float64_impossible(document, rerun)
+    if reason is None:
+        try:
+            cap64, golden64 = rerun()
+            reason = _float64_capture_differs(document, cap64.document)
+            if reason is None:
+                lowered = lower_detailed(cap64.to_json(), allow_unsupported, disabled_rules)
+                fed = [o for u in lowered["unsupported"] for o in u["outputs"]]
+                v64 = verify_program(
+                    lowered["ir"],
+                    cap64.document,
+                    golden64(_recorded(lowered)),
+                    fed,
+                    lowered["random"],
+                )
+        except Exception as e:  # a diagnosis only: the float32 result stands, with the reason
+            reason = f"the float64 run failed: {type(e).__name__}: {_first_line(str(e))}"
+    if reason is not None:
+        entry.update(result="not_possible", verdict=f"no float64 recheck: {reason}")
+        verification["detail"] += f"; {entry['verdict']}"
+        verification["conditioning"] = entry
+        return
+    errors = [o["max_rel_err"] for o in v64["outputs"] if o["max_rel_err"] is not None]
+    entry["float64_max_rel_err"] = max(errors, default=None)
+    entry["float64_outputs"] = v64["outputs"]
+    f32 = _fmt_err(entry["float32_max_rel_err"])
+    f64 = _fmt_err(entry["float64_max_rel_err"])
+    if v64["status"] == "passed":
+        entry.update(
+            result="float64_agrees",
+            verdict="ill-conditioned in float32: the float64 runs agree "
+            f"(max rel err {f32} in float32, {f64} in float64)",
+        )
+        verification["status"] = "passed"
+    else:
+        entry.update(
+            result="float64_disagrees",
+            verdict="the float64 runs disagree too: a lowering bug, not rounding "
+            f"(max rel err {f32} in float32, {f64} in float64)",
+        )
+    verification["detail"] += f"; {entry['verdict']}"
+    verification["conditioning"] = entry
+
+
+def _float64_impossible(document: dict, rerun: Any) -> str | None:
+    dtypes = {t["dtype"] for t in document["tensors"]}
+    if not dtypes & set(_LOW_FLOATS):
+        if "f64" in dtypes:
+            return "the program already runs in float64"
+        return "the program has no floating-point tensors"
+    if rerun is None:
+        return "no model to rebuild in float64 (a capture given without its model)"
+    return None
+
+
+def _float64_capture_differs(document: dict, document64: dict) -> str | None:
+    """Why the float64 capture cannot stand for the original (None: it can): its outputs must
+    correspond one to one, each floating-point output made float64."""
+    outs, outs64 = document["outputs"], document64["outputs"]
+    if len(outs) != len(outs64):
+        return f"the float64 capture has {len(outs64)} output(s), not {len(outs)}"
+    dtype = {t["name"]: t["dtype"] for t in document["tensors"]}
+    dtype64 = {t["name"]: t["dtype"] for t in document64["tensors"]}
+    for name, name64 in zip(outs, outs64, strict=True):
+        if dtype[name] in _LOW_FLOATS and dtype64[name64] != "f64":
+            return (
+                f"output '{name}' stays {dtype64[name64]} when the model and its inputs are "
+                "made float64 (the model fixes that dtype itself)"
+            )
+    return None
+
+
+def _fmt_err(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return " ".join(lines[0].split()) if lines else ""
+
+
+def _coverage(lowered: dict) -> dict:
+    unsupported = [
+        {k: u[k] for k in ("node", "op", "location", "reason", "inputs", "outputs", "output_bytes")}
+        for u in lowered["unsupported"]
+    ]
+    n, total = lowered["nodes"], lowered["node_output_bytes"]
+    missing_bytes = sum(u["output_bytes"] for u in unsupported)
+    return {
+        "nodes": n,
+        "lowered": lowered["lowered"],
+        "unsupported_ops": unsupported,
+        "unsupported_bytes": missing_bytes,
+        "share_nodes": (n - lowered["lowered"]) / n if n else 0.0,
+        "share_bytes": missing_bytes / total if total else 0.0,
+    }
+
+
+def _choose_mode(
+    cap: Any, golden: Any, ir_text: str, budget_mb: float, budget_s: float
+) -> tuple[str, str]:
+    """ "whole_program" or "per_op", and why. The executor's time is estimated from the
+    program's FLOPs (``program_flops``: the einsum counts, not the SOL analysis, which
+    ``analyze_capture`` runs once, after verification)."""
+    if golden is None:
+        return "per_op", "no real inputs to run the whole program on"
+    need = graph_bytes(cap.document)
+    if need > budget_mb * 1e6:
+        return "per_op", (
+            f"the whole program holds {_fmt_bytes(need)} of tensors, over the verification "
+            f"budget of {_fmt_bytes(budget_mb * 1e6)} (--verify-budget-mb)"
+        )
+    seconds = program_flops(ir_text) / EXECUTOR_FLOPS_PER_S
+    if seconds > budget_s:
+        return "per_op", (
+            f"the whole program would take about {seconds:.3g} s in SOLAR's executor, over the "
+            f"verification budget of {budget_s:g} s (--verify-budget-s)"
+        )
+    return "whole_program", (
+        f"the whole program fits the verification budget ({_fmt_bytes(need)} of tensors, "
+        f"about {seconds:.2g} s)"
+    )
+
+
+def program_flops(ir_text: str) -> float:
+    """The program's FLOPs (1 MAC = 2 FLOPs; FLOPs = 2 x MACs + other ops): the einsum graph's
+    counts from the lift alone (``_core.totals``), the same as the report's ``totals.flops``,
+    without the SOL analysis (fusion, cache search)."""
+    try:
+        return float(_core.totals(ir_text)["flops"])
+    except _core.IRError as e:
+        raise AnalysisError(str(e)) from e
+
+
+def verify_per_op(
+    cap: Any, lowered: dict, disabled_rules: Sequence[str] = (), budget_mb: float = 2048.0
+) -> dict:
+    """Checks each distinct lowered op configuration alone at reduced size, by the capture's
+    ``per_op_checks`` (PyTorch: solar.capture._per_op); "not_run" for a capture without it."""
+    framework = framework_name(cap.document)
+    if not hasattr(cap, "per_op_checks"):
+        verification = not_run(f"per-op verification is not available for {framework} captures")
+        verification["mode"] = "per_op"
+        return verification
+
+    def lower_one(capture_json: str) -> str:
+        return lower_detailed(capture_json, False, disabled_rules)["ir"]
+
+    def run_and_compare(ir_text: str, feed: dict, expected: dict, dtypes: dict) -> list[dict]:
+        got = ir.run(ir_text, feed)
+        return [compare_output(n, dtypes[n], np.asarray(got[n]), e) for n, e in expected.items()]
+
+    # Not checked alone: nodes without a rule, and random draws (their values are the
+    # framework's, not computed by SOLAR).
+    skip = {u["node"] for u in lowered["unsupported"]} | {d["node"] for d in lowered["random"]}
+    ops = cap.per_op_checks(skip, lower_one, run_and_compare, int(budget_mb * 1e6))
+    failed = [c for c in ops if c["result"] == "failed"]
+    unverified = [c for c in ops if c["result"] == "not_verified"]
+    nodes = sum(c["nodes"] for c in ops)
+    reduced = sum(1 for c in ops if (c["size"] or "").startswith("reduced"))
+    detail = (
+        f"{len(ops) - len(unverified)} of {len(ops)} distinct op configuration(s) "
+        f"({nodes} nodes) run alone and compared with {framework}, {reduced} at reduced size"
+    )
+    if unverified:
+        detail += f"; {len(unverified)} NOT verified"
+    status = "failed" if failed else ("partial" if unverified else "passed")
+    return {"status": status, "mode": "per_op", "detail": detail, "ops": ops}
+
+
+def not_run(detail: str) -> dict:
+    return {"status": "not_run", "mode": None, "detail": detail}
+
+
+def analyze_capture(
+    cap: Any,
+    golden: dict[str, np.ndarray] | Callable[[list[str]], dict] | None,
+    hw: str,
+    policy: str | None,
+    *,
+    allow_unsupported: bool = False,
+    disabled_rules: Sequence[str] = (),
+    verify: bool = True,
+    verify_mode: str = "auto",
+    verify_budget_mb: float = DEFAULT_VERIFY_BUDGET_MB,
+    verify_budget_s: float = DEFAULT_VERIFY_BUDGET_S,
+    fidelity: str | None = None,
+    sol_options: dict[str, Any] | None = None,
+    float64_rerun: Callable[[], tuple[Any, Callable[[list[str]], dict]]] | None = None,
+    stage_times: dict[str, float] | None = None,
+) -> Report:
+    """Lower, verify and analyse a capture (any framework): ``cap`` has ``.document`` (the
+    capture document, docs/capture.md) and ``.to_json()``; ``golden`` maps every input, weight
+    and output name (and, with unsupported nodes, their outputs) to its value, or is a function
+    ``golden(intermediate_names) -> dict`` called only when the whole program is verified, or
+    None (no real data: per-op verification). ``float64_rerun() -> (capture, golden)``: the
+    same program captured in float64, with its golden function; when whole-program verification
+    fails it tells ill-conditioning from a lowering bug (``recheck_in_float64``). Options: see
+    the module doc. ``stage_times``: a dict that gains the seconds of lowering, verification
+    and analysis (``STAGES``; the caller times capture)."""
+    if verify_mode not in VERIFY_MODES:
+        raise AnalysisError(
+            f"unknown verify mode '{verify_mode}' (valid: {', '.join(VERIFY_MODES)})"
+        )
+    capture_json = cap.to_json()
+    with timed(stage_times, "lowering"):
+        lowered = lower_detailed(capture_json, allow_unsupported, disabled_rules)
+    ir_text = lowered["ir"]
+    fed = [o for u in lowered["unsupported"] for o in u["outputs"]]
+    data_golden: dict[str, np.ndarray] = {}
+    if not verify:
+        verification = not_run(
+            "verification skipped (--no-verify): the lowered program was NOT "
+            "checked against the framework; the numbers are unverified"
+        )
+    else:
+        with timed(stage_times, "verification"):
+            verification = _verification(
+                cap,
+                golden,
+                lowered,
+                fed,
+                data_golden,
+                verify_mode,
+                verify_budget_mb,
+                verify_budget_s,
+                allow_unsupported,
+                disabled_rules,
+                float64_rerun,
+            )
+    with timed(stage_times, "analysis"):
+        core = sol_report(
+            ir_text,
+            hw,
+            policy,
+            source=cap.document.get("source"),
+            capture=capture_section(cap.document),
+            coverage=_coverage(lowered),
+            verification=verification,
+            fidelity=fidelity,
+            sol_options=sol_options,
+        )
+    return report_of(core, ir_text, capture_json, data_golden)
+
+
+def _recorded(lowered: dict) -> list[str]:
+    """The intermediate tensors a golden run must record: the outputs of nodes without a rule
+    (fed to the program as inputs) and the framework's random draws, from the same run as the
+    outputs they are compared with."""
+    fed = [o for u in lowered["unsupported"] for o in u["outputs"]]
+    return fed + [d["value_of"] for d in lowered["random"] if d["value_of"] not in fed]
+
+
+def _verification(
+    cap: Any,
+    golden: Any,
+    lowered: dict,
+    fed: list[str],
+    data_golden: dict,
+    verify_mode: str,
+    verify_budget_mb: float,
+    verify_budget_s: float,
+    allow_unsupported: bool,
+    disabled_rules: Sequence[str],
+    float64_rerun: Any,
+) -> dict:
+    """``analyze_capture``'s verification dict (``data_golden`` gains the golden data of a
+    whole-program check)."""
+    ir_text = lowered["ir"]
+    mode, why = verify_mode, f"{verify_mode} verification requested"
+    if mode == "auto":
+        mode, why = _choose_mode(cap, golden, ir_text, verify_budget_mb, verify_budget_s)
+    if mode == "whole_program":
+        if golden is None:
+            raise AnalysisError("whole-program verification needs real inputs")
+        random = lowered["random"]
+        try:
+            data_golden.update(golden(_recorded(lowered)) if callable(golden) else golden)
+        except GoldenUnavailableError as e:
+            verification = not_run(f"{e}; the lowered program was NOT checked")
+            verification["mode"] = "whole_program"
+            verification["why"] = why
+            return verification
+        verification = verify_program(ir_text, cap.document, data_golden, fed, random)
+        if verification["status"] == "failed" and getattr(cap, "rebuilds_in_float64", False):
+            recheck_in_float64(
+                verification, cap.document, float64_rerun, allow_unsupported, disabled_rules
+            )
+    else:
+        verification = verify_per_op(cap, lowered, disabled_rules, verify_budget_mb)
+    verification["why"] = why
+    notes = list(getattr(cap, "golden_notes", []) or [])
+    if notes:
+        verification["notes"] = notes
+    return verification
+
+
+def sol_report(
+    ir_text: str,
+    hw: str,
+    policy: str | None = None,
+    *,
+    source: str | None = None,
+    capture: dict | None = None,
+    coverage: dict | None = None,
+    verification: dict | None = None,
+    fidelity: str | None = None,
+    sol_options: dict[str, Any] | None = None,
+) -> Any:
+    """The SOL report of an IR program (``_core.analyze``: the ``sol`` command's analysis, no
+    files): a ``_core.Report`` with ``to_json()``, ``render()``, ``render_output(kind)`` and
+    ``write([(kind, path), ...])``. ``capture``, ``coverage`` and ``verification``: the report's
+    sections (docs/report.md; None: an IR file's); ``source``: the name the report shows;
+    ``sol_options``: more keywords of ``_core.analyze`` (``routing``, ``capacity``, ``level``,
+    ``sizes``, ``sets``, ``top``, ``measured_ms``, ``measured_on``, ``measured_method``,
+    ``measured_nodes``)."""
+
+    def section(value: dict | None) -> str:
+        return "" if value is None else json.dumps(value, sort_keys=True, allow_nan=False)
+
+    options = dict(sol_options or {})
+    if fidelity:
+        options["fidelity"] = fidelity
+    try:
+        return _core.analyze(
+            ir_text,
+            hw,
+            policy or "",
+            source=source or "",
+            capture=section(capture),
+            coverage=section(coverage),
+            verification=section(verification),
+            **options,
+        )
+    except _core.IRError as e:
+        raise AnalysisError(str(e).removeprefix("solar: error: ")) from e
+
+
+def report_of(core: Any, ir_text: str = "", capture_json: str = "", golden: dict | None = None):
+    """A ``Report`` of a ``_core.Report``."""
+    return Report(
+        json.loads(core.to_json()),
+        table=core.render(),
+        ir=ir_text,
+        capture_json=capture_json,
+        golden=golden or {},
+        core=core,
+    )
+
+
+def run_cli_captured(args: list[str]) -> tuple[int, str, str]:
+    """``_core.run_cli(args)`` with its stdout and stderr captured (run_cli writes them to
+    ``sys.stdout`` / ``sys.stderr`` when the command is done)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = _core.run_cli(args)
+    return rc, out.getvalue(), err.getvalue()

@@ -1,0 +1,203 @@
+"""The Python package is cut along the pipeline (docs/architecture.md): its import graph has no
+cycle; the framework-free modules import neither torch nor jax, not even lazily; the JAX adapter
+never imports torch, and runs in a virtual environment that has no torch at all."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import solar
+
+PACKAGE = Path(__file__).resolve().parents[2] / "python" / "solar"
+MODELS = Path(__file__).resolve().parent / "jax_models"
+
+# Modules no framework may reach: every import in them, at any depth, is checked.
+FRAMEWORK_FREE = (
+    "solar",
+    "solar.ir",
+    "solar.document",
+    "solar.pipeline",
+    "solar.dispatch",
+    "solar._files",
+    "solar._modelfile",
+    "solar._names",
+    "solar.cli",
+)
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the package by dotted name."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def imports(name: str, path: Path, known: set[str]) -> list[str]:
+    """The modules ``name`` imports, anywhere in its code (inside functions too). ``from P
+    import X`` imports the module P.X when there is one (``solar._core``, the extension, is
+    one), else P; the parent package that Python imports first is not counted (every module has
+    that edge)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for a in node.names:
+                full = f"{target}.{a.name}"
+                found.append(full if full in known or full == "solar._core" else target)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    return {m: {i for i in imports(m, p, known) if i in known and i != m} for m, p in mods.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    # The checker itself: a -> b -> c -> a is one cycle, d -> a is not part of it.
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_import_graph_has_no_cycle():
+    edges = graph()
+    assert {"solar.pipeline", "solar.dispatch", "solar.document", "solar.ir"} <= set(edges)
+    assert cycles(edges) == []
+
+
+def test_framework_free_modules_never_import_a_framework():
+    mods = modules()
+    for name in FRAMEWORK_FREE:
+        found = imports(name, mods[name], set(mods))
+        frameworks = sorted({i for i in found if re.match(r"(torch|jax|flax)(\.|$)", i)})
+        assert frameworks == [], f"{name} imports {frameworks}"
+        # ... nor the PyTorch capture, which imports torch (the dispatcher may pick the
+        # adapters, each only when its framework is the program's).
+        assert not {i for i in found if i.startswith("solar.capture")}, name
+
+
+def test_the_jax_adapter_never_reaches_torch():
+    mods = modules()
+    edges = graph()
+    reached, todo = set(), [m for m in mods if m == "solar.jax" or m.startswith("solar.jax.")]
+    while todo:
+        m = todo.pop()
+        if m in reached:
+            continue
+        reached.add(m)
+        todo.extend(edges[m])
+    assert not {m for m in reached if m.startswith(("solar.capture", "solar.frontend"))}
+    for m in reached:
+        assert not [i for i in imports(m, mods[m], set(mods)) if re.match(r"torch(\.|$)", i)], m
+
+
+def _venv_without_torch(tmp_path: Path) -> tuple[Path, dict]:
+    """A virtual environment whose packages are this Python's minus torch's (symlinked), plus
+    the solar package under test; the environment to run its Python in."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    farm = tmp_path / "packages"
+    farm.mkdir()
+    import jax
+    import numpy
+
+    bases = {Path(m.__file__).resolve().parents[1] for m in (jax, numpy)}
+    torch_like = re.compile(r"(torch|torchgen|functorch|solar)([-_.]|$)", re.IGNORECASE)
+    for base in sorted(bases):
+        for entry in sorted(os.listdir(base)):
+            if torch_like.match(entry) or entry.endswith(".pth") or (farm / entry).exists():
+                continue
+            (farm / entry).symlink_to(base / entry)
+    (farm / "solar").symlink_to(Path(solar.__file__).resolve().parent)
+    Path(purelib, "solar-test-packages.pth").write_text(f"{farm}\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONNOUSERSITE"] = "1"
+    return python, env
+
+
+def test_jax_model_analyses_in_a_venv_without_torch(tmp_path):
+    pytest.importorskip("jax")
+    pytest.importorskip("flax")
+    python, env = _venv_without_torch(tmp_path)
+    no_torch = subprocess.run(
+        [str(python), "-c", "import torch"], capture_output=True, text=True, env=env
+    )
+    assert no_torch.returncode != 0 and "No module named 'torch'" in no_torch.stderr
+    out, page = tmp_path / "r.json", tmp_path / "r.html"
+    cmd = [str(python), "-m", "solar", "analyze", str(MODELS / "mlp.py"), "--json", str(out)]
+    run = subprocess.run(
+        [*cmd, "--html", str(page)], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    assert report["verification"]["status"] == "passed"
+    assert report["capture"]["framework"] == "jax"
+    # Dense 16->32, 32->32, 32->4 over 8 rows: 8 * (16*32 + 32*32 + 32*4) = 13312 MACs
+    assert report["totals"]["macs"] == 8 * (16 * 32 + 32 * 32 + 32 * 4)
+    assert "<html" in page.read_text()
+    check = "import sys, solar, solar.jax, solar.dispatch; print('torch' in sys.modules)"
+    imported = subprocess.run(
+        [str(python), "-c", check], capture_output=True, text=True, env=env, check=True
+    )
+    assert imported.stdout.strip() == "False"
