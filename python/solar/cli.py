@@ -225,32 +225,13 @@ def _run_python_command(command: str, argv: list[str]) -> int:
 
 
 def _capture(args: argparse.Namespace) -> int:
-    import os
-
+    from solar import dispatch
     from solar._files import check_output_paths, write_atomic
-    from solar._modelfile import framework_of
     from solar.document import write_npz
     from solar.pipeline import lower
 
     check_output_paths(args.output, args.golden)
-    if os.path.isfile(args.model) and framework_of(args.model) == "jax":
-        from solar import jax as solar_jax
-
-        apply, weights, inputs, names = solar_jax.load_model_file(args.model)
-        cap = solar_jax._capture(apply, weights, inputs, names, os.path.basename(args.model))
-        golden = cap.golden
-    else:
-        from solar.capture import capture, capture_model_file, load_model_file
-
-        if args.golden:
-            model, inputs = load_model_file(args.model)
-            cap = capture(model, inputs, source=os.path.basename(args.model))
-        else:  # no data needed: built with FakeTensors (no memory) when it can be
-            cap, model, inputs = capture_model_file(args.model, prog="solar capture")
-
-        def golden() -> dict:
-            return cap.golden(model, inputs)
-
+    cap, golden = dispatch.capture_file(args.model, golden=bool(args.golden), prog="solar capture")
     if args.output.endswith(".ir"):
         write_atomic(args.output, lower(cap.to_json()))
     else:

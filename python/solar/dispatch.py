@@ -7,6 +7,7 @@ imports jax.
   to PyTorch; a function given JAX arrays, or a Flax nnx module, to JAX.
 - ``analyze_file(path, hw, **options)``: a model file that imports jax or flax goes to JAX, any
   other to PyTorch.
+- ``capture_file(path)``: the capture of a model file, and its golden run.
 - ``measure_file(path, device)``: the model file's run, timed by its own framework.
 
 ``OPTIONS``: the options every adapter takes (``solar.pipeline.analyze_capture``'s); another
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from solar._modelfile import framework_of
@@ -36,7 +38,14 @@ OPTIONS = (
     "stage_times",
 )
 
-__all__ = ["OPTIONS", "analyze", "analyze_file", "framework_of_call", "measure_file"]
+__all__ = [
+    "OPTIONS",
+    "analyze",
+    "analyze_file",
+    "capture_file",
+    "framework_of_call",
+    "measure_file",
+]
 
 
 def analyze(fn: Any, example_inputs: Any, hw: str = DEFAULT_HW, **options: Any) -> Report:
@@ -66,22 +75,31 @@ def analyze_file(path: str | os.PathLike, hw: str = DEFAULT_HW, **options: Any) 
     return frontend.analyze_file(path, hw=hw, **options)
 
 
+def capture_file(
+    path: str | os.PathLike, golden: bool = False, prog: str = "solar"
+) -> tuple[Any, Callable[[], dict]]:
+    """``(capture, golden)`` of a model file by its framework's adapter: the capture (its
+    ``to_json()`` is the capture document) and a function that runs the model once and returns
+    its golden data by capture name. ``golden=False``: the data will not be asked for (PyTorch
+    then builds the model with FakeTensors when it can: no memory)."""
+    if os.path.isfile(path) and framework_of(path) == "jax":
+        from solar import jax as solar_jax
+
+        return solar_jax.capture_file(path)
+    from solar import frontend
+
+    return frontend.capture_file(path, golden=golden, prog=prog)
+
+
 def measure_file(path: str | os.PathLike, device: str | None = None) -> tuple[Any, str | None]:
     """``(timing, per_node)``: the model file's run timed by its framework
-    (``solar.measure.Timing``), and the per-node times document's JSON text
+    (``solar.timing.Timing``), and the per-node times document's JSON text
     (``solar.node_timing``; None where the framework has none: JAX runs one jitted executable,
     so only the whole run is timed)."""
     if os.path.isfile(path) and framework_of(path) == "jax":
-        if device not in (None, "cpu", "cuda"):
-            raise ValueError(f"unknown device '{device}' (cpu or cuda)")
         from solar import jax as solar_jax
 
-        if device is not None and not _jax_platform_is(device):
-            raise ValueError(
-                f"--measure-device {device}: a JAX model runs on JAX's default device, which "
-                "is not that one"
-            )
-        return solar_jax.measure_file(path), None
+        return solar_jax.measure_file(path, device=device), None
     import json
 
     from solar.measure import measure_model_file
@@ -128,10 +146,3 @@ def _check_options(options: dict) -> None:
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise TypeError(f"unknown option(s) {', '.join(unknown)} (valid: {', '.join(OPTIONS)})")
-
-
-def _jax_platform_is(device: str) -> bool:
-    import jax
-
-    platform = jax.devices()[0].platform
-    return platform == device or (device == "cuda" and platform == "gpu")

@@ -22,7 +22,7 @@ import numpy as np
 
 from solar.pipeline import DEFAULT_HW, AnalysisError, Report, analyze_capture, timed
 
-__all__ = ["analyze", "analyze_file"]
+__all__ = ["analyze", "analyze_file", "capture_file"]
 
 
 def analyze(
@@ -120,3 +120,19 @@ def _holds_fake_values(cap: Any) -> bool:
     if cap.method != "torch.export":
         return True  # make_fx keeps constants as attributes of its graph module
     return any(b.kind == "constant" for b in cap.traced.placeholders.values())
+
+
+def capture_file(
+    path: str | os.PathLike, golden: bool = False, prog: str = "solar"
+) -> tuple[Any, Callable[[], dict]]:
+    """``(capture, golden)`` of a model file: with ``golden``, the model is built for real and
+    ``golden()`` runs it once; without, it is built with FakeTensors when it can be (no memory;
+    a note on stderr, prefixed with ``prog``, when it must be built for real)."""
+    from solar.capture import capture, capture_model_file, load_model_file
+
+    if golden:
+        model, inputs = load_model_file(path)
+        cap = capture(model, inputs, source=os.path.basename(path))
+    else:
+        cap, model, inputs = capture_model_file(path, prog=prog)
+    return cap, lambda: cap.golden(model, inputs)

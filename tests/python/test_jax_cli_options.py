@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("jax")
 pytest.importorskip("flax")
 
+import solar  # noqa: E402
 from solar import cli  # noqa: E402
 
 MLP = str(Path(__file__).resolve().parent / "jax_models" / "mlp.py")
@@ -36,6 +37,23 @@ def forward(a, w):
 """
 
 
+# An embedding lookup (a data-dependent read) and a projection.
+LOOKUP = """\
+import jax
+import jax.numpy as jnp
+
+
+def get_inputs():
+    return [jnp.array([3, 1, 4, 1, 5, 9], dtype=jnp.int32),
+            jax.random.normal(jax.random.PRNGKey(0), (16, 8), jnp.float32),
+            jax.random.normal(jax.random.PRNGKey(1), (8, 4), jnp.float32)]
+
+
+def forward(ids, table, w):
+    return jnp.take(table, ids, axis=0) @ w
+"""
+
+
 def analyze_json(tmp_path: Path, capsys, *args: str, model: str = MLP) -> tuple[int, dict]:
     out = tmp_path / "r.json"
     rc = cli.main(["analyze", model, "--json", str(out), *args])
@@ -54,7 +72,14 @@ def test_report_files_and_ir(tmp_path, capsys):
     assert sum(int(r["macs"]) for r in rows) == MLP_MACS
     assert json.loads(files["trace"].read_text())["traceEvents"]
     assert files["dot"].read_text().startswith("digraph")
-    assert "program" in (tmp_path / "m.ir").read_text()
+    assert outputs_of(tmp_path / "m.ir") == [("add_4", "f32")]  # the last Dense's bias add
+
+
+def outputs_of(ir_file: Path) -> list[tuple[str, str]]:
+    """The outputs a written IR file declares (it parses and checks)."""
+    program = solar.parse(ir_file)
+    solar.check(program)
+    return [(name, dtype) for name, role, dtype in program.tensors if role == "output"]
 
 
 def test_fidelity_no_verify_and_routing(tmp_path, capsys):
@@ -65,7 +90,20 @@ def test_fidelity_no_verify_and_routing(tmp_path, capsys):
     assert sorted(report["sol"]) == ["bottleneck_fused", "compute_s", "fused_s", "memory_fused_s"]
     assert report["verification"]["status"] == "not_run"
     assert "--no-verify" in report["verification"]["detail"]
-    assert report["routing"] == "concentrated"
+
+
+def test_routing(tmp_path, capsys):
+    model = tmp_path / "lookup.py"
+    model.write_text(LOOKUP)
+    rc, balanced = analyze_json(tmp_path, capsys, model=str(model))
+    assert rc == 0 and balanced["verification"]["status"] == "passed"
+    rc, concentrated = analyze_json(tmp_path, capsys, "--routing", "concentrated", model=str(model))
+    assert rc == 0 and concentrated["verification"]["status"] == "passed"
+    assert (balanced["routing"], concentrated["routing"]) == ("balanced", "concentrated")
+    # Balanced routing counts the 6 ids as 6 distinct rows of 8 f32 (192 B), concentrated as one
+    # row (32 B, every id the same):
+    # the fused bytes differ by 5 rows, 5 * 32 = 160.
+    assert balanced["bytes"]["fused"] - concentrated["bytes"]["fused"] == 5 * 8 * 4
 
 
 def test_per_op_verification_is_said_not_available(tmp_path, capsys):
@@ -121,4 +159,4 @@ def test_capture_writes_document_and_golden(tmp_path, capsys):
     golden = np.load(npz)
     assert set(document["outputs"]) <= set(golden.files)
     assert cli.main(["capture", MLP, "-o", str(tmp_path / "m.ir")]) == 0
-    assert "program" in (tmp_path / "m.ir").read_text()
+    assert outputs_of(tmp_path / "m.ir") == [("add_4", "f32")]

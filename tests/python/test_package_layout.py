@@ -169,7 +169,7 @@ def _venv_without_torch(tmp_path: Path) -> tuple[Path, dict]:
             if torch_like.match(entry) or entry.endswith(".pth") or (farm / entry).exists():
                 continue
             (farm / entry).symlink_to(base / entry)
-    (farm / "solar").symlink_to(Path(solar.__file__).resolve().parent)
+    (farm / "solar").symlink_to(Path(solar.__file__).parent)  # (not resolved: the built one)
     Path(purelib, "solar-test-packages.pth").write_text(f"{farm}\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONNOUSERSITE"] = "1"

@@ -7,7 +7,7 @@ This subpackage imports jax, never torch; ``import solar`` imports neither.
   ``fn(*example_inputs)`` (a JAX function, or an ``nnx.Module`` instance).
 - ``analyze_file(path, hw=..., **options)``: the same for a model file (``get_inputs()`` and
   ``forward`` or a Flax ``Model``).
-- ``capture(fn, example_inputs)`` / ``load_model_file(path)``: the pieces;
+- ``capture(fn, example_inputs)`` / ``capture_file(path)`` / ``load_model_file(path)``: the pieces;
   ``measure_file(path)``: the model file's jitted run, timed.
 
 ``options``: those of ``solar.pipeline.analyze_capture`` (``solar.dispatch.OPTIONS``), as for
@@ -41,6 +41,7 @@ __all__ = [
     "analyze",
     "analyze_file",
     "capture",
+    "capture_file",
     "load_model_file",
     "measure_file",
 ]
@@ -237,12 +238,29 @@ def analyze_file(
     return analyze_capture(cap, cap.golden, hw, policy or DEFAULT_POLICY, **options)
 
 
-def measure_file(path: str | os.PathLike, warmup: int = 3, repeats: int = 20) -> Any:
+def capture_file(path: str | os.PathLike) -> tuple[JaxCapture, Any]:
+    """``(capture, golden)`` of a JAX model file; ``golden()`` runs it once with JAX."""
+    apply, weights, inputs, names = load_model_file(path)
+    cap = _capture(apply, weights, inputs, names, os.path.basename(os.fspath(path)))
+    return cap, cap.golden
+
+
+def measure_file(
+    path: str | os.PathLike, device: str | None = None, warmup: int = 3, repeats: int = 20
+) -> Any:
     """Times the jitted run of a JAX model file on JAX's default device (wall clock around
     ``jax.block_until_ready``, after ``warmup`` runs, which include the compilation): a
-    ``solar.measure.Timing``."""
-    from solar.measure import Timing, local_device_name, sanitize_name, time_function
+    ``solar.timing.Timing``. ``device`` ("cpu" or "cuda"; None: any) must be that device."""
+    from solar.timing import Timing, cpu_device_name, sanitize_name, wall_clock
 
+    if device not in (None, "cpu", "cuda"):
+        raise ValueError(f"unknown device '{device}' (cpu or cuda)")
+    target = jax.devices()[0]
+    if device is not None and target.platform != {"cuda": "gpu"}.get(device, device):
+        raise ValueError(
+            f"--measure-device {device}: a JAX model runs on JAX's default device, a "
+            f"{target.platform} here"
+        )
     apply, weights, inputs, _names = load_model_file(path)
     args = (weights, *inputs) if jax.tree_util.tree_leaves(weights) else inputs
     run = jax.jit(apply)
@@ -250,14 +268,16 @@ def measure_file(path: str | os.PathLike, warmup: int = 3, repeats: int = 20) ->
     def once() -> object:
         return jax.block_until_ready(run(*args))
 
-    device = jax.devices()[0]
-    timing = time_function(once, "cpu", warmup, repeats, threads=False)
-    if device.platform == "cpu":
-        name = local_device_name("cpu")
+    samples, inner = wall_clock(once, warmup, repeats)
+    if target.platform == "cpu":
+        name = cpu_device_name()
     else:
-        name = sanitize_name(device.device_kind)
-    method = timing.method.replace("wall clock", "wall clock around jax.block_until_ready", 1)
-    return Timing(timing.samples_s, name, f"JAX jit on {device.platform}, {method}")
+        name = sanitize_name(target.device_kind)
+    method = (
+        f"JAX jit on {target.platform}, wall clock around jax.block_until_ready, {warmup} "
+        f"warm-up runs (the first compiles), {inner} run(s) per sample"
+    )
+    return Timing(samples, name, method)
 
 
 def _as_tuple(inputs: Any) -> tuple:
