@@ -4,20 +4,31 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 
 
-def write_atomic(path: str, data: bytes | str) -> None:
-    """Writes to a temporary file beside ``path`` and renames it into place (text as UTF-8)."""
+def write_atomic(
+    path: str,
+    data: bytes | str,
+    check: Callable[[str], None] | None = None,
+    suffix: str = ".tmp",
+) -> None:
+    """Writes to a temporary file beside ``path`` and renames it into place (text as UTF-8);
+    ``check(temporary_path)``, when given, runs before the rename and stops it by raising (the
+    temporary file is removed, ``path`` untouched). ``suffix``: the temporary file's ending (a
+    reader that goes by the extension may need the real one)."""
     directory = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise OSError(f"cannot write '{path}': it is a directory")
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".solar-", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".solar-", suffix=suffix)
     except OSError as e:  # name the file asked for, not the temporary one
         raise OSError(f"cannot write '{path}': {e.strerror or e}") from e
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
+        if check is not None:
+            check(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

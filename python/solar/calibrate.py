@@ -300,19 +300,14 @@ def to_yaml(d: dict) -> str:
 def write_device_file(path: str, text: str) -> None:
     """Writes ``text`` to ``path`` after SOLAR's loader accepted it (atomically)."""
     from solar import pipeline
+    from solar._files import write_atomic
 
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp{os.getpid()}.yaml")
-    with open(tmp, "w") as f:
-        f.write(text)
-    try:
+    def loads(tmp: str) -> None:
         rc, _out, err = pipeline.run_cli_captured(["hw", "show", tmp])
         if rc != 0:
             raise RuntimeError(f"solar calibrate wrote a device file its loader refuses: {err}")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+
+    write_atomic(path, text, check=loads, suffix=".yaml")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from solar._modelfile import framework_of
 from solar.pipeline import DEFAULT_HW, AnalysisError, Report, analyze_capture, timed
 
 __all__ = ["analyze", "analyze_file", "capture_file"]
@@ -87,6 +88,8 @@ def analyze_file(
     from solar.capture import capture, capture_model_file, is_fake, load_model_file
 
     source = os.path.basename(path)
+    if os.path.isfile(path) and framework_of(path) == "jax":
+        raise AnalysisError(f"{source} is a JAX model file: solar.analyze_file analyses it")
     with timed(options.get("stage_times"), "capture"):
         cap, model, inputs = capture_model_file(path)
 

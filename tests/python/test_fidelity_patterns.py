@@ -18,7 +18,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from solar import frontend  # noqa: E402
+import solar  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "models"
 PATTERNS = MODELS / "fidelity"
@@ -55,7 +55,7 @@ HAND_UNFUSED_BYTES = {
 def reports() -> dict[str, dict]:
     out = {}
     for name in HAND_UNFUSED_BYTES:
-        report = frontend.analyze_file(PATTERNS / f"{name}.py", hw="H100-SXM")
+        report = solar.analyze_file(PATTERNS / f"{name}.py", hw="H100-SXM")
         out[name] = report.data
     return out
 
@@ -117,7 +117,7 @@ def test_laws_on_every_model(path):
     """fused <= cache-aware (any capacity: the default L2 and 64 KiB); unfused per op <= the
     same kernels run one by one; fused <= unfused."""
     for extra in ({}, {"capacity": "64KiB"}):
-        data = frontend.analyze_file(path, hw="H100-SXM", verify=False, sol_options=extra).data
+        data = solar.analyze_file(path, hw="H100-SXM", verify=False, sol_options=extra).data
         sol, nbytes = data["sol"], data["bytes"]
         assert nbytes["fused"] <= nbytes["cache_aware"], path.name
         assert sol["fused_s"] <= sol["cache_aware_s"] * (1 + 1e-12), path.name
