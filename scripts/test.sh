@@ -6,7 +6,11 @@
 #   2. the Python package with its test extras, into the current Python: pip install ".[test]"
 #   3. C++ core and tests with warnings as errors (build/ci), then ctest
 #   4. pytest (tests/python)
-#   5. ruff check + ruff format --check (python/, tests/); clang-format and clang-tidy on the C++
+#   5. rule coverage: every lowering rule was executed by a test of steps 3 and 4, or is waived by
+#      name in tests/frontend/rule_waivers.txt. The lowering appends each rule it fires to the
+#      file SOLAR_RULE_LOG names (build/ci/rule_log.txt, emptied here first); the gtest
+#      RuleCoverage.EveryRuleIsExecutedOrWaived reads it (docs/testing.md)
+#   6. ruff check + ruff format --check (python/, tests/); clang-format and clang-tidy on the C++
 #      (scripts/lint-cpp.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,11 +34,21 @@ cmake -S . -B build/ci "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSOLAR_BUIL
   -DSOLAR_WERROR=ON -DPython_EXECUTABLE="$(command -v "$PYTHON")"
 cmake --build build/ci -j "$JOBS"
 
+# Every lowering of steps 3 and 4 (C++, the bindings, the solar executable) appends the rules it
+# fired here; step 5 checks the log.
+export SOLAR_RULE_LOG="$PWD/build/ci/rule_log.txt"
+: >"$SOLAR_RULE_LOG"
+
 step "C++ tests (ctest)"
 ctest --test-dir build/ci --output-on-failure -j "$JOBS"
 
 step "Python tests (pytest)"
 "$PYTHON" -m pytest -q
+
+step "Rule coverage (tests/frontend/rule_waivers.txt)"
+SOLAR_RULE_COVERAGE_LOG="$SOLAR_RULE_LOG" SOLAR_RULE_LOG= \
+  build/ci/solar_tests_frontend --gtest_filter='RuleCoverage.*'
+unset SOLAR_RULE_LOG
 
 step "Lint: ruff"
 "$PYTHON" -m ruff check python tests

@@ -3,13 +3,19 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <set>
 #include <string>
 #include <utility>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "rules.h"
 #include "solar/ir/checker.h"
@@ -452,6 +458,29 @@ int64_t output_bytes(const json& node, const std::map<std::string, TensorInfo>& 
   return bytes;
 }
 
+// With the environment variable SOLAR_RULE_LOG naming a file, appends the operators whose rules
+// lowered a node of one capture, one name a line: the test of rule coverage reads that log
+// (docs/testing.md). One write(2) with O_APPEND, so parallel test processes may share the file.
+// Does nothing when the variable is unset or empty.
+void log_fired_rules(const std::set<std::string>& fired) {
+  const char* path = std::getenv("SOLAR_RULE_LOG");
+  if (path == nullptr || *path == '\0' || fired.empty()) return;
+  std::string text;
+  for (const std::string& op : fired) text += op + "\n";
+  const int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw UserError(std::string("SOLAR_RULE_LOG: cannot open '") + path +
+                    "': " + std::strerror(errno));
+  }
+  const ssize_t written = ::write(fd, text.data(), text.size());
+  const int write_errno = errno;
+  ::close(fd);
+  if (written != static_cast<ssize_t>(text.size())) {
+    throw UserError(std::string("SOLAR_RULE_LOG: cannot write '") + path +
+                    "': " + std::strerror(written < 0 ? write_errno : ENOSPC));
+  }
+}
+
 // The error for the first operator without a rule, with how much of the graph has none.
 [[noreturn]] void throw_unsupported(const json& nodes, const std::vector<size_t>& missing,
                                     const std::map<std::string, TensorInfo>& tensors) {
@@ -554,6 +583,7 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
     std::set<std::string> fed;     // outputs of unsupported nodes: program inputs
     std::set<std::string> random;  // outputs that are random draws
     std::set<std::string> read;    // tensors some node reads
+    std::set<std::string> fired;   // operators whose rule lowered a node (SOLAR_RULE_LOG)
     for (const json& node : nodes) {
       std::vector<std::string> refs;
       for (const auto& [key, value] : node.at("args").items()) collect_refs(value, refs);
@@ -584,6 +614,7 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
           node_decls.push_back({lowering.declarations(), static_cast<int>(i)});
           blocks.add(node, static_cast<int>(i), lowering.statements(), stmts);
           result.lowered_nodes.push_back(lowered_node(node, lowering));
+          fired.insert(op);
           continue;
         } catch (const UserError& e) {
           if (!options.allow_unsupported) {
@@ -624,6 +655,7 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
     pieces.push_back({"\n", -1});
     pieces.insert(pieces.end(), stmts.begin(), stmts.end());
     result.ir = join_and_check(pieces, nodes, file);
+    log_fired_rules(fired);
     return result;
   } catch (const json::exception& e) {
     throw UserError(file + ": malformed capture: " + e.what());

@@ -38,20 +38,11 @@ Result solar(const std::vector<std::string>& args) {
 
 int64_t count_lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
 
-const char* const kGemm = R"(# C = A @ B
-size M = 2
-size K = 3
-size N = 2
-
-input A : f32[M, K]
-input B : f32[K, N]
-output C : f32[M, N]
-
-kernel gemm {
-  for i in 0..M, j in 0..N, k in 0..K:
-    C[i, j] += A[i, k] * B[k, j]
-}
-)";
+// C = A @ B, M = 2, K = 3, N = 2: the program tests/python/test_api.py runs too.
+const std::string kGemm = [] {
+  std::ifstream in(SOLAR_SOURCE_DIR "/tests/fixtures/gemm.ir");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}();
 
 // A fresh directory per test, removed afterwards.
 class CliTest : public ::testing::Test {

@@ -7,16 +7,25 @@ Three kinds of case, one file each:
                    (the canonical form), and formatting NAME.expected must print it unchanged.
                    `--update` rewrites the .expected files from the actual output and prints a
                    unified diff of every change.
-  errors/NAME.ir   holds one line `# expected-error: LINE:COL: MESSAGE` (MLIR style).
-                   `solar ir check errors/NAME.ir` must exit non-zero and print exactly one line
-                   on stderr: `errors/NAME.ir:LINE:COL: error: MESSAGE` (the path as passed).
+  errors/NAME.ir   one or more error cases. A line `# ----- CASE` starts the case CASE (a name
+                   of letters, digits and `_`), which runs to the next such line; the comments
+                   before the first one describe the file. A file without such lines is one case.
+                   Each case holds one line `# expected-error: LINE:COL: MESSAGE` (MLIR style),
+                   LINE counted from the case's first line (the one after its `# -----` line), so
+                   a case reads and runs alone and editing one case moves no other's anchors;
+                   blank lines that end a case separate it from the next, and are not its text.
+                   The case's text, alone in a file, given to `solar ir check` must exit
+                   non-zero and print exactly one line on stderr, `NAME.ir#CASE:LINE:COL: error:
+                   MESSAGE` (its path shown as `errors/NAME.ir#CASE`, or the path as passed for
+                   a file of one case).
   DIR/NAME.ir      in any other folder DIR that holds a file `DIR/command`: that file's one line is
                    a solar command line with `{case}` standing for the case's path (e.g.
                    `lift {case}`); a case may add arguments with one line `# golden-args: ARGS`.
                    The command must exit 0 and print exactly DIR/NAME.expected; `--update`
                    rewrites it as for fmt/.
 
-Usage: run.py [--solar PATH] [--update] [CASE ...]   (CASE: .ir files; default: all cases)
+Usage: run.py [--solar PATH] [--update] [CASE ...]   (CASE: .ir files, or errors/NAME.ir#CASE for
+one case of an error file; default: all cases)
 Prints one line per failure with the details, then `golden: N passed, M failed`; exits 1 if
 any case failed (or none was found), else 0. Python 3 standard library only.
 """
@@ -29,6 +38,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,13 +46,25 @@ ROOT = Path(__file__).resolve().parent
 TIMEOUT_S = 60
 EXPECTED_ERROR = re.compile(r"^\s*#\s*expected-error:\s*(\d+):(\d+):\s*(.*?)\s*$")
 GOLDEN_ARGS = re.compile(r"^\s*#\s*golden-args:(.*)$")
+CASE_START = re.compile(r"^#\s*-{3,}\s*(.*?)\s*$")
+CASE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
 
 @dataclass
 class Result:
-    case: Path
+    case: Path | str  # a case file, or `errors/NAME.ir#CASE`
     ok: bool
     detail: str = ""
+
+
+@dataclass
+class ErrorCase:
+    """One case of an error file: its label, its text and where it starts in the file."""
+
+    label: str  # the path as passed, with `#CASE` when the file has `# -----` lines
+    text: str
+    first_line: int  # the file's line number of the case's line 1
+    problem: str = ""  # why the file's cases could not be read, or ""
 
 
 def run_solar(solar: str, args: list[str]) -> subprocess.CompletedProcess:
@@ -124,44 +146,105 @@ def check_fixed_point(solar: str, case: Path, expected_path: Path) -> Result:
     return Result(case, True)
 
 
-def expected_error(case: Path) -> str | None:
-    """`PATH:LINE:COL: error: MESSAGE` from the case's `# expected-error:` line, or None."""
-    matches = [EXPECTED_ERROR.match(line) for line in case.read_text().splitlines()]
+def error_cases(path: Path) -> list[ErrorCase]:
+    """The cases of an error file, in order (one case when it has no `# -----` line)."""
+    lines = path.read_text().splitlines(keepends=True)
+    starts = [(i, m.group(1)) for i, m in enumerate(map(CASE_START.match, lines)) if m]
+    if not starts:
+        return [ErrorCase(str(path), "".join(lines), 1)]
+    cases: list[ErrorCase] = []
+    header = lines[: starts[0][0]]
+    if any(line.strip() and not line.lstrip().startswith("#") for line in header):
+        return [ErrorCase(str(path), "", 1, "text before the first '# ----- CASE' line")]
+    seen: set[str] = set()
+    for n, (at, name) in enumerate(starts):
+        end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
+        label = f"{path}#{name}"
+        problem = ""
+        if not CASE_NAME.match(name):
+            problem = f"line {at + 1}: '# -----' needs a case name of letters, digits and '_'"
+        elif name in seen:
+            problem = f"line {at + 1}: a second case named '{name}'"
+        seen.add(name)
+        body = lines[at + 1 : end]
+        while body and not body[-1].strip():  # the blank lines that separate cases
+            body.pop()
+        cases.append(ErrorCase(label, "".join(body), at + 2, problem))
+    return cases
+
+
+def expected_error(case: ErrorCase) -> str | None:
+    """`LABEL:LINE:COL: error: MESSAGE` from the case's `# expected-error:` line, or None."""
+    matches = [EXPECTED_ERROR.match(line) for line in case.text.splitlines()]
     found = [m for m in matches if m]
     if len(found) != 1:
         return None
     line, col, message = found[0].groups()
-    return f"{case}:{line}:{col}: error: {message}"
+    return f"{case.label}:{line}:{col}: error: {message}"
 
 
-def run_error_case(solar: str, case: Path) -> Result:
+def run_error_case(solar: str, case: ErrorCase) -> Result:
+    if case.problem:
+        return Result(case.label, False, case.problem)
     want = expected_error(case)
     if want is None:
-        return Result(case, False, "needs exactly one '# expected-error: LINE:COL: MESSAGE' line")
-    proc = run_solar(solar, ["ir", "check", str(case)])
-    got = proc.stderr.rstrip("\n")
+        return Result(
+            case.label, False, "needs exactly one '# expected-error: LINE:COL: MESSAGE' line"
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        # The case alone in a file: its diagnostics count lines from the case's first line.
+        path = Path(tmp) / Path(case.label.split("#")[0]).name
+        path.write_text(case.text)
+        proc = run_solar(solar, ["ir", "check", str(path)])
+    got = proc.stderr.rstrip("\n").replace(str(path), case.label)
+    where = ""
+    if "#" in case.label:
+        where = f" (line 1 of the case is line {case.first_line} of the file)"
     if proc.returncode == 0:
-        return Result(case, False, f"expected failure, got exit 0; wanted: {want}")
+        return Result(case.label, False, f"expected failure, got exit 0; wanted: {want}{where}")
     if got != want:
-        return Result(case, False, f"stderr differs:\n  expected: {want}\n  actual:   {got}")
-    return Result(case, True)
+        detail = f"stderr differs{where}:\n  expected: {want}\n  actual:   {got}"
+        return Result(case.label, False, detail)
+    return Result(case.label, True)
 
 
-def collect(paths: list[str]) -> list[Path]:
+def collect(paths: list[str]) -> list[Path | ErrorCase]:
+    """The cases to run: each error file gives its cases, other files are one case each."""
     if paths:
-        return [Path(p) for p in paths]
-    cases = sorted((ROOT / "fmt").glob("*.ir")) + sorted((ROOT / "errors").glob("*.ir"))
-    for command in sorted(ROOT.glob("*/command")):
-        cases += sorted(command.parent.glob("*.ir"))
+        files = [Path(p) for p in paths]
+    else:
+        files = sorted((ROOT / "fmt").glob("*.ir")) + sorted((ROOT / "errors").glob("*.ir"))
+        for command in sorted(ROOT.glob("*/command")):
+            files += sorted(command.parent.glob("*.ir"))
+    cases: list[Path | ErrorCase] = []
+    for f in files:
+        name = str(f)
+        file, _, only = name.partition("#")
+        if Path(file).parent.name != "errors":
+            cases.append(f)
+            continue
+        try:
+            found = error_cases(Path(file))
+        except OSError as e:
+            cases.append(ErrorCase(name, "", 1, f"could not read: {e}"))
+            continue
+        if only:
+            found = [c for c in found if c.label == name] or [
+                ErrorCase(name, "", 1, f"no case '{only}' in {file}")
+            ]
+        cases += found
     return cases
 
 
-def run_case(solar: str, case: Path, update: bool) -> Result:
+def run_case(solar: str, case: Path | ErrorCase, update: bool) -> Result:
+    if isinstance(case, ErrorCase):
+        try:
+            return run_error_case(solar, case)
+        except (OSError, subprocess.SubprocessError) as e:
+            return Result(case.label, False, f"could not run: {e}")
     try:
         if case.parent.name == "fmt":
             return run_fmt_case(solar, case, update)
-        if case.parent.name == "errors":
-            return run_error_case(solar, case)
         if (case.parent / "command").is_file():
             return run_command_case(solar, case, update)
         return Result(case, False, "not under fmt/, errors/ or a folder with a 'command' file")

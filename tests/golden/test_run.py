@@ -133,6 +133,48 @@ class RunnerTest(unittest.TestCase):
         self.assertNotIn(f"FAIL {ok}", out)
         self.assertTrue(out.endswith("golden: 1 passed, 4 failed\n"))
 
+    def test_error_file_of_several_cases(self) -> None:
+        # Lines count from each case's first line: case `b` starts on line 6 of the file.
+        text = (
+            "# header comment\n"
+            "# ----- a\n"
+            "# expected-error: 2:3: bad thing\n"
+            "DIAG 2:3: error: bad thing\n"
+            "\n"
+            "# ----- b\n"
+            "# expected-error: 2:1: other\n"
+            "DIAG 2:1: error: other\n"
+            "# ----- c\n"
+            "# expected-error: 1:1: wrong line\n"
+            "DIAG 2:1: error: wrong line\n"
+        )
+        case = self.write("errors/many.ir", text)
+        rc, out = self.main(str(case))
+        self.assertEqual(rc, 1)
+        self.assertNotIn(f"FAIL {case}#a", out)
+        self.assertNotIn(f"FAIL {case}#b", out)
+        self.assertIn(f"FAIL {case}#c: stderr differs (line 1 of the case is line 10", out)
+        self.assertIn(f"expected: {case}#c:1:1: error: wrong line", out)
+        self.assertIn(f"actual:   {case}#c:2:1: error: wrong line", out)
+        self.assertTrue(out.endswith("golden: 2 passed, 1 failed\n"))
+        # One case by name; an unknown name fails.
+        self.assertEqual(self.main(f"{case}#b"), (0, "golden: 1 passed, 0 failed\n"))
+        rc, out = self.main(f"{case}#nope")
+        self.assertIn(f"FAIL {case}#nope: no case 'nope' in {case}", out)
+
+    def test_error_file_problems(self) -> None:
+        code = self.write("errors/code.ir", "DIAG 1:1: error: x\n# ----- a\n")
+        twice = self.write(
+            "errors/twice.ir",
+            "# ----- a\n# expected-error: 1:1: x\n# ----- a\n# expected-error: 1:1: x\n",
+        )
+        unnamed = self.write("errors/unnamed.ir", "# ----- \n# expected-error: 1:1: x\n")
+        rc, out = self.main(str(code), str(twice), str(unnamed))
+        self.assertEqual(rc, 1)
+        self.assertIn(f"FAIL {code}: text before the first '# ----- CASE' line", out)
+        self.assertIn(f"FAIL {twice}#a: line 3: a second case named 'a'", out)
+        self.assertIn(f"FAIL {unnamed}#: line 1: '# -----' needs a case name", out)
+
     def test_command_cases(self) -> None:
         (self.root / "show").mkdir()
         self.write("show/command", "show {case} --flag\n")

@@ -391,12 +391,21 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
-// The message of a golden error case: its `# expected-error: LINE:COL: message` line.
-std::string golden_message(const std::string& name) {
-  const std::string text = read_text(SOLAR_SOURCE_DIR "/tests/golden/errors/" + name);
+// The message of a golden error case `FILE.ir#CASE`: the `# expected-error: LINE:COL: message`
+// line of the case CASE of tests/golden/errors/FILE.ir (from its `# ----- CASE` line to the next).
+std::string golden_message(const std::string& reference) {
+  const size_t hash = reference.find('#');
+  const std::string file = reference.substr(0, hash);
+  const std::string text = read_text(SOLAR_SOURCE_DIR "/tests/golden/errors/" + file);
+  const std::string start = "# ----- " + reference.substr(hash + 1) + "\n";
+  const size_t at = hash == std::string::npos ? std::string::npos : text.find(start);
+  if (at == std::string::npos) return "(no case " + reference + ")";
+  const size_t end = text.find("\n# ----- ", at + start.size());
+  const std::string body = text.substr(at, end == std::string::npos ? end : end - at);
   std::smatch m;
   const std::regex expected("# expected-error: [0-9]+:[0-9]+: ([^\n]*)");
-  return std::regex_search(text, m, expected) ? m[1].str() : "(no expected-error in " + name + ")";
+  return std::regex_search(body, m, expected) ? m[1].str()
+                                              : "(no expected-error in " + reference + ")";
 }
 
 TEST(CheckerDocs, TableRowsQuoteTheirGoldenCases) {
@@ -404,7 +413,7 @@ TEST(CheckerDocs, TableRowsQuoteTheirGoldenCases) {
   const size_t start = doc.find("## Checker rules");
   ASSERT_NE(start, std::string::npos);
   std::istringstream section(doc.substr(start));
-  const std::regex reference("errors/([a-z0-9_]+\\.ir)");
+  const std::regex reference("errors/([a-z0-9_]+\\.ir(#[a-z0-9_]+)?)");
   int references = 0;
   for (std::string line; std::getline(section, line);) {
     for (std::sregex_iterator it(line.begin(), line.end(), reference), end; it != end; ++it) {

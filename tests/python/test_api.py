@@ -24,20 +24,7 @@ import solar
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-GEMM = """\
-size M = 2
-size K = 3
-size N = 2
-
-input A : f32[M, K]
-input B : f32[K, N]
-output C : f32[M, N]
-
-kernel gemm {
-  for i in 0..M, j in 0..N, k in 0..K:
-    C[i, j] += A[i, k] * B[k, j]
-}
-"""
+GEMM = (Path(__file__).resolve().parents[1] / "fixtures" / "gemm.ir").read_text()  # C = A @ B
 
 A = np.arange(6, dtype=np.float32).reshape(2, 3)
 B = np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float32)
@@ -110,7 +97,7 @@ def test_parse_error_is_an_irerror_with_location():
         solar.parse(bad)
     assert isinstance(info.value, ValueError)
     message = str(info.value)
-    assert re.match(r"<input>:11:\d+: error: .*Q", message), message
+    assert re.match(r"<input>:12:\d+: error: .*Q", message), message
     assert "\n" not in message
     assert info.value.diagnostics == [message]
 
@@ -118,7 +105,7 @@ def test_parse_error_is_an_irerror_with_location():
 def test_file_errors_name_the_file(tmp_path):
     path = tmp_path / "bad.ir"
     path.write_text(GEMM.replace("A[i, k] *", "A[i, k] * *"))
-    with pytest.raises(solar.IRError, match=re.escape(str(path)) + r":11:\d+: error: "):
+    with pytest.raises(solar.IRError, match=re.escape(str(path)) + r":12:\d+: error: "):
         solar.parse(path)
     with pytest.raises(solar.IRError, match="missing.ir"):
         solar.parse(tmp_path / "missing.ir")
@@ -130,7 +117,7 @@ def test_check_lists_every_problem():
         solar.check(bad)
     assert len(info.value.diagnostics) >= 2, info.value.diagnostics
     for line in info.value.diagnostics:
-        assert re.match(r"<input>:11:\d+: error: ", line), line
+        assert re.match(r"<input>:12:\d+: error: ", line), line
     assert str(info.value) == info.value.diagnostics[0]
 
 
@@ -258,3 +245,20 @@ def test_random_inputs_are_seeded():
     assert first["ids"].dtype == np.int64
     assert first["ids"].min() >= 0 and first["ids"].max() < 20  # indices of the 20-row table
     solar.run(program, first)
+
+
+def test_rule_log_records_the_rules_a_lowering_fires(tmp_path, monkeypatch):
+    # scripts/test.sh sets SOLAR_RULE_LOG for pytest too: lowerings through the bindings append
+    # the rules they fired (tests/frontend/test_rule_coverage.cpp reads the log).
+    from solar import _core
+
+    capture = (Path(__file__).resolve().parents[1] / "frontend/data/linear_relu.json").read_text()
+    log = tmp_path / "rules.txt"
+    monkeypatch.setenv("SOLAR_RULE_LOG", str(log))
+    _core.lower_capture_detailed(capture)
+    # linear_relu.json: three nodes, aten.t, aten.addmm, aten.relu; the names sorted.
+    assert log.read_text() == "aten.addmm.default\naten.relu.default\naten.t.default\n"
+    monkeypatch.setenv("SOLAR_RULE_LOG", "")
+    log.unlink()
+    _core.lower_capture_detailed(capture)
+    assert not log.exists()
