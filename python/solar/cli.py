@@ -40,8 +40,28 @@ MODULE_COMMANDS: dict[str, str] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Runs ``solar ARGS...``; returns the exit code (0 ok, 1 user error, 2 internal error)."""
+    """Runs ``solar ARGS...``; returns the exit code (0 ok, 1 user error, 2 internal error). An
+    internal error (a bug: an exception that is no user error) is one line and exit code 2,
+    never a traceback."""
     args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(args)
+    except KeyboardInterrupt:
+        print("solar: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - a bug: one line, exit code 2
+        command = args[0] if args and not args[0].startswith("-") else ""
+        prefix = f"solar {command}" if command else "solar"
+        text = _one_line(e).removeprefix("internal error: ")
+        print(
+            f"{prefix}: internal error: {type(e).__name__}: {text} (a bug in SOLAR: please "
+            "report it with the command that caused it)",
+            file=sys.stderr,
+        )
+        return 2
+
+
+def _main(args: list[str]) -> int:
     if args and args[0] in PYTHON_COMMANDS:
         return _run_python_command(args[0], args[1:])
     if args and args[0] in MODEL_FILE_COMMANDS and _model_file_index(args) is not None:

@@ -194,3 +194,20 @@ def test_analyze_writes_the_same_bytes_twice(workdir, capsys):
     for name, data in first.items():
         assert (workdir / name).read_bytes() == data, name
     assert not [f for f in _files(workdir) if "tmp" in f]
+
+
+def test_an_internal_error_is_one_line_and_exit_code_2(tmp_path, monkeypatch, capsys):
+    # A bug inside the analysis (here: one made to happen) is no traceback: one line naming the
+    # command, and exit code 2.
+    from solar import dispatch
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("internal error: a broken invariant")
+
+    monkeypatch.setattr(dispatch, "analyze_file", broken)
+    model = tmp_path / "m.py"
+    model.write_text(GOOD)
+    assert cli.main(["analyze", str(model)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("solar analyze: internal error: RuntimeError: a broken invariant")

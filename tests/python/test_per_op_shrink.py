@@ -128,3 +128,16 @@ def test_a_pixel_shuffle_view_shrinks_only_batch_and_spatial_dims():
     assert first["size"] == "reduced (exact, sizes / 32, keeping 48)"
     (x,) = [s for s in first["shapes"].values() if len(s) == 4]
     assert x == [2, 48, 16, 16]
+
+
+def test_eval_batch_norm_checks_alone_without_its_empty_statistics():
+    # In eval mode, _native_batch_norm_legit_no_training returns the normalised x and two
+    # zero-element tensors (the statistics it did not compute). The one-node program leaves the
+    # empty ones out: there is nothing in them to compare.
+    bn = torch.nn.BatchNorm2d(8).eval()
+    report = frontend.analyze(bn, (torch.randn(2, 8, 5, 5),), verify_mode="per_op")
+    v = report.verification
+    assert v["status"] == "passed", report.summary()
+    (check,) = [c for c in v["ops"] if "batch_norm" in c["op"]]
+    assert check["result"] == "passed"
+    assert [o["shape"] for o in check["outputs"]] == [[2, 8, 5, 5]]
