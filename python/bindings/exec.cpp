@@ -2,7 +2,7 @@
 //
 // Inputs are not copied: a C-contiguous array whose dtype is the declared one is lent to the
 // executor as it is (Tensor::borrow; the executor never writes inputs). An array of another
-// dtype is converted when that is exact (cli::conform_inputs), else refused. bf16 and f8 tensors
+// dtype is converted when that is exact (exec::conform_inputs), else refused. bf16 and f8 tensors
 // travel as their raw bits: uint16 arrays for bf16, uint8 arrays for f8e4m3 / f8e5m2 (a uint8
 // array given for an f8 input is read as bits). The Python layer (python/solar/__init__.py) turns
 // ml_dtypes arrays into such bit views and back, without copying.
@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "bindings.h"
-#include "solar/cli/inputs.h"
 #include "solar/exec/executor.h"
+#include "solar/exec/inputs.h"
 #include "solar/exec/verify.h"
 #include "solar/ir/checker.h"
 #include "solar/util/error.h"
@@ -133,7 +133,7 @@ Inputs import_inputs(const ir::Program& p, const nb::dict& given) {
                            borrow_array(value, decl ? std::optional(decl->dtype) : std::nullopt,
                                         "input '" + name + "'", result.arrays));
   }
-  result.tensors = cli::conform_inputs(p, std::move(result.tensors));
+  result.tensors = exec::conform_inputs(p, std::move(result.tensors));
   return result;
 }
 
@@ -245,7 +245,7 @@ void bind_exec(nb::module_& m) {
       "random_inputs",
       [](const ir::Program& p, const ir::SymbolValues& sizes, uint64_t seed) {
         const ir::SymbolValues bound = ir::check_or_throw(p, sizes);
-        return to_numpy_dict(cli::random_inputs(p, bound, seed), {});
+        return to_numpy_dict(exec::random_inputs(p, bound, seed), {});
       },
       nb::arg("program"), nb::arg("sizes") = ir::SymbolValues{}, nb::arg("seed") = 0,
       "The seeded random inputs of `solar ir run --random-inputs` (bf16/f8 as raw bits).");

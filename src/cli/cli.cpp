@@ -32,10 +32,10 @@
 #include "solar/cli/curve_command.h"
 #include "solar/cli/guard.h"
 #include "solar/cli/hw_command.h"
-#include "solar/cli/inputs.h"
 #include "solar/cli/lift_command.h"
 #include "solar/cli/sol_commands.h"
 #include "solar/exec/executor.h"
+#include "solar/exec/inputs.h"
 #include "solar/exec/npz.h"
 #include "solar/exec/verify.h"
 #include "solar/ir/checker.h"
@@ -45,6 +45,7 @@
 #include "solar/ir/sizes.h"
 #include "solar/util/error.h"
 #include "solar/util/file.h"
+#include "solar/util/text.h"
 
 namespace solar::cli {
 namespace {
@@ -89,34 +90,14 @@ struct VerifyArgs {
 // Exit code of `solar ir verify` when the program runs but an output differs (docs/cli.md).
 constexpr int kVerificationFailed = 3;
 
-// "8GiB", "512MiB", "1.5GB", "100000" (bytes). Units: B, kB/MB/GB/TB (powers of 1000),
-// KiB/MiB/GiB/TiB (powers of 1024); case-insensitive.
-uint64_t parse_byte_size(const std::string& text) {
-  const auto bad = [&] {
-    return UserError("--memory-limit '" + text +
-                     "' is not a size (examples: 8GiB, 512MiB, 2GB, 1000000)");
-  };
-  size_t pos = 0;
-  double number = 0;
-  try {
-    number = std::stod(text, &pos);
-  } catch (const std::exception&) {
-    throw bad();
+// --memory-limit: "8GiB", "512MiB", "1.5GB", "100000" (bytes; util/text.h, parse_bytes).
+uint64_t parse_memory_limit(const std::string& text) {
+  const std::optional<uint64_t> bytes = parse_bytes(text);
+  if (!bytes) {
+    throw UserError("--memory-limit '" + text +
+                    "' is not a size (examples: 8GiB, 512MiB, 2GB, 1000000)");
   }
-  std::string unit = text.substr(pos);
-  std::transform(unit.begin(), unit.end(), unit.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  static constexpr std::pair<std::string_view, double> kUnits[] = {
-      {"", 1.0},    {"b", 1.0},      {"kb", 1e3},     {"mb", 1e6},     {"gb", 1e9},
-      {"tb", 1e12}, {"kib", 0x1p10}, {"mib", 0x1p20}, {"gib", 0x1p30}, {"tib", 0x1p40}};
-  for (const auto& [name, scale] : kUnits) {
-    if (unit == name) {
-      const double bytes = number * scale;
-      if (!std::isfinite(bytes) || bytes < 0 || bytes >= 0x1p64) throw bad();
-      return static_cast<uint64_t>(bytes);
-    }
-  }
-  throw bad();
+  return *bytes;
 }
 
 std::string shape_text(const exec::Tensor& t) {
@@ -183,12 +164,12 @@ void print_summary(std::ostream& out, const exec::TensorMap& tensors) {
 // Commands
 
 // Reports a user error about one file of several (the command goes on with the next file).
-void report(const UserError& e, std::ostream& err) {
+void report(const UserError& e, const std::string& prog, std::ostream& err) {
   if (const auto* d = dynamic_cast<const ir::DiagnosticError*>(&e);
       d && !d->diagnostics().empty()) {
     for (const ir::Diagnostic& diag : d->diagnostics()) err << diag.str() << '\n';
   } else {
-    err << error_line("solar", e.what()) << '\n';
+    err << error_line(prog, e.what()) << '\n';
   }
 }
 
@@ -201,7 +182,7 @@ int cmd_check(const CheckArgs& a, std::ostream& out, std::ostream& err) {
       ir::check_or_throw(p, overrides);
       out << file << ": ok\n";
     } catch (const UserError& e) {
-      report(e, err);
+      report(e, "solar ir check", err);
       rc = 1;
     }
   }
@@ -209,9 +190,9 @@ int cmd_check(const CheckArgs& a, std::ostream& out, std::ostream& err) {
 }
 
 int cmd_fmt(const FmtArgs& a, std::ostream& out, std::ostream& err) {
-  if (a.in_place && a.check) throw UserError("ir fmt: give either --in-place or --check, not both");
+  if (a.in_place && a.check) throw UserError("give either --in-place or --check, not both");
   if (!a.in_place && !a.check && a.files.size() != 1) {
-    throw UserError("ir fmt prints one file to stdout; use -i or --check for several files");
+    throw UserError("one file at a time to stdout; use -i or --check for several files");
   }
   int rc = 0;
   for (const std::string& file : a.files) {
@@ -234,7 +215,7 @@ int cmd_fmt(const FmtArgs& a, std::ostream& out, std::ostream& err) {
         out << canonical;
       }
     } catch (const UserError& e) {
-      report(e, err);
+      report(e, "solar ir fmt", err);
       rc = 1;
     }
   }
@@ -243,8 +224,7 @@ int cmd_fmt(const FmtArgs& a, std::ostream& out, std::ostream& err) {
 
 int cmd_run(const RunArgs& a, std::ostream& out) {
   if (a.inputs.empty() && !a.random) {
-    throw UserError(
-        "ir run: give --inputs IN.npz, or --random-inputs to run on seeded random data");
+    throw UserError("give --inputs IN.npz, or --random-inputs to run on seeded random data");
   }
   for (const std::string* path : {&a.out, &a.save_inputs}) {
     if (path->empty()) continue;
@@ -255,7 +235,7 @@ int cmd_run(const RunArgs& a, std::ostream& out) {
     }
   }
   exec::RunOptions options;
-  options.memory_limit_bytes = parse_byte_size(a.memory_limit);
+  options.memory_limit_bytes = parse_memory_limit(a.memory_limit);
   options.fast_paths = !a.no_fast_paths;
   options.size_overrides = ir::parse_size_overrides(a.sizes);
 
@@ -271,9 +251,9 @@ int cmd_run(const RunArgs& a, std::ostream& out) {
                       bytes_text(options.memory_limit_bytes) +
                       "; set a larger limit with --memory-limit or run at smaller sizes");
     }
-    inputs = random_inputs(p, sizes, a.seed);
+    inputs = exec::random_inputs(p, sizes, a.seed);
   } else {
-    inputs = conform_inputs(p, exec::read_npz(a.inputs));
+    inputs = exec::conform_inputs(p, exec::read_npz(a.inputs));
   }
   const exec::TensorMap outputs = exec::run(p, inputs, options);
   if (!a.save_inputs.empty()) exec::write_npz(a.save_inputs, inputs);
@@ -308,12 +288,12 @@ nlohmann::json check_json(const exec::OutputCheck& c) {
 // all agree, kVerificationFailed when one differs, 1 on bad input.
 int cmd_verify(const VerifyArgs& a, std::ostream& out) {
   exec::RunOptions options;
-  options.memory_limit_bytes = parse_byte_size(a.memory_limit);
+  options.memory_limit_bytes = parse_memory_limit(a.memory_limit);
   options.size_overrides = ir::parse_size_overrides(a.sizes);
   const ir::Program p = ir::parse_file(a.file);
   ir::check_or_throw(p, options.size_overrides);
   const exec::TensorMap expected = exec::read_npz(a.expected);
-  const exec::TensorMap inputs = conform_inputs(p, exec::read_npz(a.inputs));
+  const exec::TensorMap inputs = exec::conform_inputs(p, exec::read_npz(a.inputs));
   const exec::TensorMap outputs = exec::run(p, inputs, options);
   const std::vector<exec::OutputCheck> checks = exec::compare_outputs(p, outputs, expected);
   const bool passed = exec::all_passed(checks);
@@ -363,6 +343,30 @@ constexpr DelegatedCommand kDelegatedCommands[] = {
     {"sol", "Speed-of-light analysis of a program on a device (docs/report.md)", sol_command},
 };
 
+// Commands of the Python package (python/solar/cli.py: PYTHON_COMMANDS and MODULE_COMMANDS): the
+// help lists them with the others; the native executable refuses them with one line that says
+// where they run.
+struct PythonCommand {
+  std::string_view name;
+  std::string_view help;
+};
+constexpr PythonCommand kPythonCommands[] = {
+    {"analyze", "Capture a PyTorch model file, verify it and report its SOL (docs/capture.md)"},
+    {"bench", "Analyse every model file of a suite; timings and summaries (docs/calibrate.md)"},
+    {"calibrate", "Measure this machine's device and write a device file (docs/calibrate.md)"},
+    {"capture", "Capture a PyTorch model file as a capture document or IR (docs/capture.md)"},
+    {"translate", "Translate a PyTorch or JAX model file into IR with an LLM (docs/llm.md)"},
+};
+constexpr std::string_view kPythonGroup =
+    "Python package commands (pip install .; run by its `solar`, not by the native executable)";
+
+const PythonCommand* find_python_command(std::string_view name) {
+  for (const PythonCommand& c : kPythonCommands) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
 struct Cli {
   CLI::App app{"SOLAR: speed-of-light analysis of deep-learning programs.", "solar"};
   CLI::App* ir = nullptr;
@@ -383,6 +387,10 @@ struct Cli {
       app.add_subcommand(std::string(c.name), std::string(c.help));  // listed in the help
     }
     ir = app.add_subcommand("ir", "Affine Loop IR files: check, format, run, verify (docs/ir.md)");
+    for (const PythonCommand& c : kPythonCommands) {
+      app.add_subcommand(std::string(c.name), std::string(c.help))
+          ->group(std::string(kPythonGroup));
+    }
 
     check =
         ir->add_subcommand("check", "Parse and check IR files; print 'FILE: ok' or diagnostics");
@@ -456,12 +464,6 @@ struct Cli {
   }
 };
 
-std::string join_names(const std::vector<std::string>& names) {
-  std::string s;
-  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
-
 std::vector<std::string> subcommand_names(CLI::App* app) {
   std::vector<std::string> names;
   for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) {
@@ -486,6 +488,16 @@ int run_cli_impl(std::vector<std::string> args, std::ostream& out, std::ostream&
       return c.run(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
     }
   }
+  if (!args.empty()) {
+    if (const PythonCommand* c = find_python_command(args[0])) {
+      const std::string name(c->name);
+      err << "solar " << name << ": error: '" << name
+          << "' is a command of the Python package: install it (pip install .) and run its "
+             "`solar "
+          << name << "`\n";
+      return 1;
+    }
+  }
   Cli cli;
   // Walk the command words: an unknown one, or a missing one, is reported with the valid names.
   CLI::App* cur = &cli.app;
@@ -495,7 +507,7 @@ int run_cli_impl(std::vector<std::string> args, std::ostream& out, std::ostream&
     const std::vector<std::string> names = subcommand_names(cur);
     if (names.empty()) break;
     if (std::find(names.begin(), names.end(), args[i]) == names.end()) {
-      err << prog << ": error: unknown command '" << args[i] << "' (valid: " << join_names(names)
+      err << prog << ": error: unknown command '" << args[i] << "' (valid: " << join(names)
           << ")\n";
       return 1;
     }
@@ -504,8 +516,8 @@ int run_cli_impl(std::vector<std::string> args, std::ostream& out, std::ostream&
   }
   if (!subcommand_names(cur).empty() &&
       std::none_of(args.begin(), args.end(), is_help_or_version)) {
-    err << prog << ": error: missing command (valid: " << join_names(subcommand_names(cur))
-        << "; see '" << prog << " --help')\n";
+    err << prog << ": error: missing command (valid: " << join(subcommand_names(cur)) << "; see '"
+        << prog << " --help')\n";
     return 1;
   }
 
@@ -522,11 +534,14 @@ int run_cli_impl(std::vector<std::string> args, std::ostream& out, std::ostream&
     err << prog << ": error: " << e.what() << " (see '" << prog << " --help')\n";
     return 1;
   }
-  if (cli.check->parsed()) return cmd_check(cli.check_args, out, err);
-  if (cli.fmt->parsed()) return cmd_fmt(cli.fmt_args, out, err);
-  if (cli.run->parsed()) return cmd_run(cli.run_args, out);
-  if (cli.verify->parsed()) return cmd_verify(cli.verify_args, out);
-  internal_error(__FILE__, __LINE__, "no command selected after parsing: " + prog);
+  // Errors name the command: `solar ir run: error: ...`.
+  return run_guarded(err, prog, [&] {
+    if (cli.check->parsed()) return cmd_check(cli.check_args, out, err);
+    if (cli.fmt->parsed()) return cmd_fmt(cli.fmt_args, out, err);
+    if (cli.run->parsed()) return cmd_run(cli.run_args, out);
+    if (cli.verify->parsed()) return cmd_verify(cli.verify_args, out);
+    internal_error(__FILE__, __LINE__, "no command selected after parsing: " + prog);
+  });
 }
 
 }  // namespace

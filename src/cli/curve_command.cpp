@@ -10,6 +10,7 @@
 
 #include "sol_common.h"
 #include "solar/report/curve.h"
+#include "solar/sol/curve.h"
 #include "solar/sol/precision.h"
 
 namespace solar::cli {
@@ -43,8 +44,8 @@ int curve_impl(const std::vector<std::string>& args, std::ostream& out, std::ost
   detail::add_routing_option(app, routing);
   return detail::run_command(app, args, out, err, [&] {
     const sol::PrecisionPolicy& p = sol::find_precision_policy(policy);
-    const report::Curve c = report::make_curve(detail::load_graph(file, sizes, routing, program),
-                                               detail::load_device(hw, sets), p);
+    const sol::Curve c = sol::make_curve(detail::load_graph(file, sizes, routing, program),
+                                         detail::load_device(hw, sets), p);
     std::string table = report::render_curve(c);
     std::vector<std::pair<std::string, std::string>> files;  // written together by emit
     if (!csv.empty()) {

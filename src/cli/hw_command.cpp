@@ -125,19 +125,19 @@ ShowArgs parse_show_args(const std::vector<std::string>& args) {
     if (w == "--json") {
       a.json = true;
     } else if (w == "--set") {
-      if (i + 1 == args.size()) throw UserError("hw show: --set needs KEY=VALUE");
+      if (i + 1 == args.size()) throw UserError("--set needs KEY=VALUE");
       a.overrides.push_back(args[++i]);
     } else if (w.starts_with("--set=")) {
       a.overrides.push_back(w.substr(6));
     } else if (w.starts_with("-")) {
-      throw UserError("hw show: unknown option '" + w + "' (valid: --json, --set)");
+      throw UserError("unknown option '" + w + "' (valid: --json, --set)");
     } else if (!a.spec.empty()) {
-      throw UserError("hw show: one device at a time (got '" + a.spec + "' and '" + w + "')");
+      throw UserError("one device at a time (got '" + a.spec + "' and '" + w + "')");
     } else {
       a.spec = w;
     }
   }
-  if (a.spec.empty()) throw UserError("hw show: missing device (a built-in name or a .yaml file)");
+  if (a.spec.empty()) throw UserError("missing device (a built-in name or a .yaml file)");
   return a;
 }
 
@@ -156,23 +156,26 @@ int cmd_show(const std::vector<std::string>& args, std::ostream& out) {
 bool is_help(const std::string& w) { return w == "-h" || w == "--help" || w == "help"; }
 
 int dispatch(const std::vector<std::string>& args, std::ostream& out) {
-  if (args.empty()) throw UserError("hw: missing command (valid: list, show)");
+  if (args.empty()) throw UserError("missing command (valid: list, show)");
   if (std::any_of(args.begin(), args.end(), is_help)) {
     out << kUsage;
     return 0;
   }
   if (args[0] == "list") {
-    if (args.size() > 1) throw UserError("hw list takes no arguments (got '" + args[1] + "')");
+    if (args.size() > 1) throw UserError("takes no arguments (got '" + args[1] + "')");
     return cmd_list(out);
   }
   if (args[0] == "show") return cmd_show(args, out);
-  throw UserError("hw: unknown command '" + args[0] + "' (valid: list, show)");
+  throw UserError("unknown command '" + args[0] + "' (valid: list, show)");
 }
 
 }  // namespace
 
 int hw_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  return run_guarded(err, "solar", [&] { return dispatch(args, out); });
+  // Errors name the command: `solar hw show: error: ...`.
+  const bool known = !args.empty() && (args[0] == "list" || args[0] == "show");
+  return run_guarded(err, known ? "solar hw " + args[0] : std::string("solar hw"),
+                     [&] { return dispatch(args, out); });
 }
 
 }  // namespace solar::cli

@@ -39,19 +39,19 @@ LiftArgs parse_args(const std::vector<std::string>& args) {
     if (w == "--dot") {
       a.dot = true;
     } else if (w == "--size") {
-      if (i + 1 == args.size()) throw UserError("lift: --size needs NAME=VALUE");
+      if (i + 1 == args.size()) throw UserError("--size needs NAME=VALUE");
       a.sizes.push_back(args[++i]);
     } else if (w.starts_with("--size=")) {
       a.sizes.push_back(w.substr(7));
     } else if (w.starts_with("-")) {
-      throw UserError("lift: unknown option '" + w + "' (valid: --size, --dot)");
+      throw UserError("unknown option '" + w + "' (valid: --size, --dot)");
     } else if (!a.file.empty()) {
-      throw UserError("lift: one file at a time (got '" + a.file + "' and '" + w + "')");
+      throw UserError("one file at a time (got '" + a.file + "' and '" + w + "')");
     } else {
       a.file = w;
     }
   }
-  if (a.file.empty()) throw UserError("lift: missing FILE.ir (see 'solar lift --help')");
+  if (a.file.empty()) throw UserError("missing FILE.ir (see 'solar lift --help')");
   return a;
 }
 
@@ -72,7 +72,7 @@ int run(const std::vector<std::string>& args, std::ostream& out) {
 }  // namespace
 
 int lift_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  return run_guarded(err, "solar", [&] { return run(args, out); });
+  return run_guarded(err, "solar lift", [&] { return run(args, out); });
 }
 
 }  // namespace solar::cli

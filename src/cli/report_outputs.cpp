@@ -17,6 +17,7 @@
 #include "solar/sol/headroom.h"
 #include "solar/sol/insights.h"
 #include "solar/sol/precision.h"
+#include "solar/sol/whatif.h"
 #include "solar/util/error.h"
 #include "solar/util/file.h"
 
@@ -44,9 +45,11 @@ nlohmann::json devices_json(const report::Report& r, const std::optional<sol::He
       latency > 0 && latency < std::numeric_limits<double>::infinity()
           ? std::optional<double>(latency)
           : std::nullopt;
-  return report::multi_device_to_json(
-      report::compare_devices(r.graph, devices, sol::find_precision_policy(r.analysis.policy),
-                              analysed_fidelities(r.analysis), target));
+  report::MultiDeviceReport m;
+  m.comparison =
+      sol::compare_devices(r.graph, devices, sol::find_precision_policy(r.analysis.policy),
+                           analysed_fidelities(r.analysis), target);
+  return report::multi_device_to_json(m);
 }
 
 // The per-node times of a --measured-nodes file (docs/calibrate.md, "Per-node headroom"):

@@ -28,6 +28,7 @@
 #include "solar/sol/analysis.h"
 #include "solar/sol/precision.h"
 #include "solar/sol/provision.h"
+#include "solar/sol/whatif.h"
 #include "solar/util/error.h"
 #include "solar/util/file.h"
 
@@ -152,9 +153,9 @@ int run_multi(const MultiArgs& a, bool provision, std::ostream& out) {
   std::optional<double> latency;
   if (provision) latency = sol::parse_duration(a.latency);
   const einsum::Graph g = load_graph(a.common);
-  report::MultiDeviceReport r =
-      report::compare_devices(g, load_devices(a.hw, a.common.sets), policy, fidelities, latency,
-                              analysis_options(a.common));
+  report::MultiDeviceReport r;
+  r.comparison = sol::compare_devices(g, load_devices(a.hw, a.common.sets), policy, fidelities,
+                                      latency, analysis_options(a.common));
   if (a.common.program) r.verification = a.common.program->provenance.verification;
   emit(report::multi_device_to_json(r), a.common.json,
        provision ? report::render_provision(r) : report::render_compare(r), out);

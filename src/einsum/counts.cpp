@@ -1,6 +1,9 @@
 // Operation counts and dtypes of kernels (see counts.h).
 #include "counts.h"
 
+#include <optional>
+
+#include "solar/util/checked.h"
 #include "solar/util/error.h"
 
 namespace solar::einsum::detail {
@@ -98,11 +101,9 @@ PerPoint ops_of(const ir::Expr& e) {
 }
 
 int64_t times(int64_t per_point, int64_t points) {
-  int64_t r = 0;
-  if (__builtin_mul_overflow(per_point, points, &r)) {
-    throw UserError("operation count overflows 64 bits");
-  }
-  return r;
+  const std::optional<int64_t> r = checked_mul(per_point, points);
+  if (!r) throw UserError("operation count overflows 64 bits");
+  return *r;
 }
 
 // Ranks of dtypes for promotion: kind first (bool < integer < float), then size.

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "solar/ir/dtype.h"
+#include "solar/util/checked.h"
 #include "solar/util/error.h"
 
 namespace solar::einsum::detail {
@@ -21,10 +22,10 @@ namespace {
 constexpr int64_t kMaxCoupledPoints = int64_t{1} << 22;
 constexpr int64_t kMaxBitsetWork = int64_t{1} << 31;
 
-int64_t checked_mul(int64_t a, int64_t b) {
-  int64_t r = 0;
-  SOLAR_CHECK(!__builtin_mul_overflow(a, b, &r), "footprint: product of group sizes overflows");
-  return r;
+int64_t product_of_sizes(int64_t a, int64_t b) {
+  const std::optional<int64_t> r = checked_mul(a, b);
+  SOLAR_CHECK(r.has_value(), "footprint: product of group sizes overflows");
+  return *r;
 }
 
 int64_t floor_mod(int64_t a, int64_t m) {
@@ -289,7 +290,7 @@ Image combine(int64_t constant, std::vector<ValueSet> parts) {
     // Cut before part k when the group so far cannot reach the next value of what follows.
     if (!group.empty() && (k == kept.size() || group_span < suffix_gcd[k])) {
       ValueSet g = sum_group(group);
-      img.count = checked_mul(img.count, g.count);
+      img.count = product_of_sizes(img.count, g.count);
       img.exact = img.exact && g.exact;
       img.min += g.min;
       img.max += g.max;

@@ -15,23 +15,12 @@
 #include "env.h"
 #include "kernel.h"
 #include "solar/ir/checker.h"
+#include "solar/util/checked.h"
 #include "solar/util/error.h"
 #include "solar/util/text.h"
 
 namespace solar::exec {
 namespace {
-
-constexpr uint64_t kSaturated = std::numeric_limits<uint64_t>::max();
-
-uint64_t add_sat(uint64_t a, uint64_t b) {
-  uint64_t r = 0;
-  return __builtin_add_overflow(a, b, &r) ? kSaturated : r;
-}
-
-uint64_t mul_sat(uint64_t a, uint64_t b) {
-  uint64_t r = 0;
-  return __builtin_mul_overflow(a, b, &r) ? kSaturated : r;
-}
 
 std::vector<int64_t> shape_of(const ir::TensorDecl& t, const ir::SymbolValues& sizes,
                               const std::string& file) {
@@ -65,13 +54,13 @@ class Footprint {
         case ir::TensorRole::Input:
         case ir::TensorRole::Weight:
         case ir::TensorRole::Random:
-          inputs_ = add_sat(inputs_, b);
+          inputs_ = saturating_add(inputs_, b);
           break;
         case ir::TensorRole::Output:
-          outputs_ = add_sat(outputs_, b);
+          outputs_ = saturating_add(outputs_, b);
           break;
         case ir::TensorRole::Intermediate:
-          intermediates_ = add_sat(intermediates_, b);
+          intermediates_ = saturating_add(intermediates_, b);
           break;
       }
     }
@@ -79,7 +68,8 @@ class Footprint {
   }
 
   uint64_t total() const {
-    return add_sat(add_sat(inputs_, outputs_), add_sat(intermediates_, scratch_));
+    return saturating_add(saturating_add(inputs_, outputs_),
+                          saturating_add(intermediates_, scratch_));
   }
 
   std::string breakdown() const {
@@ -91,7 +81,7 @@ class Footprint {
  private:
   uint64_t bytes(const ir::TensorDecl& t, int element_size) const {
     uint64_t n = static_cast<uint64_t>(element_size);
-    for (int64_t d : shape_of(t, sizes_, p_.file)) n = mul_sat(n, static_cast<uint64_t>(d));
+    for (int64_t d : shape_of(t, sizes_, p_.file)) n = saturating_mul(n, static_cast<uint64_t>(d));
     return n;
   }
 
@@ -115,11 +105,11 @@ class Footprint {
         if (reads(*k->rhs, k->out)) need = bytes(k->out, false);
         const ir::TensorDecl* out = p_.find_tensor(k->out);
         if (k->op != ir::AssignOp::Assign && out && out->dtype != ir::DType::F64) {
-          need = add_sat(need, bytes(k->out, true));
+          need = saturating_add(need, bytes(k->out, true));
         }
       } else if (const auto* c = std::get_if<ir::Compose>(&s->node)) {
         const auto n = static_cast<uint64_t>(std::count(c->srcs.begin(), c->srcs.end(), c->dst));
-        need = mul_sat(n, bytes(c->dst, false));
+        need = saturating_mul(n, bytes(c->dst, false));
       } else if (const auto* o = std::get_if<ir::OpBlock>(&s->node)) {
         scan(o->body);
       } else {

@@ -2,12 +2,12 @@
 #include "kernel.h"
 
 #include <algorithm>
-#include <sstream>
 #include <utility>
 
 #include "gemm.h"
 #include "solar/ir/diagnostic.h"
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 
 namespace solar::exec {
 namespace {
@@ -16,12 +16,6 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
   return strides;
-}
-
-std::string join_ints(const std::vector<int64_t>& v) {
-  std::ostringstream s;
-  for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
-  return s.str();
 }
 
 bool reads_tensor(const ir::Expr& e, const std::string& name) {

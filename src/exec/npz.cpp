@@ -6,7 +6,6 @@
 
 #include <zlib.h>
 
-#include <unistd.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "solar/util/error.h"
+#include "solar/util/file.h"
 
 namespace solar::exec {
 namespace {
@@ -32,7 +32,6 @@ constexpr uint32_t kZip64EndSig = 0x06064b50;
 constexpr uint32_t kZip64LocatorSig = 0x07064b50;
 constexpr uint32_t kMax32 = 0xFFFFFFFFu;
 constexpr uint16_t kDosDate = (0 << 9) | (1 << 5) | 1;  // 1980-01-01
-constexpr size_t kIoChunk = size_t{1} << 20;
 
 // ---- the .npy dtypes ----------------------------------------------------------------------
 
@@ -544,55 +543,7 @@ uint32_t crc_of(const Bytes& header, const Tensor& t) {
   return static_cast<uint32_t>(crc);
 }
 
-// Writes to a temporary file beside the target; removes it unless commit() renamed it.
-class AtomicFile {
- public:
-  explicit AtomicFile(const std::string& path) : path_(path), temp_(path + ".XXXXXX") {
-    const int fd = mkstemp(temp_.data());
-    if (fd < 0) fail();
-    file_ = fdopen(fd, "wb");
-    if (file_ == nullptr) {
-      close(fd);
-      std::remove(temp_.c_str());
-      fail();
-    }
-  }
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-  ~AtomicFile() {
-    if (file_ != nullptr) std::fclose(file_);
-    if (!committed_) std::remove(temp_.c_str());
-  }
-
-  void write(const void* data, size_t n) {
-    const auto* p = static_cast<const char*>(data);
-    for (size_t done = 0; done < n;) {
-      const size_t chunk = std::min(kIoChunk, n - done);
-      if (std::fwrite(p + done, 1, chunk, file_) != chunk) fail();
-      done += chunk;
-    }
-    written_ += n;
-  }
-  void write(const Bytes& b) { write(b.data(), b.size()); }
-  uint64_t written() const { return written_; }
-
-  void commit() {
-    const int rc = std::fclose(file_);
-    file_ = nullptr;
-    if (rc != 0 || std::rename(temp_.c_str(), path_.c_str()) != 0) fail();
-    committed_ = true;
-  }
-
- private:
-  [[noreturn]] void fail() const {
-    throw UserError("cannot write '" + path_ + "': " + std::strerror(errno));
-  }
-  std::string path_;
-  std::string temp_;
-  std::FILE* file_ = nullptr;
-  uint64_t written_ = 0;
-  bool committed_ = false;
-};
+void write_bytes(AtomicFile& f, const Bytes& b) { f.write(b.data(), b.size()); }
 
 }  // namespace
 
@@ -615,14 +566,14 @@ void write_npz(const std::string& path, const TensorMap& tensors) {
   for (const auto& [name, t] : tensors) {  // std::map: sorted by name
     const Bytes header = npy_header(t);
     Written w{name + ".npy", crc_of(header, t), header.size() + t.nbytes(), f.written()};
-    f.write(local_header(w));
-    f.write(header);
+    write_bytes(f, local_header(w));
+    write_bytes(f, header);
     f.write(t.data(), t.nbytes());
     written.push_back(std::move(w));
   }
   const uint64_t dir_offset = f.written();
-  for (const Written& w : written) f.write(central_entry(w));
-  f.write(end_records(written.size(), dir_offset, f.written() - dir_offset));
+  for (const Written& w : written) write_bytes(f, central_entry(w));
+  write_bytes(f, end_records(written.size(), dir_offset, f.written() - dir_offset));
   f.commit();
 }
 

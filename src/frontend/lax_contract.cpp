@@ -8,18 +8,12 @@
 #include "lax_common.h"
 #include "rules.h"
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 
 namespace solar::frontend::lax {
 namespace {
 
 // ---- contractions ------------------------------------------------------------------------
-
-// "a, b, c".
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t d = 0; d < v.size(); ++d) s += (d ? ", " : "") + v[d];
-  return s;
-}
 
 // dot_general: y[batch.., lhs free.., rhs free..] += lhs[..] * rhs[..] over the contracting
 // dims (one loop k<c> per contracting pair).

@@ -22,6 +22,7 @@
 #include "solar/ir/diagnostic.h"
 #include "solar/ir/parser.h"
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 
 namespace solar::frontend {
 
@@ -41,12 +42,6 @@ std::string lit(double v) {
   std::string s(buf, res.ptr);
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return v < 0 || std::signbit(v) ? "(-" + s + ")" : s;
-}
-
-std::string join_ints(const std::vector<int64_t>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s;
 }
 
 std::string box_loops(const std::vector<int64_t>& shape, const std::string& p) {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "solar/ir/dtype.h"
+#include "solar/util/text.h"  // join, join_ints: for the rules
 
 namespace solar::frontend {
 
@@ -116,8 +117,7 @@ class NodeLowering {
 };
 
 // Text helpers shared by the rules.
-std::string lit(double v);                             // an IR float literal
-std::string join_ints(const std::vector<int64_t>& v);  // "1, 2, 3"
+std::string lit(double v);  // an IR float literal
 std::string box_loops(const std::vector<int64_t>& shape, const std::string& p);  // "p0 in 0..4"
 std::string box_index(int rank, const std::string& p);                           // "p0, p1"
 // The index of an operand of `shape` read at a point of a box over `out_shape` whose indices are

@@ -12,6 +12,7 @@
 
 #include "hw_util.h"
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 
 namespace solar::hw {
 namespace {
@@ -79,14 +80,14 @@ template <class Enum, size_t N>
 std::string brace_list(const std::array<Enum, N>& all, std::string_view (*to_name)(Enum)) {
   std::vector<std::string> names;
   for (Enum v : all) names.emplace_back(to_name(v));
-  return "{" + detail::join(names, ",") + "}";
+  return "{" + join(names, ",") + "}";
 }
 
 [[noreturn]] void throw_unknown_key(std::string_view key) {
   throw UserError("--set: unknown key '" + std::string(key) + "'" +
-                  detail::did_you_mean(key, override_keys()) + "; valid: peak_flops_per_s." +
-                  brace_list(kAllComputeUnits, compute_unit_name) + "." +
-                  brace_list(kAllPrecisions, precision_name) + ", memory." +
+                  did_you_mean(key, override_keys(), Suggest::Loose) +
+                  "; valid: peak_flops_per_s." + brace_list(kAllComputeUnits, compute_unit_name) +
+                  "." + brace_list(kAllPrecisions, precision_name) + ", memory." +
                   brace_list(kAllMemoryLevels, memory_level_name) + ".{" +
                   std::string(kCapacityKey) + "," + std::string(kBandwidthKey) +
                   "} (short form: dram_bandwidth_bytes_per_s etc.), compute_units, clock_hz");

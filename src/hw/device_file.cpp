@@ -16,6 +16,7 @@
 #include "hw_util.h"
 #include "solar/hw/device.h"
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 
 namespace solar::hw {
 namespace {
@@ -79,7 +80,7 @@ class FileReader {
 
   Device read(const YAML::Node& root) const {
     if (!root.IsMap()) {
-      fail(root.Mark(), "a device file is a mapping with keys " + detail::join(kTopKeys));
+      fail(root.Mark(), "a device file is a mapping with keys " + join(kTopKeys));
     }
     check_keys(root, "", kTopKeys);
     Device d;
@@ -108,7 +109,7 @@ class FileReader {
       const std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
       if (std::find(valid.begin(), valid.end(), key) == valid.end()) {
         fail(it->first.Mark(),
-             "unknown key '" + key + "' " + in(where) + "; valid: " + detail::join(valid));
+             "unknown key '" + key + "' " + in(where) + "; valid: " + join(valid));
       }
       if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
         fail(it->first.Mark(), "duplicate key '" + key + "' " + in(where));
@@ -176,7 +177,7 @@ class FileReader {
 
   void read_peak(const Entry& e, Device& d) const {
     const std::string path = "peak_flops_per_s";
-    require_map(e, path, unit_keys(), "a mapping with keys " + detail::join(unit_keys()));
+    require_map(e, path, unit_keys(), "a mapping with keys " + join(unit_keys()));
     bool any = false;
     for (ComputeUnit u : kAllComputeUnits) {
       const std::string unit(compute_unit_name(u));
@@ -184,7 +185,7 @@ class FileReader {
       if (!rates) continue;
       const std::string unit_path = path + "." + unit;
       require_map(*rates, unit_path, precision_keys(),
-                  "a mapping from precision (" + detail::join(precision_keys()) + ") to a figure");
+                  "a mapping from precision (" + join(precision_keys()) + ") to a figure");
       for (Precision p : kAllPrecisions) {
         const std::string prec(precision_name(p));
         if (auto r = find_entry(rates->value, prec)) {
@@ -209,14 +210,14 @@ class FileReader {
   void read_level(const YAML::Node& node, size_t index, Device& d) const {
     const std::string where = "memory[" + std::to_string(index) + "]";
     if (!node.IsMap())
-      fail(node.Mark(), where + " must be a mapping with keys " + detail::join(kLevelKeys));
+      fail(node.Mark(), where + " must be a mapping with keys " + join(kLevelKeys));
     check_keys(node, where, kLevelKeys);
     const Entry level = require(node, where, "level");
     const std::string name = level.value.IsScalar() ? level.value.Scalar() : "";
     const std::optional<MemoryLevel> l = memory_level_from_name(name);
     if (!l) {
-      fail(value_mark(level), where + ".level '" + name +
-                                  "' is not a memory level; valid: " + detail::join(level_names()));
+      fail(value_mark(level),
+           where + ".level '" + name + "' is not a memory level; valid: " + join(level_names()));
     }
     MemorySpec& spec = d.level(*l);
     if (spec.exists()) fail(value_mark(level), "memory level " + name + " is listed twice");

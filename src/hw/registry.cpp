@@ -11,6 +11,7 @@
 #include "hw_util.h"
 #include "solar/hw/device.h"
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 
 namespace solar::hw {
 namespace {
@@ -96,14 +97,14 @@ std::string data_dir() {
     tried.push_back(dir.string());
   }
   throw UserError("cannot find SOLAR's device files (looked for a 'hardware' folder in: " +
-                  detail::join(tried) + "); set SOLAR_DATA_DIR to the folder that holds it");
+                  join(tried) + "); set SOLAR_DATA_DIR to the folder that holds it");
 }
 
 Device load_builtin_device(const std::string& name) {
   const std::vector<std::string>& names = builtin_device_names();
   if (std::find(names.begin(), names.end(), name) == names.end()) {
-    throw UserError("unknown device '" + name + "'" + detail::did_you_mean(name, names) +
-                    "; built-in devices: " + detail::join(names) +
+    throw UserError("unknown device '" + name + "'" + did_you_mean(name, names, Suggest::Loose) +
+                    "; built-in devices: " + join(names) +
                     " (or give a device file ending in .yaml)");
   }
   const std::string path = (fs::path(data_dir()) / "hardware" / (name + ".yaml")).string();

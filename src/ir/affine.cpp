@@ -26,9 +26,9 @@ bool mentions_loop(const IntExpr& e) {
 
 // f + k·g
 AffineForm add_scaled(AffineForm f, const AffineForm& g, int64_t k) {
-  f.constant = must(detail::checked_add(f.constant, must(detail::checked_mul(g.constant, k))));
+  f.constant = must(checked_add(f.constant, must(checked_mul(g.constant, k))));
   for (const auto& [var, c] : g.coeffs) {
-    const int64_t sum = must(detail::checked_add(f.coeff(var), must(detail::checked_mul(c, k))));
+    const int64_t sum = must(checked_add(f.coeff(var), must(checked_mul(c, k))));
     if (sum == 0) {
       f.coeffs.erase(var);
     } else {
@@ -84,9 +84,8 @@ std::optional<Extremum> box_extremum(const AffineForm& f, const AffineDomain& do
     const int64_t c = inner ? 0 : f.coeff(loop.var);
     if (c != 0) ++matched;
     const bool take_last = maximise ? c > 0 : c < 0;
-    const int64_t choice =
-        take_last ? must(detail::checked_add(loop.hi.constant, -1)) : loop.lo.constant;
-    value = must(detail::checked_add(value, must(detail::checked_mul(choice, c))));
+    const int64_t choice = take_last ? must(checked_add(loop.hi.constant, -1)) : loop.lo.constant;
+    value = must(checked_add(value, must(checked_mul(choice, c))));
   }
   SOLAR_CHECK(matched == f.coeffs.size(), "affine form mentions a variable outside the domain");
   const bool attained = std::all_of(domain.begin(), domain.end(), [](const AffineLoop& l) {
@@ -113,7 +112,6 @@ Extremum extremum(const AffineForm& f, const AffineDomain& domain, bool maximise
 
 // Σ_{x=lo}^{hi-1} max(0, a·x + b), in closed form.
 int64_t sum_positive(int64_t a, int64_t b, int64_t lo, int64_t hi) {
-  using detail::checked_add, detail::checked_mul, detail::checked_sub;
   if (a < 0) {  // substitute x = -y: y runs over 1-hi .. -lo
     return sum_positive(must(checked_sub(0, a)), b, must(checked_sub(1, hi)),
                         must(checked_sub(1, lo)));
@@ -144,10 +142,10 @@ class PointCounter {
     const int64_t hi = evaluate(loop.hi, point_);
     if (lo >= hi) return 0;
     if (!inner_depends(k + 1, loop.var)) {
-      return must(detail::checked_mul(must(detail::checked_sub(hi, lo)), count(k + 1)));
+      return must(checked_mul(must(checked_sub(hi, lo)), count(k + 1)));
     }
     if (!inner_depends(k + 2, loop.var) && !inner_depends(k + 2, domain_[k + 1].var)) {
-      return must(detail::checked_mul(next_width_sum(k, lo, hi), count(k + 2)));
+      return must(checked_mul(next_width_sum(k, lo, hi), count(k + 2)));
     }
     return enumerate(k, lo, hi);
   }
@@ -180,7 +178,7 @@ class PointCounter {
                         "' needs more than 2^24 iterations to enumerate");
       }
       point_[domain_[k].var] = x;
-      total = must(detail::checked_add(total, count(k + 1)));
+      total = must(checked_add(total, count(k + 1)));
     }
     return total;
   }
@@ -248,7 +246,7 @@ int64_t evaluate(const AffineForm& f, const SymbolValues& point) {
   for (const auto& [var, c] : f.coeffs) {
     const auto it = point.find(var);
     SOLAR_CHECK(it != point.end(), "evaluate: no value for '" + var + "'");
-    v = must(detail::checked_add(v, must(detail::checked_mul(c, it->second))));
+    v = must(checked_add(v, must(checked_mul(c, it->second))));
   }
   return v;
 }

@@ -1,5 +1,5 @@
-// Internal helpers for integer expressions: overflow-checked int64 arithmetic with Python's floor
-// division and modulo, and the source position of an expression. Used by sizes.cpp, affine.cpp
+// Internal helpers for integer expressions: Python's floor division and modulo, overflow-checked,
+// and the source position of an expression. Used by sizes.cpp, affine.cpp
 // and checker.cpp; not part of the public API.
 #pragma once
 
@@ -8,28 +8,13 @@
 #include <optional>
 
 #include "solar/ir/ast.h"
+#include "solar/util/checked.h"
 
 namespace solar::ir::detail {
 
-// Each returns nullopt when the exact result does not fit in int64 (or on division by zero:
-// callers test the divisor first to say which went wrong).
-inline std::optional<int64_t> checked_add(int64_t a, int64_t b) {
-  int64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
-
-inline std::optional<int64_t> checked_sub(int64_t a, int64_t b) {
-  int64_t r = 0;
-  if (__builtin_sub_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
-
-inline std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
-  int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
+// checked_add, checked_sub and checked_mul: solar/util/checked.h. The divisions return nullopt
+// when the exact result does not fit in int64 or on division by zero (callers test the divisor
+// first to say which went wrong).
 
 // Floor division, rounding toward negative infinity: -7 / 2 == -4 (Python's //).
 inline std::optional<int64_t> floor_div(int64_t a, int64_t b) {

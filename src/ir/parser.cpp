@@ -54,39 +54,6 @@ std::optional<TensorRole> role_from_keyword(std::string_view w) {
   return std::nullopt;
 }
 
-// ---------------------------------------------------------------------------------------------
-// "Did you mean" suggestions
-
-// " (did you mean 'x'?)" for the closest candidate, or "". A candidate that differs only in case
-// is always close; otherwise it must be at most a third of the name's length of edits away (at
-// least 1), and fewer edits than the name is long (so 'N' never suggests 'i'). Ties go to the
-// first candidate, so callers pass a deterministic order.
-std::string did_you_mean(std::string_view name, const std::vector<std::string_view>& candidates) {
-  constexpr size_t kMaxLength = 64;  // keeps the quadratic distance cheap on absurd input
-  if (name.size() > kMaxLength) return "";
-  const size_t limit = std::min(std::max<size_t>(1, name.size() / 3), name.size() - 1);
-  std::string_view best;
-  size_t best_distance = limit + 1;
-  for (std::string_view c : candidates) {
-    if (c.size() > kMaxLength) continue;
-    const size_t d = to_lower(c) == to_lower(name) ? 0 : edit_distance(name, c);
-    if (d < best_distance) {
-      best = c;
-      best_distance = d;
-    }
-  }
-  return best.empty() ? "" : " (did you mean '" + std::string(best) + "'?)";
-}
-
-std::string join(const std::vector<std::string_view>& words) {
-  std::string out;
-  for (std::string_view w : words) {
-    if (!out.empty()) out += ", ";
-    out += w;
-  }
-  return out;
-}
-
 std::string loc_str(Loc loc) { return std::to_string(loc.line) + ":" + std::to_string(loc.col); }
 
 // ---------------------------------------------------------------------------------------------
@@ -768,8 +735,9 @@ ComposeAttr Parser::parse_attr(const Compose& c, const Token& op_name) {
       const Token w = expect_name(context);
       if (std::find(std::begin(kReduceModes), std::end(kReduceModes), w.text) ==
           std::end(kReduceModes)) {
-        fail(w.loc, "unknown reduce mode '" + std::string(w.text) +
-                        "'; valid: " + join({std::begin(kReduceModes), std::end(kReduceModes)}));
+        fail(w.loc, "unknown reduce mode '" + std::string(w.text) + "'; valid: " +
+                        join(std::vector<std::string_view>(std::begin(kReduceModes),
+                                                           std::end(kReduceModes))));
       }
       a.word = std::string(w.text);
       break;

@@ -30,7 +30,7 @@ class Evaluator {
       case IntOp::Sym:
         return symbol(e);
       case IntOp::Neg:
-        return or_overflow(detail::checked_sub(0, eval(*e.a)), e);
+        return or_overflow(checked_sub(0, eval(*e.a)), e);
       case IntOp::Add:
       case IntOp::Sub:
       case IntOp::Mul:
@@ -53,11 +53,11 @@ class Evaluator {
   int64_t binary(const IntExpr& e, int64_t a, int64_t b) const {
     switch (e.op) {
       case IntOp::Add:
-        return or_overflow(detail::checked_add(a, b), e);
+        return or_overflow(checked_add(a, b), e);
       case IntOp::Sub:
-        return or_overflow(detail::checked_sub(a, b), e);
+        return or_overflow(checked_sub(a, b), e);
       case IntOp::Mul:
-        return or_overflow(detail::checked_mul(a, b), e);
+        return or_overflow(checked_mul(a, b), e);
       case IntOp::FloorDiv:
         if (b == 0) fail(e, "division by zero in '" + print(e) + "'");
         return or_overflow(detail::floor_div(a, b), e);

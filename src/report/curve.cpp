@@ -12,15 +12,11 @@
 #include "json_parts.h"
 #include "solar/report/report.h"
 #include "solar/sol/analysis.h"
-#include "solar/sol/cache.h"
 
 namespace solar::report {
 namespace {
 
 using namespace detail;
-
-constexpr int kMinLog2 = 10;  // 1 KiB
-constexpr int kMaxLog2 = 30;  // 1 GiB
 
 // "1 KiB", "32 MiB", "1.5 GiB", "50000000 B" (binary units when exact to 4 digits).
 std::string binary_bytes(int64_t b) {
@@ -42,52 +38,9 @@ std::string num(double v) {
 
 }  // namespace
 
-Curve make_curve(const einsum::Graph& g, const hw::Device& d, const sol::PrecisionPolicy& policy) {
-  const sol::Analysis a =
-      sol::analyze(g, d, policy, {sol::Fidelity::Unfused, sol::Fidelity::Fused});
-  Curve c;
-  c.source = source_name(g.source);
-  c.device = d.name;
-  c.dram_bandwidth_bytes_per_s = a.dram_bandwidth_bytes_per_s;
-  c.compute_s = a.result(sol::Fidelity::Fused).compute_s;
-  c.unfused_bytes = a.result(sol::Fidelity::Unfused).bytes;
-  c.fused_bytes = a.result(sol::Fidelity::Fused).bytes;
-  c.unfused_s = a.result(sol::Fidelity::Unfused).time_s;
-  c.fused_s = a.result(sol::Fidelity::Fused).time_s;
-  std::vector<std::pair<int64_t, std::string>> capacities;
-  for (int k = kMinLog2; k <= kMaxLog2; ++k) capacities.emplace_back(int64_t{1} << k, "");
-  for (const auto& [level, name] :
-       {std::pair{hw::MemoryLevel::L2, "L2"}, std::pair{hw::MemoryLevel::Smem, "SMEM"}}) {
-    const auto& cap = d.level(level).capacity_bytes;
-    if (!cap) continue;
-    const auto bytes = static_cast<int64_t>(cap->value);
-    (level == hw::MemoryLevel::L2 ? c.l2_bytes : c.smem_bytes) = bytes;
-    capacities.emplace_back(bytes, name);
-  }
-  std::stable_sort(capacities.begin(), capacities.end(),
-                   [](const auto& x, const auto& y) { return x.first < y.first; });
-  sol::CacheOptimizer opt(g);
-  for (const auto& [capacity, mark] : capacities) {
-    CurvePoint p;
-    p.capacity_bytes = capacity;
-    p.mark = mark;
-    if (const std::optional<sol::CacheSchedule> s = opt.try_optimize(capacity)) {
-      const sol::CacheTime t = sol::cache_time(*s, a.nodes, a.dram_bandwidth_bytes_per_s);
-      p.traffic_bytes = s->traffic_bytes;
-      p.time_s = t.result.time_s;
-      p.groups = s->groups.size();
-      p.tiled_groups = static_cast<size_t>(
-          std::count_if(s->groups.begin(), s->groups.end(),
-                        [](const sol::CacheGroup& x) { return x.mode == sol::GroupMode::Tiled; }));
-    }
-    c.points.push_back(std::move(p));
-  }
-  return c;
-}
-
-nlohmann::json curve_to_json(const Curve& c) {
+nlohmann::json curve_to_json(const sol::Curve& c) {
   nlohmann::json points = nlohmann::json::array();
-  for (const CurvePoint& p : c.points) {
+  for (const sol::CurvePoint& p : c.points) {
     points.push_back(
         {{"capacity_bytes", p.capacity_bytes},
          {"mark", p.mark},
@@ -102,7 +55,7 @@ nlohmann::json curve_to_json(const Curve& c) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
   };
   return {{"schema_version", kSchemaVersion},
-          {"source", c.source},
+          {"source", source_name(c.source)},
           {"hardware",
            {{"name", c.device},
             {"dram_bandwidth_bytes_per_s", c.dram_bandwidth_bytes_per_s},
@@ -114,9 +67,9 @@ nlohmann::json curve_to_json(const Curve& c) {
           {"points", std::move(points)}};
 }
 
-std::string curve_to_csv(const Curve& c) {
+std::string curve_to_csv(const sol::Curve& c) {
   std::string s = "capacity_bytes,mark,traffic_bytes,sol_s,groups,tiled_groups\n";
-  for (const CurvePoint& p : c.points) {
+  for (const sol::CurvePoint& p : c.points) {
     s += std::to_string(p.capacity_bytes) + "," + p.mark + ",";
     if (p.traffic_bytes) {
       s += std::to_string(*p.traffic_bytes) + "," + nlohmann::json(p.time_s).dump();
@@ -128,13 +81,13 @@ std::string curve_to_csv(const Curve& c) {
   return s;
 }
 
-std::string curve_to_svg(const Curve& c) {
+std::string curve_to_svg(const sol::Curve& c) {
   constexpr double kW = 760, kH = 460, kLeft = 90, kRight = 30, kTop = 50, kBottom = 60;
   const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
   // y range: decades around every traffic shown.
   double lo = static_cast<double>(std::max<int64_t>(1, c.fused_bytes));
   double hi = static_cast<double>(std::max<int64_t>(1, c.unfused_bytes));
-  for (const CurvePoint& p : c.points) {
+  for (const sol::CurvePoint& p : c.points) {
     if (!p.traffic_bytes) continue;
     lo = std::min(lo, static_cast<double>(std::max<int64_t>(1, *p.traffic_bytes)));
     hi = std::max(hi, static_cast<double>(*p.traffic_bytes));
@@ -142,8 +95,9 @@ std::string curve_to_svg(const Curve& c) {
   const int y0 = static_cast<int>(std::floor(std::log10(lo)));
   const int y1 = std::max(y0 + 1, static_cast<int>(std::ceil(std::log10(hi))));
   const auto x_of = [&](double bytes) {
-    const double l = std::clamp(std::log2(bytes), double{kMinLog2}, double{kMaxLog2});
-    return kLeft + pw * (l - kMinLog2) / (kMaxLog2 - kMinLog2);
+    const double l =
+        std::clamp(std::log2(bytes), double{sol::kCurveMinLog2}, double{sol::kCurveMaxLog2});
+    return kLeft + pw * (l - sol::kCurveMinLog2) / (sol::kCurveMaxLog2 - sol::kCurveMinLog2);
   };
   const auto y_of = [&](double bytes) {
     return kTop + ph * (1 - (std::log10(std::max(bytes, 1.0)) - y0) / (y1 - y0));
@@ -153,11 +107,12 @@ std::string curve_to_svg(const Curve& c) {
                   "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   s += "<text x=\"" + num(kW / 2) + "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" +
-       html_escape("DRAM traffic vs on-chip capacity: " + c.source + " on " + c.device) +
+       html_escape("DRAM traffic vs on-chip capacity: " + source_name(c.source) + " on " +
+                   c.device) +
        "</text>\n";
   s += "<rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(pw) +
        "\" height=\"" + num(ph) + "\" fill=\"none\" stroke=\"black\"/>\n";
-  for (int k = kMinLog2; k <= kMaxLog2; k += 2) {
+  for (int k = sol::kCurveMinLog2; k <= sol::kCurveMaxLog2; k += 2) {
     const double x = x_of(std::exp2(k));
     s += "<line x1=\"" + num(x) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(x) + "\" y2=\"" +
          num(kTop + ph) + "\" stroke=\"#ddd\"/>\n";
@@ -198,7 +153,7 @@ std::string curve_to_svg(const Curve& c) {
   vline(c.l2_bytes, "#c0392b", "L2", 14);
   vline(c.smem_bytes, "#2c6fbb", "SMEM", 30);
   std::string pts;
-  for (const CurvePoint& p : c.points) {
+  for (const sol::CurvePoint& p : c.points) {
     if (!p.traffic_bytes) continue;
     pts += (pts.empty() ? "" : " ") + num(x_of(static_cast<double>(p.capacity_bytes))) + "," +
            num(y_of(static_cast<double>(*p.traffic_bytes)));
@@ -206,7 +161,7 @@ std::string curve_to_svg(const Curve& c) {
   if (!pts.empty()) {
     s += "<polyline points=\"" + pts + "\" fill=\"none\" stroke=\"black\" stroke-width=\"2\"/>\n";
   }
-  for (const CurvePoint& p : c.points) {
+  for (const sol::CurvePoint& p : c.points) {
     if (!p.traffic_bytes) continue;
     s += "<circle cx=\"" + num(x_of(static_cast<double>(p.capacity_bytes))) + "\" cy=\"" +
          num(y_of(static_cast<double>(*p.traffic_bytes))) + "\" r=\"3\"/>\n";
@@ -214,8 +169,8 @@ std::string curve_to_svg(const Curve& c) {
   return s + "</svg>\n";
 }
 
-std::string render_curve(const Curve& c) {
-  std::string s = "DRAM traffic and SOL of " + c.source + " on " + c.device +
+std::string render_curve(const sol::Curve& c) {
+  std::string s = "DRAM traffic and SOL of " + source_name(c.source) + " on " + c.device +
                   " against on-chip capacity (cache-aware fidelity)\n";
   s += "  unfused " + format_bytes(static_cast<double>(c.unfused_bytes)) + " (" +
        format_seconds(c.unfused_s) + "), fused " +
@@ -225,7 +180,7 @@ std::string render_curve(const Curve& c) {
        (c.smem_bytes ? binary_bytes(*c.smem_bytes) : std::string("n/a")) + "\n\n";
   std::vector<std::vector<std::string>> rows = {
       {"capacity", "level", "DRAM bytes", "SOL time", "vs fused", "groups", "tiled"}};
-  for (const CurvePoint& p : c.points) {
+  for (const sol::CurvePoint& p : c.points) {
     if (!p.traffic_bytes) {
       rows.push_back({binary_bytes(p.capacity_bytes), p.mark.empty() ? "-" : p.mark, "does not fit",
                       "-", "-", "-", "-"});

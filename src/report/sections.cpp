@@ -8,17 +8,12 @@
 #include <vector>
 
 #include "format.h"
+#include "solar/util/text.h"
 
 namespace solar::report {
 namespace {
 
 using namespace detail;
-
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string s;
-  for (const std::string& i : items) s += (s.empty() ? "" : sep) + i;
-  return s;
-}
 
 }  // namespace
 

@@ -9,18 +9,13 @@
 
 #include "format.h"
 #include "json_parts.h"
+#include "solar/report/report.h"
 #include "solar/util/error.h"
 
 namespace solar::report {
 namespace {
 
 using namespace detail;
-
-size_t count_fallback_nodes(const sol::Analysis& a) {
-  return static_cast<size_t>(std::count_if(a.nodes.begin(), a.nodes.end(), [](const auto& c) {
-    return (c.mac_rate && c.mac_rate->fallback()) || (c.other_rate && c.other_rate->fallback());
-  }));
-}
 
 nlohmann::json provision_json(const sol::Provision& p) {
   return {{"time_s", p.time_s},
@@ -31,7 +26,7 @@ nlohmann::json provision_json(const sol::Provision& p) {
           {"meets_target", p.meets()}};
 }
 
-nlohmann::json device_json(const DeviceResult& d) {
+nlohmann::json device_json(const sol::DeviceResult& d) {
   nlohmann::json j = {{"name", d.device}};
   if (!d.analysis) {
     j["error"] = d.error;
@@ -52,17 +47,18 @@ nlohmann::json device_json(const DeviceResult& d) {
 }
 
 std::string header(const MultiDeviceReport& r, const std::string& title) {
-  std::string s = title + "\n  precision policy: " + r.policy + "\n  " +
+  const sol::DeviceComparison& c = r.comparison;
+  std::string s = title + "\n  precision policy: " + c.policy + "\n  " +
                   verification_line(r.verification) + "\n";
-  s += "  work: " + format_count(static_cast<double>(r.totals.macs), "MAC") + ", " +
-       format_count(static_cast<double>(r.totals.flops()), "FLOP") + " (" +
+  s += "  work: " + format_count(static_cast<double>(c.totals.macs), "MAC") + ", " +
+       format_count(static_cast<double>(c.totals.flops()), "FLOP") + " (" +
        std::string(kFlopsConvention) + ")\n  DRAM bytes: ";
   std::string sep;
-  for (const auto& [f, bytes] : r.bytes) {
+  for (const auto& [f, bytes] : c.bytes) {
     s += sep + std::string(sol::fidelity_name(f)) + " " + format_bytes(static_cast<double>(bytes));
     sep = ", ";
   }
-  for (const sol::Fidelity f : r.fidelities) {
+  for (const sol::Fidelity f : c.fidelities) {
     if (!sol::device_independent_bytes(f)) {
       s += sep + std::string(sol::fidelity_name(f)) + " per device (its on-chip capacity)";
     }
@@ -72,8 +68,9 @@ std::string header(const MultiDeviceReport& r, const std::string& title) {
 
 // Devices that could not be analysed, and devices that used fallback rates.
 std::string device_notes(const MultiDeviceReport& r) {
+  const sol::DeviceComparison& c = r.comparison;
   std::string s;
-  for (const DeviceResult& d : r.devices) {
+  for (const sol::DeviceResult& d : c.devices) {
     if (!d.analysis) {
       s += "  " + d.device + ": not analysed: " + d.error + "\n";
       continue;
@@ -91,72 +88,41 @@ std::string device_notes(const MultiDeviceReport& r) {
 
 }  // namespace
 
-MultiDeviceReport compare_devices(const einsum::Graph& g, const std::vector<hw::Device>& devices,
-                                  const sol::PrecisionPolicy& policy,
-                                  const std::vector<sol::Fidelity>& fidelities,
-                                  std::optional<double> latency_s, sol::AnalysisOptions options) {
-  std::optional<sol::CacheOptimizer> optimizer;  // one for all devices: it keeps its tilings
-  if (!options.optimizer) options.optimizer = &optimizer.emplace(g);
-  MultiDeviceReport r;
-  r.source = source_name(g.source);
-  r.sizes = g.sizes;
-  r.policy = policy.name;
-  r.fidelities = fidelities;
-  r.totals = sol::total_counts(g);
-  for (const sol::Fidelity f : fidelities) {
-    if (sol::device_independent_bytes(f)) r.bytes.emplace_back(f, sol::dram_bytes(g, f));
-  }
-  r.latency_s = latency_s;
-  for (const hw::Device& d : devices) {
-    DeviceResult result;
-    result.device = d.name;
-    try {
-      result.analysis = sol::analyze(g, d, policy, fidelities, options);
-    } catch (const UserError& e) {  // the device has no rate for some node's precision
-      result.error = e.what();
-    }
-    if (result.analysis) {
-      result.fallback_nodes = count_fallback_nodes(*result.analysis);
-      if (latency_s) result.provision = sol::provision(*result.analysis, *latency_s);
-    }
-    r.devices.push_back(std::move(result));
-  }
-  return r;
-}
-
 nlohmann::json multi_device_to_json(const MultiDeviceReport& r) {
+  const sol::DeviceComparison& c = r.comparison;
   nlohmann::json bytes = nlohmann::json::object();
-  for (const auto& [f, n] : r.bytes) bytes[std::string(sol::fidelity_key(f))] = n;
+  for (const auto& [f, n] : c.bytes) bytes[std::string(sol::fidelity_key(f))] = n;
   nlohmann::json devices = nlohmann::json::array();
-  for (const DeviceResult& d : r.devices) devices.push_back(device_json(d));
+  for (const sol::DeviceResult& d : c.devices) devices.push_back(device_json(d));
   nlohmann::json j = {
       {"schema_version", kSchemaVersion},
-      {"source", r.source},
-      {"sizes", sizes_json(r.sizes)},
-      {"precision_policy", r.policy},
+      {"source", source_name(c.source)},
+      {"sizes", sizes_json(c.sizes)},
+      {"precision_policy", c.policy},
       {"flops_convention", kFlopsConvention},
       {"verification", verification_to_json(r.verification)},
-      {"totals", totals_json(r.totals)},
+      {"totals", totals_json(c.totals)},
       {"bytes", bytes},
       {"devices", std::move(devices)},
   };
-  if (r.latency_s) {
-    const double l = *r.latency_s;
+  if (c.latency_s) {
+    const double l = *c.latency_s;
     nlohmann::json bandwidth = nlohmann::json::object();
-    for (const auto& [f, n] : r.bytes) {
+    for (const auto& [f, n] : c.bytes) {
       bandwidth[std::string(sol::fidelity_key(f))] = static_cast<double>(n) / l;
     }
     j["latency_s"] = l;
-    j["required"] = {{"flops_per_s", static_cast<double>(r.totals.flops()) / l},
+    j["required"] = {{"flops_per_s", static_cast<double>(c.totals.flops()) / l},
                      {"bandwidth_bytes_per_s", std::move(bandwidth)}};
   }
   return j;
 }
 
 std::string render_compare(const MultiDeviceReport& r) {
+  const sol::DeviceComparison& c = r.comparison;
   std::vector<std::string> head = {"device"};
   std::string align = "l";
-  for (const sol::Fidelity f : r.fidelities) {
+  for (const sol::Fidelity f : c.fidelities) {
     head.push_back(std::string(sol::fidelity_name(f)));
     head.push_back("bound");
     align += "rl";
@@ -164,12 +130,12 @@ std::string render_compare(const MultiDeviceReport& r) {
   head.push_back("fused/unfused");
   align += "r";
   std::vector<std::vector<std::string>> rows = {head};
-  for (const DeviceResult& d : r.devices) {
+  for (const sol::DeviceResult& d : c.devices) {
     std::vector<std::string> row = {d.device};
     if (!d.analysis) {
       row.resize(head.size(), "n/a");
     } else {
-      for (const sol::Fidelity f : r.fidelities) {
+      for (const sol::Fidelity f : c.fidelities) {
         const auto& results = d.analysis->results;
         const auto it = std::find_if(results.begin(), results.end(),
                                      [&](const sol::FidelityResult& x) { return x.fidelity == f; });
@@ -183,16 +149,18 @@ std::string render_compare(const MultiDeviceReport& r) {
     }
     rows.push_back(std::move(row));
   }
-  return header(r, "SOL of " + r.source + " across devices") + "\n" + format_table(rows, align) +
-         device_notes(r);
+  return header(r, "SOL of " + source_name(c.source) + " across devices") + "\n" +
+         format_table(rows, align) + device_notes(r);
 }
 
 std::string render_provision(const MultiDeviceReport& r) {
-  SOLAR_CHECK(r.latency_s.has_value(), "render_provision needs a latency target");
-  const double l = *r.latency_s;
-  std::string s = header(r, "What " + r.source + " needs to run in " + format_seconds(l));
-  s += "  needs: " + format_rate(static_cast<double>(r.totals.flops()) / l) + " (FLOP / latency)";
-  for (const auto& [f, bytes] : r.bytes) {
+  const sol::DeviceComparison& c = r.comparison;
+  SOLAR_CHECK(c.latency_s.has_value(), "render_provision needs a latency target");
+  const double l = *c.latency_s;
+  std::string s =
+      header(r, "What " + source_name(c.source) + " needs to run in " + format_seconds(l));
+  s += "  needs: " + format_rate(static_cast<double>(c.totals.flops()) / l) + " (FLOP / latency)";
+  for (const auto& [f, bytes] : c.bytes) {
     s += ", " + std::string(sol::fidelity_name(f)) + " " +
          format_bandwidth(static_cast<double>(bytes) / l);
   }
@@ -201,7 +169,7 @@ std::string render_provision(const MultiDeviceReport& r) {
        "(docs/fidelities.md)\n\n";
   std::vector<std::vector<std::string>> rows = {
       {"device", "fidelity", "SOL", "factor", "compute x", "bandwidth x", "verdict"}};
-  for (const DeviceResult& d : r.devices) {
+  for (const sol::DeviceResult& d : c.devices) {
     if (!d.analysis) {
       rows.push_back({d.device, "-", "n/a", "n/a", "n/a", "n/a", "not analysed"});
       continue;

@@ -44,6 +44,7 @@
 #include "solar/ir/affine.h"
 #include "solar/ir/dtype.h"
 #include "solar/sol/analysis.h"
+#include "solar/util/checked.h"
 #include "solar/util/error.h"
 #include "solar/util/text.h"
 
@@ -54,20 +55,11 @@ constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
 __extension__ typedef __int128 Int128;  // exact sums of terms in [0, kInf]
 constexpr size_t kMaxTiledDims = 12;    // common dims of a tiled segment (2^12 loop subsets)
 
-int64_t sat_mul(int64_t a, int64_t b) {
-  if (a == 0 || b == 0) return 0;
-  if (a >= kInf / b) return kInf;
-  return a * b;
-}
-int64_t sat_add(int64_t a, int64_t b) { return std::min(kInf, a + b); }
-// Signed a x b, clamped to [-kInf, kInf] (coefficients and constants of maps can be negative).
-int64_t smul(int64_t a, int64_t b) {
-  int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r) || r > kInf || r < -kInf) {
-    return (a < 0) == (b < 0) ? kInf : -kInf;
-  }
-  return r;
-}
+// Sizes, traffic and map coefficients saturate at kInf (coefficients and constants of maps can be
+// negative: clamped to [-kInf, kInf]).
+int64_t sat_mul(int64_t a, int64_t b) { return saturating_mul(a, b, kInf); }
+int64_t sat_add(int64_t a, int64_t b) { return saturating_add(a, b, kInf); }
+int64_t smul(int64_t a, int64_t b) { return saturating_mul(a, b, kInf); }
 
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> small, large;
@@ -2186,38 +2178,13 @@ std::optional<CacheOptimizer::Cost> CacheOptimizer::tiled_cost(size_t first, siz
 }
 
 int64_t parse_capacity(std::string_view text) {
-  const std::string s(text);
-  const auto bad = [&] {
-    return UserError("'" + s + "' is not a capacity (examples: 32MiB, 50MB, 256KiB, 4096)");
-  };
-  size_t digits = 0;
-  while (digits < s.size() && (std::isdigit(static_cast<unsigned char>(s[digits])) ||
-                               s[digits] == '.' || s[digits] == 'e' || s[digits] == 'E')) {
-    if ((s[digits] == 'e' || s[digits] == 'E') &&
-        (digits + 1 >= s.size() || !std::isdigit(static_cast<unsigned char>(s[digits + 1])))) {
-      break;
-    }
-    ++digits;
+  constexpr uint64_t kMaxCapacity = uint64_t{1} << 60;
+  const std::optional<uint64_t> bytes = parse_bytes(text);
+  if (!bytes || *bytes < 1 || *bytes > kMaxCapacity) {
+    throw UserError("'" + std::string(text) +
+                    "' is not a capacity (examples: 32MiB, 50MB, 256KiB, 4096)");
   }
-  if (digits == 0) throw bad();
-  double value = 0;
-  try {
-    value = std::stod(s.substr(0, digits));
-  } catch (const std::exception&) {
-    throw bad();
-  }
-  std::string unit = to_lower(s.substr(digits));
-  std::erase(unit, ' ');
-  static constexpr std::pair<std::string_view, double> kUnits[] = {
-      {"", 1.0},   {"b", 1.0},      {"kb", 1e3},        {"mb", 1e6},
-      {"gb", 1e9}, {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0}};
-  for (const auto& [name, scale] : kUnits) {
-    if (unit != name) continue;
-    const double bytes = std::floor(value * scale);
-    if (!(bytes >= 1) || bytes > 0x1p60) throw bad();
-    return static_cast<int64_t>(bytes);
-  }
-  throw bad();
+  return static_cast<int64_t>(*bytes);
 }
 
 hw::MemoryLevel parse_cache_level(std::string_view text) {

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "solar/util/checked.h"
 #include "solar/util/error.h"
 
 namespace solar::sol {
@@ -22,13 +23,6 @@ namespace {
 constexpr int64_t kSaturated = std::numeric_limits<int64_t>::max();
 constexpr size_t kMaxLabels = 256;
 using LabelSet = std::bitset<kMaxLabels>;
-
-int64_t saturating_add(int64_t a, int64_t b) { return a > kSaturated - b ? kSaturated : a + b; }
-
-int64_t saturating_mul(int64_t a, int64_t b) {
-  if (a == 0 || b == 0) return 0;
-  return a > kSaturated / b ? kSaturated : a * b;
-}
 
 int64_t product(const LabelSet& s, const std::vector<int64_t>& extents) {
   int64_t p = 1;

@@ -9,6 +9,7 @@
 
 #include "solar/ir/dtype.h"
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 
 namespace solar::sol {
 namespace {
@@ -76,12 +77,6 @@ int float_width(ir::DType t) {
       return 0;
   }
   internal_error(__FILE__, __LINE__, "bad DType");
-}
-
-std::string join(const std::vector<std::string>& words, std::string_view sep) {
-  std::string s;
-  for (const std::string& w : words) s += (s.empty() ? "" : std::string(sep)) + w;
-  return s;
 }
 
 }  // namespace

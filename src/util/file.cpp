@@ -1,11 +1,13 @@
 // Whole-file reads and atomic writes (file.h).
 #include "solar/util/file.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -24,38 +26,53 @@ std::string read_text_file(const std::string& path) {
   return text;
 }
 
-namespace {
-
-fs::path temp_path(const std::string& path) {
-  fs::path tmp(path);
-  tmp += ".solar-tmp";
-  return tmp;
-}
-
-void remove_quietly(const fs::path& p) {
-  std::error_code ignored;
-  fs::remove(p, ignored);
-}
-
-// Writes `content` to the temporary file beside `path`; a UserError naming `path` on failure
-// (nothing left behind).
-void write_temp(const std::string& path, const std::string& content) {
-  const fs::path tmp = temp_path(path);
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), temp_(path_ + ".solar-tmp") {
   std::error_code ec;
-  if (fs::is_directory(fs::path(path), ec)) {
-    throw UserError("cannot write '" + path + "': it is a directory");
+  if (fs::is_directory(fs::path(path_), ec)) {
+    throw UserError("cannot write '" + path_ + "': it is a directory");
   }
-  std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-  if (!o) throw UserError("cannot write '" + path + "': " + std::strerror(errno));
-  o << content;
-  o.close();
-  if (!o) {
-    remove_quietly(tmp);
-    throw UserError("cannot write '" + path + "'");
-  }
+  file_ = std::fopen(temp_.c_str(), "wb");
+  if (file_ == nullptr) fail();
 }
 
-}  // namespace
+AtomicFile::~AtomicFile() {
+  if (file_ != nullptr) std::fclose(file_);
+  if (!committed_) std::remove(temp_.c_str());
+}
+
+void AtomicFile::write(const void* data, size_t n) {
+  constexpr size_t kChunk = size_t{1} << 20;  // bounded pieces for huge buffers
+  SOLAR_CHECK(file_ != nullptr, "AtomicFile::write after close");
+  const auto* p = static_cast<const char*>(data);
+  for (size_t done = 0; done < n;) {
+    const size_t chunk = std::min(kChunk, n - done);
+    if (std::fwrite(p + done, 1, chunk, file_) != chunk) fail();
+    done += chunk;
+  }
+  written_ += n;
+}
+
+void AtomicFile::close() {
+  if (file_ == nullptr) return;
+  const int rc = std::fclose(file_);
+  file_ = nullptr;
+  if (rc != 0) fail();
+}
+
+void AtomicFile::commit() {
+  close();
+  const fs::path target(path_);
+  std::error_code ec;
+  const fs::file_status old = fs::status(target, ec);
+  if (!ec && fs::exists(old)) fs::permissions(temp_, old.permissions(), ec);
+  fs::rename(temp_, target, ec);
+  if (ec) throw UserError("cannot replace '" + path_ + "': " + ec.message());
+  committed_ = true;
+}
+
+void AtomicFile::fail() const {
+  throw UserError("cannot write '" + path_ + "': " + std::strerror(errno));
+}
 
 void write_file_atomically(const std::string& path, const std::string& content) {
   write_files_atomically({{path, content}});
@@ -70,25 +87,14 @@ void write_files_atomically(const std::vector<std::pair<std::string, std::string
       }
     }
   }
-  for (size_t i = 0; i < files.size(); ++i) {
-    try {
-      write_temp(files[i].first, files[i].second);
-    } catch (...) {
-      for (size_t k = 0; k < i; ++k) remove_quietly(temp_path(files[k].first));
-      throw;
-    }
+  // Every temporary file first; an error on any removes them all (the destructors).
+  std::vector<std::unique_ptr<AtomicFile>> temps;
+  for (const auto& [path, content] : files) {
+    temps.push_back(std::make_unique<AtomicFile>(path));
+    temps.back()->write(content);
+    temps.back()->close();
   }
-  for (size_t i = 0; i < files.size(); ++i) {
-    const fs::path target(files[i].first), tmp = temp_path(files[i].first);
-    std::error_code ec;
-    const fs::file_status old = fs::status(target, ec);
-    if (!ec && fs::exists(old)) fs::permissions(tmp, old.permissions(), ec);
-    fs::rename(tmp, target, ec);
-    if (ec) {
-      for (size_t k = i; k < files.size(); ++k) remove_quietly(temp_path(files[k].first));
-      throw UserError("cannot replace '" + files[i].first + "': " + ec.message());
-    }
-  }
+  for (const std::unique_ptr<AtomicFile>& f : temps) f->commit();
 }
 
 }  // namespace solar

@@ -105,6 +105,60 @@ TEST_F(CliTest, HelpListsCommands) {
   }
 }
 
+// Every command, the Python package's too, on one line of `solar --help`: `  NAME  text`.
+TEST_F(CliTest, HelpListsEveryCommandOnOneLine) {
+  const Result r = solar({"--help"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  for (const char* cmd : {"help", "compare", "curve", "hw", "lift", "provision", "sol", "ir",
+                          "analyze", "bench", "calibrate", "capture", "translate"}) {
+    const std::regex line(std::string("(^|\n)  ") + cmd + " +[A-Z][^\n]+\n");
+    EXPECT_TRUE(std::regex_search(r.out, line)) << cmd << "\n" << r.out;
+  }
+  // The Python package's commands are listed apart, saying where they run.
+  const size_t group = r.out.find("Python package commands (pip install .");
+  ASSERT_NE(group, std::string::npos) << r.out;
+  EXPECT_GT(r.out.find("\n  analyze "), group);
+  EXPECT_GT(r.out.find("\n  translate "), group);
+  EXPECT_LT(r.out.find("\n  sol "), group);
+}
+
+// The native executable does not run the Python package's commands: one line says where they run.
+TEST_F(CliTest, PythonCommandsAreOneLineErrors) {
+  for (const char* cmd : {"analyze", "bench", "calibrate", "capture", "translate"}) {
+    const Result r = solar({cmd, "model.py"});
+    EXPECT_EQ(r.rc, 1) << cmd;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, std::string("solar ") + cmd + ": error: '" + cmd +
+                         "' is a command of the Python package: install it (pip install .) and "
+                         "run its `solar " +
+                         cmd + "`\n");
+  }
+  EXPECT_EQ(solar({"help", "analyze"}).rc, 1);
+}
+
+// One error style: `solar COMMAND: error: message`, on one line.
+TEST_F(CliTest, ErrorsNameTheirCommand) {
+  const std::string f = write("gemm.ir", kGemm);
+  const Result run = solar({"ir", "run", f});
+  EXPECT_EQ(run.rc, 1);
+  EXPECT_EQ(run.err,
+            "solar ir run: error: give --inputs IN.npz, or --random-inputs to run on seeded "
+            "random data\n");
+  const Result fmt = solar({"ir", "fmt", f, f});
+  EXPECT_EQ(fmt.err,
+            "solar ir fmt: error: one file at a time to stdout; use -i or --check for several "
+            "files\n");
+  const Result limit = solar({"ir", "run", f, "--random-inputs", "--memory-limit", "8 GiBs"});
+  EXPECT_EQ(limit.rc, 1);
+  EXPECT_EQ(limit.err,
+            "solar ir run: error: --memory-limit '8 GiBs' is not a size (examples: 8GiB, 512MiB, "
+            "2GB, 1000000)\n");
+  const Result check = solar({"ir", "check", (dir_ / "missing.ir").string()});
+  EXPECT_EQ(check.rc, 1);
+  EXPECT_EQ(check.err.rfind("solar ir check: error: ", 0), 0u) << check.err;
+  EXPECT_EQ(count_lines(check.err), 1) << check.err;
+}
+
 TEST_F(CliTest, HelpOfASubcommandShowsItsOptions) {
   const Result a = solar({"help", "ir", "run"});
   const Result b = solar({"ir", "run", "--help"});

@@ -171,15 +171,15 @@ TEST_F(LiftCommand, Help) {
 TEST_F(LiftCommand, Errors) {
   const std::string file = write("small.ir", kSmall);
   EXPECT_EQ(run({}), std::make_tuple(1, std::string(),
-                                     std::string("solar: error: lift: missing FILE.ir (see "
+                                     std::string("solar lift: error: missing FILE.ir (see "
                                                  "'solar lift --help')\n")));
   EXPECT_EQ(std::get<2>(run({file, "--fast"})),
-            "solar: error: lift: unknown option '--fast' (valid: --size, --dot)\n");
+            "solar lift: error: unknown option '--fast' (valid: --size, --dot)\n");
   EXPECT_EQ(std::get<2>(run({file, "--size", "N=2", "--size", "N=3"})),
-            "solar: error: --size N is given more than once\n");
-  EXPECT_EQ(std::get<2>(run({file, "--size"})), "solar: error: lift: --size needs NAME=VALUE\n");
+            "solar lift: error: --size N is given more than once\n");
+  EXPECT_EQ(std::get<2>(run({file, "--size"})), "solar lift: error: --size needs NAME=VALUE\n");
   EXPECT_EQ(std::get<2>(run({file, file})),
-            "solar: error: lift: one file at a time (got '" + file + "' and '" + file + "')\n");
+            "solar lift: error: one file at a time (got '" + file + "' and '" + file + "')\n");
   const std::string bad = write("bad.ir",
                                 "input x : f32[4]\noutput y : f32[4]\n"
                                 "kernel k {\n  for i in 0..5:\n    y[i] = x[i]\n}\n");

@@ -88,10 +88,10 @@ TEST(HwCommand, Errors) {
     std::string message;  // a part of the one-line error
   };
   const std::vector<Case> cases = {
-      {{}, "solar: error: hw: missing command (valid: list, show)"},
-      {{"lsit"}, "solar: error: hw: unknown command 'lsit' (valid: list, show)"},
-      {{"list", "x"}, "hw list takes no arguments"},
-      {{"show"}, "hw show: missing device"},
+      {{}, "solar hw: error: missing command (valid: list, show)"},
+      {{"lsit"}, "solar hw: error: unknown command 'lsit' (valid: list, show)"},
+      {{"list", "x"}, "solar hw list: error: takes no arguments"},
+      {{"show"}, "solar hw show: error: missing device"},
       {{"show", "A", "B"}, "one device at a time"},
       {{"show", "H100-SXM", "--yaml"}, "unknown option '--yaml' (valid: --json, --set)"},
       {{"show", "H100-SXM", "--set"}, "--set needs KEY=VALUE"},

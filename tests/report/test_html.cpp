@@ -24,6 +24,7 @@
 #include "solar/sol/headroom.h"
 #include "solar/sol/insights.h"
 #include "solar/sol/precision.h"
+#include "solar/sol/whatif.h"
 
 namespace solar::report {
 namespace {
@@ -59,10 +60,12 @@ Mlp mlp(double measured_s = 1e-6) {
 }
 
 json devices(const Report& r) {
-  return multi_device_to_json(compare_devices(
+  MultiDeviceReport m;
+  m.comparison = sol::compare_devices(
       r.graph, {hw::load_builtin_device("H100-SXM"), hw::load_builtin_device("A6000")},
       sol::find_precision_policy(sol::kDefaultPrecisionPolicy), sol::implemented_fidelities(),
-      1e-6));
+      1e-6);
+  return multi_device_to_json(m);
 }
 
 TEST(Html, RooflineTablesAndSections) {

@@ -20,6 +20,7 @@
 #include "solar/ir/parser.h"
 #include "solar/report/whatif.h"
 #include "solar/sol/precision.h"
+#include "solar/sol/whatif.h"
 
 namespace solar::report {
 namespace {
@@ -160,9 +161,10 @@ TEST(ReportDocs, EveryKeyIsDocumented) {
   key_paths(report_to_json(mlp_report()), "", paths);
   const std::vector<hw::Device> devices = {hw::load_builtin_device("H100-SXM"),
                                            hw::load_builtin_device("TPU-v5e")};
-  const json multi =
-      multi_device_to_json(compare_devices(lift_file("examples/mlp.ir"), devices, default_policy(),
-                                           sol::implemented_fidelities(), 1e-3));
+  MultiDeviceReport m;
+  m.comparison = sol::compare_devices(lift_file("examples/mlp.ir"), devices, default_policy(),
+                                      sol::implemented_fidelities(), 1e-3);
+  const json multi = multi_device_to_json(m);
   key_paths(multi, "", paths);
   // devices[].sol is the report's sol, on that device: the same keys.
   for (const json& d : multi["devices"]) {

@@ -16,6 +16,7 @@
 #include "solar/cli/curve_command.h"
 #include "solar/hw/device.h"
 #include "solar/report/curve.h"
+#include "solar/sol/curve.h"
 #include "solar/sol/precision.h"
 
 namespace solar::report {
@@ -36,7 +37,7 @@ std::string read_file(const fs::path& p) {
 // GEMM 64 x 64 x 64, f32: A, B, C are 16384 B each; fused 49152 B, unfused the same (one node).
 TEST(CacheCurve, SweepMarksAndLaws) {
   const einsum::Graph g = sol::testing::lift_gemm("f32", 64, 64, 64);
-  const Curve c = make_curve(g, hw::load_builtin_device("H100-SXM"), policy());
+  const sol::Curve c = sol::make_curve(g, hw::load_builtin_device("H100-SXM"), policy());
   // 1 KiB .. 1 GiB is 21 powers of two, plus L2 (50e6 B) and SMEM (30818304 B).
   ASSERT_EQ(c.points.size(), 23u);
   EXPECT_EQ(c.points.front().capacity_bytes, 1024);
@@ -46,7 +47,7 @@ TEST(CacheCurve, SweepMarksAndLaws) {
   EXPECT_EQ(c.fused_bytes, 49152);
   int marks = 0;
   int64_t previous = -1;
-  for (const CurvePoint& p : c.points) {
+  for (const sol::CurvePoint& p : c.points) {
     if (p.mark == "L2") {
       EXPECT_EQ(p.capacity_bytes, 50000000);
     } else if (p.mark == "SMEM") {
@@ -69,14 +70,14 @@ TEST(CacheCurve, SweepMarksAndLaws) {
   EXPECT_EQ(*c.points[5].traffic_bytes, 49152);
   EXPECT_GT(*c.points[4].traffic_bytes, 49152);
   // Same input, same bytes.
-  const Curve again = make_curve(g, hw::load_builtin_device("H100-SXM"), policy());
+  const sol::Curve again = sol::make_curve(g, hw::load_builtin_device("H100-SXM"), policy());
   EXPECT_EQ(curve_to_svg(c), curve_to_svg(again));
   EXPECT_EQ(curve_to_json(c).dump(), curve_to_json(again).dump());
 }
 
 TEST(CacheCurve, JsonCsvSvg) {
   const einsum::Graph g = sol::testing::lift_gemm("f32", 64, 64, 64);
-  const Curve c = make_curve(g, hw::load_builtin_device("H100-SXM"), policy());
+  const sol::Curve c = sol::make_curve(g, hw::load_builtin_device("H100-SXM"), policy());
   const json j = curve_to_json(c);
   EXPECT_EQ(j["points"].size(), 23u);
   EXPECT_EQ(j["hardware"]["l2_bytes"], 50000000);

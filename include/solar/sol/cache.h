@@ -74,8 +74,8 @@ struct CacheOptions {
   std::optional<int64_t> capacity_bytes;  // set: overrides `level`
 };
 
-// "32MiB", "50MB", "1GiB", "4096" (bytes; units B, kB, MB, GB, KiB, MiB, GiB, any case). UserError
-// for anything else or a value below 1 byte.
+// "32MiB", "50MB", "1GiB", "4096" (bytes, as util/text.h's parse_bytes reads them). UserError for
+// anything else, a value below 1 byte or above 2^60 bytes.
 int64_t parse_capacity(std::string_view text);
 // "L2" or "SMEM" (UserError otherwise).
 hw::MemoryLevel parse_cache_level(std::string_view text);

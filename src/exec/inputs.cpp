@@ -1,4 +1,4 @@
-#include "solar/cli/inputs.h"
+#include "solar/exec/inputs.h"
 
 #include <cmath>
 #include <cstdint>
@@ -11,7 +11,7 @@
 
 #include "solar/util/error.h"
 
-namespace solar::cli {
+namespace solar::exec {
 namespace {
 
 bool is_runtime_supplied(const ir::TensorDecl& t) {
@@ -104,17 +104,17 @@ void collect_index_bounds(const std::vector<ir::StmtP>& body, const ir::Program&
 
 }  // namespace
 
-exec::TensorMap conform_inputs(const ir::Program& p, exec::TensorMap given) {
+TensorMap conform_inputs(const ir::Program& p, TensorMap given) {
   for (auto& [name, tensor] : given) {
     const ir::TensorDecl* decl = p.find_tensor(name);
     if (decl == nullptr || !is_runtime_supplied(*decl) || tensor.dtype() == decl->dtype) continue;
     if (tensor.dtype() == ir::DType::U8 &&
         (decl->dtype == ir::DType::F8E4M3 || decl->dtype == ir::DType::F8E5M2)) {
       // f8 data travels as its raw bits in uint8 arrays (npz.h): the declaration says which f8.
-      tensor = exec::reinterpret_bits(tensor, decl->dtype);
+      tensor = reinterpret_bits(tensor, decl->dtype);
       continue;
     }
-    exec::Tensor converted(decl->dtype, tensor.shape());
+    Tensor converted(decl->dtype, tensor.shape());
     const int64_t n = tensor.numel();
     for (int64_t i = 0; i < n; ++i) {
       const double v = tensor.get(i);
@@ -133,16 +133,16 @@ exec::TensorMap conform_inputs(const ir::Program& p, exec::TensorMap given) {
   return given;
 }
 
-exec::TensorMap random_inputs(const ir::Program& p, const ir::SymbolValues& sizes, uint64_t seed) {
+TensorMap random_inputs(const ir::Program& p, const ir::SymbolValues& sizes, uint64_t seed) {
   std::map<std::string, int64_t> index_bounds;
   collect_index_bounds(p.body, p, sizes, index_bounds);
-  exec::TensorMap result;
+  TensorMap result;
   for (const ir::TensorDecl& t : p.tensors) {
     if (!is_runtime_supplied(t)) continue;
     std::vector<int64_t> shape;
     shape.reserve(t.shape.size());
     for (const ir::IntExprP& d : t.shape) shape.push_back(ir::eval_int(*d, sizes, p.file));
-    exec::Tensor tensor(t.dtype, shape);
+    Tensor tensor(t.dtype, shape);
     Stream stream(seed, t.name);
     const int64_t n = tensor.numel();
     const auto bound = index_bounds.find(t.name);
@@ -164,4 +164,4 @@ exec::TensorMap random_inputs(const ir::Program& p, const ir::SymbolValues& size
   return result;
 }
 
-}  // namespace solar::cli
+}  // namespace solar::exec

@@ -8,7 +8,7 @@
 #include "solar/ir/ast.h"
 #include "solar/ir/sizes.h"
 
-namespace solar::cli {
+namespace solar::exec {
 
 // Returns `given` with every array whose dtype differs from its declaration converted to the
 // declared dtype, but only when the conversion is exact: every element's value is representable
@@ -19,7 +19,7 @@ namespace solar::cli {
 // array given for an f8 tensor holds its raw bits (how f8 travels in .npz files and numpy
 // arrays). Names that are not declared inputs or weights are left alone (the executor reports
 // them).
-exec::TensorMap conform_inputs(const ir::Program& p, exec::TensorMap given);
+TensorMap conform_inputs(const ir::Program& p, TensorMap given);
 
 // Seeded random values for every input and weight of `p` at `sizes`, deterministic for a seed
 // (the same bytes on every platform; each tensor's stream depends only on the seed and its name):
@@ -27,6 +27,6 @@ exec::TensorMap conform_inputs(const ir::Program& p, exec::TensorMap given);
 //  - integer tensors used as indices by take/gather/scatter: uniform in [0, n), n the size of the
 //    indexed dimension (the smallest, when used several times), so every index is in range;
 //  - other integer tensors: uniform in [0, 10);  bool tensors: 0 or 1 with equal probability.
-exec::TensorMap random_inputs(const ir::Program& p, const ir::SymbolValues& sizes, uint64_t seed);
+TensorMap random_inputs(const ir::Program& p, const ir::SymbolValues& sizes, uint64_t seed);
 
-}  // namespace solar::cli
+}  // namespace solar::exec
