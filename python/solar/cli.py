@@ -62,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args: list[str]) -> int:
+    if len(args) == 2 and args[0] == "help" and args[1] in (*PYTHON_COMMANDS, *MODULE_COMMANDS):
+        args = [args[1], "--help"]  # (the C++ help knows these commands by name only)
     if args and args[0] in PYTHON_COMMANDS:
         return _run_python_command(args[0], args[1:])
     if args and args[0] in MODEL_FILE_COMMANDS and _model_file_index(args) is not None:

@@ -823,7 +823,11 @@ void sdpa_rule(NodeLowering& n) {
   n.kernel("logits", cols, lg.name + "[" + bi + "i, j]", "=", logits);
   const TensorInfo mx = n.temp("max", acc_dtype(q), row_shape);
   n.kernel("max", cols, mx.name + row, "max=", lg.name + "[" + bi + "i, j]");
-  const TensorInfo p = n.temp("p", acc_dtype(q), s_shape);
+  // The attention weights are stored in the query's dtype, as FlashAttention converts them before
+  // the second product: with bf16 inputs, P V is a bf16 x bf16 product on the tensor cores (an f32
+  // P would class it as an f32 product and bound it at the vector rate, above what the fused
+  // kernels run at). The row sum reads the stored weights.
+  const TensorInfo p = n.temp("p", q.dtype, s_shape);
   n.kernel("exp", cols, p.name + "[" + bi + "i, j]", "=",
            "exp(" + lg.name + "[" + bi + "i, j] - " + mx.name + row + ")");
   const TensorInfo l = n.temp("sum", acc_dtype(q), row_shape);
@@ -838,7 +842,7 @@ void sdpa_rule(NodeLowering& n) {
       flat = "b" + std::to_string(d) + " * " + std::to_string(stride) + " + " + flat;
       stride *= q_batch[d];
     }
-    pd = n.temp("dropped", acc_dtype(q), s_shape);
+    pd = n.temp("dropped", q.dtype, s_shape);
     const std::string kept = "((" + flat + " + 1) * 0.6180339887498949) % 1.0 >= " + lit(dropout);
     n.kernel("dropout", cols, pd.name + "[" + bi + "i, j]", "=",
              dropout >= 1.0 ? std::string("0.0")

@@ -211,3 +211,11 @@ def test_an_internal_error_is_one_line_and_exit_code_2(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("solar analyze: internal error: RuntimeError: a broken invariant")
+
+
+@pytest.mark.parametrize("command", ["analyze", "capture", "translate", "bench", "calibrate"])
+def test_help_of_a_python_command_is_its_help(command, capsys):
+    # `solar help COMMAND` for a command of the Python package prints that command's options.
+    assert cli.main(["help", command]) == 0
+    out = capsys.readouterr().out
+    assert f"solar {command}" in out and "--help" in out

@@ -59,17 +59,17 @@ def test_shown_output_is_the_real_output(doc, command, shown):
     assert out == shown, f"{doc}: the output of '{command}' differs from the one shown"
 
 
+def _rerun(m: re.Match) -> str:
+    rc, out = run(m.group(1))
+    if rc != 0:
+        raise SystemExit(f"'{m.group(1)}' exited {rc}")
+    return f"```console\n$ {m.group(1)}\n{out}```"
+
+
 def update() -> None:
     for doc in sorted(STUDIES.rglob("README.md")):
         text = doc.read_text()
-
-        def replace(m: re.Match) -> str:
-            rc, out = run(m.group(1))
-            if rc != 0:
-                raise SystemExit(f"{doc}: '{m.group(1)}' exited {rc}")
-            return f"```console\n$ {m.group(1)}\n{out}```"
-
-        new = BLOCK.sub(replace, text)
+        new = BLOCK.sub(_rerun, text)
         if new != text:
             doc.write_text(new)
             print(f"updated {doc.relative_to(ROOT)}")
