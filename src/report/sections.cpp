@@ -32,8 +32,10 @@ std::string format_ratio(double v) {
 nlohmann::json insights_to_json(const sol::Insights& in) {
   nlohmann::json chains = nlohmann::json::array();
   for (const sol::ContractionChain& c : in.chains) {
-    nlohmann::json indices = nlohmann::json::object();
-    for (const auto& [letter, extent] : c.indices) indices[letter] = extent;
+    nlohmann::json indices = nlohmann::json::array();
+    for (const auto& [letter, extent] : c.indices) {
+      indices.push_back({{"index", letter}, {"extent", extent}});
+    }
     chains.push_back(
         {{"nodes", c.nodes},
          {"operands", c.operands},
