@@ -27,13 +27,24 @@ std::string format_ratio(double v) {
 nlohmann::json insights_to_json(const sol::Insights& in) {
   nlohmann::json chains = nlohmann::json::array();
   for (const sol::ContractionChain& c : in.chains) {
-    chains.push_back({{"nodes", c.nodes},
-                      {"operands", c.operands},
-                      {"program_order", c.program.text},
-                      {"program_macs", c.program.macs},
-                      {"best_order", c.best.text},
-                      {"best_macs", c.best.macs},
-                      {"flops_saved", c.flops_saved()}});
+    nlohmann::json indices = nlohmann::json::array();
+    for (const auto& [letter, extent] : c.indices) {
+      indices.push_back({{"index", letter}, {"extent", extent}});
+    }
+    chains.push_back(
+        {{"nodes", c.nodes},
+         {"operands", c.operands},
+         {"via", c.via},
+         {"indices", std::move(indices)},
+         {"program_order", c.program.text},
+         {"program_steps", c.program.steps},
+         {"program_macs", c.program.macs},
+         {"best_order", c.best.text},
+         {"best_steps", c.best.steps},
+         {"best_macs", c.best.macs},
+         {"flops_saved", c.flops_saved()},
+         {"compute_s_saved", c.compute_s_saved},
+         {"fused_sol_s", c.fused_s ? nlohmann::json(*c.fused_s) : nlohmann::json(nullptr)}});
   }
   nlohmann::json fusions = nlohmann::json::array();
   for (const sol::FusionOpportunity& f : in.fusions) {
@@ -144,7 +155,17 @@ std::string render_insights(const sol::Insights& in, size_t top_fusions) {
     s += "  contraction order of " + join(c.nodes, ", ") + ": " + c.program.text + " " +
          format_count(static_cast<double>(c.program.macs), "MAC") + " -> " + c.best.text + " " +
          format_count(static_cast<double>(c.best.macs), "MAC") + ", saves " +
-         format_count(static_cast<double>(c.flops_saved()), "FLOP") + "\n";
+         format_count(static_cast<double>(c.program.macs - c.best.macs), "MAC") + " (" +
+         format_count(static_cast<double>(c.flops_saved()), "FLOP") + ")\n";
+    if (!c.best.steps.empty()) {
+      std::string index_list;
+      for (const auto& [letter, extent] : c.indices) {
+        index_list += (index_list.empty() ? "" : " ") + letter + "=" + std::to_string(extent);
+      }
+      s += "    as einsums: " + join(c.best.steps, "; ") + " (" + index_list + ")\n";
+    }
+    if (!c.via.empty()) s += "    through " + join(c.via, ", ") + "\n";
+    if (c.fused_s) s += "    fused SOL with this order: " + format_seconds(*c.fused_s) + "\n";
   }
   const size_t n = std::min(top_fusions, in.fusions.size());
   for (size_t i = 0; i < n; ++i) {

@@ -181,14 +181,15 @@ TEST(Csv, OneLinePerNode) {
 
 TEST(Sections, TerminalLines) {
   // A chain (A(50x5) B(5x100) C(100x10): (A B) C = 75,000 MACs, A (B C) = 7,500; saves
-  // 2 x 67,500 = 135,000 FLOPs) and four fusions, of which the table shows three.
+  // 75,000 - 7,500 = 67,500 MACs, 2 x 67,500 = 135,000 FLOPs; no steps, so no einsum line) and
+  // four fusions, of which the table shows three.
   sol::Insights in;
   in.chains.push_back({{"ab", "abc"}, {"A", "B", "C"}, {75000, "((A B) C)"}, {7500, "(A (B C))"}});
   for (const char* t : {"p", "q", "r", "s"}) in.fusions.push_back({t, "x", {"y", "z"}, 2048, 0});
   EXPECT_EQ(render_insights(in),
             "Insights:\n"
-            "  contraction order of ab, abc: ((A B) C) 75 kMAC -> (A (B C)) 7.5 kMAC, saves 135 "
-            "kFLOP\n"
+            "  contraction order of ab, abc: ((A B) C) 75 kMAC -> (A (B C)) 7.5 kMAC, saves 67.5 "
+            "kMAC (135 kFLOP)\n"
             "  fuse x -> y, z (keep p on chip): saves 2.048 kB of DRAM traffic\n"
             "  fuse x -> y, z (keep q on chip): saves 2.048 kB of DRAM traffic\n"
             "  fuse x -> y, z (keep r on chip): saves 2.048 kB of DRAM traffic\n"

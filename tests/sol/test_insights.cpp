@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sol_test_util.h"
@@ -139,6 +140,219 @@ TEST(Insights, MultiHeadLatentAttentionAbsorbed) {
   EXPECT_EQ(c.best.macs, 4096 + 65536);
   EXPECT_EQ(c.best.text, "(c (wuk q))");
   EXPECT_EQ(c.flops_saved(), 2 * (1064960 - 69632));  // 1,990,656 FLOPs
+}
+
+// A reshape that merges permuted dimensions cannot be a view: the lift materialises it as a data
+// movement node between the two contractions. The chain runs through it: M[b, t, (h d)] carries
+// the indices b, t, h, d of K[b, h, t, d], so the second contraction's f = (h d) lines up.
+constexpr const char* kThroughReshape = R"(size B = 2
+size T = 32
+size R = 8
+size H = 4
+size D = 16
+size F = 64
+size E = 8
+input c : f32[B, T, R]
+weight w : f32[H, R, D]
+weight wo : f32[F, E]
+tensor k : f32[B, H, T, D]
+tensor p : f32[B, T, H, D]
+tensor m : f32[B, T, F]
+output y : f32[B, T, E]
+kernel up {
+  for b in 0..B, h in 0..H, t in 0..T, d in 0..D, r in 0..R:
+    k[b, h, t, d] += c[b, t, r] * w[h, r, d]
+}
+p = permute(k, [0, 2, 1, 3])
+m = reshape(p)
+kernel proj {
+  for b in 0..B, t in 0..T, e in 0..E, f in 0..F:
+    y[b, t, e] += m[b, t, f] * wo[f, e]
+}
+)";
+
+TEST(Insights, ChainRunsThroughPermuteAndReshape) {
+  const einsum::Graph g = lift_text(kThroughReshape);
+  const Insights in = insights_of(g);
+  ASSERT_EQ(in.chains.size(), 1u) << (in.notes.empty() ? "" : in.notes[0]);
+  const ContractionChain& c = in.chains[0];
+  EXPECT_EQ(c.nodes, (std::vector<std::string>{"up", "proj"}));
+  EXPECT_EQ(c.via, (std::vector<std::string>{"reshape:m"}));  // the permute folds into it
+  EXPECT_EQ(c.operands, (std::vector<std::string>{"c", "w", "wo"}));
+  // As written: up B*H*T*D*R = 2*4*32*16*8 = 32,768; proj B*T*E*F = 2*32*8*64 = 32,768: 65,536.
+  EXPECT_EQ(c.program.text, "((c w) wo)");
+  EXPECT_EQ(c.program.macs, 65536);
+  // w wo over d (wo's f is h, d): H*R*D*E = 4*8*16*8 = 4,096; then c (w wo) over r:
+  // B*T*R*E = 2*32*8*8 = 4,096. Total 8,192.
+  EXPECT_EQ(c.best.text, "(c (w wo))");
+  EXPECT_EQ(c.best.macs, 8192);
+  EXPECT_EQ(c.flops_saved(), 2 * (65536 - 8192));  // 114,688 FLOPs
+  // Letters: the output y[b, t, e] is a, b, c; then c[b, t, r] brings r = d, w[h, r, d] brings
+  // h = e and d = f. wo[(h d), e] is "efc"; the program's k[b, h, t, d] "aebf", m "abef".
+  EXPECT_EQ(c.indices, (std::vector<std::pair<std::string, int64_t>>{
+                           {"a", 2}, {"b", 32}, {"c", 8}, {"d", 8}, {"e", 4}, {"f", 16}}));
+  EXPECT_EQ(c.program.steps, (std::vector<std::string>{"abd,edf->aebf", "abef,efc->abc"}));
+  // w wo keeps r = d and e = c (increasing label order: "cd"); then c (w wo) -> y.
+  EXPECT_EQ(c.best.steps, (std::vector<std::string>{"edf,efc->cd", "abd,cd->abc"}));
+  EXPECT_GT(c.compute_s_saved, 0);
+  ASSERT_TRUE(c.fused_s.has_value());
+  EXPECT_LE(
+      *c.fused_s,
+      analyze(g, hw::load_builtin_device("H100-SXM"), policy()).result(Fidelity::Fused).time_s);
+}
+
+// Multi-head latent attention, decode step (one query), whole: keys and values up-projected from
+// the latent cache c, scores scaled, a softmax over t, then the values. The scale commutes with
+// the products (a relabeling); the softmax cuts the program in two chains, each reordered on its
+// own: the scores s (and the softmax over them) and the softmax's output p stay as they are.
+constexpr const char* kMlaDecode = R"(size H = 4
+size T = 64
+size R = 16
+size D = 8
+input q : f32[H, D]
+input c : f32[T, R]
+weight wuk : f32[R, H, D]
+weight wuv : f32[R, H, D]
+tensor k : f32[H, T, D]
+tensor s : f32[H, T]
+tensor ss : f32[H, T]
+tensor mx : f32[H]
+tensor e : f32[H, T]
+tensor z : f32[H]
+tensor p : f32[H, T]
+tensor v : f32[H, T, D]
+output o : f32[H, D]
+kernel up_k {
+  for h in 0..H, t in 0..T, d in 0..D, r in 0..R:
+    k[h, t, d] += c[t, r] * wuk[r, h, d]
+}
+kernel scores {
+  for h in 0..H, t in 0..T, d in 0..D:
+    s[h, t] += q[h, d] * k[h, t, d]
+}
+kernel scale {
+  for h in 0..H, t in 0..T:
+    ss[h, t] = s[h, t] * 0.25
+}
+kernel smax {
+  for h in 0..H, t in 0..T:
+    mx[h] max= ss[h, t]
+}
+kernel sexp {
+  for h in 0..H, t in 0..T:
+    e[h, t] = exp(ss[h, t] - mx[h])
+}
+kernel ssum {
+  for h in 0..H, t in 0..T:
+    z[h] += e[h, t]
+}
+kernel snorm {
+  for h in 0..H, t in 0..T:
+    p[h, t] = e[h, t] / z[h]
+}
+kernel up_v {
+  for h in 0..H, t in 0..T, d in 0..D, r in 0..R:
+    v[h, t, d] += c[t, r] * wuv[r, h, d]
+}
+kernel out {
+  for h in 0..H, d in 0..D, t in 0..T:
+    o[h, d] += p[h, t] * v[h, t, d]
+}
+)";
+
+TEST(Insights, AttentionWithUpProjectedValuesAcrossSoftmax) {
+  const Insights in = insights_of(lift_text(kMlaDecode));
+  ASSERT_EQ(in.chains.size(), 2u) << (in.notes.empty() ? "" : in.notes[0]);
+  // Scores: up_k H*T*D*R = 4*64*8*16 = 32,768; scores H*T*D = 4*64*8 = 2,048: 34,816.
+  // Absorbed: q wuk over d: H*D*R = 4*8*16 = 512; then with c over r: H*T*R = 4*64*16 = 4,096:
+  // 4,608.
+  const ContractionChain& sc = in.chains[0];
+  EXPECT_EQ(sc.nodes, (std::vector<std::string>{"up_k", "scores"}));
+  EXPECT_EQ(sc.via, (std::vector<std::string>{"scale"}));
+  EXPECT_EQ(sc.operands, (std::vector<std::string>{"c", "wuk", "q"}));
+  EXPECT_EQ(sc.program.text, "(q (c wuk))");
+  EXPECT_EQ(sc.program.macs, 34816);
+  EXPECT_EQ(sc.best.text, "(c (wuk q))");
+  EXPECT_EQ(sc.best.macs, 4608);
+  // ss[h, t] = ab; c[t, r] = bc; wuk[r, h, d] = cad; q[h, d] = ad.
+  EXPECT_EQ(sc.program.steps, (std::vector<std::string>{"bc,cad->abd", "ad,abd->ab"}));
+  EXPECT_EQ(sc.best.steps, (std::vector<std::string>{"cad,ad->ac", "bc,ac->ab"}));
+  // Values: up_v 32,768 + out H*D*T = 2,048: 34,816. Absorbed: p c over t: H*T*R = 4,096; then
+  // wuv over r: H*R*D = 512: 4,608.
+  const ContractionChain& va = in.chains[1];
+  EXPECT_EQ(va.nodes, (std::vector<std::string>{"up_v", "out"}));
+  EXPECT_TRUE(va.via.empty());
+  EXPECT_EQ(va.operands, (std::vector<std::string>{"c", "wuv", "p"}));
+  EXPECT_EQ(va.program.text, "(p (c wuv))");
+  EXPECT_EQ(va.program.macs, 34816);
+  EXPECT_EQ(va.best.text, "((c p) wuv)");
+  EXPECT_EQ(va.best.macs, 4608);
+  // o[h, d] = ab; c[t, r] = cd; wuv[r, h, d] = dab; p[h, t] = ac.
+  EXPECT_EQ(va.best.steps, (std::vector<std::string>{"cd,ac->ad", "ad,dab->ab"}));
+}
+
+// A nonlinearity between two matmuls cuts the chain even where reordering would be cheaper if
+// it were not there: x (w1 w2) costs J*K*L + I*J*L = 10*100*10 + 100*10*10 = 20,000 MACs
+// against (x w1) w2 = I*J*K + I*K*L = 100,000 + 100,000; a constant scale in its place commutes,
+// and the chain is found.
+std::string mlp_with(const std::string& act) {
+  return R"(size I = 100
+size J = 10
+size K = 100
+size L = 10
+input x : f32[I, J]
+weight w1 : f32[J, K]
+weight w2 : f32[K, L]
+tensor z : f32[I, K]
+tensor a : f32[I, K]
+output y : f32[I, L]
+kernel fc1 {
+  for i in 0..I, k in 0..K, j in 0..J:
+    z[i, k] += x[i, j] * w1[j, k]
+}
+kernel act {
+  for i in 0..I, k in 0..K:
+    a[i, k] = )" +
+         act + R"(
+}
+kernel fc2 {
+  for i in 0..I, l in 0..L, k in 0..K:
+    y[i, l] += a[i, k] * w2[k, l]
+}
+)";
+}
+
+TEST(Insights, NonlinearityCutsTheChainAScaleDoesNot) {
+  EXPECT_TRUE(insights_of(lift_text(mlp_with("tanh(z[i, k])"))).chains.empty());
+  EXPECT_TRUE(insights_of(lift_text(mlp_with("z[i, k] * z[i, k]"))).chains.empty());
+  EXPECT_TRUE(insights_of(lift_text(mlp_with("z[i, k] + 1.0"))).chains.empty());
+  const Insights in = insights_of(lift_text(mlp_with("0.5 * z[i, k]")));
+  ASSERT_EQ(in.chains.size(), 1u);
+  EXPECT_EQ(in.chains[0].via, (std::vector<std::string>{"act"}));
+  EXPECT_EQ(in.chains[0].program.macs, 200000);
+  EXPECT_EQ(in.chains[0].best.macs, 20000);
+  EXPECT_EQ(in.chains[0].best.text, "(x (w1 w2))");
+}
+
+TEST(Insights, OptimalProgramOrderIsKept) {
+  // kChain with the sizes of MatrixChainLeftToRight: (A B) C = 7,500 is already the cheapest.
+  std::string text = kChain;
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"I = 50", "I = 10"},
+                                 {"J = 5", "J = 100"},
+                                 {"K = 100", "K = 5"},
+                                 {"L = 10", "L = 50"}}) {
+    text.replace(text.find(from), from.size(), to);
+  }
+  const Insights in = insights_of(lift_text(text));
+  ASSERT_EQ(in.chains.size(), 1u);
+  const ContractionChain& c = in.chains[0];
+  // ab: I*K*J = 10*5*100 = 5,000; abc: I*L*K = 10*50*5 = 2,500.
+  EXPECT_EQ(c.program.macs, 7500);
+  EXPECT_EQ(c.best.macs, 7500);
+  EXPECT_EQ(c.best.text, c.program.text);
+  EXPECT_EQ(c.best.steps, c.program.steps);
+  EXPECT_EQ(c.flops_saved(), 0);
+  EXPECT_EQ(c.compute_s_saved, 0);
 }
 
 TEST(Insights, MlpFusionOpportunitiesAndBottlenecks) {

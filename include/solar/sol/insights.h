@@ -9,6 +9,14 @@
 //    does: cost(S) = min over splits S = S1 + S2 of cost(S1) + cost(S2) + the product of the
 //    extents of the indices of the two partial results; a partial result keeps the indices that
 //    an operand outside it or the chain's output still needs.
+//    A chain runs through index relabelings: a node that only copies one tensor (permute,
+//    reshape, broadcast, copy) or scales it by a constant (a scale commutes with a product) is
+//    not a barrier. Every dimension is a product of atomic indices (a [B*H, T, D] tensor made
+//    from [B, H, T, D] carries b, h, t, d), so an einsum lowered to reshape + bmm + reshape lines
+//    up with its neighbours. Any other node (softmax, a mask, GELU, a bias add) cuts the chain:
+//    its input is the output of the chain before it and its output an operand of the chain after
+//    it, both computed exactly as the program does, so each side is reordered on its own (the
+//    absorbed form of attention keeps the scores, and the softmax over them, unchanged).
 //  - Fusion opportunities: each intermediate tensor, with the DRAM bytes saved when its producer
 //    and its consumers run as one kernel (its writes and reads stay on chip), ranked by bytes.
 //  - The bottleneck of each node: compute or memory, its arithmetic intensity (FLOPs per byte)
@@ -16,7 +24,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "solar/einsum/graph.h"
@@ -35,9 +45,14 @@ struct TensorNetwork {
 
 // A contraction order and its cost in MACs (a pairwise contraction costs the product of the
 // extents of every index of its two operands). `text` nests pairs: "(A (B C))".
+// `steps` are its pairwise contractions in einsum notation, in the order they run (the post-order
+// of `text`): "abd,cbd->abc", one letter per index (a..z, A..Z; empty when a network has more
+// than 52 indices). An operand's letters are in its own order, a partial result's in increasing
+// label order, the last step's output in the network's output order.
 struct ContractionOrder {
   int64_t macs = 0;
   std::string text;
+  std::vector<std::string> steps = {};
 };
 
 // The cheapest pairwise order of `net` (at least 2 operands, at most kMaxChainOperands; else
@@ -47,10 +62,20 @@ inline constexpr size_t kMaxChainOperands = 12;
 ContractionOrder optimal_order(const TensorNetwork& net);
 
 struct ContractionChain {
-  std::vector<std::string> nodes;     // in program order
+  std::vector<std::string> nodes;     // its contractions, in program order
   std::vector<std::string> operands;  // the chain's input tensors, in order of first read
   ContractionOrder program;           // as the program computes it (its nodes' MACs, summed)
   ContractionOrder best;              // the cheapest order
+  std::vector<std::string> via = {};  // the relabelings it runs through, in program order
+  // The letters of `steps` and their extents, in letter order.
+  std::vector<std::pair<std::string, int64_t>> indices = {};
+  // The compute time the best order saves: the chain's nodes' compute terms minus 2 x best.macs
+  // at the fastest of their MAC rates (0 when best == program).
+  double compute_s_saved = 0;
+  // The fused SOL with this chain at its best order: max(fused compute - compute_s_saved, fused
+  // memory) (the fused bytes are the graph's inputs and outputs, which do not change); absent
+  // when the fused fidelity was not analysed.
+  std::optional<double> fused_s = {};
   int64_t flops_saved() const { return 2 * (program.macs - best.macs); }
 };
 
