@@ -44,7 +44,7 @@ def run(command: str) -> tuple[int, str]:
 
 def test_every_study_has_commands():
     docs = {doc.parent.name for doc, _, _ in blocks()}
-    assert {"provisioning"} <= docs, docs
+    assert {"algorithm", "cross_platform", "provisioning"} <= docs, docs
 
 
 @pytest.mark.parametrize(
