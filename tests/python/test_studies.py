@@ -1,5 +1,6 @@
 """The studies' docs never drift (examples/studies/): every ```console block of a study's
-README.md that starts with ``$ solar ...`` is that command's real output, and this test runs the
+README.md (and of the repository's README.md) that starts with ``$ solar ...`` is that
+command's real output, and this test runs the
 command (from the repository root, in-process) and compares the output byte for byte.
 
 ``python3 tests/python/test_studies.py --update`` rewrites the blocks with the commands' output
@@ -21,10 +22,15 @@ STUDIES = ROOT / "examples" / "studies"
 BLOCK = re.compile(r"```console\n\$ (solar [^\n]*)\n(.*?)```", re.DOTALL)
 
 
+def docs() -> list[Path]:
+    """The study docs, and the repository's README (its quick start's output)."""
+    return [ROOT / "README.md", *sorted(STUDIES.rglob("README.md"))]
+
+
 def blocks() -> list[tuple[Path, str, str]]:
     """(doc, command, shown output) of every command block of every study doc."""
     found = []
-    for doc in sorted(STUDIES.rglob("README.md")):
+    for doc in docs():
         for m in BLOCK.finditer(doc.read_text()):
             found.append((doc, m.group(1), m.group(2)))
     return found
@@ -43,8 +49,9 @@ def run(command: str) -> tuple[int, str]:
 
 
 def test_every_study_has_commands():
-    docs = {doc.parent.name for doc, _, _ in blocks()}
-    assert {"algorithm", "cross_platform", "provisioning"} <= docs, docs
+    names = {doc.parent.name for doc, _, _ in blocks()}
+    assert {"algorithm", "cross_platform", "provisioning"} <= names, names
+    assert any(doc == ROOT / "README.md" for doc, _, _ in blocks())
 
 
 @pytest.mark.parametrize(
@@ -67,7 +74,7 @@ def _rerun(m: re.Match) -> str:
 
 
 def update() -> None:
-    for doc in sorted(STUDIES.rglob("README.md")):
+    for doc in docs():
         text = doc.read_text()
         new = BLOCK.sub(_rerun, text)
         if new != text:
