@@ -80,6 +80,18 @@ void product_factors(const ir::Expr& e, std::vector<const ir::Expr*>& out) {
   }
 }
 
+// A read, or a read times / divided by invariant factors, at any depth of the product.
+bool is_scaled_read(const ir::Expr& e) {
+  if (e.kind == ir::ExprKind::Read) return true;
+  if (e.kind != ir::ExprKind::Binary) return false;
+  const ir::Expr& a = *e.args[0];
+  const ir::Expr& b = *e.args[1];
+  if (e.binary_op == ir::BinaryOp::Mul) {
+    return (is_invariant(a) && is_scaled_read(b)) || (is_scaled_read(a) && is_invariant(b));
+  }
+  return e.binary_op == ir::BinaryOp::Div && is_scaled_read(a) && is_invariant(b);
+}
+
 PerPoint ops_of(const ir::Expr& e) {
   if (is_invariant(e)) return {};
   switch (e.kind) {
@@ -143,6 +155,10 @@ std::optional<MacOperands> mac_operands(const ir::Kernel& k) {
   }
   if (!m.rhs) return std::nullopt;
   return m;
+}
+
+bool scales_a_read(const ir::Kernel& k) {
+  return k.op == ir::AssignOp::Assign && is_scaled_read(*k.rhs);
 }
 
 OpCounts count_ops(const ir::Kernel& k, int64_t points) {

@@ -25,6 +25,10 @@ struct MacOperands {
 };
 std::optional<MacOperands> mac_operands(const ir::Kernel& k);
 
+// Whether a kernel is `=` of one tensor read times or divided by invariant factors (no reads,
+// no loop indices): Node::scales_a_read.
+bool scales_a_read(const ir::Kernel& k);
+
 // MACs and other operations of a kernel over `points` points of its domain.
 OpCounts count_ops(const ir::Kernel& k, int64_t points);
 

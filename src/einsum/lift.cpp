@@ -313,6 +313,7 @@ class Lifter {
     n.writes = group({{k.out, write}});
 
     n.counts = detail::count_ops(k, n.points);
+    n.scales_a_read = detail::scales_a_read(k);
     const detail::DTypeOf dtype_of = [&](const std::string& t) { return tensor(t).dtype; };
     n.out_dtype = out.dtype;
     n.compute_dtype = detail::compute_dtype(*k.rhs, out.dtype, dtype_of);

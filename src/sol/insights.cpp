@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <bitset>
-#include <cctype>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -109,64 +108,6 @@ int64_t numel_of(const einsum::Graph& g, const std::string& tensor) {
   return t ? t->numel : -1;
 }
 
-// Whether `rhs` (a node's right-hand side, as printed) is its one read times or divided by a
-// constant: "x[i, j] / 4.0", "x[i, j] * 0.125", "0.125 * x[i, j]", where the constant reads no
-// tensor and names no loop of `domain`.
-bool scales_its_read(std::string rhs, const einsum::Access& read, const ir::AffineDomain& domain) {
-  const auto strip = [](std::string& s) {
-    while (s.size() >= 2 && s.front() == '(' && s.back() == ')') {
-      int depth = 0;
-      bool outer = true;  // the first '(' closes at the end
-      for (size_t i = 0; i + 1 < s.size(); ++i) {
-        depth += s[i] == '(' ? 1 : s[i] == ')' ? -1 : 0;
-        if (depth == 0) outer = false;
-      }
-      if (!outer) return;
-      s = s.substr(1, s.size() - 2);
-    }
-  };
-  strip(rhs);
-  const auto is_constant = [&](std::string k) {
-    strip(k);
-    if (k.empty() || k.find('[') != std::string::npos) return false;
-    for (size_t i = 0; i < k.size();) {
-      if (std::isalpha(static_cast<unsigned char>(k[i])) || k[i] == '_') {
-        size_t j = i;
-        while (j < k.size() && (std::isalnum(static_cast<unsigned char>(k[j])) || k[j] == '_')) ++j;
-        const std::string word = k.substr(i, j - i);
-        for (const ir::AffineLoop& l : domain) {
-          if (l.var == word) return false;
-        }
-        i = j;
-        continue;
-      }
-      ++i;
-    }
-    return true;
-  };
-  // The read: the tensor's name (or its flat form) and one bracketed index list.
-  const auto read_end = [&](size_t at) -> size_t {
-    for (const std::string& name : {read.tensor + "[", read.tensor + ".flat["}) {
-      if (rhs.compare(at, name.size(), name) != 0) continue;
-      int depth = 0;
-      for (size_t i = at + name.size() - 1; i < rhs.size(); ++i) {
-        depth += rhs[i] == '[' ? 1 : rhs[i] == ']' ? -1 : 0;
-        if (depth == 0) return i + 1;
-      }
-    }
-    return std::string::npos;
-  };
-  if (const size_t end = read_end(0); end != std::string::npos) {
-    for (const std::string op : {" * ", " / "}) {
-      if (rhs.compare(end, op.size(), op) == 0) return is_constant(rhs.substr(end + op.size()));
-    }
-    return false;
-  }
-  const size_t star = rhs.rfind(" * ");
-  return star != std::string::npos && read_end(star + 3) == rhs.size() &&
-         is_constant(rhs.substr(0, star));
-}
-
 // A node a chain may hold: a contraction (one product of two operands under a sum, over a box
 // from zero) or a relabeling (one tensor copied by permute, reshape, broadcast or copy, or
 // scaled by a constant). Each read and the write as digits, both ways (see digit_map).
@@ -207,12 +148,7 @@ std::optional<Member> chain_member(const einsum::Graph& g, const einsum::Node& n
     if (n.reads.size() != 1) return std::nullopt;
   } else if (n.kind == einsum::NodeKind::Einsum && n.reduction == einsum::Reduction::None) {
     if (n.counts.macs != 0 || n.counts.other_ops() != n.points || n.reads.size() != 1) return {};
-    const einsum::AccessMap& w = n.writes.front().maps.front();
-    const size_t eq = n.einsum.find(w.text + " = ");
-    if (eq == std::string::npos ||
-        !scales_its_read(n.einsum.substr(eq + w.text.size() + 3), n.reads.front(), n.domain)) {
-      return std::nullopt;
-    }
+    if (!n.scales_a_read) return std::nullopt;
   } else {
     return std::nullopt;
   }

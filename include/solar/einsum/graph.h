@@ -124,6 +124,10 @@ struct Node {
   std::optional<ir::DType> mac_lhs_dtype, mac_rhs_dtype;  // operands of the product (macs > 0)
   ir::DType out_dtype = ir::DType::F32;
   ir::DType compute_dtype = ir::DType::F32;  // widest floating dtype among operands and output
+  // An `=` kernel whose value is one tensor read scaled by factors that are the same at every
+  // point (`x[i, j] * 0.125`, `x[i, j] / 4.0`, `rsqrt(D) * x[i, j]`): a scale commutes with a
+  // contraction (the insights' chains run through it).
+  bool scales_a_read = false;
   bool conv_like = false;  // a contraction with a sliding window (an operand index that combines
                            // an output loop and a reduced loop in one dimension, or an output
                            // index that combines two loops: a transposed convolution)
