@@ -548,19 +548,18 @@ def _verification(
     if mode == "whole_program":
         if golden is None:
             raise AnalysisError("whole-program verification needs real inputs")
-        random = lowered["random"]
         try:
             data_golden.update(golden(_recorded(lowered)) if callable(golden) else golden)
         except GoldenUnavailableError as e:
             verification = not_run(f"{e}; the lowered program was NOT checked")
             verification["mode"] = "whole_program"
-            verification["why"] = why
-            return verification
-        verification = verify_program(ir_text, cap.document, data_golden, fed, random)
-        if verification["status"] == "failed" and getattr(cap, "rebuilds_in_float64", False):
-            recheck_in_float64(
-                verification, cap.document, float64_rerun, allow_unsupported, disabled_rules
-            )
+        else:
+            random = lowered["random"]
+            verification = verify_program(ir_text, cap.document, data_golden, fed, random)
+            if verification["status"] == "failed" and getattr(cap, "rebuilds_in_float64", False):
+                recheck_in_float64(
+                    verification, cap.document, float64_rerun, allow_unsupported, disabled_rules
+                )
     else:
         verification = verify_per_op(cap, lowered, disabled_rules, verify_budget_mb)
     verification["why"] = why

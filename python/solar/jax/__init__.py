@@ -233,9 +233,8 @@ def analyze_file(
 ) -> Report:
     """``analyze`` on a JAX model file (docs/jax.md)."""
     with timed(options.get("stage_times"), "capture"):
-        apply, weights, inputs, names = load_model_file(path)
-        cap = _capture(apply, weights, inputs, names, os.path.basename(os.fspath(path)))
-    return analyze_capture(cap, cap.golden, hw, policy or DEFAULT_POLICY, **options)
+        cap, golden = capture_file(path)
+    return analyze_capture(cap, golden, hw, policy or DEFAULT_POLICY, **options)
 
 
 def capture_file(path: str | os.PathLike) -> tuple[JaxCapture, Any]:
