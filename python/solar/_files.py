@@ -25,6 +25,7 @@ def write_atomic(
     except OSError as e:  # name the file asked for, not the temporary one
         raise OSError(f"cannot write '{path}': {e.strerror or e}") from e
     try:
+        os.chmod(tmp, _new_file_mode(path))  # mkstemp's 0600 would make the file private
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
         if check is not None:
@@ -34,6 +35,17 @@ def write_atomic(
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _new_file_mode(path: str) -> int:
+    """The permissions ``path`` gets: an existing file's own, else what ``open`` would give a new
+    file (0666 less the umask), as the C++ writer (util/file.h) does."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
 
 
 def check_output_paths(*paths: str | None) -> None:

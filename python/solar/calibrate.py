@@ -3,7 +3,8 @@
 Measured with PyTorch on the CPU or on CUDA (docs/calibrate.md):
 
 - compute: a square matrix multiply per precision the device runs (fp64, fp32, bf16, fp16 and, on
-  CUDA, tf32), at growing sizes, the best of several runs: its FLOP/s (2 x n^3 / time);
+  CUDA, tf32), at growing sizes, and a few 3x3 convolutions, the best of several runs: the
+  faster FLOP/s of the two (2 x n^3 / time; 2 x N x C_out x H x W x C_in x 9 / time);
 - elementwise throughput: ``torch.mul`` on vectors that fit in cache, ops/s, best of several;
 - bandwidth: a large copy (``dst.copy_(src)``, several times the last-level cache on the CPU),
   bytes read + written / time, best of several.
@@ -51,7 +52,7 @@ def settings(device: str, quick: bool) -> Settings:
         return Settings((2048, 4096, 8192), 10, 1 << 30, 1 << 24, 2.0)
     if quick:
         return Settings((256, 512), 3, max(32 << 20, 2 * llc), 1 << 16, 0.3)
-    return Settings((512, 1024, 2048), 5, max(256 << 20, 4 * llc), 1 << 16, 2.0)
+    return Settings((512, 1024, 2048, 4096), 10, max(256 << 20, 4 * llc), 1 << 16, 2.0)
 
 
 def largest_cache_bytes() -> int:
@@ -114,6 +115,39 @@ def measure_gemm(device: str, dtype, s: Settings) -> tuple[float, int]:
     return best, best_n
 
 
+def conv_shapes(device: str, quick: bool) -> tuple[tuple[int, int, int, int], ...]:
+    """(batch, channels, height and width, kernel) of the 3x3-style convolutions timed beside
+    the GEMMs: a convolution library may reach a higher rate than the matrix multiply
+    (oneDNN's direct convolutions on a CPU), and the rate a convolution is bounded at must
+    cover it."""
+    if quick:
+        return ((4, 64, 14, 3),)
+    if device == "cuda":
+        return ((64, 256, 28, 3), (64, 512, 14, 3))
+    return ((32, 256, 14, 3), (32, 512, 7, 3))
+
+
+def measure_conv(device: str, dtype, s: Settings, quick: bool) -> tuple[float, str]:
+    """The best FLOP/s of ``torch.nn.functional.conv2d`` in ``dtype`` over ``conv_shapes``
+    (stride 1, 'same' padding: 2 x N x C_out x H x W x C_in x k x k per convolution), and the
+    shape it was reached at, as text."""
+    import torch
+
+    best, best_shape = 0.0, ""
+    for n, c, hw, k in conv_shapes(device, quick):
+        x = torch.randn(n, c, hw, hw, device=device).to(dtype)
+        w = torch.randn(c, c, k, k, device=device).to(dtype)
+        t = _best_time(
+            lambda x=x, w=w, p=k // 2: torch.nn.functional.conv2d(x, w, padding=p),
+            device,
+            s.repeats,
+        )
+        rate = 2.0 * n * c * hw * hw * c * k * k / t
+        if rate > best:
+            best, best_shape = rate, f"{n}x{c}x{hw}x{hw} * {c}x{c}x{k}x{k}"
+    return best, best_shape
+
+
 def measure_elementwise(device: str, s: Settings) -> float:
     """The best ops/s of an fp32 multiply, one op per element, on vectors that fit in cache
     (repeated inside one timing until it lasts 1 ms)."""
@@ -169,11 +203,23 @@ def calibrate(device: str, quick: bool = False) -> dict:
     vector: dict[str, Figure] = {}
 
     def gemm(dtype, label: str) -> tuple[float, str] | None:
+        """The best rate of a matrix multiply and a convolution in ``dtype``: both are bounded
+        at the same rate, which must cover the faster."""
         try:
             rate, n = measure_gemm(device, dtype, s)
         except RuntimeError:  # the device has no kernel for this dtype
             return None
-        return rate, f"measured: torch.mm {n}x{n} {label}, best of {s.repeats}{threads}; {how}"
+        source = f"measured: torch.mm {n}x{n} {label}, best of {s.repeats}{threads}; {how}"
+        try:
+            conv, shape = measure_conv(device, dtype, s, quick)
+        except RuntimeError:
+            return rate, source
+        if conv > rate:
+            return conv, (
+                f"measured: conv2d {shape} {label}, best of {s.repeats}{threads}, faster than "
+                f"torch.mm {n}x{n} ({rate:.4g} FLOP/s); {how}"
+            )
+        return rate, source + f" (conv2d {shape}: {conv:.4g} FLOP/s)"
 
     if device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False

@@ -268,7 +268,14 @@ def _analyze(args: argparse.Namespace) -> int:
     from solar._files import check_output_paths, write_atomic
 
     check_output_paths(
-        args.ir, args.json, args.html, args.trace, args.csv, args.dot, args.stage_times
+        args.ir,
+        args.json,
+        args.html,
+        args.trace,
+        args.csv,
+        args.dot,
+        args.stage_times,
+        args.measure_out,
     )
     if (args.llm or args.llm_fallback) and args.stage_times:
         raise ValueError("--stage-times times the capture pipeline; it cannot be given with --llm")
@@ -332,6 +339,17 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
         help="time the model here (CUDA events on a GPU, else wall clock) and report headroom",
     )
     p.add_argument("--measure-device", choices=("cpu", "cuda"), help="where --measure runs")
+    p.add_argument(
+        "--measure-out",
+        metavar="OUT.json",
+        help="with --measure: also write the times taken (a measurement file, docs/calibrate.md)",
+    )
+    p.add_argument(
+        "--measurement",
+        metavar="FILE.json",
+        help="report headroom from a measurement file written by --measure-out, without "
+        "timing the model again",
+    )
     p.add_argument("--measured-ms", type=float, metavar="X", help="a time measured elsewhere, ms")
     p.add_argument("--measured-on", metavar="NAME", help="the device --measured-ms was taken on")
     p.add_argument("--html", metavar="OUT", help="write the self-contained HTML report")
@@ -358,13 +376,38 @@ def report_options(args: argparse.Namespace) -> dict:
     options: dict = {}
     if getattr(args, "routing", None):
         options["routing"] = args.routing
-    if getattr(args, "measure", False):
-        if args.measured_ms is not None:
-            raise ValueError("give --measure or --measured-ms, not both")
-        from solar.dispatch import measure_file
+    measure = getattr(args, "measure", False)
+    recorded = getattr(args, "measurement", None)
+    given = [
+        name
+        for name, on in (
+            ("--measure", measure),
+            ("--measurement", recorded),
+            ("--measured-ms", getattr(args, "measured_ms", None) is not None),
+        )
+        if on
+    ]
+    if len(given) > 1:
+        raise ValueError(
+            f"give one of --measure, --measurement and --measured-ms, not {' and '.join(given)}"
+        )
+    if getattr(args, "measure_out", None) and not measure:
+        raise ValueError("--measure-out writes the times --measure takes: give --measure too")
+    if measure or recorded:
         from solar.measure import same_device
 
-        timing, per_node = measure_file(args.model, device=args.measure_device)
+        if measure:
+            from solar.dispatch import measure_file
+
+            timing, per_node = measure_file(args.model, device=args.measure_device)
+            if args.measure_out:
+                from solar import measurement
+
+                measurement.write(args.measure_out, timing, per_node, args.model)
+        else:
+            from solar import measurement
+
+            timing, per_node = measurement.load(recorded, args.model)
         on = args.hw if same_device(args.hw, timing.device) else timing.device
         options.update(
             measured_ms=timing.median_s * 1e3,

@@ -504,6 +504,8 @@ class Lifter {
     n.writes = group(m.writes);
     n.out_dtype = y.dtype;
     n.compute_dtype = y.dtype;
+    n.relabel = c.op == ir::ComposeOp::Reshape &&
+                tensor(binding(c.srcs.at(0)).base).role == ir::TensorRole::Intermediate;
     for (const Access& a : n.reads)
       n.compute_dtype = detail::promote(n.compute_dtype, tensor(a.tensor).dtype);
     g_.nodes.push_back(std::move(n));

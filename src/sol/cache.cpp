@@ -1763,6 +1763,7 @@ CacheGroup CacheOptimizer::Impl::untiled_group(size_t first, size_t last) const 
 }
 
 int64_t CacheOptimizer::Impl::streamed_traffic(size_t n) const {
+  if (einsum::is_relabel(g.nodes[n])) return 0;  // as streamed_group
   int64_t traffic = 0;
   for (const auto* list : {&node_reads[n], &node_writes[n]}) {
     for (const auto& [t, e] : *list) traffic = sat_add(traffic, sat_mul(e, elem_size(t)));
@@ -1775,11 +1776,14 @@ CacheGroup CacheOptimizer::Impl::streamed_group(size_t n) const {
   grp.first = n;
   grp.last = n + 1;
   grp.mode = GroupMode::Streamed;
+  // A relabelling reshape (einsum::is_relabel) alone moves nothing: any implementation can have
+  // its producer write the layout its consumer reads.
+  const bool relabel = einsum::is_relabel(g.nodes[n]);
   for (const auto* list : {&node_reads[n], &node_writes[n]}) {
     for (const auto& [t, e] : *list) {
       GroupTensor gt{g.tensors[t].name,
                      list == &node_reads[n] ? TensorRole::Input : TensorRole::Output, 0, 1,
-                     sat_mul(e, elem_size(t))};
+                     relabel ? 0 : sat_mul(e, elem_size(t))};
       grp.traffic_bytes = sat_add(grp.traffic_bytes, gt.traffic_bytes);
       grp.tensors.push_back(std::move(gt));
     }

@@ -87,3 +87,23 @@ def test_zero_violations_on_the_calibrated_cpu(cpu_device, model, tmp_path):
     assert h["violation"] is False
     for f, t in sol.items():
         assert t <= h["measured_s"], f"{model}: {f} SOL {t} s is above the measured time"
+
+
+def test_a_convolution_faster_than_the_matrix_multiply_sets_the_rate(monkeypatch):
+    # A convolution library can beat the matrix multiply (oneDNN's direct 3x3 convolutions on
+    # this CPU reached 219 GFLOP/s where torch.mm reached 200), and convolutions are bounded at
+    # the same rate: the rate recorded is the faster of the two. Timing every run at 1 s (the
+    # elementwise multiply then reaches 1,024 ops/s, below both):
+    #   torch.mm 256x256 (quick): 2 x 256^3 = 33,554,432 FLOP/s
+    #   conv2d 4x64x14x14 * 64x64x3x3: 2 x 4 x 64 x 14 x 14 x 64 x 9 = 57,802,752 FLOP/s
+    monkeypatch.setattr(calibrate, "_best_time", lambda fn, device, repeats: 1.0)
+    monkeypatch.setattr(
+        calibrate,
+        "settings",
+        lambda device, quick: calibrate.Settings((256,), 1, 1 << 12, 1 << 10, 10.0),
+    )
+    d = calibrate.calibrate("cpu", quick=True)
+    assert d["vector"]["fp32"].value == 2 * 4 * 64 * 14 * 14 * 64 * 9 == 57_802_752
+    assert d["tensor"]["tf32"].value == 57_802_752
+    assert "conv2d 4x64x14x14 * 64x64x3x3 fp32" in d["vector"]["fp32"].source
+    assert "faster than torch.mm 256x256 (3.355e+07 FLOP/s)" in d["vector"]["fp32"].source

@@ -27,6 +27,8 @@ FRAMEWORK_FREE = (
     "solar.pipeline",
     "solar.dispatch",
     "solar._files",
+    "solar.measurement",
+    "solar.timing",
     "solar._modelfile",
     "solar._names",
     "solar.cli",

@@ -50,7 +50,7 @@ def run(command: str) -> tuple[int, str]:
 
 def test_every_study_has_commands():
     names = {doc.parent.name for doc, _, _ in blocks()}
-    assert {"algorithm", "cross_platform", "provisioning"} <= names, names
+    assert {"algorithm", "cross_platform", "provisioning", "headroom"} <= names, names
     assert any(doc == ROOT / "README.md" for doc, _, _ in blocks())
 
 

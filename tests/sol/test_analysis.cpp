@@ -124,6 +124,57 @@ TEST(NodeCost, UnfusedSumsTheNodesMaxes) {
 // ---------------------------------------------------------------------------------------------
 // Whole programs, lifted from IR text
 
+// A relabelling reshape (einsum::is_relabel): the head-merge of attention, o : [B, H, T, D]
+// permuted to [B, T, H, D] and reshaped to [B, T, H*D], which SOLAR's strided views cannot
+// express (it merges H and D, not adjacent in o's storage), so the lift materialises it. PyTorch
+// runs it as a view (the attention kernel writes o in the layout that allows one): the unfused
+// fidelity charges it nothing. B=2, H=4, T=8, D=16: 1,024 f32 elements, 4,096 B per tensor.
+//   k1: x read 4,096 + o written 4,096 = 8,192 B
+//   reshape: o -> y, 0 B (it would be 4,096 + 4,096 = 8,192 B as a copy)
+//   k2: y read 4,096 + z written 4,096 = 8,192 B
+// unfused = 16,384 B (it was 24,576 B when the reshape was charged as a copy).
+TEST(Sol, RelabellingReshapeIsFreeInTheUnfusedAndCacheFidelities) {
+  const einsum::Graph g = lift_text(R"(
+input x : f32[2, 4, 8, 16]
+tensor o : f32[2, 4, 8, 16]
+tensor p : f32[2, 8, 4, 16]
+tensor y : f32[2, 8, 64]
+output z : f32[2, 8, 64]
+kernel k1 {
+  for b in 0..2, h in 0..4, t in 0..8, d in 0..16:
+    o[b, h, t, d] = x[b, h, t, d] * 2.0
+}
+p = permute(o, [0, 2, 1, 3])
+y = reshape(p)
+kernel k2 {
+  for b in 0..2, t in 0..8, c in 0..64:
+    z[b, t, c] = y[b, t, c] + 1.0
+}
+)");
+  const auto relabel = std::find_if(g.nodes.begin(), g.nodes.end(), einsum::is_relabel);
+  ASSERT_NE(relabel, g.nodes.end());
+  EXPECT_EQ(relabel->bytes_read() + relabel->bytes_written(), 8192);  // what a copy would move
+  const Analysis a = analyze(g, h100(), default_policy());
+  EXPECT_EQ(a.result(Fidelity::Unfused).bytes, 16384);
+  EXPECT_EQ(a.result(Fidelity::Fused).bytes, 8192);  // x and z
+  EXPECT_EQ(a.result(Fidelity::Cache).bytes, 8192);  // 50 MB holds o and y: x and z only
+  const NodeCost c = node_cost(*relabel, h100(), default_policy());
+  EXPECT_EQ(c.bytes, 0);
+  EXPECT_EQ(c.time_s, 0);
+  // The same reshape of a graph input is a copy: the input's layout is given. x permuted and
+  // reshaped into the output: 4,096 B read + 4,096 B written.
+  const einsum::Graph copy = lift_text(R"(
+input x : f32[2, 4, 8, 16]
+tensor p : f32[2, 8, 4, 16]
+output y : f32[2, 8, 64]
+p = permute(x, [0, 2, 1, 3])
+y = reshape(p)
+)");
+  ASSERT_EQ(copy.nodes.size(), 1);
+  EXPECT_FALSE(einsum::is_relabel(copy.nodes[0]));
+  EXPECT_EQ(analyze(copy, h100(), default_policy()).result(Fidelity::Unfused).bytes, 8192);
+}
+
 TEST(Sol, Fp32GemvOnH100IsMemoryBound) {
   // MACs = 1 * 4096 * 4096 = 16777216; FLOPs = 33554432.
   // bytes: A 4096*4 = 16384, B 4096*4096*4 = 67108864, C 16384: 67141632 (unfused = fused: one

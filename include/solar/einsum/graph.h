@@ -128,6 +128,14 @@ struct Node {
   // point (`x[i, j] * 0.125`, `x[i, j] / 4.0`, `rsqrt(D) * x[i, j]`): a scale commutes with a
   // contraction (the insights' chains run through it).
   bool scales_a_read = false;
+  // A `reshape` of an intermediate that the lift had to materialise because SOLAR's strided
+  // views cannot express it (one that merges permuted dimensions): a relabelling of the same
+  // elements, which no framework runs as a kernel of its own. The kernel that writes the
+  // intermediate can write it in the layout that makes the reshape a view, as an eager run does
+  // (the attention kernel's output, whose head-merge torch.export records as `aten.view`: a
+  // view only where the real strides allow one); a copy a framework does need is an operation
+  // of its own (`clone`, `contiguous`). Not of a graph input: its layout is given.
+  bool relabel = false;
   bool conv_like = false;  // a contraction with a sliding window (an operand index that combines
                            // an output loop and a reduced loop in one dimension, or an output
                            // index that combines two loops: a transposed convolution)
@@ -135,6 +143,10 @@ struct Node {
   int64_t bytes_read() const;
   int64_t bytes_written() const;
 };
+
+// A relabelling reshape (Node::relabel): the unfused and cache-aware fidelities charge it no
+// bytes (docs/fidelities.md, "Relabelling reshapes").
+bool is_relabel(const Node& n);
 
 struct TensorInfo {
   std::string name;
