@@ -54,6 +54,7 @@ std::string format_figure(std::string_view path, double v) {
   if (path.starts_with("peak_flops_per_s.")) {
     return scaled(v, 1e12, ends_with(".int8") ? "TOP/s" : "TFLOP/s");
   }
+  if (path.starts_with("interconnect.")) return scaled(v, 1e9, "GB/s");
   if (ends_with("bandwidth_bytes_per_s")) return scaled(v, 1e12, "TB/s");
   if (ends_with("capacity_bytes")) {
     if (v >= 1e9) return scaled(v, 1e9, "GB");
@@ -116,6 +117,16 @@ void print_device(const Device& d, std::ostream& out) {
         {entry.path, format_figure(entry.path, entry.figure.value), entry.figure.source});
   }
   print_table(rows, rows.front().size(), out);
+  bool heading = false;
+  for (hw::Link l : hw::kAllLinks) {
+    const hw::LinkSpec& link = d.link(l);
+    if (!link.exists()) continue;
+    if (!heading) out << "\nInterconnect (per device; both directions together, as published):\n";
+    heading = true;
+    out << "  " << hw::link_name(l) << ": " << (link.link.empty() ? "(unnamed)" : link.link) << ", "
+        << scaled(link.bandwidth_bytes_per_s->value, 1e9, "GB/s") << " ("
+        << scaled(link.per_direction_bytes_per_s(), 1e9, "GB/s") << " each way)\n";
+  }
 }
 
 ShowArgs parse_show_args(const std::vector<std::string>& args) {

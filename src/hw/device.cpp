@@ -42,6 +42,10 @@ void for_each_slot(D& d, F&& f) {
     f(prefix + std::string(kCapacityKey), d.level(l).capacity_bytes);
     f(prefix + std::string(kBandwidthKey), d.level(l).bandwidth_bytes_per_s);
   }
+  for (Link l : kAllLinks) {
+    f("interconnect." + std::string(link_name(l)) + "." + std::string(kBandwidthKey),
+      d.link(l).bandwidth_bytes_per_s);
+  }
   f(std::string("compute_units"), d.compute_units);
   f(std::string("clock_hz"), d.clock_hz);
 }
@@ -90,7 +94,9 @@ std::string brace_list(const std::array<Enum, N>& all, std::string_view (*to_nam
                   "." + brace_list(kAllPrecisions, precision_name) + ", memory." +
                   brace_list(kAllMemoryLevels, memory_level_name) + ".{" +
                   std::string(kCapacityKey) + "," + std::string(kBandwidthKey) +
-                  "} (short form: dram_bandwidth_bytes_per_s etc.), compute_units, clock_hz");
+                  "} (short form: dram_bandwidth_bytes_per_s etc.), interconnect." +
+                  brace_list(kAllLinks, link_name) + "." + std::string(kBandwidthKey) +
+                  ", compute_units, clock_hz");
 }
 
 // A memory level's bandwidth needs the level to exist; compute_units is a whole number.
@@ -129,6 +135,19 @@ nlohmann::json memory_to_json(const Device& d) {
     levels.push_back(std::move(level));
   }
   return levels;
+}
+
+nlohmann::json interconnect_to_json(const Device& d) {
+  nlohmann::json links = nlohmann::json::object();
+  for (Link l : kAllLinks) {
+    const LinkSpec& spec = d.link(l);
+    if (!spec.exists()) continue;
+    links[std::string(link_name(l))] = {
+        {"link", spec.link},
+        {std::string(kBandwidthKey), spec.bandwidth_bytes_per_s->value},
+        {"per_direction_bytes_per_s", spec.per_direction_bytes_per_s()}};
+  }
+  return links;
 }
 
 template <class Enum, size_t N>
@@ -173,6 +192,26 @@ std::string_view memory_level_name(MemoryLevel l) {
 #undef SOLAR_X
   }
   internal_error(__FILE__, __LINE__, "bad MemoryLevel value");
+}
+
+std::string_view link_name(Link l) {
+  switch (l) {
+#define SOLAR_X(e, s) \
+  case Link::e:       \
+    return s;
+    SOLAR_LINKS(SOLAR_X)
+#undef SOLAR_X
+  }
+  internal_error(__FILE__, __LINE__, "bad Link value");
+}
+
+std::optional<Link> link_from_name(std::string_view name) {
+  return find_by_name(kAllLinks, link_name, name);
+}
+
+double LinkSpec::per_direction_bytes_per_s() const {
+  SOLAR_CHECK(bandwidth_bytes_per_s.has_value(), "per_direction_bytes_per_s of a missing link");
+  return bandwidth_bytes_per_s->value / 2;
 }
 
 std::optional<Precision> precision_from_name(std::string_view name) {
@@ -246,6 +285,7 @@ nlohmann::json device_to_json(const Device& d) {
                         {"description", d.description},
                         {"peak_flops_per_s", std::move(peak)},
                         {"memory", memory_to_json(d)},
+                        {"interconnect", interconnect_to_json(d)},
                         {"sources", std::move(sources)}};
   if (d.compute_units) out["compute_units"] = static_cast<int64_t>(d.compute_units->value);
   if (d.clock_hz) out["clock_hz"] = d.clock_hz->value;

@@ -23,8 +23,9 @@ namespace {
 
 using Keys = std::vector<std::string>;
 
-const Keys kTopKeys = {"name",   "vendor",        "description", "peak_flops_per_s",
-                       "memory", "compute_units", "clock_hz"};
+const Keys kTopKeys = {"name",   "vendor",       "description",   "peak_flops_per_s",
+                       "memory", "interconnect", "compute_units", "clock_hz"};
+const Keys kLinkKeys = {"link", "bandwidth_bytes_per_s"};
 const Keys kFigureKeys = {"value", "source"};
 const Keys kLevelKeys = {"level", "capacity_bytes", "bandwidth_bytes_per_s"};
 
@@ -37,6 +38,12 @@ Keys unit_keys() {
 Keys precision_keys() {
   Keys keys;
   for (Precision p : kAllPrecisions) keys.emplace_back(precision_name(p));
+  return keys;
+}
+
+Keys link_keys() {
+  Keys keys;
+  for (Link l : kAllLinks) keys.emplace_back(link_name(l));
   return keys;
 }
 
@@ -89,6 +96,7 @@ class FileReader {
     if (auto e = find_entry(root, "description")) d.description = read_text(*e, "description");
     read_peak(require(root, "", "peak_flops_per_s"), d);
     read_memory(require(root, "", "memory"), d);
+    if (auto e = find_entry(root, "interconnect")) read_interconnect(*e, d);
     if (auto e = find_entry(root, "compute_units")) d.compute_units = read_count(*e);
     if (auto e = find_entry(root, "clock_hz")) d.clock_hz = read_figure(*e, "clock_hz");
     return d;
@@ -195,6 +203,23 @@ class FileReader {
       }
     }
     if (!any) fail(value_mark(e), path + " lists no rates");
+  }
+
+  // `interconnect: {scale_up: {link: TEXT, bandwidth_bytes_per_s: FIGURE}, host: {...}}`.
+  void read_interconnect(const Entry& e, Device& d) const {
+    require_map(e, "interconnect", link_keys(), "a mapping with keys " + join(link_keys()));
+    for (Link l : kAllLinks) {
+      const std::string key(link_name(l));
+      const std::optional<Entry> link = find_entry(e.value, key);
+      if (!link) continue;
+      const std::string path = "interconnect." + key;
+      require_map(*link, path, kLinkKeys,
+                  "a mapping {link: TEXT, bandwidth_bytes_per_s: {value: NUMBER, source: TEXT}}");
+      LinkSpec& spec = d.link(l);
+      spec.link = read_text(require(link->value, path, "link"), path + ".link");
+      spec.bandwidth_bytes_per_s = read_figure(require(link->value, path, "bandwidth_bytes_per_s"),
+                                               path + ".bandwidth_bytes_per_s");
+    }
   }
 
   void read_memory(const Entry& e, Device& d) const {

@@ -99,6 +99,11 @@ TEST(HwNames, XMacroListsRoundTrip) {
   EXPECT_EQ(compute_unit_from_name(s), ComputeUnit::e);
   SOLAR_COMPUTE_UNITS(SOLAR_X)
 #undef SOLAR_X
+#define SOLAR_X(e, s)               \
+  EXPECT_EQ(link_name(Link::e), s); \
+  EXPECT_EQ(link_from_name(s), Link::e);
+  SOLAR_LINKS(SOLAR_X)
+#undef SOLAR_X
   EXPECT_EQ(kPrecisionCount, 8u);
   EXPECT_EQ(precision_from_name("FP32"), std::nullopt);  // one spelling per concept
   EXPECT_EQ(memory_level_from_name("dram"), std::nullopt);
@@ -390,7 +395,18 @@ TEST(HwFile, InvalidFilesGiveOneExactMessage) {
   const std::vector<BadCase> cases = {
       {1, "nmae: Test-GPU",
        "1:1: error: unknown key 'nmae' at top level; valid: name, vendor, description, "
-       "peak_flops_per_s, memory, compute_units, clock_hz"},
+       "peak_flops_per_s, memory, interconnect, compute_units, clock_hz"},
+      {10,
+       "interconnect: {nvlink: {link: NVLink, bandwidth_bytes_per_s: {value: 9e11, source: S0}}}",
+       "10:16: error: unknown key 'nvlink' in interconnect; valid: scale_up, host"},
+      {10, "interconnect: {host: {bandwidth_bytes_per_s: {value: 64e9, source: S0}}}",
+       "10:22: error: missing key 'link' in interconnect.host"},
+      {10, "interconnect: {host: {link: PCIe, bandwidth_bytes_per_s: {value: 0, source: S0}}}",
+       "10:66: error: interconnect.host.bandwidth_bytes_per_s.value must be a positive finite "
+       "number (e.g. 989.5e12), not '0'"},
+      {10, "interconnect: [PCIe]",
+       "10:15: error: interconnect must be a mapping with keys "
+       "scale_up, host"},
       {5, "    bf61: {value: 1e15, source: \"S0\"}",
        "5:5: error: unknown key 'bf61' in peak_flops_per_s.tensor; valid: fp64, fp32, tf32, "
        "fp16, bf16, fp8, int8, fp4"},
@@ -451,7 +467,7 @@ TEST(HwFile, DuplicateLevelEmptyAndMissingFiles) {
   EXPECT_EQ(user_error([&] { load_device_file(empty); }),
             empty +
                 ": error: a device file is a mapping with keys name, vendor, description, "
-                "peak_flops_per_s, memory, compute_units, clock_hz");
+                "peak_flops_per_s, memory, interconnect, compute_units, clock_hz");
   const std::string missing = (fs::path(SOLAR_SOURCE_DIR) / "no-such-device.yaml").string();
   EXPECT_NE(
       user_error([&] { resolve_device(missing); }).find("cannot read device file '" + missing),
@@ -497,7 +513,9 @@ TEST(HwOverride, EveryListedKeyApplies) {
     apply_override(d, key + "=7");
   }
   for (const FigureEntry& entry : list_figures(d)) EXPECT_EQ(entry.figure.value, 7) << entry.path;
-  EXPECT_EQ(list_figures(d).size(), 2 * kPrecisionCount + 2 * kMemoryLevelCount + 2);
+  // rates per unit and precision, capacity and bandwidth per level, a bandwidth per link,
+  // compute_units and clock_hz: 2 x 8 + 2 x 3 + 2 + 2 = 26.
+  EXPECT_EQ(list_figures(d).size(), 2 * kPrecisionCount + 2 * kMemoryLevelCount + kLinkCount + 2);
 }
 
 TEST(HwOverride, Errors) {
@@ -542,15 +560,70 @@ TEST(HwJson, Shape) {
   EXPECT_EQ(j["compute_units"], 132);
   EXPECT_TRUE(j["compute_units"].is_number_integer());
   EXPECT_EQ(j["clock_hz"], 1.98e9);
+  // S1: NVLink 900 GB/s per GPU, both directions together: 450 GB/s each way.
+  EXPECT_EQ(j["interconnect"]["scale_up"]["link"], "NVLink 4");
+  EXPECT_EQ(j["interconnect"]["scale_up"]["bandwidth_bytes_per_s"], 900e9);
+  EXPECT_EQ(j["interconnect"]["scale_up"]["per_direction_bytes_per_s"], 450e9);
+  EXPECT_EQ(j["interconnect"]["host"]["bandwidth_bytes_per_s"], 128e9);
   const nlohmann::json& sources = j["sources"];
-  EXPECT_EQ(sources.size(), 14u);  // 6 tensor + 2 vector + 4 memory + compute_units + clock_hz
+  // 6 tensor + 2 vector + 4 memory + 2 interconnect + compute_units + clock_hz
+  EXPECT_EQ(sources.size(), 16u);
   EXPECT_NE(sources["peak_flops_per_s.tensor.bf16"].get<std::string>().find("S1"),
             std::string::npos);
   EXPECT_TRUE(sources.contains("memory.DRAM.bandwidth_bytes_per_s"));
   std::vector<std::string> keys;
   for (const auto& [key, value] : j.items()) keys.push_back(key);
-  EXPECT_EQ(keys, (std::vector<std::string>{"clock_hz", "compute_units", "description", "memory",
-                                            "name", "peak_flops_per_s", "sources", "vendor"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"clock_hz", "compute_units", "description", "interconnect",
+                                      "memory", "name", "peak_flops_per_s", "sources", "vendor"}));
+}
+
+// Interconnect figures (docs/devices.md, "Interconnect"), from ../shared/reference/hardware.md
+// section 5: the scale-up link per device, both directions together, and the host link.
+TEST(HwData, InterconnectFiguresAreTheReferences) {
+  struct Row {
+    std::string device;
+    std::optional<double> scale_up, host;
+  };
+  const std::vector<Row> rows = {
+      {"B200", 1.8e12, 128e9},
+      {"GB200", 1.8e12, std::nullopt},
+      {"H200-SXM", 900e9, 128e9},
+      {"H100-SXM", 900e9, 128e9},
+      {"H100-PCIe", 600e9, 128e9},
+      {"A100-SXM-80GB", 600e9, 64e9},
+      {"A100-PCIe-40GB", std::nullopt, 64e9},  // its bridge figure is unconfirmed
+      {"A6000", 112.5e9, std::nullopt},
+      {"L40S", std::nullopt, 64e9},
+      {"MI300X", 896e9, 128e9},  // 7 Infinity Fabric links x 128 GB/s
+      {"TPU-v5e", 400e9, std::nullopt},
+      {"TPU-v5p", 1.2e12, std::nullopt},
+      {"TPU-v6e", 800e9, std::nullopt},
+      {"L4", std::nullopt, std::nullopt},
+      {"Jetson-AGX-Thor", std::nullopt, std::nullopt},  // an integrated SoC: no link
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.device);
+    const Device d = load_builtin_device(r.device);
+    for (const auto& [link, want] :
+         {std::pair{hw::Link::ScaleUp, r.scale_up}, std::pair{hw::Link::Host, r.host}}) {
+      const hw::LinkSpec& spec = d.link(link);
+      ASSERT_EQ(spec.exists(), want.has_value()) << hw::link_name(link);
+      if (!want) continue;
+      EXPECT_EQ(spec.bandwidth_bytes_per_s->value, *want);
+      EXPECT_EQ(spec.per_direction_bytes_per_s(), *want / 2);
+      EXPECT_FALSE(spec.link.empty());
+    }
+  }
+}
+
+TEST(HwOverride, SetsAnInterconnectBandwidth) {
+  Device d = load_builtin_device("L4");  // no NVLink
+  apply_override(d, "interconnect.scale_up.bandwidth_bytes_per_s=100e9");
+  ASSERT_TRUE(d.link(hw::Link::ScaleUp).exists());
+  EXPECT_EQ(d.link(hw::Link::ScaleUp).bandwidth_bytes_per_s,
+            (Figure{100e9, std::string(hw::kOverrideSource)}));
+  EXPECT_EQ(d.link(hw::Link::ScaleUp).per_direction_bytes_per_s(), 50e9);
 }
 
 TEST(HwJson, MinimalDeviceOmitsAbsentParts) {

@@ -43,6 +43,13 @@ namespace solar::hw {
   X(L2, "L2")                  \
   X(Smem, "SMEM")
 
+// Links between devices, by role: X(enumerator, key in device files). `scale_up` is the
+// device-to-device fabric of a node (NVLink / NVSwitch, AMD Infinity Fabric, TPU ICI); `host` the
+// link to the host (PCIe, NVLink-C2C).
+#define SOLAR_LINKS(X)   \
+  X(ScaleUp, "scale_up") \
+  X(Host, "host")
+
 enum class Precision : uint8_t {
 #define SOLAR_X(e, s) e,
   SOLAR_PRECISIONS(SOLAR_X)
@@ -61,7 +68,14 @@ enum class MemoryLevel : uint8_t {
 #undef SOLAR_X
 };
 
+enum class Link : uint8_t {
+#define SOLAR_X(e, s) e,
+  SOLAR_LINKS(SOLAR_X)
+#undef SOLAR_X
+};
+
 #define SOLAR_X(e, s) +1
+inline constexpr size_t kLinkCount = 0 SOLAR_LINKS(SOLAR_X);
 inline constexpr size_t kPrecisionCount = 0 SOLAR_PRECISIONS(SOLAR_X);
 inline constexpr size_t kComputeUnitCount = 0 SOLAR_COMPUTE_UNITS(SOLAR_X);
 inline constexpr size_t kMemoryLevelCount = 0 SOLAR_MEMORY_LEVELS(SOLAR_X);
@@ -83,6 +97,14 @@ inline constexpr std::array<MemoryLevel, kMemoryLevelCount> kAllMemoryLevels = {
 #undef SOLAR_X
 };
 
+inline constexpr std::array<Link, kLinkCount> kAllLinks = {
+#define SOLAR_X(e, s) Link::e,
+    SOLAR_LINKS(SOLAR_X)
+#undef SOLAR_X
+};
+
+std::string_view link_name(Link l);
+std::optional<Link> link_from_name(std::string_view name);
 std::string_view precision_name(Precision p);
 std::string_view compute_unit_name(ComputeUnit u);
 std::string_view memory_level_name(MemoryLevel l);
@@ -111,6 +133,18 @@ struct MemorySpec {
   bool operator==(const MemorySpec&) const = default;
 };
 
+// A link of the device (docs/devices.md, "Interconnect"): what it is, and its bandwidth per
+// device with both directions together, as vendors publish it (NVLink 4: 900 GB/s, 450 GB/s each
+// way). A link exists when it has a bandwidth.
+struct LinkSpec {
+  std::string link;  // "NVLink 4 (18 links)", "PCIe Gen5 x16"; may be empty (set by --set)
+  std::optional<Figure> bandwidth_bytes_per_s;
+  bool exists() const { return bandwidth_bytes_per_s.has_value(); }
+  // Each direction's bandwidth: half the published figure.
+  double per_direction_bytes_per_s() const;
+  bool operator==(const LinkSpec&) const = default;
+};
+
 using RateTable = std::array<std::optional<Figure>, kPrecisionCount>;
 
 // A device as loaded from its file. Invariants after loading (load_device_file checks them): name
@@ -123,6 +157,7 @@ struct Device {
   std::string description;                                      // may be empty
   std::array<RateTable, kComputeUnitCount> peak_flops_per_s{};  // [ComputeUnit][Precision]
   std::array<MemorySpec, kMemoryLevelCount> memory{};           // [MemoryLevel]
+  std::array<LinkSpec, kLinkCount> interconnect{};              // [Link]
   std::optional<Figure> compute_units;                          // SMs (NVIDIA) or CUs (AMD)
   std::optional<Figure> clock_hz;                               // rated boost clock
 
@@ -134,6 +169,8 @@ struct Device {
   }
   const MemorySpec& level(MemoryLevel l) const { return memory[static_cast<size_t>(l)]; }
   MemorySpec& level(MemoryLevel l) { return memory[static_cast<size_t>(l)]; }
+  const LinkSpec& link(Link l) const { return interconnect[static_cast<size_t>(l)]; }
+  LinkSpec& link(Link l) { return interconnect[static_cast<size_t>(l)]; }
   // DRAM bandwidth, always present on a loaded device (InternalError otherwise).
   double dram_bandwidth_bytes_per_s() const;
 
