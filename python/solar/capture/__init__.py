@@ -39,6 +39,7 @@ __all__ = [
     "CaptureError",
     "capture",
     "capture_model_file",
+    "capture_train",
     "is_fake",
     "load_model_file",
     "to_numpy",
@@ -173,6 +174,50 @@ def capture(model: Any, inputs: tuple, source: str | None = None) -> Capture:
         source = _source_of(model)
     document, fx_to_name, elements = serialize(traced, source)
     return Capture(document, traced, fx_to_name, elements)
+
+
+@dataclass
+class TrainCapture(Capture):
+    """The capture of a training step (capture/_train.py): its golden data is PyTorch's
+    autograd and optimizer on the real model (``golden``)."""
+
+    loss_fn: Any = None
+    optimizer: str | None = None
+
+    def golden(self, model: Any, inputs: tuple, intermediates: Any = ()) -> dict[str, np.ndarray]:
+        """Every input, weight, buffer and optimizer state before the step, and the loss,
+        gradients and new values PyTorch computes (``_train.golden_step``), by capture name."""
+        from solar.capture._train import golden_step
+
+        if list(intermediates):
+            raise CaptureError(
+                "--train: the outputs of unsupported nodes cannot be fed from PyTorch's run "
+                "(a training step is verified whole)"
+            )
+        self.golden_notes = []
+        values = golden_step(model, inputs, self.loss_fn, self.optimizer, self.traced)
+        return {self.fx_to_name[k]: to_numpy(v) for k, v in values.items() if k in self.fx_to_name}
+
+
+def capture_train(
+    model: Any,
+    inputs: tuple,
+    source: str | None = None,
+    loss_fn: Any = None,
+    optimizer: str | None = None,
+) -> TrainCapture:
+    """Traces one training step of ``model(*inputs)``: the loss ``loss_fn(output, *inputs)``
+    (default: the sum of the outputs), its gradients, and ``optimizer``'s update (None: none;
+    "sgd", "adam", "adamw"); docs/training.md."""
+    from solar.capture._train import trace_train
+
+    traced = trace_train(model, tuple(inputs), loss_fn, optimizer)
+    if source is None:
+        source = _source_of(model)
+    document, fx_to_name, elements = serialize(traced, source)
+    return TrainCapture(
+        document, traced, fx_to_name, elements, loss_fn=loss_fn, optimizer=optimizer
+    )
 
 
 def capture_model_file(path: str | os.PathLike, prog: str = "solar") -> tuple[Capture, Any, tuple]:
