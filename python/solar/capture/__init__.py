@@ -42,6 +42,7 @@ __all__ = [
     "capture_train",
     "is_fake",
     "load_model_file",
+    "model_module",
     "to_numpy",
     "write_npz",
 ]
@@ -248,6 +249,16 @@ def is_fake(inputs: tuple) -> bool:
     return any(isinstance(x, FakeTensor) or getattr(x, "is_meta", False) for x in inputs)
 
 
+def model_module(path: str | os.PathLike) -> Any:
+    """The model file imported as a module (its errors: one line, file:line); imported again
+    on each call, so the model is built from a fresh module."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise CaptureError(f"{path}: no such file")
+    name = "_solar_model_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
+    return import_model_file(path, name, CaptureError)
+
+
 def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, tuple]:
     """The model and inputs of a benchmark-style file: ``Model(*get_init_inputs())`` and
     ``get_inputs()``, built after ``torch.manual_seed(0)``.
@@ -257,10 +268,7 @@ def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, t
     golden data. (Not the meta device: it picks other kernels, e.g. a different SDPA
     decomposition, so its graph would differ from the one PyTorch runs on the CPU.)"""
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise CaptureError(f"{path}: no such file")
-    name = "_solar_model_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
-    module = import_model_file(path, name, CaptureError)  # its errors: one line, file:line
+    module = model_module(path)
     for attr in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, attr):
             raise CaptureError(

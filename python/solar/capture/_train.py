@@ -28,7 +28,9 @@ loss, every gradient and every new parameter and state that SOLAR's executor mus
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import re
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -226,11 +228,13 @@ def _joint(ep: Any) -> Traced:
             forward_roots.append(value)
         elif spec.kind == OutputKind.GRADIENT_TO_PARAMETER:
             traced.outputs.append((value, Binding("gradient", target=spec.target)))
-        elif spec.kind == OutputKind.GRADIENT_TO_USER_INPUT:
-            continue  # only the parameters' gradients are asked for
+        elif spec.kind == OutputKind.GRADIENT_TO_USER_INPUT:  # an input that requires grad
+            name = _input_of_gradient(spec.target, sig.input_specs)
+            index = traced.placeholders[name].index
+            traced.outputs.append((value, Binding("input_gradient", index=index, target=name)))
         else:
             raise CaptureError(f"unsupported exported output kind {spec.kind.name}")
-    order = {"output": 0, "buffer_mutation": 1, "gradient": 2}
+    order = {"output": 0, "buffer_mutation": 1, "gradient": 2, "input_gradient": 3}
     traced.outputs.sort(key=lambda item: order[item[1].kind])
     forward: set[str] = set()
     stack = [v for v in forward_roots if isinstance(v, torch.fx.Node)]
@@ -248,14 +252,37 @@ def _joint(ep: Any) -> Traced:
     return traced
 
 
+@dataclass
+class _Origin:
+    """A ``node.meta["from_node"]`` entry (what ``_serialize._origin`` reads): the framework
+    operation a group of update nodes stands for, so the lowering writes them as one ``op``
+    block: eager runs ``exp_avg.lerp_(grad, w)`` as one kernel, not three."""
+
+    name: str
+    target: str
+
+
+def _input_of_gradient(target: str, input_specs: list) -> str:
+    """The placeholder a GRADIENT_TO_USER_INPUT output is for: its target is the input's name,
+    or (torch 2.13) AOT autograd's ``arg<N>_1``, the N-th input of the graph."""
+    names = [getattr(spec.arg, "name", None) for spec in input_specs]
+    if target in names:
+        return target
+    match = re.fullmatch(r"arg(\d+)_1", target)
+    if match and int(match.group(1)) < len(names) and names[int(match.group(1))]:
+        return names[int(match.group(1))]
+    raise CaptureError(f"the gradient of input '{target}' names no input of the graph")
+
+
 class _Emitter:
     """Appends aten nodes to a graph before its output, each with a ``val`` (a meta tensor of
-    the result's shape and dtype) and the phase ``optimizer``."""
+    the result's shape and dtype), the phase ``optimizer`` and, inside ``group``, an origin."""
 
     def __init__(self, traced: Traced) -> None:
         self.traced = traced
         self.graph = traced.graph
         self.output = next(n for n in self.graph.nodes if n.op == "output")
+        self.origin: _Origin | None = None
 
     def __call__(self, op: Any, *args: Any) -> torch.fx.Node:
         meta_args = [a.meta["val"].to("meta") if isinstance(a, torch.fx.Node) else a for a in args]
@@ -263,13 +290,27 @@ class _Emitter:
         with self.graph.inserting_before(self.output):
             node = self.graph.call_function(op, tuple(args))
         node.meta["val"] = val
+        if self.origin is not None:
+            node.meta["from_node"] = [self.origin]
         self.traced.phases[node.name] = "optimizer"
         return node
 
+    @contextlib.contextmanager
+    def group(self, name: str, target: str):
+        self.origin = _Origin(name, target)
+        try:
+            yield
+        finally:
+            self.origin = None
+
 
 def _append_optimizer(traced: Traced, optimizer: str) -> None:
-    """The update of every parameter that has a gradient (module docstring), for ``optimizer``:
-    SGD ``p - lr * g``; Adam(W) as torch.optim's single-tensor path at step ``STEP``."""
+    """The update of every parameter that has a gradient (module docstring), for ``optimizer``,
+    as torch.optim's single-tensor path runs it (``foreach=False``), one ``op`` block per
+    in-place call: SGD ``p.add_(g, alpha=-lr)``; Adam(W) at step ``STEP``: ``p.mul_(1 - lr *
+    wd)`` (AdamW), ``m.lerp_(g, 1 - b1)``, ``v.mul_(b2).addcmul_(g, g, value=1 - b2)``, ``denom
+    = (v.sqrt() / sqrt(1 - b2^t)).add_(eps)``, ``p.addcdiv_(m, denom, value=-lr / (1 - b1^t))``
+    (8 kernels a parameter)."""
     graph = traced.graph
     aten = torch.ops.aten
     h = HYPERPARAMETERS[optimizer]
@@ -281,15 +322,16 @@ def _append_optimizer(traced: Traced, optimizer: str) -> None:
     new_outputs = []
     for grad, target in grads:
         p = by_name[param_nodes[target]]
+        stem = target.replace(".", "_")
         if optimizer == "sgd":
-            new_p = emit(aten.sub.Tensor, p, emit(aten.mul.Tensor, grad, h["lr"]))
+            with emit.group(f"{stem}_add_", "aten.add_.Tensor"):
+                new_p = emit(aten.sub.Tensor, p, emit(aten.mul.Tensor, grad, h["lr"]))
             new_outputs.append((new_p, Binding("param_update", target=target)))
             continue
         states = []
         for state in STATES[optimizer]:
-            name = "s_" + target.replace(".", "_") + "_" + state
             with graph.inserting_before(first_op):
-                node = graph.placeholder(name)
+                node = graph.placeholder(f"s_{stem}_{state}")
             node.meta["val"] = p.meta["val"]
             traced.placeholders[node.name] = Binding("optimizer_state", target=target, value=state)
             states.append(node)
@@ -298,21 +340,24 @@ def _append_optimizer(traced: Traced, optimizer: str) -> None:
         lr, eps, wd = h["lr"], h["eps"], h["weight_decay"]
         if wd:
             p = emit(aten.mul.Tensor, p, 1.0 - lr * wd)  # AdamW: decoupled weight decay
-        # m.lerp_(g, 1 - beta1), as torch.optim computes it: m + (g - m) * (1 - beta1)
-        m1 = emit(
-            aten.add.Tensor, m, emit(aten.mul.Tensor, emit(aten.sub.Tensor, grad, m), 1 - beta1)
-        )
-        g2 = emit(aten.mul.Tensor, grad, grad)
-        v1 = emit(
-            aten.add.Tensor, emit(aten.mul.Tensor, v, beta2), emit(aten.mul.Tensor, g2, 1 - beta2)
-        )
+        with emit.group(f"{stem}_lerp_", "aten.lerp_.Scalar"):  # m + (g - m) * (1 - beta1)
+            m1 = emit(
+                aten.add.Tensor,
+                m,
+                emit(aten.mul.Tensor, emit(aten.sub.Tensor, grad, m), 1 - beta1),
+            )
+        v_scaled = emit(aten.mul.Tensor, v, beta2)
+        with emit.group(f"{stem}_addcmul_", "aten.addcmul_.default"):
+            g2 = emit(aten.mul.Tensor, grad, grad)
+            v1 = emit(aten.add.Tensor, v_scaled, emit(aten.mul.Tensor, g2, 1 - beta2))
         bias1 = 1.0 - beta1**STEP
         bias2 = 1.0 - beta2**STEP
         denom = emit(
             aten.add.Tensor, emit(aten.div.Tensor, emit(aten.sqrt.default, v1), bias2**0.5), eps
         )
-        update = emit(aten.mul.Tensor, emit(aten.div.Tensor, m1, denom), lr / bias1)
-        new_p = emit(aten.sub.Tensor, p, update)
+        with emit.group(f"{stem}_addcdiv_", "aten.addcdiv_.default"):
+            update = emit(aten.mul.Tensor, emit(aten.div.Tensor, m1, denom), lr / bias1)
+            new_p = emit(aten.sub.Tensor, p, update)
         new_outputs.append((new_p, Binding("param_update", target=target)))
         new_outputs.append((m1, Binding("state_update", target=target, value="exp_avg")))
         new_outputs.append((v1, Binding("state_update", target=target, value="exp_avg_sq")))
@@ -324,7 +369,13 @@ def _append_optimizer(traced: Traced, optimizer: str) -> None:
 def _name_outputs(traced: Traced) -> None:
     """Readable names for the step's outputs: ``loss``, ``grad_<param>``, ``new_<param>``,
     ``new_<param>_<state>`` (FX renames on a clash)."""
-    prefix = {"output": "loss", "gradient": "grad_", "param_update": "new_", "state_update": "new_"}
+    prefix = {
+        "output": "loss",
+        "gradient": "grad_",
+        "input_gradient": "grad_",
+        "param_update": "new_",
+        "state_update": "new_",
+    }
     for value, b in traced.outputs:
         if b.kind not in prefix or value.op != "call_function":
             continue
@@ -376,6 +427,9 @@ def golden_step(
         else:
             values[fx_name] = b.value
     module.zero_grad(set_to_none=True)
+    for t in flat_inputs:
+        if isinstance(t, torch.Tensor) and t.requires_grad:
+            t.grad = None
     loss = _loss_value(loss_fn, module(*inputs), tuple(inputs))
     loss.backward()
     grads = {n: p.grad.detach().clone() for n, p in module.named_parameters() if p.grad is not None}
@@ -387,6 +441,8 @@ def golden_step(
             values[name] = loss.detach().reshape(())
         elif b.kind == "gradient":
             values[name] = grads[b.target]
+        elif b.kind == "input_gradient":
+            values[name] = flat_inputs[b.index].grad.detach().clone()
         elif b.kind == "buffer_mutation":
             values[name] = module.get_buffer(b.target).detach().clone()
         elif b.kind == "param_update":
