@@ -251,7 +251,9 @@ NodeLowering::NodeLowering(const json& node, const std::map<std::string, TensorI
       index_prefix_(index_prefix) {
   op_ = node.at("op").get<std::string>();
   base_ = node.at("name").get<std::string>();
-  for (const json& name : node.at("outputs")) outputs_.push_back(lookup({{"tensor", name}}));
+  for (const json& name : node.at("outputs")) {  // null: an element that is no tensor
+    outputs_.push_back(name.is_null() ? TensorInfo{} : lookup({{"tensor", name}}));
+  }
 }
 
 const json& NodeLowering::arg(const std::string& key) const {
