@@ -2,8 +2,8 @@
 ReLU, 2x2 max pool, Linear 128 -> 10; loss: the sum of the outputs."""
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+from torch.nn import functional as nnf
 
 
 class Model(nn.Module):
@@ -13,7 +13,7 @@ class Model(nn.Module):
         self.fc = nn.Linear(8 * 4 * 4, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = F.max_pool2d(torch.relu(self.conv(x)), 2)
+        y = nnf.max_pool2d(torch.relu(self.conv(x)), 2)
         return self.fc(y.flatten(1))
 
 
