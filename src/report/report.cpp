@@ -451,10 +451,9 @@ nlohmann::json cache_to_json(const einsum::Graph& g, const sol::Analysis& a) {
 }
 
 std::string render_report(const Report& r, size_t top_nodes) {
-  std::string s = render_provenance(r.provenance) + header(r) + "\n" + fidelity_table(r.analysis) +
-                  step_table(r);
+  std::string s = render_provenance(r.provenance) + header(r) + "\n" + fidelity_table(r.analysis);
   const std::string cache = cache_table(r.graph, r.analysis, top_nodes);
-  s += cache;
+  s += cache + step_table(r);
   if (!r.graph.nodes.empty()) s += "\n" + op_table(r, top_nodes);
   const std::string notes = fallback_notes(r);
   if (!notes.empty()) s += "\n" + notes;

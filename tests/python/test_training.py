@@ -309,3 +309,18 @@ def test_jax_train_is_a_clear_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 1 and err.count("\n") == 1
     assert "--train is not supported for JAX programs yet" in err
+
+
+def test_docs_output_block_is_a_real_run(capsys):
+    # docs/training.md's report block is this command's output, from its first line to the
+    # activations (the rest of the report, the op table and insights, is left out there).
+    docs = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "training.md")
+    text = open(docs).read()
+    block = text.split(
+        "$ solar analyze tests/python/models/train/mlp.py --train --optimizer adamw\n"
+    )
+    expected = block[1].split("\n```")[0]
+    rc = cli.main(["analyze", os.path.join(MODELS, "mlp.py"), "--train", "--optimizer", "adamw"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert out.startswith(expected + "\n")
