@@ -71,21 +71,10 @@ def analyze(
 
 
 def _to_float64(value: Any) -> Any:
-    """A copy of a model (``nn.Module.double()`` on a deep copy; a function stays as it is) or
-    a tuple of inputs with every floating-point tensor made float64."""
-    import copy
+    """``solar.capture.to_float64``."""
+    from solar.capture import to_float64
 
-    import torch
-
-    if isinstance(value, torch.nn.Module):
-        return copy.deepcopy(value).double()
-    if isinstance(value, tuple):
-        return tuple(_to_float64(v) for v in value)
-    if isinstance(value, list):
-        return [_to_float64(v) for v in value]
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
-        return value.detach().to(torch.float64).requires_grad_(value.requires_grad)
-    return value
+    return to_float64(value)
 
 
 def analyze_file(

@@ -50,7 +50,7 @@ def analyze(
     ``loss(output, *inputs)`` (default: the sum of the outputs), its backward pass, and
     ``optimizer``'s update of every parameter (None: no update)."""
     from solar.capture import capture_train, is_fake
-    from solar.frontend import _to_float64
+    from solar.capture import to_float64 as _to_float64
 
     check_options(True, optimizer, loss)
     inputs = (
@@ -85,7 +85,7 @@ def analyze_file(
     import sys
 
     from solar.capture import CaptureError, capture_train, is_fake, load_model_file, model_module
-    from solar.frontend import _to_float64
+    from solar.capture import to_float64 as _to_float64
 
     check_options(True, optimizer)
     path = os.fspath(path)

@@ -43,6 +43,7 @@ __all__ = [
     "is_fake",
     "load_model_file",
     "model_module",
+    "to_float64",
     "to_numpy",
     "write_npz",
 ]
@@ -292,6 +293,22 @@ def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, t
             model = module.Model(*module.get_init_inputs())
             inputs = tuple(module.get_inputs())
     return model, inputs
+
+
+def to_float64(value: Any) -> Any:
+    """A copy of a model (``nn.Module.double()`` on a deep copy; a function stays as it is) or
+    a tuple of inputs with every floating-point tensor made float64."""
+    import copy
+
+    if isinstance(value, torch.nn.Module):
+        return copy.deepcopy(value).double()
+    if isinstance(value, tuple):
+        return tuple(to_float64(v) for v in value)
+    if isinstance(value, list):
+        return [to_float64(v) for v in value]
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.detach().to(torch.float64).requires_grad_(value.requires_grad)
+    return value
 
 
 def _attribute(module: torch.nn.Module, path: str) -> torch.Tensor:

@@ -109,15 +109,6 @@ def _loss_value(loss_fn: Any, output: Any, args: tuple) -> torch.Tensor:
     return loss.reshape(())
 
 
-@dataclass
-class TrainSpec:
-    """What was captured: the loss function, the optimizer (None: none), and the parameters
-    (target path -> placeholder FX name)."""
-
-    loss_fn: Any
-    optimizer: str | None
-
-
 def trace_train(model: Any, args: tuple, loss_fn: Any = None, optimizer: str | None = None):
     """The training step of ``model(*args)`` (module docstring) as a ``Traced`` whose
     ``phases`` tag every call node."""
