@@ -2,11 +2,13 @@
 // makes it, with the frontend's capture, coverage and verification sections) and `totals` (the
 // einsum graph's counts, without an analysis). No files, no command line.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -107,7 +109,8 @@ void bind_analysis(nb::module_& m) {
          const std::string& routing, size_t top, std::optional<double> measured_ms,
          const std::string& measured_on, const std::string& measured_method,
          const std::string& measured_nodes, const std::string& source, const std::string& capture,
-         const std::string& coverage, const std::string& verification) {
+         const std::string& coverage, const std::string& verification,
+         const std::map<std::string, std::string>& phases) {
         einsum::Graph g = lift_program(program, sizes, routing);
         g.source = source.empty() ? "<ir>" : source;
         report::Provenance provenance = report::provenance_from_json(
@@ -130,6 +133,7 @@ void bind_analysis(nb::module_& m) {
         report::Report r = report::make_report(std::move(g), std::move(device), p,
                                                sol::parse_fidelities(fidelity), options);
         r.provenance = std::move(provenance);
+        report::add_step(r, phases, p, options);
         return cli::make_sol_report(std::move(r), outputs, top);
       },
       nb::arg("program"), nb::arg("hw"), nb::arg("policy") = "", nb::kw_only(),
@@ -138,14 +142,16 @@ void bind_analysis(nb::module_& m) {
       nb::arg("routing") = "balanced", nb::arg("top") = 10, nb::arg("measured_ms") = nb::none(),
       nb::arg("measured_on") = "", nb::arg("measured_method") = "", nb::arg("measured_nodes") = "",
       nb::arg("source") = "", nb::arg("capture") = "", nb::arg("coverage") = "",
-      nb::arg("verification") = "",
+      nb::arg("verification") = "", nb::arg("phases") = std::map<std::string, std::string>{},
       "The SOL report of `program` (IR text or a solar.Program; `sizes`: 'N=1024' overrides) on "
       "device `hw` (a built-in name or a .yaml file; `sets`: 'KEY=VALUE' overrides) under "
       "precision `policy` (empty: the default). As `solar sol`: `fidelity`, `level`, `capacity`, "
       "`routing`, `top`, `measured_ms`, `measured_on`, `measured_nodes` (the per-node times "
       "file's JSON text). `measured_method`: how the time was measured. `source`: the name the "
       "report shows. `capture`, `coverage`, `verification`: the report's sections as JSON text "
-      "(docs/report.md; empty: an IR file's). Raises IRError for a user error.");
+      "(docs/report.md; empty: an IR file's). `phases`: a training step's phase of each tensor "
+      "(lower_capture_detailed's tensor_phases): the report gains its `training` section "
+      "(docs/training.md). Raises IRError for a user error.");
 
   m.def(
       "totals",

@@ -54,6 +54,9 @@ void bind_frontend(nb::module_& m) {
         }
         result["node_kernels"] = node_kernels;
         result["node_tensors"] = node_tensors;
+        nb::dict tensor_phases;
+        for (const auto& [tensor, phase] : r.tensor_phases) tensor_phases[tensor.c_str()] = phase;
+        result["tensor_phases"] = tensor_phases;
         nb::list random;
         for (const frontend::RandomDraw& d : r.random) {
           nb::dict e;
@@ -69,8 +72,10 @@ void bind_frontend(nb::module_& m) {
       nb::arg("capture_json"), nb::arg("allow_unsupported") = false,
       nb::arg("disabled_rules") = std::vector<std::string>{}, nb::arg("file") = "<capture>",
       "Lowers a capture document; returns {'ir', 'unsupported', 'nodes', 'lowered', "
-      "'node_output_bytes', 'node_kernels', 'node_tensors', 'random'} (node_kernels and "
-      "node_tensors: per lowered node, the IR kernels it produced and the tensors it writes; "
+      "'node_output_bytes', 'node_kernels', 'node_tensors', 'random', 'tensor_phases'} "
+      "(node_kernels and node_tensors: per lowered node, the IR kernels it produced and the "
+      "tensors it writes; tensor_phases: a training step's phase of each tensor a node with a "
+      "phase writes, docs/training.md; "
       "random: the random draws, {tensor, value_of, node, op}: IR tensor `tensor` takes the "
       "framework's value of capture tensor `value_of`). With allow_unsupported, a node "
       "without a rule is listed in "

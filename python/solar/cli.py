@@ -221,6 +221,17 @@ def _parser(command: str) -> argparse.ArgumentParser:
         help="force a verification mode (default: auto, by the budgets)",
     )
     p.add_argument(
+        "--train",
+        action="store_true",
+        help="analyse one training step: forward, backward of the loss (the file's get_loss, "
+        "else the sum of the outputs) and --optimizer's update (docs/training.md)",
+    )
+    p.add_argument(
+        "--optimizer",
+        choices=("sgd", "adam", "adamw"),
+        help="with --train: the optimizer whose update of every parameter ends the step",
+    )
+    p.add_argument(
         "--stage-times",
         metavar="OUT.json",
         help="write the seconds of capture, lowering, verification and analysis (solar bench "
@@ -277,6 +288,12 @@ def _analyze(args: argparse.Namespace) -> int:
         args.stage_times,
         args.measure_out,
     )
+    if args.optimizer and not args.train:
+        raise ValueError("--optimizer needs --train (an optimizer updates a training step)")
+    if args.train and (args.llm or args.llm_fallback):
+        raise ValueError(
+            "--train captures the framework's joint graph; it cannot be given with --llm"
+        )
     if (args.llm or args.llm_fallback) and args.stage_times:
         raise ValueError("--stage-times times the capture pipeline; it cannot be given with --llm")
     if args.llm or args.llm_fallback:
@@ -298,6 +315,7 @@ def _analyze(args: argparse.Namespace) -> int:
                 fidelity=args.fidelity,
                 sol_options=report_options(args),
                 stage_times=times,
+                **({"train": True, "optimizer": args.optimizer} if args.train else {}),
             )
         finally:  # also after a failure: the stages reached so far
             if args.stage_times:

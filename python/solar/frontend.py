@@ -41,6 +41,16 @@ def analyze(
     allocated, and verification is per op at reduced size. ``options``: see the module doc."""
     from solar.capture import capture, is_fake
 
+    if options.pop("train", False):  # a training step (docs/training.md)
+        from solar import training
+
+        return training.analyze(model, example_inputs, hw, policy, source, **options)
+    if options.get("optimizer") is not None or options.get("loss") is not None:
+        from solar.training import check_options
+
+        check_options(False, options.get("optimizer"), options.get("loss"))
+    options.pop("optimizer", None)
+    options.pop("loss", None)
     inputs = (
         tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
     )
@@ -61,21 +71,10 @@ def analyze(
 
 
 def _to_float64(value: Any) -> Any:
-    """A copy of a model (``nn.Module.double()`` on a deep copy; a function stays as it is) or
-    a tuple of inputs with every floating-point tensor made float64."""
-    import copy
+    """``solar.capture.to_float64``."""
+    from solar.capture import to_float64
 
-    import torch
-
-    if isinstance(value, torch.nn.Module):
-        return copy.deepcopy(value).double()
-    if isinstance(value, tuple):
-        return tuple(_to_float64(v) for v in value)
-    if isinstance(value, list):
-        return [_to_float64(v) for v in value]
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
-        return value.detach().to(torch.float64)
-    return value
+    return to_float64(value)
 
 
 def analyze_file(
@@ -90,6 +89,14 @@ def analyze_file(
     source = os.path.basename(path)
     if os.path.isfile(path) and framework_of(path) == "jax":
         raise AnalysisError(f"{source} is a JAX model file: solar.analyze_file analyses it")
+    if options.pop("loss", None) is not None:
+        raise TypeError("analyze_file takes the loss from the model file's get_loss: no 'loss'")
+    if options.pop("train", False):  # a training step (docs/training.md)
+        from solar import training
+
+        return training.analyze_file(path, hw, policy, **options)
+    if options.pop("optimizer", None) is not None:
+        raise AnalysisError("--optimizer needs --train (an optimizer updates a training step)")
     with timed(options.get("stage_times"), "capture"):
         cap, model, inputs = capture_model_file(path)
 

@@ -503,6 +503,8 @@ def analyze_capture(
                 disabled_rules,
                 float64_rerun,
             )
+    if lowered.get("tensor_phases"):  # a training step: its phases (docs/training.md)
+        sol_options = {**(sol_options or {}), "phases": lowered["tensor_phases"]}
     with timed(stage_times, "analysis"):
         core = sol_report(
             ir_text,

@@ -251,7 +251,9 @@ NodeLowering::NodeLowering(const json& node, const std::map<std::string, TensorI
       index_prefix_(index_prefix) {
   op_ = node.at("op").get<std::string>();
   base_ = node.at("name").get<std::string>();
-  for (const json& name : node.at("outputs")) outputs_.push_back(lookup({{"tensor", name}}));
+  for (const json& name : node.at("outputs")) {  // null: an element that is no tensor
+    outputs_.push_back(name.is_null() ? TensorInfo{} : lookup({{"tensor", name}}));
+  }
 }
 
 const json& NodeLowering::arg(const std::string& key) const {
@@ -507,7 +509,7 @@ void log_fired_rules(const std::set<std::string>& fired) {
 // What a lowered node produced: the kernels its rule wrote (NodeLowering::kernel writes each as
 // a line "kernel NAME {"), its outputs and its temporaries (lines "tensor NAME : ...").
 LoweredNode lowered_node(const json& node, const NodeLowering& lowering) {
-  LoweredNode l{node.at("name").get<std::string>(), node.at("op").get<std::string>(), {}, {}};
+  LoweredNode l{node.at("name").get<std::string>(), node.at("op").get<std::string>(), {}, {}, {}};
   const auto words = [](const std::string& text, const std::string& keyword,
                         std::vector<std::string>& names) {
     for (size_t at = 0; at < text.size();) {
@@ -524,6 +526,13 @@ LoweredNode lowered_node(const json& node, const NodeLowering& lowering) {
     if (name.is_string()) l.tensors.push_back(name.get<std::string>());
   }
   words(lowering.declarations(), "tensor ", l.tensors);
+  if (node.contains("phase")) {
+    l.phase = node.at("phase").get<std::string>();
+    if (l.phase != "forward" && l.phase != "backward" && l.phase != "optimizer") {
+      throw UserError(where(node) + "node '" + l.node + "': unknown phase '" + l.phase +
+                      "' (valid: forward, backward, optimizer)");
+    }
+  }
   return l;
 }
 
@@ -609,6 +618,11 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
           node_decls.push_back({lowering.declarations(), static_cast<int>(i)});
           blocks.add(node, static_cast<int>(i), lowering.statements(), stmts);
           result.lowered_nodes.push_back(lowered_node(node, lowering));
+          if (const std::string& phase = result.lowered_nodes.back().phase; !phase.empty()) {
+            for (const std::string& t : result.lowered_nodes.back().tensors) {
+              result.tensor_phases[t] = phase;
+            }
+          }
           fired.insert(op);
           continue;
         } catch (const UserError& e) {

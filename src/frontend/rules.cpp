@@ -537,7 +537,8 @@ void batch_norm(NodeLowering& n, bool training) {
 
 // ---- convolution and pooling ---------------------------------------------------------------
 
-// A list argument of one entry per spatial dim (a single entry repeats).
+}  // namespace
+
 std::vector<int64_t> per_dim(NodeLowering& n, const std::string& key, size_t dims,
                              std::vector<int64_t> fallback) {
   std::vector<int64_t> v = n.ints_or(key, std::move(fallback));
@@ -548,8 +549,6 @@ std::vector<int64_t> per_dim(NodeLowering& n, const std::string& key, size_t dim
   return v;
 }
 
-// `x` padded by `lo` before each spatial dim and enough after that reading `need[d]` elements
-// works; returns x itself when no padding is needed.
 TensorInfo pad_spatial(NodeLowering& n, const TensorInfo& x, const std::vector<int64_t>& lo,
                        const std::vector<int64_t>& need, const std::string& value) {
   const size_t sp = lo.size();
@@ -571,6 +570,8 @@ TensorInfo pad_spatial(NodeLowering& n, const TensorInfo& x, const std::vector<i
          join_ints(hi_all) + "], value=" + value + ")");
   return p;
 }
+
+namespace {
 
 // A forward convolution into y (no bias): zero padding, then one strided, dilated,
 // grouped kernel.
@@ -607,6 +608,8 @@ void conv_forward(NodeLowering& n, const TensorInfo& y, const TensorInfo& x, con
            xp.name + "[b, " + std::to_string(icg) + "*g + ic" + x_index + "] * " + w.name + "[" +
                oc + ", ic" + w_index + "]");
 }
+
+}  // namespace
 
 // Transposed convolution: every input element scatters into the output window it reaches,
 // `o = s*i - p + d*k`, computed into an uncropped buffer and sliced by the padding.
@@ -645,6 +648,8 @@ void conv_transposed(NodeLowering& n, const TensorInfo& y, const TensorInfo& x, 
       "+=", x.name + "[b, " + ic + x_index + "] * " + w.name + "[" + ic + ", oc" + w_index + "]");
   n.stmt(y.name + " = " + acc.name + "[" + slices + "]");
 }
+
+namespace {
 
 // convolution: forward or transposed, 1-d to 3-d, then the bias in a second kernel.
 void convolution_rule(NodeLowering& n) {
@@ -1092,7 +1097,7 @@ std::map<std::string, Rule> make_rules() {
 
   for (auto* family :
        {register_lax_rules, register_fragment_rules, register_index_rules, register_reduction_rules,
-        register_data_rules, register_model_rules, register_rnn_rules}) {
+        register_data_rules, register_model_rules, register_rnn_rules, register_train_rules}) {
     std::map<std::string, Rule> more;
     family(more);
     for (auto& [name, rule] : more) {

@@ -56,7 +56,9 @@ class NodeLowering {
   // True when the argument is a tensor reference (not a Scalar).
   bool is_tensor(const std::string& key) const;
 
-  // The node's i-th output; outputs() counts them.
+  // The node's i-th output (a TensorInfo with an empty name for an element that is no tensor,
+  // e.g. convolution_backward's grad_input when output_mask leaves it out); outputs() counts
+  // them.
   const TensorInfo& out(size_t i = 0) const;
   size_t outputs() const { return outputs_.size(); }
 
@@ -183,6 +185,20 @@ void scan(NodeLowering& n, const TensorInfo& x, const TensorInfo& y, int64_t dim
 void moments(NodeLowering& n, const TensorInfo& x, const std::vector<bool>& reduced,
              const TensorInfo& mean, const TensorInfo& var, int64_t count);
 
+// Convolution helpers of rules.cpp, shared with rules_train.cpp's backward rules.
+// A list argument of one entry per spatial dim (a single entry repeats).
+std::vector<int64_t> per_dim(NodeLowering& n, const std::string& key, size_t dims,
+                             std::vector<int64_t> fallback);
+// `x` padded by `lo` before each spatial dim and enough after that reading `need[d]` elements
+// works (`value` the fill); x itself when no padding is needed.
+TensorInfo pad_spatial(NodeLowering& n, const TensorInfo& x, const std::vector<int64_t>& lo,
+                       const std::vector<int64_t>& need, const std::string& value);
+// y = the transposed convolution of x by w (w: [in channels of x, out channels of y per group,
+// k..]): every element of x scatters into the window of y it reaches.
+void conv_transposed(NodeLowering& n, const TensorInfo& y, const TensorInfo& x, const TensorInfo& w,
+                     const std::vector<int64_t>& s, const std::vector<int64_t>& p,
+                     const std::vector<int64_t>& dl, int64_t groups);
+
 // The registry: operator name -> rule. Rule families kept in their own files add themselves
 // through these (each called once by the registry; a name registered twice is an internal error).
 void register_lax_rules(std::map<std::string, Rule>& r);       // lax_rules.cpp: JAX primitives
@@ -192,6 +208,7 @@ void register_reduction_rules(std::map<std::string, Rule>& r);  // rules_reduce.
 void register_data_rules(std::map<std::string, Rule>& r);   // rules_data.cpp: random, bits, sort
 void register_model_rules(std::map<std::string, Rule>& r);  // rules_models.cpp: model code
 void register_rnn_rules(std::map<std::string, Rule>& r);    // rules_rnn.cpp: LSTM, GRU, RNN
+void register_train_rules(std::map<std::string, Rule>& r);  // rules_train.cpp: backward ops
 
 const std::map<std::string, Rule>& rules();
 

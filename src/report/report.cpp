@@ -179,6 +179,41 @@ std::string cache_table(const einsum::Graph& g, const sol::Analysis& a, size_t t
          bounds;
 }
 
+// The training step's table: one row per phase and one for the whole step (SOL per fidelity).
+std::string step_table(const Report& r) {
+  if (!r.step) return "";
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> head = {"phase", "nodes", "MACs", "FLOPs"};
+  for (const sol::FidelityResult& f : r.analysis.results) {
+    head.push_back(std::string(sol::fidelity_name(f.fidelity)));
+  }
+  head.push_back("fused DRAM bytes");
+  rows.push_back(head);
+  const auto row = [&](const std::string& name, size_t nodes, const sol::Analysis& a) {
+    std::vector<std::string> cells = {name, std::to_string(nodes),
+                                      format_count(static_cast<double>(a.totals.macs)),
+                                      format_count(static_cast<double>(a.totals.flops()))};
+    std::string fused = "-";
+    for (const sol::FidelityResult& f : a.results) {
+      cells.push_back(format_seconds(f.time_s));
+      if (f.fidelity == sol::Fidelity::Fused) fused = format_bytes(static_cast<double>(f.bytes));
+    }
+    while (cells.size() + 1 < head.size()) cells.push_back("-");
+    cells.push_back(fused);
+    rows.push_back(cells);
+  };
+  for (const sol::PhaseAnalysis& p : r.step->phases) row(p.phase, p.nodes, p.analysis);
+  row("step", r.graph.nodes.size(), r.analysis);
+  std::string align = "lrrr" + std::string(head.size() - 4, 'r');
+  std::string s =
+      "\nTraining step: each phase run alone, and the whole step (docs/training.md):\n" +
+      format_table(rows, align);
+  s += "activations kept for the backward: " + std::to_string(r.step->activations.size()) +
+       " tensor(s), " + format_bytes(static_cast<double>(r.step->activation_bytes)) +
+       " (tensors the forward writes and the backward reads)\n";
+  return s;
+}
+
 std::string fidelity_table(const sol::Analysis& a) {
   std::vector<std::vector<std::string>> rows = {
       {"fidelity", "SOL time", "compute", "memory", "DRAM bytes", "bottleneck"}};
@@ -298,7 +333,38 @@ Report make_report(einsum::Graph graph, hw::Device device, const sol::PrecisionP
                    const std::vector<sol::Fidelity>& fidelities,
                    const sol::AnalysisOptions& options) {
   sol::Analysis analysis = sol::analyze(graph, device, policy, fidelities, options);
-  return Report{std::move(graph), std::move(device), std::move(analysis), {}};
+  return Report{std::move(graph), std::move(device), std::move(analysis), {}, std::nullopt};
+}
+
+void add_step(Report& r, const std::map<std::string, std::string>& tensor_phase,
+              const sol::PrecisionPolicy& policy, const sol::AnalysisOptions& options) {
+  if (tensor_phase.empty()) return;
+  std::vector<sol::Fidelity> fidelities;
+  for (const sol::FidelityResult& f : r.analysis.results) fidelities.push_back(f.fidelity);
+  r.step = sol::analyze_step(r.graph, tensor_phase, r.device, policy, fidelities, options);
+}
+
+nlohmann::json step_to_json(const Report& r) {
+  if (!r.step) return nullptr;
+  const auto section = [](const std::string& name, size_t nodes, const sol::Analysis& a) {
+    return nlohmann::json{{"phase", name},
+                          {"nodes", nodes},
+                          {"totals", totals_json(a.totals)},
+                          {"bytes", bytes_json(a)},
+                          {"sol", sol_json(a)}};
+  };
+  nlohmann::json phases = nlohmann::json::array();
+  for (const sol::PhaseAnalysis& p : r.step->phases) {
+    phases.push_back(section(p.phase, p.nodes, p.analysis));
+  }
+  nlohmann::json activations = nlohmann::json::array();
+  for (const sol::Activation& a : r.step->activations) {
+    activations.push_back({{"tensor", a.tensor}, {"bytes", a.bytes}});
+  }
+  return {{"phases", std::move(phases)},
+          {"step", section("step", r.graph.nodes.size(), r.analysis)},
+          {"activations", std::move(activations)},
+          {"activation_bytes", r.step->activation_bytes}};
 }
 
 nlohmann::json report_to_json(const Report& r) {
@@ -329,6 +395,7 @@ nlohmann::json report_to_json(const Report& r) {
       {"ops", std::move(ops)},
       {"cache", cache_to_json(r.graph, r.analysis)},
   };
+  if (r.step) j["training"] = step_to_json(r);
   const std::vector<std::string> assumptions = routing_assumptions(r.graph);
   if (!assumptions.empty()) {
     j["routing"] = einsum::routing_name(r.graph.routing);
@@ -386,7 +453,7 @@ nlohmann::json cache_to_json(const einsum::Graph& g, const sol::Analysis& a) {
 std::string render_report(const Report& r, size_t top_nodes) {
   std::string s = render_provenance(r.provenance) + header(r) + "\n" + fidelity_table(r.analysis);
   const std::string cache = cache_table(r.graph, r.analysis, top_nodes);
-  s += cache;
+  s += cache + step_table(r);
   if (!r.graph.nodes.empty()) s += "\n" + op_table(r, top_nodes);
   const std::string notes = fallback_notes(r);
   if (!notes.empty()) s += "\n" + notes;

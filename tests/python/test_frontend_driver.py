@@ -314,6 +314,9 @@ def test_top_level_analyze_and_jax_dispatch(monkeypatch, tmp_path):
         "fidelity": "fused",
         "sol_options": {"routing": "concentrated"},
         "stage_times": {},
+        "train": False,  # a training step (docs/training.md): PyTorch only, so dispatch keeps
+        "optimizer": None,  # these three from the JAX adapter (a one-line error when set)
+        "loss": None,
     }
     assert sorted(every) == sorted(dispatch.OPTIONS)
     solar.analyze(lambda x: x, (Array(),), hw="B200", **every)
@@ -321,7 +324,12 @@ def test_top_level_analyze_and_jax_dispatch(monkeypatch, tmp_path):
     jax_file.write_text("import numpy\nfrom flax import nnx\n")
     file_options = {k: v for k, v in every.items() if k != "source"}
     solar.analyze_file(jax_file, hw="A6000", **file_options)
-    assert calls == [("analyze", "B200", every), ("file", "A6000", file_options)]
+    training = ("train", "optimizer", "loss")
+    forwarded = {k: v for k, v in every.items() if k not in training}
+    file_forwarded = {k: v for k, v in file_options.items() if k not in training}
+    assert calls == [("analyze", "B200", forwarded), ("file", "A6000", file_forwarded)]
+    with pytest.raises(ValueError, match="not supported for JAX programs yet"):
+        solar.analyze(lambda x: x, (Array(),), train=True)
     with pytest.raises(TypeError, match="unknown option"):
         solar.analyze_file(jax_file, verfy=False)
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ struct LoweredNode {
   std::string op;                    // its operator
   std::vector<std::string> kernels;  // the IR kernels its rule wrote, in order
   std::vector<std::string> tensors;  // the tensors it writes: its outputs, then its temporaries
+  // The node's phase in a training step ("forward", "backward", "optimizer"; docs/training.md),
+  // or "" when the capture gives none.
+  std::string phase;
 };
 
 // A random draw of the lowered program (an IR tensor of role `random`): its values are the
@@ -64,8 +68,11 @@ struct LowerResult {
   std::vector<UnsupportedNode> unsupported;  // in node order
   std::vector<LoweredNode> lowered_nodes;    // the nodes that were lowered, in node order
   std::vector<RandomDraw> random;            // the random draws, in node order
-  int64_t nodes = 0;                         // the capture's nodes
-  int64_t node_output_bytes = 0;             // the bytes of every node's outputs
+  // A training step's phase of every tensor its lowered nodes write (LoweredNode::phase, by
+  // LoweredNode::tensors); empty when no node has a phase.
+  std::map<std::string, std::string> tensor_phases;
+  int64_t nodes = 0;              // the capture's nodes
+  int64_t node_output_bytes = 0;  // the bytes of every node's outputs
 };
 
 // lower_capture_text with options; also lists the nodes that were not lowered.

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "solar/hw/device.h"
 #include "solar/report/provenance.h"
 #include "solar/sol/analysis.h"
+#include "solar/sol/phases.h"
 #include "solar/sol/precision.h"
 
 namespace solar::report {
@@ -27,7 +30,18 @@ struct Report {
   hw::Device device;       // with any command-line overrides applied
   sol::Analysis analysis;  // of graph on device
   Provenance provenance;   // capture, coverage, verification; by default an IR file's
+  // A training step's phases (sol/phases.h, docs/training.md); absent for an inference program.
+  std::optional<sol::StepAnalysis> step;
 };
+
+// Adds the phases of a training step to `r` (sol::analyze_step on its graph and device, at the
+// fidelities of its analysis); nothing when `tensor_phase` is empty.
+void add_step(Report& r, const std::map<std::string, std::string>& tensor_phase,
+              const sol::PrecisionPolicy& policy, const sol::AnalysisOptions& options = {});
+
+// The `training` object of a report (docs/training.md): per phase and for the whole step, its
+// nodes, totals, DRAM bytes and SOL per fidelity; the activations the backward reads.
+nlohmann::json step_to_json(const Report& r);
 
 // Analyses `graph` on `device` under `policy` at `fidelities` (UserError as sol::analyze).
 Report make_report(einsum::Graph graph, hw::Device device, const sol::PrecisionPolicy& policy,

@@ -39,8 +39,11 @@ __all__ = [
     "CaptureError",
     "capture",
     "capture_model_file",
+    "capture_train",
     "is_fake",
     "load_model_file",
+    "model_module",
+    "to_float64",
     "to_numpy",
     "write_npz",
 ]
@@ -175,6 +178,50 @@ def capture(model: Any, inputs: tuple, source: str | None = None) -> Capture:
     return Capture(document, traced, fx_to_name, elements)
 
 
+@dataclass
+class TrainCapture(Capture):
+    """The capture of a training step (capture/_train.py): its golden data is PyTorch's
+    autograd and optimizer on the real model (``golden``)."""
+
+    loss_fn: Any = None
+    optimizer: str | None = None
+
+    def golden(self, model: Any, inputs: tuple, intermediates: Any = ()) -> dict[str, np.ndarray]:
+        """Every input, weight, buffer and optimizer state before the step, and the loss,
+        gradients and new values PyTorch computes (``_train.golden_step``), by capture name."""
+        from solar.capture._train import golden_step
+
+        if list(intermediates):
+            raise CaptureError(
+                "--train: the outputs of unsupported nodes cannot be fed from PyTorch's run "
+                "(a training step is verified whole)"
+            )
+        self.golden_notes = []
+        values = golden_step(model, inputs, self.loss_fn, self.optimizer, self.traced)
+        return {self.fx_to_name[k]: to_numpy(v) for k, v in values.items() if k in self.fx_to_name}
+
+
+def capture_train(
+    model: Any,
+    inputs: tuple,
+    source: str | None = None,
+    loss_fn: Any = None,
+    optimizer: str | None = None,
+) -> TrainCapture:
+    """Traces one training step of ``model(*inputs)``: the loss ``loss_fn(output, *inputs)``
+    (default: the sum of the outputs), its gradients, and ``optimizer``'s update (None: none;
+    "sgd", "adam", "adamw"); docs/training.md."""
+    from solar.capture._train import trace_train
+
+    traced = trace_train(model, tuple(inputs), loss_fn, optimizer)
+    if source is None:
+        source = _source_of(model)
+    document, fx_to_name, elements = serialize(traced, source)
+    return TrainCapture(
+        document, traced, fx_to_name, elements, loss_fn=loss_fn, optimizer=optimizer
+    )
+
+
 def capture_model_file(path: str | os.PathLike, prog: str = "solar") -> tuple[Capture, Any, tuple]:
     """Captures a benchmark-style model file without building it for real: the model and inputs
     are FakeTensors (no memory). A model that cannot be built that way is built for real (a note
@@ -203,6 +250,16 @@ def is_fake(inputs: tuple) -> bool:
     return any(isinstance(x, FakeTensor) or getattr(x, "is_meta", False) for x in inputs)
 
 
+def model_module(path: str | os.PathLike) -> Any:
+    """The model file imported as a module (its errors: one line, file:line); imported again
+    on each call, so the model is built from a fresh module."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise CaptureError(f"{path}: no such file")
+    name = "_solar_model_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
+    return import_model_file(path, name, CaptureError)
+
+
 def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, tuple]:
     """The model and inputs of a benchmark-style file: ``Model(*get_init_inputs())`` and
     ``get_inputs()``, built after ``torch.manual_seed(0)``.
@@ -212,10 +269,7 @@ def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, t
     golden data. (Not the meta device: it picks other kernels, e.g. a different SDPA
     decomposition, so its graph would differ from the one PyTorch runs on the CPU.)"""
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise CaptureError(f"{path}: no such file")
-    name = "_solar_model_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
-    module = import_model_file(path, name, CaptureError)  # its errors: one line, file:line
+    module = model_module(path)
     for attr in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, attr):
             raise CaptureError(
@@ -239,6 +293,22 @@ def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, t
             model = module.Model(*module.get_init_inputs())
             inputs = tuple(module.get_inputs())
     return model, inputs
+
+
+def to_float64(value: Any) -> Any:
+    """A copy of a model (``nn.Module.double()`` on a deep copy; a function stays as it is) or
+    a tuple of inputs with every floating-point tensor made float64."""
+    import copy
+
+    if isinstance(value, torch.nn.Module):
+        return copy.deepcopy(value).double()
+    if isinstance(value, tuple):
+        return tuple(to_float64(v) for v in value)
+    if isinstance(value, list):
+        return [to_float64(v) for v in value]
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.detach().to(torch.float64).requires_grad_(value.requires_grad)
+    return value
 
 
 def _attribute(module: torch.nn.Module, path: str) -> torch.Tensor:

@@ -32,7 +32,7 @@ DTYPES = {
 
 # The document's role of a placeholder, by its binding's kind where they differ: a plain tensor
 # attribute is a tensor constant of the module (the role torch.export gives it when it lifts it).
-_ROLES = {"attribute": "constant"}
+_ROLES = {"attribute": "constant", "optimizer_state": "buffer"}
 # Schema argument types left out of "args": they do not change the work.
 _DROPPED_ARG_TYPES = ("Device", "Layout", "MemoryFormat")
 # Ops that compute nothing (export's run-time assertions): not serialized.
@@ -159,6 +159,8 @@ def serialize(
         origin = _origin(node)
         if origin is not None:
             entry["origin"] = origin
+        if node.name in traced.phases:
+            entry["phase"] = traced.phases[node.name]
         nodes.append(entry)
 
     doc = {

@@ -56,6 +56,9 @@ class Traced:
     outputs: list[tuple[Any, Binding]] = field(default_factory=list)  # (FX node, binding)
     dropped: set[str] = field(default_factory=set)  # FX nodes not serialized (mutation copies)
     export_error: str = ""  # why torch.export failed, when make_fx was used
+    # A training step's phase of every call node, by FX name (capture/_train.py): "forward",
+    # "backward" or "optimizer"; empty for an inference capture.
+    phases: dict[str, str] = field(default_factory=dict)
 
 
 def trace(model: Any, args: tuple) -> Traced:
