@@ -13,8 +13,8 @@ kr: no effect on the bytes and little on the counts)."""
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+from torch.nn import functional
 
 D, H, DN, DR, DV, R, FF, V, LAYERS = 256, 4, 64, 32, 64, 64, 512, 1000, 2
 
@@ -55,7 +55,7 @@ class MLA(nn.Module):
         k_rope = kr.unsqueeze(1).expand(b, H, s, DR)
         k = torch.cat([k_nope, k_rope], dim=-1)
         v = self.uv(c).view(b, s, H, DV).transpose(1, 2)
-        out = F.scaled_dot_product_attention(
+        out = functional.scaled_dot_product_attention(
             q, k, v, is_causal=past is None and t > 1, scale=1 / math.sqrt(DN + DR)
         )
         return self.o(out.transpose(1, 2).reshape(b, t, H * DV)), c_new, kr_new
@@ -75,7 +75,7 @@ class Block(nn.Module):
         a, c, kr = self.attn(self.attn_norm(x), past)
         x = x + a
         h = self.mlp_norm(x)
-        return x + self.down(F.silu(self.gate(h)) * self.up(h)), c, kr
+        return x + self.down(functional.silu(self.gate(h)) * self.up(h)), c, kr
 
 
 class Model(nn.Module):
