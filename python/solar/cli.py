@@ -11,6 +11,8 @@ goes to its framework's adapter through ``solar.dispatch``, with every option:
   [--no-verify] [--allow-unsupported] [--verify-budget-mb MB] [--verify-budget-s S]
   [--verify-mode M] [--stage-times OUT.json]``: capture, lower, verify against the framework,
   and the SOL report (``--stage-times``: the seconds each stage took, for ``solar bench``).
+  With ``--serve prefill|decode [--batch B] [--context T] [--batch-sweep LIST]``, one serving
+  step of a decoder instead (solar.serve, docs/serving.md).
 - ``solar calibrate -o FILE.yaml`` (solar.calibrate) and ``solar bench DIR --hw NAME --out DIR``
   (solar.suite): docs/calibrate.md. ``analyze`` also takes ``--measure``, ``--measured-ms``,
   ``--html``, ``--trace``, ``--csv`` and ``--dot``.
