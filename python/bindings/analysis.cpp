@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <map>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -25,8 +26,10 @@
 #include "solar/ir/sizes.h"
 #include "solar/report/provenance.h"
 #include "solar/report/report.h"
+#include "solar/report/serving.h"
 #include "solar/sol/analysis.h"
 #include "solar/sol/precision.h"
+#include "solar/sol/serving.h"
 #include "solar/util/error.h"
 #include "solar/util/file.h"
 
@@ -62,6 +65,12 @@ nlohmann::json parse_section(const std::string& text, const char* name) {
 std::string json_text(const nlohmann::json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
+
+// The serving report of a decoder's steps (docs/serving.md): the JSON and the table.
+struct ServingReport {
+  nlohmann::json json;
+  std::string table;
+};
 
 }  // namespace
 
@@ -152,6 +161,51 @@ void bind_analysis(nb::module_& m) {
       "(docs/report.md; empty: an IR file's). `phases`: a training step's phase of each tensor "
       "(lower_capture_detailed's tensor_phases): the report gains its `training` section "
       "(docs/training.md). Raises IRError for a user error.");
+
+  nb::class_<ServingReport>(m, "ServingReport",
+                            "The serving figures of a decoder's steps (docs/serving.md).")
+      .def(
+          "to_json", [](const ServingReport& s) { return json_text(s.json); },
+          "The serving report as JSON (keys sorted).")
+      .def(
+          "render", [](const ServingReport& s) { return s.table; },
+          "The table `solar analyze --serve` prints.");
+
+  m.def(
+      "serving_report",
+      [](const std::string& phase, int64_t context,
+         const std::vector<std::pair<int64_t, const cli::SolReport*>>& steps,
+         const std::vector<std::string>& verification) {
+        if (steps.empty()) throw UserError("no serving step to report");
+        std::vector<sol::ServeStep> serve;
+        report::ServingContext c;
+        const report::Report& first = steps.front().second->report;
+        c.source = first.graph.source;
+        c.device = first.device.name;
+        c.dram_bandwidth_bytes_per_s = first.analysis.dram_bandwidth_bytes_per_s;
+        c.policy = first.analysis.policy;
+        for (const auto& [batch, s] : steps) {
+          SOLAR_CHECK(s != nullptr, "a serving step without its report");
+          const report::Report& r = s->report;
+          if (r.device.name != c.device || r.analysis.policy != c.policy) {
+            throw UserError("serving steps analysed on different devices or policies");
+          }
+          serve.push_back({batch, r.analysis.results});
+        }
+        for (const std::string& v : verification) {
+          c.verification.push_back(parse_section(v, "verification"));
+        }
+        const sol::Serving summary =
+            sol::summarize_serving(sol::parse_serve_phase(phase), context, serve);
+        return ServingReport{report::serving_to_json(summary, c),
+                             report::render_serving(summary, c)};
+      },
+      nb::arg("phase"), nb::arg("context"), nb::arg("steps"),
+      nb::arg("verification") = std::vector<std::string>{},
+      "The serving report of a decoder: `phase` 'prefill' or 'decode', `context` tokens, "
+      "`steps` [(batch, Report), ...] by increasing batch (each the SOL report of that batch's "
+      "step, `analyze`'s), `verification` each step's verification object as JSON text. Raises "
+      "IRError for a user error (docs/serving.md).");
 
   m.def(
       "totals",

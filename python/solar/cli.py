@@ -11,6 +11,8 @@ goes to its framework's adapter through ``solar.dispatch``, with every option:
   [--no-verify] [--allow-unsupported] [--verify-budget-mb MB] [--verify-budget-s S]
   [--verify-mode M] [--stage-times OUT.json]``: capture, lower, verify against the framework,
   and the SOL report (``--stage-times``: the seconds each stage took, for ``solar bench``).
+  With ``--serve prefill|decode [--batch B] [--context T] [--batch-sweep LIST]``, one serving
+  step of a decoder instead (solar.serve, docs/serving.md).
 - ``solar calibrate -o FILE.yaml`` (solar.calibrate) and ``solar bench DIR --hw NAME --out DIR``
   (solar.suite): docs/calibrate.md. ``analyze`` also takes ``--measure``, ``--measured-ms``,
   ``--html``, ``--trace``, ``--csv`` and ``--dot``.
@@ -237,10 +239,36 @@ def _parser(command: str) -> argparse.ArgumentParser:
         help="write the seconds of capture, lowering, verification and analysis (solar bench "
         "reads it; docs/cli.md)",
     )
+    add_serve_arguments(p)  # --serve, --batch, --context, --batch-sweep (docs/serving.md)
     from solar.llm.cli import add_analyze_arguments  # --llm, --llm-fallback (docs/llm.md)
 
     add_analyze_arguments(p)
     return p
+
+
+def add_serve_arguments(p: argparse.ArgumentParser) -> None:
+    """``solar analyze``'s serving options (docs/serving.md)."""
+    p.add_argument(
+        "--serve",
+        choices=("prefill", "decode"),
+        help="analyse one serving step of a decoder instead of the file's forward: prefill "
+        "(batch x context prompt tokens) or decode (batch new tokens attending to context "
+        "tokens); docs/serving.md",
+    )
+    p.add_argument("--batch", type=int, default=1, help="--serve: sequences per step (default 1)")
+    p.add_argument(
+        "--context",
+        type=int,
+        default=1024,
+        help="--serve: tokens in the cache (decode: attended by the new token, itself "
+        "included) or in the prompt (prefill); default 1024",
+    )
+    p.add_argument(
+        "--batch-sweep",
+        metavar="LIST",
+        help="--serve: analyse the step at each batch size (1,2,4,8 or a range 1..512: the "
+        "powers of two) and print batch | SOL/token | tokens/s | bound and the crossover",
+    )
 
 
 def _run_python_command(command: str, argv: list[str]) -> int:
@@ -296,6 +324,8 @@ def _analyze(args: argparse.Namespace) -> int:
         )
     if (args.llm or args.llm_fallback) and args.stage_times:
         raise ValueError("--stage-times times the capture pipeline; it cannot be given with --llm")
+    if args.serve or args.batch_sweep:
+        return _serve(args)
     if args.llm or args.llm_fallback:
         from solar.llm.cli import analyze as llm_analyze
 
@@ -335,6 +365,67 @@ def _analyze(args: argparse.Namespace) -> int:
         if args.json:
             sys.stdout.write(f"\nwrote {args.json}\n")
     return 1 if report.verification["status"] == "failed" else 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """``solar analyze MODEL.py --serve PHASE ...`` (docs/serving.md): one step, or a sweep of
+    batch sizes; the serving table (after the step's own report when there is one step)."""
+    from solar import serve
+    from solar._files import write_atomic
+
+    if not args.serve:
+        raise ValueError("--batch-sweep needs --serve prefill|decode")
+    unsupported = [
+        name
+        for name, given in (
+            ("--llm", args.llm or args.llm_fallback),
+            ("--measure", args.measure),
+            ("--measured-ms", args.measured_ms is not None),
+        )
+        if given
+    ]
+    if unsupported:
+        raise ValueError(f"{unsupported[0]} cannot be given with --serve")
+    batches = serve.parse_batches(args.batch_sweep) if args.batch_sweep else [args.batch]
+    times: dict[str, float] = {}
+    try:
+        served = serve.analyze_serving(
+            args.model,
+            args.serve,
+            batches,
+            args.context,
+            hw=args.hw,
+            policy=args.policy,
+            verify=args.verify,
+            allow_unsupported=args.allow_unsupported,
+            verify_budget_mb=args.verify_budget_mb,
+            verify_budget_s=args.verify_budget_s,
+            verify_mode=args.verify_mode,
+            fidelity=args.fidelity,
+            sol_options=report_options(args),
+            stage_times=times,
+        )
+    finally:
+        if args.stage_times:
+            write_stage_times(args.stage_times, times)
+    first = served.steps[0]
+    if args.ir:
+        write_atomic(args.ir, first.ir)
+    outputs = [(k, getattr(args, k)) for k in REPORT_OUTPUTS if getattr(args, k, None)]
+    first.write_outputs(outputs)  # the first step's files
+    if args.json == "-":
+        sys.stdout.write(served.to_json())
+        return 0
+    if args.json:
+        write_atomic(args.json, served.to_json())
+    if len(batches) == 1:
+        sys.stdout.write(first.summary() + "\n")
+    sys.stdout.write(served.table)
+    if outputs:
+        sys.stdout.write("\n" + "".join(f"wrote {path}\n" for _, path in outputs))
+    if args.json:
+        sys.stdout.write(f"\nwrote {args.json}\n")
+    return 0
 
 
 def write_stage_times(path: str, times: dict[str, float]) -> None:

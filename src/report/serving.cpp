@@ -1,0 +1,171 @@
+// The serving report (include/solar/report/serving.h).
+#include "solar/report/serving.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "format.h"
+#include "json_parts.h"
+#include "solar/report/report.h"
+#include "solar/util/error.h"
+
+namespace solar::report {
+namespace {
+
+using namespace detail;
+
+nlohmann::json opt(const std::optional<int64_t>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// {"status", "mode", "detail"} of a step's verification object (null stays null).
+nlohmann::json verification_summary(const nlohmann::json& v) {
+  if (!v.is_object()) return nullptr;
+  nlohmann::json out = nlohmann::json::object();
+  for (const char* key : {"status", "mode", "detail"}) {
+    out[key] = v.contains(key) ? v[key] : nlohmann::json(nullptr);
+  }
+  return out;
+}
+
+const nlohmann::json& verification_of(const ServingContext& c, size_t row) {
+  static const nlohmann::json kNull = nullptr;
+  return row < c.verification.size() ? c.verification[row] : kNull;
+}
+
+std::string status_line(const nlohmann::json& v) {
+  if (!v.is_object()) return "verification unknown";
+  const auto text = [&](const char* key) {
+    return v.contains(key) && v[key].is_string() ? v[key].get<std::string>() : std::string();
+  };
+  std::string s = text("status");
+  if (!text("mode").empty()) s += " (" + text("mode") + ")";
+  if (!text("detail").empty()) s += ": " + text("detail");
+  return s;
+}
+
+std::string batch_text(double b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", b);
+  return buf;
+}
+
+}  // namespace
+
+nlohmann::json serving_to_json(const sol::Serving& s, const ServingContext& c) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t i = 0; i < s.rows.size(); ++i) {
+    const sol::ServeRow& r = s.rows[i];
+    nlohmann::json figures = nlohmann::json::object();
+    for (const sol::ServeFigures& f : r.figures) {
+      figures[std::string(sol::fidelity_key(f.fidelity))] = {
+          {"step_s", f.step_s},
+          {"tokens_per_s", f.step_s > 0 ? nlohmann::json(f.tokens_per_s) : nlohmann::json(nullptr)},
+          {"compute_s", f.compute_s},
+          {"memory_s", f.memory_s},
+          {"bytes", f.bytes},
+          {"bottleneck", std::string(sol::bottleneck_name(f.bottleneck))}};
+    }
+    rows.push_back({{"batch", r.batch},
+                    {"tokens", r.tokens},
+                    {"fidelities", std::move(figures)},
+                    {"verification", verification_summary(verification_of(c, i))}});
+  }
+  nlohmann::json crossover = nlohmann::json::object();
+  for (const sol::ServeCrossover& x : s.crossovers) {
+    crossover[std::string(sol::fidelity_key(x.fidelity))] = {
+        {"last_memory_bound_batch", opt(x.last_memory_bound)},
+        {"first_compute_bound_batch", opt(x.first_compute_bound)},
+        {"estimate_batch", x.estimate ? nlohmann::json(*x.estimate) : nlohmann::json(nullptr)}};
+  }
+  return {{"schema_version", kSchemaVersion},
+          {"kind", "serving"},
+          {"source", source_name(c.source)},
+          {"hardware",
+           {{"name", c.device}, {"dram_bandwidth_bytes_per_s", c.dram_bandwidth_bytes_per_s}}},
+          {"precision_policy", c.policy},
+          {"phase", std::string(sol::serve_phase_name(s.phase))},
+          {"context", s.context},
+          {"rows", std::move(rows)},
+          {"crossover", std::move(crossover)}};
+}
+
+std::string render_serving(const sol::Serving& s, const ServingContext& c) {
+  SOLAR_CHECK(!s.rows.empty(), "a serving summary without rows");
+  const bool decode = s.phase == sol::ServePhase::Decode;
+  std::string out = "Serving " + std::string(sol::serve_phase_name(s.phase)) + " of " +
+                    source_name(c.source) + " on " + c.device + " (DRAM " +
+                    format_bandwidth(c.dram_bandwidth_bytes_per_s) + "), context " +
+                    std::to_string(s.context) + " tokens\n";
+  out += "  precision policy: " + c.policy + "\n";
+  if (decode) {
+    out += "  decode: each step makes one token per sequence, attending to " +
+           std::to_string(s.context) +
+           " tokens; SOL/token = the step's SOL; tokens/s = batch / SOL\n";
+  } else {
+    out += "  prefill: each step reads batch x " + std::to_string(s.context) +
+           " prompt tokens; SOL = time to the first token; tokens/s = batch x context / SOL\n";
+  }
+  for (size_t i = 0; i < s.rows.size(); ++i) {
+    out += "  batch " + std::to_string(s.rows[i].batch) + ": " +
+           status_line(verification_of(c, i)) + "\n";
+    if (i == 0 && s.rows.size() > 2) {
+      // Later rows share one sentence: print the second, say how many there are.
+      out += "  batch " + std::to_string(s.rows[1].batch) + ".." +
+             std::to_string(s.rows.back().batch) + " (" + std::to_string(s.rows.size() - 1) +
+             " steps): " + status_line(verification_of(c, 1)) + "\n";
+      break;
+    }
+  }
+  out += "\n";
+  std::vector<std::vector<std::string>> table;
+  std::vector<std::string> head = {"batch", "tokens"};
+  std::string align = "rr";
+  for (const sol::ServeFigures& f : s.rows.front().figures) {
+    const std::string name(sol::fidelity_name(f.fidelity));
+    head.push_back(name + (decode ? " SOL/token" : " SOL"));
+    head.emplace_back("tokens/s");
+    head.emplace_back("bound");
+    align += "rrl";
+  }
+  head.emplace_back("DRAM bytes (" +
+                    std::string(sol::fidelity_name(s.rows.front().figures.back().fidelity)) + ")");
+  align += "r";
+  table.push_back(head);
+  for (const sol::ServeRow& r : s.rows) {
+    std::vector<std::string> row = {std::to_string(r.batch), std::to_string(r.tokens)};
+    for (const sol::ServeFigures& f : r.figures) {
+      row.push_back(format_seconds(f.step_s));
+      row.push_back(f.step_s > 0 ? format_count(f.tokens_per_s) : "n/a");
+      row.emplace_back(sol::bottleneck_name(f.bottleneck));
+    }
+    row.push_back(format_bytes(static_cast<double>(r.figures.back().bytes)));
+    table.push_back(std::move(row));
+  }
+  out += format_table(table, align);
+  if (s.rows.size() > 1) out += "\n";
+  for (const sol::ServeCrossover& x : s.crossovers) {
+    if (s.rows.size() < 2) break;
+    const std::string name(sol::fidelity_name(x.fidelity));
+    if (!x.first_compute_bound) {
+      out += name + ": memory bound at every batch up to " + std::to_string(s.rows.back().batch) +
+             "\n";
+    } else if (!x.last_memory_bound) {
+      out += name + ": compute bound from the first batch analysed (" +
+             std::to_string(*x.first_compute_bound) + ")\n";
+    } else {
+      out += name + ": turns compute bound between batch " + std::to_string(*x.last_memory_bound) +
+             " (memory bound) and " + std::to_string(*x.first_compute_bound) + " (compute bound)";
+      if (x.estimate) {
+        out += "; compute = memory at batch " + batch_text(*x.estimate) +
+               " (both terms linear in the batch between the two)";
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace solar::report

@@ -1,0 +1,179 @@
+"""Serving steps of decoders (docs/serving.md): ``solar analyze --serve prefill|decode`` on a
+Hugging Face causal LM built from its config (a Llama-style GQA model) and on a user's own MLA
+decoder (``get_serve_inputs``). The DRAM bytes of each step are counted by hand below; the
+decode SOL at batch 1 is (weights + KV-cache bytes) / bandwidth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from solar import cli, serve  # noqa: E402
+from solar.pipeline import AnalysisError  # noqa: E402
+
+MODELS = Path(__file__).resolve().parent / "models" / "serve"
+H100_BANDWIDTH = 3.35e12  # bytes/s (data/devices/H100-SXM.yaml)
+
+# The Llama-style model (models/serve/llama_gqa.py), bf16 (2 B an element): hidden 256, 4 query
+# heads and 2 key/value heads of 64, SwiGLU 512, vocabulary 1000, 2 layers, untied embeddings.
+LAYER_WEIGHTS = (
+    256 * 256  # q_proj
+    + 256 * 128  # k_proj (2 kv heads x 64)
+    + 256 * 128  # v_proj
+    + 256 * 256  # o_proj
+    + 3 * 256 * 512  # gate, up, down
+    + 2 * 256  # the two RMSNorm weights
+)  # = 590,336 elements
+WEIGHTS_BUT_EMBEDDING = 2 * (2 * LAYER_WEIGHTS + 256 + 1000 * 256)  # layers, final norm, lm_head
+INV_FREQ = 32 * 2  # the rotary embedding's inverse frequencies (a bf16 buffer of 32)
+
+
+def kv_bytes(batch: int, tokens: int) -> int:
+    """2 layers x 2 (k, v) x batch x 2 kv heads x tokens x 64 x 2 B."""
+    return 2 * 2 * batch * 2 * tokens * 64 * 2
+
+
+@pytest.fixture(scope="module")
+def llama_decode():
+    return serve.analyze_serving(MODELS / "llama_gqa.py", "decode", [1], 64)
+
+
+def test_llama_decode_at_batch_1_reads_every_weight_and_the_whole_cache_once(llama_decode):
+    step = llama_decode.steps[0]
+    assert step.verification["status"] == "passed"
+    # Decode at context 64: the new token attends to 64 tokens; the 63 before it are read from
+    # the cache (inputs), its own keys and values are written (outputs): the KV cache of 64
+    # tokens moves once, 2 x 2 x 1 x 2 x 64 x 64 x 2 = 65,536 B. The weights: one embedding row
+    # (256 x 2 = 512 B; the table's other rows are not read), every other weight once.
+    weights = 256 * 2 + WEIGHTS_BUT_EMBEDDING  # 2,874,368 B
+    kv = kv_bytes(1, 64)
+    assert kv == kv_bytes(1, 63) + kv_bytes(1, 1) == 65_536
+    logits = 1000 * 2  # the one token's logits, written
+    ids = 2 * 8  # input_ids and position_ids, i64[1, 1] each
+    assert step.data["bytes"]["fused"] == weights + kv + logits + ids + INV_FREQ == 2_941_984
+    # The SOL per token equals (weights + KV) / bandwidth within 1% (the logits, the two ids
+    # and the rotary buffer are the rest: 2,080 B of 2.94 MB).
+    hand = (weights + kv) / H100_BANDWIDTH
+    row = llama_decode.data["rows"][0]
+    fused = row["fidelities"]["fused"]
+    assert fused["bottleneck"] == "memory"
+    assert fused["step_s"] == pytest.approx(hand, rel=0.01)
+    assert fused["tokens_per_s"] == pytest.approx(1 / fused["step_s"])
+    assert row["tokens"] == 1
+    assert llama_decode.data["phase"] == "decode" and llama_decode.data["context"] == 64
+    assert "SOL/token" in llama_decode.table
+
+
+def test_llama_prefill_writes_the_prompts_cache():
+    served = serve.analyze_serving(MODELS / "llama_gqa.py", "prefill", [2], 32)
+    step = served.steps[0]
+    assert step.verification["status"] == "passed"
+    # Prefill of 2 x 32 tokens: 64 embedding rows read (every token a different row, balanced
+    # routing), every other weight once, the KV cache of 2 x 32 tokens written, the last
+    # token's logits of each sequence written, input_ids and position_ids (i64[2, 32]) read.
+    expected = (
+        64 * 256 * 2
+        + WEIGHTS_BUT_EMBEDDING
+        + kv_bytes(2, 32)
+        + 2 * 1000 * 2
+        + 2 * (2 * 32 * 8)
+        + INV_FREQ
+    )
+    assert step.data["bytes"]["fused"] == expected == 2_977_248
+    row = served.data["rows"][0]
+    assert row["tokens"] == 64
+    fused = row["fidelities"]["fused"]
+    assert fused["tokens_per_s"] == pytest.approx(64 / fused["step_s"])
+
+
+def test_decode_sweep_turns_compute_bound_between_1_and_512():
+    # float32: PyTorch's fp32 matmul runs on the CUDA cores (67 TFLOP/s on an H100: a ridge of
+    # 20 FLOP/byte). At context 16 a sequence adds 2 layers x 2 x 2 x 16 x 64 x 4 B = 32 kB of
+    # cache and 2 x 1.47 M FLOP of weights' products; the 5.75 MB of weights are shared. Memory
+    # bound at 32, compute bound at 64.
+    served = serve.analyze_serving(
+        MODELS / "llama_gqa_fp32.py", "decode", [1, 32, 64, 512], 16, verify=False
+    )
+    fused = served.data["crossover"]["fused"]
+    assert fused["last_memory_bound_batch"] == 32
+    assert fused["first_compute_bound_batch"] == 64
+    assert 32 < fused["estimate_batch"] < 64
+    bounds = [r["fidelities"]["fused"]["bottleneck"] for r in served.data["rows"]]
+    assert bounds == ["memory", "memory", "compute", "compute"]
+    # Compute bound, tokens/s stops growing with the batch.
+    rate = [r["fidelities"]["fused"]["tokens_per_s"] for r in served.data["rows"]]
+    assert rate[3] == pytest.approx(rate[2], rel=0.02)
+    assert "turns compute bound between batch 32 (memory bound) and 64" in served.table
+
+
+def test_mla_decoder_reads_its_latent_cache():
+    # The user's own decoder (get_serve_inputs): per layer and token the cache holds the latent
+    # c (64) and the shared rotary key kr (32): 2 layers x 64 tokens x 96 x 2 B = 24,576 B,
+    # against 65,536 B for the GQA model's keys and values at the same context.
+    served = serve.analyze_serving(MODELS / "mla_decoder.py", "decode", [1], 64)
+    step = served.steps[0]
+    assert step.verification["status"] == "passed"
+    layer = (
+        256 * 4 * 96  # q: 4 heads x (64 + 32)
+        + 256 * 64  # the latent's down-projection
+        + 256 * 32  # kr
+        + 64  # the latent's RMSNorm
+        + 64 * 256 * 2  # the key and value up-projections
+        + 256 * 256  # o
+        + 2 * 256  # the two RMSNorms of the block
+        + 3 * 256 * 512  # gate, up, down
+    )  # = 614,976 elements
+    weights = 2 * (256 + 2 * layer + 256 + 1000 * 256)  # one embedding row, layers, norm, head
+    cache = 2 * 64 * 96 * 2
+    logits, tokens = 1000 * 2, 8
+    assert step.data["bytes"]["fused"] == weights + cache + logits + tokens == 2_999_512
+    fused = served.data["rows"][0]["fidelities"]["fused"]
+    assert fused["step_s"] == pytest.approx((weights + cache) / H100_BANDWIDTH, rel=0.01)
+
+
+def test_parse_batches():
+    assert serve.parse_batches("1..512") == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    assert serve.parse_batches("3..20") == [3, 4, 8, 16, 20]
+    assert serve.parse_batches("1,4,16") == [1, 4, 16]
+    for bad in ("0,1", "4,2", "a", "8..2"):
+        with pytest.raises(AnalysisError):
+            serve.parse_batches(bad)
+
+
+def one_line_error(capsys, args: list[str]) -> str:
+    assert cli.main(args) == 1
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_a_model_that_is_no_decoder_is_a_one_line_error(capsys):
+    line = one_line_error(
+        capsys, ["analyze", str(MODELS / "not_a_decoder.py"), "--serve", "decode"]
+    )
+    assert "solar analyze: error: not_a_decoder.py: causal LMs found: none" in line
+    assert "get_serve_inputs(phase, batch, context)" in line
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--batch", "0"], "--batch must be at least 1, not 0"),
+        (["--context", "0"], "--context must be at least 1, not 0"),
+        (["--batch-sweep", "4,2"], "batch sizes must be increasing"),
+        (["--measured-ms", "1"], "--measured-ms cannot be given with --serve"),
+    ],
+)
+def test_bad_serving_options_are_one_line_errors(capsys, extra, message):
+    args = ["analyze", str(MODELS / "llama_gqa.py"), "--serve", "decode", *extra]
+    assert message in one_line_error(capsys, args)
+
+
+def test_batch_sweep_needs_serve(capsys):
+    args = ["analyze", str(MODELS / "llama_gqa.py"), "--batch-sweep", "1,2"]
+    assert "--batch-sweep needs --serve" in one_line_error(capsys, args)
