@@ -332,6 +332,7 @@ std::vector<std::string> routing_assumptions(const einsum::Graph& g) {
 Report make_report(einsum::Graph graph, hw::Device device, const sol::PrecisionPolicy& policy,
                    const std::vector<sol::Fidelity>& fidelities,
                    const sol::AnalysisOptions& options) {
+  graph = sol::store_weights(std::move(graph), policy);
   sol::Analysis analysis = sol::analyze(graph, device, policy, fidelities, options);
   return Report{std::move(graph), std::move(device), std::move(analysis), {}, std::nullopt};
 }

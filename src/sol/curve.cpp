@@ -12,7 +12,10 @@
 #include "solar/sol/cache.h"
 
 namespace solar::sol {
-Curve make_curve(const einsum::Graph& g, const hw::Device& d, const PrecisionPolicy& policy) {
+Curve make_curve(const einsum::Graph& program, const hw::Device& d, const PrecisionPolicy& policy) {
+  std::optional<einsum::Graph> stored;  // the policy's weight storage (store_weights)
+  if (policy.weight_storage) stored = store_weights(program, policy);
+  const einsum::Graph& g = stored ? *stored : program;
   const Analysis a = analyze(g, d, policy, {Fidelity::Unfused, Fidelity::Fused});
   Curve c;
   c.source = g.source;

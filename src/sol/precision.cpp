@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -144,8 +145,41 @@ const std::vector<PrecisionPolicy>& precision_policies() {
        "what-if: every floating-point contraction at the fp8 tensor rate (rates only: the "
        "bytes stay those of the program's dtypes)",
        table(all_floating(Precision::Fp8))},
+      {"int8-weights",
+       "weight-only int8: every floating weight stored in 1 byte and dequantised on chip, "
+       "products at the program's precision (a bf16 model's on bf16 tensor cores); otherwise "
+       "as pytorch-cuda-default",
+       table(kPytorchDefault), ir::DType::I8},
+      {"fp8-weights",
+       "weight-only fp8 (e4m3): every floating weight stored in 1 byte and upcast on chip, "
+       "products at the program's precision; otherwise as pytorch-cuda-default",
+       table(kPytorchDefault), ir::DType::F8E4M3},
   };
   return policies;
+}
+
+einsum::Graph store_weights(einsum::Graph g, const PrecisionPolicy& policy) {
+  if (!policy.weight_storage) return g;
+  const ir::DType to = *policy.weight_storage;
+  const int64_t size = ir::dtype_size(to);
+  std::set<std::string, std::less<>> stored;
+  for (einsum::TensorInfo& t : g.tensors) {
+    if (t.role != ir::TensorRole::Weight || !ir::dtype_is_float(t.dtype) ||
+        ir::dtype_size(t.dtype) <= size) {
+      continue;
+    }
+    t.dtype = to;
+    t.bytes = t.numel * size;
+    stored.insert(t.name);
+  }
+  for (einsum::Node& n : g.nodes) {
+    for (auto* list : {&n.reads, &n.writes}) {
+      for (einsum::Access& a : *list) {
+        if (stored.count(a.tensor) != 0) a.bytes = a.footprint * size;
+      }
+    }
+  }
+  return g;
 }
 
 const PrecisionPolicy& find_precision_policy(std::string_view name) {

@@ -20,10 +20,15 @@ size_t count_fallback_nodes(const Analysis& a) {
 
 }  // namespace
 
-DeviceComparison compare_devices(const einsum::Graph& g, const std::vector<hw::Device>& devices,
+DeviceComparison compare_devices(const einsum::Graph& program,
+                                 const std::vector<hw::Device>& devices,
                                  const PrecisionPolicy& policy,
                                  const std::vector<Fidelity>& fidelities,
                                  std::optional<double> latency_s, AnalysisOptions options) {
+  // A report's graph has the policy's weight storage already; applying it again changes nothing.
+  std::optional<einsum::Graph> stored;
+  if (policy.weight_storage) stored = store_weights(program, policy);
+  const einsum::Graph& g = stored ? *stored : program;
   std::optional<CacheOptimizer> optimizer;  // one for all devices: it keeps its tilings
   if (!options.optimizer) options.optimizer = &optimizer.emplace(g);
   DeviceComparison r;

@@ -177,3 +177,18 @@ def test_bad_serving_options_are_one_line_errors(capsys, extra, message):
 def test_batch_sweep_needs_serve(capsys):
     args = ["analyze", str(MODELS / "llama_gqa.py"), "--batch-sweep", "1,2"]
     assert "--batch-sweep needs --serve" in one_line_error(capsys, args)
+
+
+def test_int8_weights_halve_the_decode_steps_weight_bytes():
+    # --policy int8-weights (docs/precision.md): every bf16 weight and buffer stored in 1 byte,
+    # the products still bf16. The weights' 2,874,368 B become 1,437,184 B and the rotary
+    # buffer's 64 B become 32 B; the KV cache (65,536 B, an input and outputs), the logits
+    # (2,000 B) and the ids (16 B) keep their dtypes: 1,504,768 B.
+    served = serve.analyze_serving(
+        MODELS / "llama_gqa.py", "decode", [1], 64, policy="int8-weights", verify=False
+    )
+    weights = (256 * 2 + WEIGHTS_BUT_EMBEDDING) // 2
+    expected = weights + kv_bytes(1, 64) + 1000 * 2 + 2 * 8 + INV_FREQ // 2
+    assert served.steps[0].data["bytes"]["fused"] == expected == 1_504_768
+    fused = served.data["rows"][0]["fidelities"]["fused"]
+    assert fused["step_s"] == pytest.approx((weights + kv_bytes(1, 64)) / H100_BANDWIDTH, rel=0.01)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sol_test_util.h"
+#include "solar/sol/analysis.h"
 #include "solar/util/error.h"
 
 namespace solar::sol {
@@ -73,8 +74,8 @@ TEST(PrecisionPolicy, RegistryNamesAreUniqueAndDefaultComesFirst) {
     EXPECT_EQ(&find_precision_policy(p.name), &p);
   }
   EXPECT_EQ(precision_policies().front().name, kDefaultPrecisionPolicy);
-  for (const char* name :
-       {"pytorch-cuda-default", "strict", "tf32", "jax-default", "bf16", "fp8"}) {
+  for (const char* name : {"pytorch-cuda-default", "strict", "tf32", "jax-default", "bf16", "fp8",
+                           "int8-weights", "fp8-weights"}) {
     EXPECT_EQ(names.count(name), 1u) << name;
   }
 }
@@ -86,7 +87,7 @@ TEST(PrecisionPolicy, UnknownNameListsTheValidOnes) {
   } catch (const UserError& e) {
     EXPECT_EQ(std::string(e.what()),
               "unknown precision policy 'fast' (valid: pytorch-cuda-default, strict, tf32, "
-              "jax-default, bf16, fp8)");
+              "jax-default, bf16, fp8, int8-weights, fp8-weights)");
   }
 }
 
@@ -123,6 +124,47 @@ TEST(PrecisionPolicy, Tables) {
     EXPECT_EQ(find_precision_policy("fp8").wanted(c), on_tensor(Precision::Fp8));
   }
   EXPECT_EQ(find_precision_policy("bf16").wanted(CC::Int8), on_tensor(Precision::Int8));
+}
+
+// Weight-only quantisation (PrecisionPolicy::weight_storage, store_weights): a bf16 decode-style
+// matrix-vector product, x bf16[1, 4096] times the weight W bf16[4096, 4096], plus a bias
+// b bf16[4096] into y bf16[1, 4096].
+//   default:      x 8,192 + W 33,554,432 + b 8,192 + y 8,192 = 33,579,008 B
+//   int8-weights: x 8,192 + W 16,777,216 + b 4,096 + y 8,192 = 16,797,696 B (W and b 1 B each)
+// The product stays a bf16 one: 4096 x 4096 = 16,777,216 MACs at H100's 989.5e12 bf16 rate.
+TEST(PrecisionPolicy, WeightOnlyStorageHalvesABf16ModelsWeightBytes) {
+  const einsum::Graph g = testing::lift_text(R"(
+input x : bf16[1, 4096]
+weight w : bf16[4096, 4096]
+weight b : bf16[4096]
+output y : bf16[1, 4096]
+kernel gemv {
+  for i in 0..1, n in 0..4096, k in 0..4096:
+    y[i, n] += x[i, k] * w[k, n]
+}
+kernel bias {
+  for i in 0..1, n in 0..4096:
+    y[i, n] = y[i, n] + b[n]
+}
+)");
+  const hw::Device h100 = hw::load_builtin_device("H100-SXM");
+  const Analysis plain = analyze(g, h100, find_precision_policy("pytorch-cuda-default"));
+  EXPECT_EQ(plain.result(Fidelity::Fused).bytes, 33'579'008);
+  for (const char* name : {"int8-weights", "fp8-weights"}) {
+    SCOPED_TRACE(name);
+    const PrecisionPolicy& p = find_precision_policy(name);
+    const einsum::Graph stored = store_weights(g, p);
+    EXPECT_EQ(stored.tensors.size(), g.tensors.size());
+    const Analysis a = analyze(stored, h100, p);
+    EXPECT_EQ(a.result(Fidelity::Fused).bytes, 16'797'696);
+    EXPECT_EQ(a.nodes[0].mac_rate->used, on_tensor(Precision::Bf16));
+    EXPECT_DOUBLE_EQ(a.nodes[0].mac_s, 2.0 * 16'777'216 / 989.5e12);
+    // Idempotent: a stored graph is stored already.
+    EXPECT_EQ(analyze(store_weights(stored, p), h100, p).result(Fidelity::Fused).bytes, 16'797'696);
+  }
+  // Policies without weight storage leave the graph as it is.
+  const einsum::Graph same = store_weights(g, find_precision_policy("fp8"));
+  for (const einsum::TensorInfo& t : same.tensors) EXPECT_EQ(t.dtype, DType::BF16) << t.name;
 }
 
 TEST(PrecisionPolicy, VectorTargetFollowsTheComputeDtype) {

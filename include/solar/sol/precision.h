@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,9 +71,21 @@ struct PrecisionPolicy {
   std::string_view name;
   std::string_view description;
   std::array<Target, kContractionClassCount> contraction;  // by ContractionClass
+  // Weight-only quantisation: every floating weight tensor (`weight` role: parameters and
+  // buffers) wider than this dtype is stored in it and dequantised on chip, so its bytes are
+  // this dtype's; the products keep the program's own precision (their operand dtypes, taken in
+  // the lift). Scales and zero points are not counted (they only add bytes). Applied by
+  // store_weights. Unset: the bytes are the program's.
+  std::optional<ir::DType> weight_storage = std::nullopt;
 
   Target wanted(ContractionClass c) const { return contraction[static_cast<size_t>(c)]; }
 };
+
+// `g` with `policy`'s weight storage applied (PrecisionPolicy::weight_storage): each such weight
+// tensor's dtype and bytes, and the bytes of every access to it. `g` itself when the policy has
+// none. Every analysis applies it before anything else (report::make_report, compare_devices,
+// make_curve).
+einsum::Graph store_weights(einsum::Graph g, const PrecisionPolicy& policy);
 
 // The registry, default policy first.
 const std::vector<PrecisionPolicy>& precision_policies();
