@@ -335,16 +335,8 @@ def _analyze(args: argparse.Namespace) -> int:
         try:
             report = dispatch.analyze_file(
                 args.model,
-                hw=args.hw,
-                policy=args.policy,
-                verify=args.verify,
-                allow_unsupported=args.allow_unsupported,
-                verify_budget_mb=args.verify_budget_mb,
-                verify_budget_s=args.verify_budget_s,
-                verify_mode=args.verify_mode,
-                fidelity=args.fidelity,
-                sol_options=report_options(args),
                 stage_times=times,
+                **pipeline_options(args),
                 **({"train": True, "optimizer": args.optimizer} if args.train else {}),
             )
         finally:  # also after a failure: the stages reached so far
@@ -367,6 +359,22 @@ def _analyze(args: argparse.Namespace) -> int:
     return 1 if report.verification["status"] == "failed" else 0
 
 
+def pipeline_options(args: argparse.Namespace) -> dict:
+    """The capture pipeline's keywords from ``solar analyze``'s options (the device, the policy,
+    the verification, the fidelity, the report's options): one step or a serving sweep alike."""
+    return {
+        "hw": args.hw,
+        "policy": args.policy,
+        "verify": args.verify,
+        "allow_unsupported": args.allow_unsupported,
+        "verify_budget_mb": args.verify_budget_mb,
+        "verify_budget_s": args.verify_budget_s,
+        "verify_mode": args.verify_mode,
+        "fidelity": args.fidelity,
+        "sol_options": report_options(args),
+    }
+
+
 def _serve(args: argparse.Namespace) -> int:
     """``solar analyze MODEL.py --serve PHASE ...`` (docs/serving.md): one step, or a sweep of
     batch sizes; the serving table (after the step's own report when there is one step)."""
@@ -381,6 +389,8 @@ def _serve(args: argparse.Namespace) -> int:
             ("--llm", args.llm or args.llm_fallback),
             ("--measure", args.measure),
             ("--measured-ms", args.measured_ms is not None),
+            ("--measurement", args.measurement is not None),
+            ("--train", args.train),
         )
         if given
     ]
@@ -394,16 +404,8 @@ def _serve(args: argparse.Namespace) -> int:
             args.serve,
             batches,
             args.context,
-            hw=args.hw,
-            policy=args.policy,
-            verify=args.verify,
-            allow_unsupported=args.allow_unsupported,
-            verify_budget_mb=args.verify_budget_mb,
-            verify_budget_s=args.verify_budget_s,
-            verify_mode=args.verify_mode,
-            fidelity=args.fidelity,
-            sol_options=report_options(args),
             stage_times=times,
+            **pipeline_options(args),
         )
     finally:
         if args.stage_times:

@@ -167,6 +167,8 @@ def test_a_model_that_is_no_decoder_is_a_one_line_error(capsys):
         (["--context", "0"], "--context must be at least 1, not 0"),
         (["--batch-sweep", "4,2"], "batch sizes must be increasing"),
         (["--measured-ms", "1"], "--measured-ms cannot be given with --serve"),
+        (["--measurement", "t.json"], "--measurement cannot be given with --serve"),
+        (["--train"], "--train cannot be given with --serve"),
     ],
 )
 def test_bad_serving_options_are_one_line_errors(capsys, extra, message):
