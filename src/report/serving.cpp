@@ -31,8 +31,8 @@ nlohmann::json verification_summary(const nlohmann::json& v) {
 }
 
 const nlohmann::json& verification_of(const ServingContext& c, size_t row) {
-  static const nlohmann::json kNull = nullptr;
-  return row < c.verification.size() ? c.verification[row] : kNull;
+  static const nlohmann::json none = nullptr;
+  return row < c.verification.size() ? c.verification[row] : none;
 }
 
 std::string status_line(const nlohmann::json& v) {
