@@ -14,7 +14,7 @@ namespace solar::sol {
 namespace {
 
 // dY = y * 2 (the backward reads the forward's y: an activation of 4 x 2 f32 = 32 B).
-const char* kStep = R"(input x : f32[4, 8]
+constexpr const char* kStep = R"(input x : f32[4, 8]
 weight w : f32[8, 2]
 tensor y : f32[4, 2]
 output loss : f32[]
