@@ -220,3 +220,21 @@ def test_api_errors():
         solar.analyze(f, (x,), loss=lambda out, x: out.sum())
     with pytest.raises(ValueError, match="--optimizer needs --train"):
         solar.analyze(f, (x,), optimizer="sgd")
+
+
+def test_docs_output_block_is_a_real_run(capsys):
+    # docs/training.md's JAX report block is this command's output, from its first line to the
+    # activations; the errors' digits depend on XLA's CPU kernels, so they are not compared.
+    import re
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "training.md"
+    block = docs.read_text().split("$ solar analyze tests/python/jax_models/train/mlp.py --train\n")
+    expected = block[1].split("\n```")[0]
+    rc = cli.main(["analyze", str(TRAIN_MLP), "--train"])
+    assert rc == 0
+    out = capsys.readouterr().out
+
+    def digits(text: str) -> str:
+        return re.sub(r"max_(abs|rel)_err=\S+", r"max_\1_err=E", text)
+
+    assert digits(out).startswith(digits(expected) + "\n")
