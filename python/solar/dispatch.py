@@ -36,7 +36,7 @@ OPTIONS = (
     "fidelity",
     "sol_options",
     "stage_times",
-    "train",  # a training step (docs/training.md); optimizers: PyTorch only, so far
+    "train",  # a training step (docs/training.md)
     "optimizer",
     "loss",
 )
@@ -150,8 +150,7 @@ def framework_of_call(fn: Any, example_inputs: Any) -> str:
 
 
 def _jax_training(options: dict) -> None:
-    """The training options of a JAX program: ``train`` and ``loss`` are the JAX adapter's;
-    an optimizer is not captured for JAX yet (one line, before jax is imported)."""
+    """The training options of a JAX program, checked before jax is imported (one line)."""
     from solar.pipeline import AnalysisError
 
     train, optimizer, loss = (options.pop(k, None) for k in ("train", "optimizer", "loss"))
@@ -159,15 +158,17 @@ def _jax_training(options: dict) -> None:
         raise AnalysisError("--optimizer needs --train (an optimizer updates a training step)")
     if loss is not None and not train:
         raise AnalysisError("a loss function needs train=True")
-    if optimizer is not None:
-        raise AnalysisError(
-            f"--optimizer {optimizer} is not supported for JAX programs yet (--train alone "
-            "analyses the forward and backward; docs/training.md)"
-        )
+    if optimizer is not None and optimizer not in _OPTIMIZERS:
+        raise AnalysisError(f"unknown optimizer '{optimizer}' (valid: {', '.join(_OPTIMIZERS)})")
     if train:
         options["train"] = True
+        if optimizer is not None:
+            options["optimizer"] = optimizer
         if loss is not None:
             options["loss"] = loss
+
+
+_OPTIMIZERS = ("sgd", "adam", "adamw")  # solar.jax._train.OPTIMIZERS (which imports jax)
 
 
 def _check_options(options: dict) -> None:

@@ -57,7 +57,7 @@ def test_nnx_mlp_file_forward_backward_and_verified_gradients():
     names = [c["name"] for c in r.verification["outputs"]]
     assert names == ["loss", "grad_fc1_bias", "grad_fc1_kernel", "grad_fc2_bias", "grad_fc2_kernel"]
     p = phases(r)
-    assert list(p) == ["forward", "backward"]  # no optimizer for JAX (yet)
+    assert list(p) == ["forward", "backward"]  # no --optimizer: no update
     assert p["forward"]["totals"]["macs"] == 36864
     assert p["backward"]["totals"]["macs"] == 40960
     assert r.data["totals"]["macs"] == 36864 + 40960
@@ -168,11 +168,6 @@ def test_cli_train_json(tmp_path, capsys):
     "path, args, message",
     [
         (
-            TRAIN_MLP,
-            ["--train", "--optimizer", "adamw"],
-            "--optimizer adamw is not supported for JAX programs yet",
-        ),
-        (
             MODELS / "rnn_scan.py",  # forward(*inputs): every argument is an input
             ["--train"],
             "--train: the model has no parameters to differentiate",
@@ -220,6 +215,8 @@ def test_api_errors():
         solar.analyze(f, (x,), loss=lambda out, x: out.sum())
     with pytest.raises(ValueError, match="--optimizer needs --train"):
         solar.analyze(f, (x,), optimizer="sgd")
+    with pytest.raises(ValueError, match="unknown optimizer 'lion'"):
+        solar.analyze(f, (x,), train=True, optimizer="lion")
 
 
 def test_docs_output_block_is_a_real_run(capsys):
@@ -238,3 +235,63 @@ def test_docs_output_block_is_a_real_run(capsys):
         return re.sub(r"max_(abs|rel)_err=\S+", r"max_\1_err=E", text)
 
     assert digits(out).startswith(digits(expected) + "\n")
+
+
+# The update's DRAM bytes, fused (2344 fp32 parameters: fc1 64*32 + 32, fc2 32*8 + 8): SGD reads
+# the parameter and its gradient and writes the parameter, 12 B a parameter; Adam(W) reads the
+# parameter, the gradient and two moments and writes the parameter and the moments, 28 B.
+@pytest.mark.parametrize("optimizer, per_param", [("sgd", 12), ("adam", 28), ("adamw", 28)])
+def test_optimizer_update_matches_optax(optimizer, per_param):
+    optax = pytest.importorskip("optax")
+    from solar.jax._train import STEP
+
+    r = solar.analyze_file(str(TRAIN_MLP), train=True, optimizer=optimizer)
+    assert r.verification["status"] == "passed"
+    p = phases(r)
+    assert list(p) == ["forward", "backward", "optimizer"]
+    assert p["optimizer"]["totals"]["macs"] == 0
+    assert p["optimizer"]["bytes"]["fused"] == 2344 * per_param
+    compared = {o["name"] for o in r.verification["outputs"]}
+    params = ["fc1_bias", "fc1_kernel", "fc2_bias", "fc2_kernel"]
+    assert {f"new_{n}" for n in params} <= compared
+    # The golden update (XLA's run of the step) is optax's on the same values.
+    cap, golden = solar_jax.capture_file(TRAIN_MLP, train=True, optimizer=optimizer)
+    data = golden()
+    weights = {n: jnp.asarray(data[n]) for n in params}
+    grads = {n: jnp.asarray(data[f"grad_{n}"]) for n in params}
+    h = {"b1": 0.9, "b2": 0.999, "eps": 1e-8}
+    opt = {
+        "sgd": lambda: optax.sgd(1e-3),
+        "adam": lambda: optax.adam(1e-3, **h),
+        "adamw": lambda: optax.adamw(1e-3, weight_decay=1e-2, **h),
+    }[optimizer]()
+    state = opt.init(weights)
+    if optimizer != "sgd":
+        moments = {
+            s: {n: jnp.asarray(data[f"s_{n}_{s}"]) for n in params}
+            for s in ("exp_avg", "exp_avg_sq")
+        }
+        adam = state[0]._replace(
+            count=jnp.asarray(STEP - 1, jnp.int32), mu=moments["exp_avg"], nu=moments["exp_avg_sq"]
+        )
+        state = (adam, *state[1:])
+    updates, new_state = opt.update(grads, state, weights)
+    new = optax.apply_updates(weights, updates)
+    for n in params:
+        assert float(jnp.max(jnp.abs(new[n] - data[f"new_{n}"]))) <= 1e-6
+        assert float(jnp.max(jnp.abs(new[n] - weights[n]))) > 1e-5  # the update moved it
+        if optimizer != "sgd":
+            assert float(jnp.max(jnp.abs(new_state[0].mu[n] - data[f"new_{n}_exp_avg"]))) <= 1e-6
+            assert float(jnp.max(jnp.abs(new_state[0].nu[n] - data[f"new_{n}_exp_avg_sq"]))) <= 1e-6
+
+
+def test_docs_optimizer_table_is_a_real_run(capsys):
+    docs = Path(__file__).resolve().parents[2] / "docs" / "training.md"
+    text = docs.read_text()
+    block = text.split(
+        "$ solar analyze tests/python/jax_models/train/mlp.py --train --optimizer adamw\n...\n"
+    )
+    expected = block[1].split("\n```")[0]
+    rc = cli.main(["analyze", str(TRAIN_MLP), "--train", "--optimizer", "adamw"])
+    assert rc == 0
+    assert expected + "\n" in capsys.readouterr().out

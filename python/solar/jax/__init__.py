@@ -9,6 +9,8 @@ This subpackage imports jax, never torch; ``import solar`` imports neither.
   ``forward`` or a Flax ``Model``).
 - ``capture(fn, example_inputs)`` / ``capture_file(path)`` / ``load_model_file(path)``: the pieces;
   ``measure_file(path)``: the model file's jitted run, timed.
+- ``train=True`` (``analyze``, ``analyze_file``; ``capture_train``): one training step,
+  ``jax.value_and_grad`` of the loss and ``optimizer``'s update (``_train``, docs/training.md).
 
 ``options``: those of ``solar.pipeline.analyze_capture`` (``solar.dispatch.OPTIONS``), as for
 PyTorch. Two differ in what they can do: per-op verification is not available for JAX (the
@@ -239,18 +241,20 @@ def analyze(
     source: str | None = None,
     train: bool = False,
     loss: Any = None,
+    optimizer: str | None = None,
     **options: Any,
 ) -> Report:
     """Captures ``fn(*example_inputs)``, lowers it, verifies it against JAX on the same inputs
     and returns its SOL report on device ``hw`` (``options``: the module doc). ``train``: one
     training step instead, ``jax.value_and_grad`` of ``loss(output, *inputs)`` (default: the sum
-    of the outputs) with respect to an nnx Module's ``nnx.Param`` variables (docs/training.md)."""
+    of the outputs) with respect to an nnx Module's ``nnx.Param`` variables, then ``optimizer``'s
+    update (None: none) (docs/training.md)."""
     with timed(options.get("stage_times"), "capture"):
         if train:
-            cap = capture_train(fn, example_inputs, loss=loss, source=source)
+            cap = capture_train(fn, example_inputs, loss, optimizer, source)
         else:
-            if loss is not None:
-                raise CaptureError("a loss function needs train=True")
+            if loss is not None or optimizer is not None:
+                raise CaptureError("a loss function or an optimizer needs train=True")
             cap = capture(fn, example_inputs, source=source)
     return analyze_capture(cap, cap.golden, hw, policy or DEFAULT_POLICY, **options)
 
@@ -260,18 +264,24 @@ def analyze_file(
     hw: str = DEFAULT_HW,
     policy: str | None = None,
     train: bool = False,
+    optimizer: str | None = None,
     **options: Any,
 ) -> Report:
     """``analyze`` on a JAX model file (docs/jax.md); ``train``: its training step, the loss
-    being the file's ``get_loss(output, *inputs)`` when it defines one (docs/training.md)."""
+    being the file's ``get_loss(output, *inputs)`` when it defines one, and ``optimizer``'s
+    update (docs/training.md)."""
+    if optimizer is not None and not train:
+        raise CaptureError("--optimizer needs --train (an optimizer updates a training step)")
     with timed(options.get("stage_times"), "capture"):
-        cap, golden = capture_file(path, train=train)
+        cap, golden = capture_file(path, train=train, optimizer=optimizer)
     return analyze_capture(cap, golden, hw, policy or DEFAULT_POLICY, **options)
 
 
-def capture_file(path: str | os.PathLike, train: bool = False) -> tuple[JaxCapture, Any]:
+def capture_file(
+    path: str | os.PathLike, train: bool = False, optimizer: str | None = None
+) -> tuple[JaxCapture, Any]:
     """``(capture, golden)`` of a JAX model file; ``golden()`` runs it once with JAX.
-    ``train``: the capture of its training step (``capture_train``)."""
+    ``train``: the capture of its training step (``capture_train``), with ``optimizer``."""
     module, apply, weights, inputs, names = _load_model_file(path)
     source = os.path.basename(os.fspath(path))
     if not train:
@@ -280,15 +290,20 @@ def capture_file(path: str | os.PathLike, train: bool = False) -> tuple[JaxCaptu
     loss = getattr(module, "get_loss", None)
     if loss is not None and not callable(loss):
         raise CaptureError(f"{path}: get_loss is not a function (get_loss(output, *inputs))")
-    cap = _capture_train(apply, weights, inputs, names, source, loss)
+    cap = _capture_train(apply, weights, inputs, names, source, loss, optimizer)
     return cap, cap.golden
 
 
 def capture_train(
-    fn: Any, example_inputs: Any, loss: Any = None, source: str | None = None
+    fn: Any,
+    example_inputs: Any,
+    loss: Any = None,
+    optimizer: str | None = None,
+    source: str | None = None,
 ) -> JaxCapture:
     """The training step of ``fn(*example_inputs)`` (an ``nnx.Module`` instance: its
-    ``nnx.Param`` variables are differentiated) as a capture (docs/training.md, "JAX")."""
+    ``nnx.Param`` variables are differentiated), with ``optimizer``'s update (None: none), as a
+    capture (docs/training.md, "JAX")."""
     from flax import nnx
 
     if loss is not None and not callable(loss):
@@ -305,16 +320,23 @@ def capture_train(
         return nnx.merge(graphdef, state)(*xs)
 
     names = _input_names(fn, len(inputs))
-    return _capture_train(apply, state, inputs, names, source or _source(fn), loss)
+    return _capture_train(apply, state, inputs, names, source or _source(fn), loss, optimizer)
 
 
 def _capture_train(
-    apply: Any, weights: Any, inputs: tuple, input_names: list[str], source: str | None, loss: Any
+    apply: Any,
+    weights: Any,
+    inputs: tuple,
+    input_names: list[str],
+    source: str | None,
+    loss: Any,
+    optimizer: str | None = None,
 ) -> JaxCapture:
     from solar.jax._train import train_capture, trainable
 
     leaves, call = program_leaves(apply, weights, inputs, input_names)
-    flat, step = train_capture(call, leaves, trainable(weights, leaves), loss, source)
+    mask = trainable(weights, leaves)
+    flat, step, leaves = train_capture(call, leaves, mask, loss, source, optimizer)
     return JaxCapture(flat.document, flat.constants, step, leaves, flat.leaf_names, flat.draws)
 
 
