@@ -36,7 +36,7 @@ OPTIONS = (
     "fidelity",
     "sol_options",
     "stage_times",
-    "train",  # a training step (docs/training.md): PyTorch only, so far
+    "train",  # a training step (docs/training.md)
     "optimizer",
     "loss",
 )
@@ -55,7 +55,7 @@ def analyze(fn: Any, example_inputs: Any, hw: str = DEFAULT_HW, **options: Any) 
     """The SOL report of ``fn(*example_inputs)`` by the adapter of its framework."""
     _check_options(options)
     if framework_of_call(fn, example_inputs) == "jax":
-        _no_jax_training(options)
+        _jax_training(options)
         from solar import jax as solar_jax
 
         return solar_jax.analyze(fn, example_inputs, hw=hw, **options)
@@ -71,7 +71,9 @@ def analyze_file(path: str | os.PathLike, hw: str = DEFAULT_HW, **options: Any) 
     if "source" in options:
         raise TypeError("analyze_file names the report after the model file: no 'source'")
     if os.path.isfile(path) and framework_of(path) == "jax":
-        _no_jax_training(options)
+        _jax_training(options)
+        if "loss" in options:
+            raise TypeError("analyze_file takes the loss from the file's get_loss: no 'loss'")
         from solar import jax as solar_jax
 
         return solar_jax.analyze_file(path, hw=hw, **options)
@@ -147,17 +149,26 @@ def framework_of_call(fn: Any, example_inputs: Any) -> str:
     return "jax" if any(isinstance(x, jax.Array) for x in leaves(example_inputs)) else "torch"
 
 
-def _no_jax_training(options: dict) -> None:
-    """A training step of a JAX program is not captured yet: one line, before jax is imported."""
-    if options.get("train") or options.get("optimizer") or options.get("loss"):
-        from solar.pipeline import AnalysisError
+def _jax_training(options: dict) -> None:
+    """The training options of a JAX program, checked before jax is imported (one line)."""
+    from solar.pipeline import AnalysisError
 
-        raise AnalysisError(
-            "--train is not supported for JAX programs yet (jax.value_and_grad capture is "
-            "future work; docs/training.md)"
-        )
-    for key in ("train", "optimizer", "loss"):
-        options.pop(key, None)
+    train, optimizer, loss = (options.pop(k, None) for k in ("train", "optimizer", "loss"))
+    if optimizer is not None and not train:
+        raise AnalysisError("--optimizer needs --train (an optimizer updates a training step)")
+    if loss is not None and not train:
+        raise AnalysisError("a loss function needs train=True")
+    if optimizer is not None and optimizer not in _OPTIMIZERS:
+        raise AnalysisError(f"unknown optimizer '{optimizer}' (valid: {', '.join(_OPTIMIZERS)})")
+    if train:
+        options["train"] = True
+        if optimizer is not None:
+            options["optimizer"] = optimizer
+        if loss is not None:
+            options["loss"] = loss
+
+
+_OPTIMIZERS = ("sgd", "adam", "adamw")  # solar.jax._train.OPTIMIZERS (which imports jax)
 
 
 def _check_options(options: dict) -> None:

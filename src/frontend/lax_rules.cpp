@@ -388,6 +388,7 @@ void register_lax_rules(std::map<std::string, Rule>& r) {
   r["jax.max"] = fn2("max");
   r["jax.min"] = fn2("min");
   r["jax.add"] = infix("+");
+  r["jax.add_any"] = infix("+");  // the sum of two cotangents (a backward's accumulation)
   r["jax.sub"] = infix("-");
   r["jax.mul"] = infix("*");
   r["jax.div"] = infix("/");  // an integer output truncates toward zero, as lax.div does

@@ -302,13 +302,15 @@ def test_api_errors():
         solar.analyze(nn.Linear(4, 2), (torch.randn(2, 4),), optimizer="sgd")
 
 
-def test_jax_train_is_a_clear_error(tmp_path, capsys):
+def test_jax_train_goes_to_the_jax_adapter(tmp_path, capsys):
+    # --train on a JAX file is the JAX adapter's (tests/python/test_jax_training.py): this file
+    # defines no model, and the JAX adapter says so in one line.
     path = tmp_path / "jax_model.py"
     path.write_text("import jax\n\ndef get_inputs():\n    return []\n")
-    rc = cli.main(["analyze", str(path), "--train"])
+    rc = cli.main(["analyze", str(path), "--train", "--optimizer", "sgd"])
     err = capsys.readouterr().err
     assert rc == 1 and err.count("\n") == 1
-    assert "--train is not supported for JAX programs yet" in err
+    assert "defines neither 'forward' nor 'Model'" in err
 
 
 def test_docs_output_block_is_a_real_run(capsys):

@@ -9,6 +9,8 @@ This subpackage imports jax, never torch; ``import solar`` imports neither.
   ``forward`` or a Flax ``Model``).
 - ``capture(fn, example_inputs)`` / ``capture_file(path)`` / ``load_model_file(path)``: the pieces;
   ``measure_file(path)``: the model file's jitted run, timed.
+- ``train=True`` (``analyze``, ``analyze_file``; ``capture_train``): one training step,
+  ``jax.value_and_grad`` of the loss and ``optimizer``'s update (``_train``, docs/training.md).
 
 ``options``: those of ``solar.pipeline.analyze_capture`` (``solar.dispatch.OPTIONS``), as for
 PyTorch. Two differ in what they can do: per-op verification is not available for JAX (the
@@ -42,6 +44,7 @@ __all__ = [
     "analyze_file",
     "capture",
     "capture_file",
+    "capture_train",
     "load_model_file",
     "measure_file",
 ]
@@ -124,6 +127,20 @@ def _capture(
     apply: Any, weights: Any, inputs: tuple, input_names: list[str], source: str | None
 ) -> JaxCapture:
     """``apply(*inputs)``, or ``apply(weights, *inputs)`` when there are weights."""
+    leaves, call = program_leaves(apply, weights, inputs, input_names)
+
+    def flat_fn(*flat: Any) -> list:
+        return jax.tree_util.tree_leaves(call(*flat)[0])
+
+    flat = flatten(flat_fn, leaves, source)
+    return JaxCapture(flat.document, flat.constants, flat_fn, leaves, flat.leaf_names, flat.draws)
+
+
+def program_leaves(
+    apply: Any, weights: Any, inputs: tuple, input_names: list[str]
+) -> tuple[list[Leaf], Any]:
+    """The flattened arguments of ``apply`` (weights first, then the inputs' pytree leaves) and
+    ``call(*flat) -> (result, inputs)``: ``apply`` on them, and the inputs rebuilt."""
     leaves: list[Leaf] = []
     w_paths, w_tree = jax.tree_util.tree_flatten_with_path(weights)
     for path, value in w_paths:
@@ -141,23 +158,26 @@ def _capture(
     n_weights = len(w_paths)
     has_weights = n_weights > 0
 
-    def flat_fn(*flat: Any) -> list:
+    def call(*flat: Any) -> tuple[Any, list]:
         ws = jax.tree_util.tree_unflatten(w_tree, flat[:n_weights])
         xs, at = [], n_weights
         for treedef, n in x_tree:
             xs.append(jax.tree_util.tree_unflatten(treedef, flat[at : at + n]))
             at += n
-        result = apply(ws, *xs) if has_weights else apply(*xs)
-        return jax.tree_util.tree_leaves(result)
+        return (apply(ws, *xs) if has_weights else apply(*xs)), xs
 
-    flat = flatten(flat_fn, leaves, source)
-    return JaxCapture(flat.document, flat.constants, flat_fn, leaves, flat.leaf_names, flat.draws)
+    return leaves, call
 
 
 def load_model_file(path: str | os.PathLike) -> tuple[Any, Any, tuple, list[str]]:
     """A JAX model file as ``(apply, weights, inputs, input_names)``: ``forward(*get_inputs())``
     (no weights), or a Flax ``Model(*get_init_inputs())`` (linen: ``init`` with
     ``jax.random.PRNGKey(0)``; nnx: built with ``rngs=nnx.Rngs(0)``)."""
+    return _load_model_file(path)[1:]
+
+
+def _load_model_file(path: str | os.PathLike) -> tuple[Any, Any, Any, tuple, list[str]]:
+    """``(module, *load_model_file(path))``: the imported file first."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise CaptureError(f"{path}: no such file")
@@ -167,7 +187,7 @@ def load_model_file(path: str | os.PathLike) -> tuple[Any, Any, tuple, list[str]
         raise CaptureError(f"{path}: defines no 'get_inputs' (docs/jax.md: model files)")
     inputs = _as_tuple(call_model_code(path, "get_inputs()", CaptureError, module.get_inputs))
     if hasattr(module, "forward"):
-        return module.forward, {}, inputs, _input_names(module.forward, len(inputs))
+        return module, module.forward, {}, inputs, _input_names(module.forward, len(inputs))
     if not hasattr(module, "Model"):
         raise CaptureError(
             f"{path}: defines neither 'forward' nor 'Model' (a JAX model file defines get_inputs()"
@@ -189,7 +209,7 @@ def load_model_file(path: str | os.PathLike) -> tuple[Any, Any, tuple, list[str]
         def apply(variables: Any, *xs: Any) -> Any:
             return model.apply(variables, *xs)
 
-        return apply, variables, inputs, _input_names(model.__call__, len(inputs))
+        return module, apply, variables, inputs, _input_names(model.__call__, len(inputs))
     if isinstance(cls, type) and issubclass(cls, nnx.Module):
         takes_rngs = "rngs" in inspect.signature(cls.__init__).parameters
         model = call_model_code(
@@ -203,7 +223,7 @@ def load_model_file(path: str | os.PathLike) -> tuple[Any, Any, tuple, list[str]
         def apply_nnx(state: Any, *xs: Any) -> Any:
             return nnx.merge(graphdef, state)(*xs)
 
-        return apply_nnx, state, inputs, _input_names(model.__call__, len(inputs))
+        return module, apply_nnx, state, inputs, _input_names(model.__call__, len(inputs))
     raise CaptureError(f"{path}: Model is not a flax.linen or flax.nnx Module")
 
 
@@ -219,29 +239,105 @@ def analyze(
     hw: str = DEFAULT_HW,
     policy: str | None = None,
     source: str | None = None,
+    train: bool = False,
+    loss: Any = None,
+    optimizer: str | None = None,
     **options: Any,
 ) -> Report:
     """Captures ``fn(*example_inputs)``, lowers it, verifies it against JAX on the same inputs
-    and returns its SOL report on device ``hw`` (``options``: the module doc)."""
+    and returns its SOL report on device ``hw`` (``options``: the module doc). ``train``: one
+    training step instead, ``jax.value_and_grad`` of ``loss(output, *inputs)`` (default: the sum
+    of the outputs) with respect to an nnx Module's ``nnx.Param`` variables, then ``optimizer``'s
+    update (None: none) (docs/training.md)."""
     with timed(options.get("stage_times"), "capture"):
-        cap = capture(fn, example_inputs, source=source)
+        if train:
+            cap = capture_train(fn, example_inputs, loss, optimizer, source)
+        else:
+            if loss is not None or optimizer is not None:
+                raise CaptureError("a loss function or an optimizer needs train=True")
+            cap = capture(fn, example_inputs, source=source)
     return analyze_capture(cap, cap.golden, hw, policy or DEFAULT_POLICY, **options)
 
 
 def analyze_file(
-    path: str | os.PathLike, hw: str = DEFAULT_HW, policy: str | None = None, **options: Any
+    path: str | os.PathLike,
+    hw: str = DEFAULT_HW,
+    policy: str | None = None,
+    train: bool = False,
+    optimizer: str | None = None,
+    **options: Any,
 ) -> Report:
-    """``analyze`` on a JAX model file (docs/jax.md)."""
+    """``analyze`` on a JAX model file (docs/jax.md); ``train``: its training step, the loss
+    being the file's ``get_loss(output, *inputs)`` when it defines one, and ``optimizer``'s
+    update (docs/training.md)."""
+    if optimizer is not None and not train:
+        raise CaptureError("--optimizer needs --train (an optimizer updates a training step)")
     with timed(options.get("stage_times"), "capture"):
-        cap, golden = capture_file(path)
+        cap, golden = capture_file(path, train=train, optimizer=optimizer)
     return analyze_capture(cap, golden, hw, policy or DEFAULT_POLICY, **options)
 
 
-def capture_file(path: str | os.PathLike) -> tuple[JaxCapture, Any]:
-    """``(capture, golden)`` of a JAX model file; ``golden()`` runs it once with JAX."""
-    apply, weights, inputs, names = load_model_file(path)
-    cap = _capture(apply, weights, inputs, names, os.path.basename(os.fspath(path)))
+def capture_file(
+    path: str | os.PathLike, train: bool = False, optimizer: str | None = None
+) -> tuple[JaxCapture, Any]:
+    """``(capture, golden)`` of a JAX model file; ``golden()`` runs it once with JAX.
+    ``train``: the capture of its training step (``capture_train``), with ``optimizer``."""
+    module, apply, weights, inputs, names = _load_model_file(path)
+    source = os.path.basename(os.fspath(path))
+    if not train:
+        cap = _capture(apply, weights, inputs, names, source)
+        return cap, cap.golden
+    loss = getattr(module, "get_loss", None)
+    if loss is not None and not callable(loss):
+        raise CaptureError(f"{path}: get_loss is not a function (get_loss(output, *inputs))")
+    cap = _capture_train(apply, weights, inputs, names, source, loss, optimizer)
     return cap, cap.golden
+
+
+def capture_train(
+    fn: Any,
+    example_inputs: Any,
+    loss: Any = None,
+    optimizer: str | None = None,
+    source: str | None = None,
+) -> JaxCapture:
+    """The training step of ``fn(*example_inputs)`` (an ``nnx.Module`` instance: its
+    ``nnx.Param`` variables are differentiated), with ``optimizer``'s update (None: none), as a
+    capture (docs/training.md, "JAX")."""
+    from flax import nnx
+
+    if loss is not None and not callable(loss):
+        raise CaptureError(f"the loss must be a function of (output, *inputs), not {loss!r}")
+    inputs = _as_tuple(example_inputs)
+    if not isinstance(fn, nnx.Module):
+        raise CaptureError(
+            "--train: a plain JAX function has no parameters to differentiate (its arguments"
+            " are inputs); pass a Flax nnx Module (docs/training.md)"
+        )
+    graphdef, state = nnx.split(fn)
+
+    def apply(state: Any, *xs: Any) -> Any:
+        return nnx.merge(graphdef, state)(*xs)
+
+    names = _input_names(fn, len(inputs))
+    return _capture_train(apply, state, inputs, names, source or _source(fn), loss, optimizer)
+
+
+def _capture_train(
+    apply: Any,
+    weights: Any,
+    inputs: tuple,
+    input_names: list[str],
+    source: str | None,
+    loss: Any,
+    optimizer: str | None = None,
+) -> JaxCapture:
+    from solar.jax._train import train_capture, trainable
+
+    leaves, call = program_leaves(apply, weights, inputs, input_names)
+    mask = trainable(weights, leaves)
+    flat, step, leaves = train_capture(call, leaves, mask, loss, source, optimizer)
+    return JaxCapture(flat.document, flat.constants, step, leaves, flat.leaf_names, flat.draws)
 
 
 def measure_file(
