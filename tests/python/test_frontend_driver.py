@@ -314,8 +314,8 @@ def test_top_level_analyze_and_jax_dispatch(monkeypatch, tmp_path):
         "fidelity": "fused",
         "sol_options": {"routing": "concentrated"},
         "stage_times": {},
-        "train": False,  # a training step (docs/training.md): PyTorch only, so dispatch keeps
-        "optimizer": None,  # these three from the JAX adapter (a one-line error when set)
+        "train": False,  # a training step (docs/training.md): dispatch checks these three and
+        "optimizer": None,  # passes them on only for a training step (below)
         "loss": None,
     }
     assert sorted(every) == sorted(dispatch.OPTIONS)
@@ -328,8 +328,11 @@ def test_top_level_analyze_and_jax_dispatch(monkeypatch, tmp_path):
     forwarded = {k: v for k, v in every.items() if k not in training}
     file_forwarded = {k: v for k, v in file_options.items() if k not in training}
     assert calls == [("analyze", "B200", forwarded), ("file", "A6000", file_forwarded)]
-    with pytest.raises(ValueError, match="not supported for JAX programs yet"):
-        solar.analyze(lambda x: x, (Array(),), train=True)
+    calls.clear()
+    solar.analyze(lambda x: x, (Array(),), hw="B200", train=True, optimizer="adamw")
+    assert calls == [("analyze", "B200", {"train": True, "optimizer": "adamw"})]
+    with pytest.raises(ValueError, match="unknown optimizer 'lion'"):
+        solar.analyze(lambda x: x, (Array(),), train=True, optimizer="lion")
     with pytest.raises(TypeError, match="unknown option"):
         solar.analyze_file(jax_file, verfy=False)
 
