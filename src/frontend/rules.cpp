@@ -1059,6 +1059,8 @@ std::map<std::string, Rule> make_rules() {
 
   r["aten.sum.dim_IntList"] = reduce_rule("+=");
   r["aten.sum.default"] = reduce_rule("+=");
+  r["aten.prod.dim_int"] = reduce_rule("*=");
+  r["aten.prod.default"] = reduce_rule("*=");
   r["aten.amax.default"] = reduce_rule("max=");
   r["aten.amin.default"] = reduce_rule("min=");
   r["aten.mean.dim"] = mean_rule;

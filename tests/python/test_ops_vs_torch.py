@@ -153,6 +153,15 @@ CASES = {
         ),
         (r(3, 4),),
     ),
+    "prod": lambda: (
+        lambda x, i: (
+            torch.prod(x, dim=1),
+            torch.prod(x, dim=0, keepdim=True),
+            torch.prod(x),
+            torch.prod(i, dim=1),  # int32 -> int64, as torch promotes an integer product
+        ),
+        (r(3, 4) * 0.5 + 1.0, torch.arange(12, dtype=torch.int32).reshape(3, 4) % 5 + 1),
+    ),
     "norms_var_logsumexp": lambda: (
         lambda x: (
             torch.norm(x, p=2, dim=1),
@@ -301,6 +310,17 @@ def test_depthwise_conv3d_counts_one_window_per_output():
     totals = analyzed("conv3d_depthwise").data["totals"]
     assert totals["macs"] == 5184
     assert totals["other_ops"] == 192
+
+
+def test_prod_multiplies_once_per_element():
+    # The "prod" case: four products over 3 x 4 tensors, each one `*=` kernel over the 12
+    # elements: 4 x 12 = 48 other ops, no MACs (a product of one operand is no contraction).
+    # Unfused, each reads its input alone: x (f32, 48 B) three times, i (i32, 48 B) once; the
+    # outputs: f32[3] 12 B, f32[1, 4] 16 B, f32[] 4 B, i64[3] 24 B.
+    #   3 x 48 + 48 + 12 + 16 + 4 + 24 = 248 B; fused: x and i once, 48 + 48 + 56 = 152 B.
+    data = analyzed("prod").data
+    assert data["totals"]["macs"] == 0 and data["totals"]["other_ops"] == 48
+    assert data["bytes"]["unfused"] == 248 and data["bytes"]["fused"] == 152
 
 
 def test_scans_count_one_operation_per_element():
