@@ -784,46 +784,18 @@ void sdpa_rule(NodeLowering& n) {
   const double dropout = n.number_or("dropout_p", 0.0);
   if (dropout < 0.0 || dropout > 1.0) throw UserError("dropout_p must be in [0, 1]");
   const int r = q.rank();
-  const int64_t len_q = q.shape[r - 2];
-  const int64_t len_k = k.shape[r - 2];
-  const int64_t e = q.shape[r - 1];
-  const bool causal = n.flag_or("is_causal", false);
-  if (causal && len_q > len_k) throw UserError("is_causal with more queries than keys");
-  const std::vector<int64_t> q_batch(q.shape.begin(), q.shape.end() - 2);
-  if (std::vector<int64_t>(k.shape.begin(), k.shape.end() - 2) != q_batch ||
-      std::vector<int64_t>(v.shape.begin(), v.shape.end() - 2) != q_batch) {
-    throw UserError("key and value must have the query's batch and head dims (no GQA)");
-  }
-  const double scale = n.number_or("scale", 1.0 / std::sqrt(static_cast<double>(e)));
-  std::string bl = box_loops(q_batch, "b");
-  std::string bi = box_index(r - 2, "b");
-  if (!bl.empty()) {
-    bl += ", ";
-    bi += ", ";
-  }
-  const std::string rows = bl + "i in 0.." + std::to_string(len_q);
-  const std::string cols = rows + ", j in 0.." + (causal ? "i + 1" : std::to_string(len_k));
-  std::vector<int64_t> s_shape = q_batch;
-  s_shape.push_back(len_q);
-  std::vector<int64_t> row_shape = s_shape;
-  s_shape.push_back(len_k);
-  const TensorInfo sc = n.temp("scores", acc_dtype(q), s_shape);
-  const std::string sij = sc.name + "[" + bi + "i, j]";
-  const std::string row = "[" + bi + "i]";
-  n.kernel("qk", cols + ", e in 0.." + std::to_string(e), sij,
-           "+=", q.name + "[" + bi + "i, e] * " + k.name + "[" + bi + "j, e]");
-  std::string logits = sij + " * " + lit(scale);
-  if (n.has("attn_mask")) {
-    const TensorInfo m = n.tensor("attn_mask");
-    std::vector<std::string> names;  // the scores' index names: b.., i, j
-    for (int d = 0; d < r - 2; ++d) names.push_back("b" + std::to_string(d));
-    names.push_back("i");
-    names.push_back("j");
-    const std::string mi = bcast_names(m.shape, s_shape, names);
-    const std::string mread = m.name + "[" + mi + "]";
-    logits = m.dtype == ir::DType::Bool ? "select(" + mread + ", " + logits + ", -inf)"
-                                        : logits + " + " + mread;
-  }
+  const Attention a = attention_of(n, q, k, v);
+  const int64_t len_q = a.len_q;
+  const int64_t len_k = a.len_k;
+  const bool causal = a.causal;
+  const std::vector<int64_t>& q_batch = a.batch;
+  const std::vector<int64_t>& s_shape = a.s_shape;
+  const std::vector<int64_t>& row_shape = a.row_shape;
+  const std::string& bi = a.bi;
+  const std::string& rows = a.rows;
+  const std::string& cols = a.cols;
+  const std::string row = a.row();
+  const std::string logits = attention_logits(n, a, q, k);
   const TensorInfo lg = n.temp("logits", acc_dtype(q), s_shape);
   n.kernel("logits", cols, lg.name + "[" + bi + "i, j]", "=", logits);
   const TensorInfo mx = n.temp("max", acc_dtype(q), row_shape);
@@ -1115,6 +1087,56 @@ std::map<std::string, Rule> make_rules() {
 const std::map<std::string, Rule>& rules() {
   static const std::map<std::string, Rule> registry = make_rules();
   return registry;
+}
+
+Attention attention_of(NodeLowering& n, const TensorInfo& q, const TensorInfo& k,
+                       const TensorInfo& v) {
+  const int r = q.rank();
+  Attention a;
+  a.len_q = q.shape[r - 2];
+  a.len_k = k.shape[r - 2];
+  a.e = q.shape[r - 1];
+  a.dv = v.shape[r - 1];
+  a.causal = n.flag_or("is_causal", false);
+  if (a.causal && a.len_q > a.len_k) throw UserError("is_causal with more queries than keys");
+  a.batch.assign(q.shape.begin(), q.shape.end() - 2);
+  if (std::vector<int64_t>(k.shape.begin(), k.shape.end() - 2) != a.batch ||
+      std::vector<int64_t>(v.shape.begin(), v.shape.end() - 2) != a.batch) {
+    throw UserError("key and value must have the query's batch and head dims (no GQA)");
+  }
+  a.scale = n.number_or("scale", 1.0 / std::sqrt(static_cast<double>(a.e)));
+  a.bl = box_loops(a.batch, "b");
+  a.bi = box_index(r - 2, "b");
+  if (!a.bl.empty()) {
+    a.bl += ", ";
+    a.bi += ", ";
+  }
+  a.rows = a.bl + "i in 0.." + std::to_string(a.len_q);
+  a.cols = a.rows + ", j in 0.." + (a.causal ? "i + 1" : std::to_string(a.len_k));
+  a.row_shape = a.batch;
+  a.row_shape.push_back(a.len_q);
+  a.s_shape = a.row_shape;
+  a.s_shape.push_back(a.len_k);
+  return a;
+}
+
+std::string attention_logits(NodeLowering& n, const Attention& a, const TensorInfo& q,
+                             const TensorInfo& k) {
+  const TensorInfo sc = n.temp("scores", acc_dtype(q), a.s_shape);
+  n.kernel("qk", a.cols + ", e in 0.." + std::to_string(a.e), sc.name + a.ij(),
+           "+=", q.name + "[" + a.bi + "i, e] * " + k.name + "[" + a.bi + "j, e]");
+  std::string logits = sc.name + a.ij() + " * " + lit(a.scale);
+  if (n.has("attn_mask")) {
+    const TensorInfo m = n.tensor("attn_mask");
+    std::vector<std::string> names;  // the scores' index names: b.., i, j
+    for (size_t d = 0; d < a.batch.size(); ++d) names.push_back("b" + std::to_string(d));
+    names.push_back("i");
+    names.push_back("j");
+    const std::string mread = m.name + "[" + bcast_names(m.shape, a.s_shape, names) + "]";
+    logits = m.dtype == ir::DType::Bool ? "select(" + mread + ", " + logits + ", -inf)"
+                                        : logits + " + " + mread;
+  }
+  return logits;
 }
 
 }  // namespace solar::frontend

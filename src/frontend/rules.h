@@ -185,6 +185,30 @@ void scan(NodeLowering& n, const TensorInfo& x, const TensorInfo& y, int64_t dim
 void moments(NodeLowering& n, const TensorInfo& x, const std::vector<bool>& reduced,
              const TensorInfo& mean, const TensorInfo& var, int64_t count);
 
+// Scaled-dot-product attention over q [.., Lq, E], k [.., Lk, E], v [.., Lk, Dv] (rules.cpp's
+// forward rule and rules_train.cpp's backward): the shared batch and head dims (no GQA: a
+// UserError otherwise), the loops over the rows (`.., i`) and over the scores (`.., i, j`, the
+// causal triangle j <= i with is_causal), and the scale (the `scale` argument, else 1/sqrt(E)).
+struct Attention {
+  int64_t len_q = 0, len_k = 0, e = 0, dv = 0;
+  bool causal = false;
+  double scale = 1.0;
+  std::vector<int64_t> batch;      // the batch and head dims
+  std::vector<int64_t> row_shape;  // batch + [Lq]
+  std::vector<int64_t> s_shape;    // batch + [Lq, Lk]
+  std::string bl, bi;              // "b0 in 0..B, b1 in 0..H, " and "b0, b1, " (or "")
+  std::string rows, cols;          // the loops over the rows, over the scores
+  std::string ij() const { return "[" + bi + "i, j]"; }
+  std::string row() const { return "[" + bi + "i]"; }
+};
+Attention attention_of(NodeLowering& n, const TensorInfo& q, const TensorInfo& k,
+                       const TensorInfo& v);
+// The scores q k^T (one `qk` product into a temporary) and the expression of the logits at
+// [.., i, j]: the scores times the scale, with `attn_mask` when given (a bool mask selects, -inf
+// elsewhere; another is added).
+std::string attention_logits(NodeLowering& n, const Attention& a, const TensorInfo& q,
+                             const TensorInfo& k);
+
 // Convolution helpers of rules.cpp, shared with rules_train.cpp's backward rules.
 // A list argument of one entry per spatial dim (a single entry repeats).
 std::vector<int64_t> per_dim(NodeLowering& n, const std::string& key, size_t dims,

@@ -126,50 +126,25 @@ void sdpa_backward_rule(NodeLowering& n) {
   if (n.number_or("dropout_p", 0.0) != 0.0) {
     throw UserError("attention backward with dropout has no rule yet");
   }
-  const int r = q.rank();
-  const int64_t len_q = q.shape[r - 2];
-  const int64_t len_k = k.shape[r - 2];
-  const int64_t e = q.shape[r - 1];
-  const int64_t dv = v.shape[r - 1];
-  const bool causal = n.flag_or("is_causal", false);
-  if (causal && len_q > len_k) throw UserError("is_causal with more queries than keys");
-  const std::vector<int64_t> batch(q.shape.begin(), q.shape.end() - 2);
-  if (std::vector<int64_t>(k.shape.begin(), k.shape.end() - 2) != batch ||
-      std::vector<int64_t>(v.shape.begin(), v.shape.end() - 2) != batch) {
-    throw UserError("key and value must have the query's batch and head dims (no GQA)");
-  }
-  if (lse.shape.size() != batch.size() + 1 || lse.shape.back() != len_q) {
+  const Attention a = attention_of(n, q, k, v);
+  const int64_t len_q = a.len_q;
+  const int64_t len_k = a.len_k;
+  const int64_t e = a.e;
+  const int64_t dv = a.dv;
+  const bool causal = a.causal;
+  const double scale = a.scale;
+  const std::vector<int64_t>& s_shape = a.s_shape;
+  const std::vector<int64_t>& row_shape = a.row_shape;
+  const std::string& bl = a.bl;
+  const std::string& bi = a.bi;
+  const std::string& rows = a.rows;
+  const std::string& cols = a.cols;
+  const std::string ij = a.ij();
+  const std::string row = a.row();
+  if (lse.shape.size() != a.batch.size() + 1 || lse.shape.back() != len_q) {
     throw UserError("logsumexp must have the query's batch dims and its length");
   }
-  const double scale = n.number_or("scale", 1.0 / std::sqrt(static_cast<double>(e)));
-  std::string bl = box_loops(batch, "b");
-  std::string bi = box_index(r - 2, "b");
-  if (!bl.empty()) {
-    bl += ", ";
-    bi += ", ";
-  }
-  const std::string rows = bl + "i in 0.." + std::to_string(len_q);
-  const std::string cols = rows + ", j in 0.." + (causal ? "i + 1" : std::to_string(len_k));
-  std::vector<int64_t> s_shape = batch;
-  s_shape.push_back(len_q);
-  std::vector<int64_t> row_shape = s_shape;
-  s_shape.push_back(len_k);
-  const std::string ij = "[" + bi + "i, j]";
-  const std::string row = "[" + bi + "i]";
-  const TensorInfo sc = n.temp("scores", acc_dtype(q), s_shape);
-  n.kernel("qk", cols + ", e in 0.." + std::to_string(e), sc.name + ij,
-           "+=", q.name + "[" + bi + "i, e] * " + k.name + "[" + bi + "j, e]");
-  std::string logits = sc.name + ij + " * " + lit(scale);
-  if (n.has("attn_mask")) {
-    const TensorInfo m = n.tensor("attn_mask");
-    std::vector<std::string> names;
-    for (int d = 0; d < r - 2; ++d) names.push_back("b" + std::to_string(d));
-    names.push_back("i");
-    names.push_back("j");
-    const std::string mread = m.name + "[" + bcast_names(m.shape, s_shape, names) + "]";
-    logits = m.dtype == ir::DType::Bool ? "select(" + mread + ", " + logits + ", -inf)"
-                                        : logits + " + " + mread;
-  }
+  const std::string logits = attention_logits(n, a, q, k);
   const TensorInfo pr = n.temp("p", q.dtype, s_shape);
   n.kernel("p", cols, pr.name + ij, "=", "exp(" + logits + " - " + lse.name + row + ")");
   // dV and dK reduce over the queries: keys outermost, the queries that see key j inside.
