@@ -276,8 +276,40 @@ def _rnn_shapes_only():
         decomposition_table.update(decompositions)
 
 
+def exported_placeholders(
+    sig: Any, constants: dict, attributes: dict[str, str] | None = None
+) -> dict:
+    """The binding of each placeholder of an exported program, by name, from its graph
+    signature: user inputs in order (those in ``attributes``, input name -> module path, are the
+    module's tensor attributes), parameters, buffers and constant tensors (``constants``: the
+    exported program's). Another input kind is a CaptureError."""
+    from torch.export.graph_signature import InputKind
+
+    attributes = attributes or {}
+    out: dict[str, Binding] = {}
+    n_inputs = 0
+    for spec in sig.input_specs:
+        name = getattr(spec.arg, "name", None)
+        if name is None:
+            continue
+        if spec.kind == InputKind.USER_INPUT and name in attributes:
+            out[name] = Binding("attribute", target=attributes[name])
+        elif spec.kind == InputKind.USER_INPUT:
+            out[name] = Binding("input", index=n_inputs)
+            n_inputs += 1
+        elif spec.kind == InputKind.PARAMETER:
+            out[name] = Binding("weight", target=spec.target)
+        elif spec.kind == InputKind.BUFFER:
+            out[name] = Binding("buffer", target=spec.target)
+        elif spec.kind == InputKind.CONSTANT_TENSOR:
+            out[name] = Binding("constant", value=constants[spec.target])
+        else:
+            raise CaptureError(f"unsupported exported input kind {spec.kind.name} ('{name}')")
+    return out
+
+
 def _trace_export(module: nn.Module, args: tuple, attributes: list[Attribute] = ()) -> Traced:
-    from torch.export.graph_signature import InputKind, OutputKind
+    from torch.export.graph_signature import OutputKind
 
     with _rnn_shapes_only():
         if attributes:
@@ -286,26 +318,9 @@ def _trace_export(module: nn.Module, args: tuple, attributes: list[Attribute] = 
             ep, wrapped = torch.export.export(module, args), None
         ep = ep.run_decompositions(_decompositions())
     sig = ep.graph_signature
-    by_input = {attr.input_name: attr for attr in attributes}
+    by_input = {attr.input_name: attr.path for attr in attributes}
     traced = Traced(graph=ep.graph, method="torch.export", module=ep.graph_module)
-    n_inputs = 0
-    for spec in sig.input_specs:
-        name = getattr(spec.arg, "name", None)
-        if name is None:
-            continue
-        if spec.kind == InputKind.USER_INPUT and name in by_input:
-            traced.placeholders[name] = Binding("attribute", target=by_input[name].path)
-        elif spec.kind == InputKind.USER_INPUT:
-            traced.placeholders[name] = Binding("input", index=n_inputs)
-            n_inputs += 1
-        elif spec.kind == InputKind.PARAMETER:
-            traced.placeholders[name] = Binding("weight", target=spec.target)
-        elif spec.kind == InputKind.BUFFER:
-            traced.placeholders[name] = Binding("buffer", target=spec.target)
-        elif spec.kind == InputKind.CONSTANT_TENSOR:
-            traced.placeholders[name] = Binding("constant", value=ep.constants[spec.target])
-        else:
-            raise CaptureError(f"unsupported exported input kind {spec.kind.name} ('{name}')")
+    traced.placeholders.update(exported_placeholders(sig, ep.constants, by_input))
     output_node = next(n for n in ep.graph.nodes if n.op == "output")
     values = list(output_node.args[0])
     n_outputs = 0

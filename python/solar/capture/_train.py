@@ -46,6 +46,7 @@ from solar.capture._trace import (
     _decompositions,
     _first_line,
     _FunctionModule,
+    exported_placeholders,
 )
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
@@ -165,7 +166,7 @@ def _export_loss(module: nn.Module, args: tuple, loss_fn: Any) -> Any:
 
 def _joint(ep: Any) -> Traced:
     from torch.export.exported_program import _decompose_exported_program
-    from torch.export.graph_signature import InputKind, OutputKind
+    from torch.export.graph_signature import OutputKind
 
     try:
         joint = _decompose_exported_program(
@@ -191,22 +192,7 @@ def _joint(ep: Any) -> Traced:
             graph.erase_node(node)
     sig = joint.graph_signature
     traced = Traced(graph=graph, method="torch.export", module=joint.graph_module)
-    n_inputs = 0
-    for spec in sig.input_specs:
-        name = getattr(spec.arg, "name", None)
-        if name is None:
-            continue
-        if spec.kind == InputKind.USER_INPUT:
-            traced.placeholders[name] = Binding("input", index=n_inputs)
-            n_inputs += 1
-        elif spec.kind == InputKind.PARAMETER:
-            traced.placeholders[name] = Binding("weight", target=spec.target)
-        elif spec.kind == InputKind.BUFFER:
-            traced.placeholders[name] = Binding("buffer", target=spec.target)
-        elif spec.kind == InputKind.CONSTANT_TENSOR:
-            traced.placeholders[name] = Binding("constant", value=joint.constants[spec.target])
-        else:
-            raise CaptureError(f"unsupported exported input kind {spec.kind.name} ('{name}')")
+    traced.placeholders.update(exported_placeholders(sig, joint.constants))
     output_node = next(n for n in graph.nodes if n.op == "output")
     values = list(output_node.args[0])
     forward_roots = []
