@@ -157,8 +157,6 @@ int64_t touched_elements(const Graph& g, std::string_view tensor) {
   return touched_footprint(g, tensor).elements;
 }
 
-bool is_relabel(const Node& n) { return n.relabel; }
-
 namespace {
 
 // The DRAM bytes of the nodes [u.first, u.last) run as one kernel (OpUnit).
@@ -185,7 +183,7 @@ void unit_bytes(const Graph& g, const std::map<std::string, Events, std::less<>>
                 const std::map<std::string, const TensorInfo*, std::less<>>& tensors, OpUnit& u) {
   if (u.last - u.first == 1) {  // one node: all it reads and writes, as it runs alone
     const Node& n = g.nodes[u.first];
-    if (is_relabel(n)) return;  // no kernel: a view of its input in the framework
+    if (n.relabel) return;  // no kernel: a view of its input in the framework
     u.bytes_read = n.bytes_read();
     u.bytes_written = n.bytes_written();
     for (const auto* list : {&n.reads, &n.writes}) {

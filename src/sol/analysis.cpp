@@ -180,7 +180,7 @@ NodeCost node_cost(const einsum::Node& n, const hw::Device& d, const PrecisionPo
     c.other_s = static_cast<double>(n.counts.other_ops()) / c.other_rate->flops_per_s;
   }
   c.compute_s = std::max(c.mac_s, c.other_s);
-  c.bytes = einsum::is_relabel(n) ? 0 : n.bytes_read() + n.bytes_written();
+  c.bytes = n.relabel ? 0 : n.bytes_read() + n.bytes_written();
   c.memory_s = static_cast<double>(c.bytes) / d.dram_bandwidth_bytes_per_s();
   c.time_s = std::max(c.compute_s, c.memory_s);
   c.bottleneck = bound(c.compute_s, c.memory_s);

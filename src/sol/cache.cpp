@@ -1763,7 +1763,7 @@ CacheGroup CacheOptimizer::Impl::untiled_group(size_t first, size_t last) const 
 }
 
 int64_t CacheOptimizer::Impl::streamed_traffic(size_t n) const {
-  if (einsum::is_relabel(g.nodes[n])) return 0;  // as streamed_group
+  if (g.nodes[n].relabel) return 0;  // as streamed_group
   int64_t traffic = 0;
   for (const auto* list : {&node_reads[n], &node_writes[n]}) {
     for (const auto& [t, e] : *list) traffic = sat_add(traffic, sat_mul(e, elem_size(t)));
@@ -1776,9 +1776,9 @@ CacheGroup CacheOptimizer::Impl::streamed_group(size_t n) const {
   grp.first = n;
   grp.last = n + 1;
   grp.mode = GroupMode::Streamed;
-  // A relabelling reshape (einsum::is_relabel) alone moves nothing: any implementation can have
+  // A relabelling reshape (einsum::Node::relabel) alone moves nothing: any implementation can have
   // its producer write the layout its consumer reads.
-  const bool relabel = einsum::is_relabel(g.nodes[n]);
+  const bool relabel = g.nodes[n].relabel;
   for (const auto* list : {&node_reads[n], &node_writes[n]}) {
     for (const auto& [t, e] : *list) {
       GroupTensor gt{g.tensors[t].name,

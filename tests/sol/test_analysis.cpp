@@ -124,7 +124,7 @@ TEST(NodeCost, UnfusedSumsTheNodesMaxes) {
 // ---------------------------------------------------------------------------------------------
 // Whole programs, lifted from IR text
 
-// A relabelling reshape (einsum::is_relabel): the head-merge of attention, o : [B, H, T, D]
+// A relabelling reshape (einsum::Node::relabel): the head-merge of attention, o : [B, H, T, D]
 // permuted to [B, T, H, D] and reshaped to [B, T, H*D], which SOLAR's strided views cannot
 // express (it merges H and D, not adjacent in o's storage), so the lift materialises it. PyTorch
 // runs it as a view (the attention kernel writes o in the layout that allows one): the unfused
@@ -151,7 +151,8 @@ kernel k2 {
     z[b, t, c] = y[b, t, c] + 1.0
 }
 )");
-  const auto relabel = std::find_if(g.nodes.begin(), g.nodes.end(), einsum::is_relabel);
+  const auto relabel =
+      std::find_if(g.nodes.begin(), g.nodes.end(), [](const einsum::Node& n) { return n.relabel; });
   ASSERT_NE(relabel, g.nodes.end());
   EXPECT_EQ(relabel->bytes_read() + relabel->bytes_written(), 8192);  // what a copy would move
   const Analysis a = analyze(g, h100(), default_policy());
@@ -171,7 +172,7 @@ p = permute(x, [0, 2, 1, 3])
 y = reshape(p)
 )");
   ASSERT_EQ(copy.nodes.size(), 1);
-  EXPECT_FALSE(einsum::is_relabel(copy.nodes[0]));
+  EXPECT_FALSE(copy.nodes[0].relabel);
   EXPECT_EQ(analyze(copy, h100(), default_policy()).result(Fidelity::Unfused).bytes, 8192);
 }
 

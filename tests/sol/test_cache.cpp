@@ -758,7 +758,7 @@ TEST(CacheStreaming, InstanceNormReshapedBackIsOneGroup) {
 // x, y : 2 x 3 x 4 f32 = 96 B each. At 1 KiB: the elementwise kernel (x read, t written: 192 B),
 // then the copy, or all untiled (x and y once, 192 B, t on chip: 288 B of working set): 192 B.
 // At 100 B the kernel streams (192 B) and so does the copy, which is a relabelling reshape of
-// the intermediate t (einsum::is_relabel): the kernel can write y's layout itself, so the copy
+// the intermediate t (einsum::Node::relabel): the kernel can write y's layout itself, so the copy
 // moves nothing and t's 96 B written stand for y's: 192 B (384 B when it was charged as a copy:
 // t read and y written again).
 TEST(CacheStreaming, CopyOverAnotherShapeStreamsAlone) {
@@ -780,7 +780,7 @@ y = reshape(p)
   EXPECT_FALSE(opt.tiled_dims(0, 2));
   EXPECT_EQ(opt.optimize(1024).traffic_bytes, 192);
   EXPECT_EQ(opt.optimize(100).traffic_bytes, 192);
-  EXPECT_TRUE(einsum::is_relabel(g.nodes[1]));
+  EXPECT_TRUE(g.nodes[1].relabel);
 }
 
 // A node's write needs no join when nothing in its segment reads it: a transposed convolution

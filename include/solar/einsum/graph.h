@@ -134,7 +134,8 @@ struct Node {
   // intermediate can write it in the layout that makes the reshape a view, as an eager run does
   // (the attention kernel's output, whose head-merge torch.export records as `aten.view`: a
   // view only where the real strides allow one); a copy a framework does need is an operation
-  // of its own (`clone`, `contiguous`). Not of a graph input: its layout is given.
+  // of its own (`clone`, `contiguous`). Not of a graph input: its layout is given. The unfused
+  // and cache-aware fidelities charge it no bytes (docs/fidelities.md, "Relabelling reshapes").
   bool relabel = false;
   bool conv_like = false;  // a contraction with a sliding window (an operand index that combines
                            // an output loop and a reduced loop in one dimension, or an output
@@ -143,10 +144,6 @@ struct Node {
   int64_t bytes_read() const;
   int64_t bytes_written() const;
 };
-
-// A relabelling reshape (Node::relabel): the unfused and cache-aware fidelities charge it no
-// bytes (docs/fidelities.md, "Relabelling reshapes").
-bool is_relabel(const Node& n);
 
 struct TensorInfo {
   std::string name;
