@@ -48,11 +48,9 @@ std::map<std::string, Uses> tensor_uses(const einsum::Graph& g,
   return uses;
 }
 
-}  // namespace
-
-einsum::Graph phase_graph(const einsum::Graph& g, const std::vector<std::string>& phases,
-                          std::string_view phase) {
-  const std::map<std::string, Uses> uses = tensor_uses(g, phases);
+// phase_graph with the graph's tensor uses given (analyze_step builds them once for every phase).
+einsum::Graph phase_graph_of(const einsum::Graph& g, const std::vector<std::string>& phases,
+                             const std::map<std::string, Uses>& uses, std::string_view phase) {
   einsum::Graph p;
   p.source = g.source;
   p.routing = g.routing;
@@ -82,6 +80,13 @@ einsum::Graph phase_graph(const einsum::Graph& g, const std::vector<std::string>
   return p;
 }
 
+}  // namespace
+
+einsum::Graph phase_graph(const einsum::Graph& g, const std::vector<std::string>& phases,
+                          std::string_view phase) {
+  return phase_graph_of(g, phases, tensor_uses(g, phases), phase);
+}
+
 StepAnalysis analyze_step(const einsum::Graph& g,
                           const std::map<std::string, std::string>& tensor_phase,
                           const hw::Device& d, const PrecisionPolicy& policy,
@@ -90,12 +95,12 @@ StepAnalysis analyze_step(const einsum::Graph& g,
   StepAnalysis s;
   AnalysisOptions fresh = options;
   fresh.optimizer = nullptr;  // each phase is a graph of its own
+  const std::map<std::string, Uses> uses = tensor_uses(g, phases);
   for (const std::string& name : phase_names()) {
-    const einsum::Graph pg = phase_graph(g, phases, name);
+    const einsum::Graph pg = phase_graph_of(g, phases, uses, name);
     if (pg.nodes.empty()) continue;
     s.phases.push_back({name, pg.nodes.size(), analyze(pg, d, policy, fidelities, fresh)});
   }
-  const std::map<std::string, Uses> uses = tensor_uses(g, phases);
   for (const einsum::TensorInfo& t : g.tensors) {
     const auto it = uses.find(t.name);
     if (it == uses.end()) continue;
