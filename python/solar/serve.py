@@ -235,6 +235,35 @@ def _step_layer_class() -> type:
     return StepLayer
 
 
+def _run_through_step_cache(
+    lm: Any, input_ids: Any, position_ids: Any, max_len: int, pairs: list, n_layers: int
+) -> tuple[Any, list]:
+    """``lm`` run on the tokens through a StaticCache of ``max_len`` whose layers are step
+    layers (``pairs``: each layer's cached keys and values, or none): the output and, per layer,
+    the keys and values it wrote (a one-line error naming a layer that wrote none)."""
+    from transformers.cache_utils import StaticCache
+
+    layer = _step_layer_class()
+    cache = StaticCache(config=lm.config, max_cache_len=max_len)
+    cache.layers = [layer(max_len, pairs[i] if pairs else None) for i in range(n_layers)]
+    out = lm(
+        input_ids=input_ids,
+        position_ids=position_ids,
+        cache=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    written = []
+    for i, step_layer in enumerate(cache.layers):
+        if step_layer.new is None:
+            raise AnalysisError(
+                f"{type(lm).__name__}: layer {i} wrote nothing to its cache (a layer without "
+                "attention is not served yet)"
+            )
+        written.append(step_layer.new)
+    return out, written
+
+
 def _hf_step_module() -> type:
     import torch
 
@@ -250,27 +279,11 @@ def _hf_step_module() -> type:
             self.n_layers = n_layers
 
         def forward(self, input_ids: Any, position_ids: Any, *past: Any) -> tuple:
-            from transformers.cache_utils import StaticCache
-
-            layer = _step_layer_class()
-            cache = StaticCache(config=self.lm.config, max_cache_len=self.context)
             pairs = [(past[2 * i], past[2 * i + 1]) for i in range(len(past) // 2)]
-            cache.layers = [
-                layer(self.context, pairs[i] if pairs else None) for i in range(self.n_layers)
-            ]
-            out = self.lm(
-                input_ids=input_ids,
-                position_ids=position_ids,
-                cache=cache,
-                use_cache=True,
-                logits_to_keep=1,
+            out, written = _run_through_step_cache(
+                self.lm, input_ids, position_ids, self.context, pairs, self.n_layers
             )
-            new = []
-            for i, step_layer in enumerate(cache.layers):
-                if step_layer.new is None:
-                    raise AnalysisError(f"layer {i} of the causal LM wrote no keys and values")
-                new.extend(step_layer.new)
-            return (out.logits, *new)
+            return (out.logits, *(t for kv in written for t in kv))
 
     return HFStep
 
@@ -281,28 +294,12 @@ def _kv_shapes(lm: Any) -> list[tuple[tuple, tuple, Any]]:
     cache (the shapes every model gives its cache, MLA's decompressed keys included)."""
     import torch
 
-    layer = _step_layer_class()
-    from transformers.cache_utils import StaticCache
-
     n = int(lm.config.get_text_config().num_hidden_layers)
-    cache = StaticCache(config=lm.config, max_cache_len=1)
-    cache.layers = [layer(1, None) for _ in range(n)]
+    token = torch.zeros((1, 1), dtype=torch.long)
     with torch.no_grad():
-        lm(
-            input_ids=torch.zeros((1, 1), dtype=torch.long),
-            position_ids=torch.zeros((1, 1), dtype=torch.long),
-            cache=cache,
-            use_cache=True,
-            logits_to_keep=1,
-        )
+        _, written = _run_through_step_cache(lm, token, token, 1, [], n)
     shapes = []
-    for i, step_layer in enumerate(cache.layers):
-        if step_layer.new is None:
-            raise AnalysisError(
-                f"{type(lm).__name__}: layer {i} wrote nothing to its cache (a layer without "
-                "attention is not served yet)"
-            )
-        k, v = step_layer.new
+    for k, v in written:
         shapes.append((tuple(k.shape[1:]), tuple(v.shape[1:]), k.dtype))
     return shapes
 
