@@ -1,0 +1,776 @@
+// The SOL of a program on several devices (include/solar/sol/parallel.h, docs/parallel.md).
+#include "solar/sol/parallel.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "solar/ir/dtype.h"
+#include "solar/sol/phases.h"
+#include "solar/util/error.h"
+
+namespace solar::sol {
+
+ParallelLayout parse_parallel(std::string_view text) {
+  ParallelLayout l;
+  const std::string whole(text);
+  if (whole.empty()) throw UserError("--parallel: empty layout (e.g. tp=8, or tp=2,dp=4,pp=2)");
+  std::vector<std::string> seen;
+  size_t start = 0;
+  while (start <= whole.size()) {
+    const size_t comma = whole.find(',', start);
+    const std::string item =
+        whole.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? whole.size() + 1 : comma + 1;
+    if (item == "sp") {
+      l.sequence_parallel = true;
+      continue;
+    }
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    if (eq == std::string::npos || (key != "tp" && key != "dp" && key != "pp" && key != "mb")) {
+      throw UserError("--parallel: '" + item + "' is not tp=N, dp=N, pp=N, mb=N or sp (in '" +
+                      whole + "')");
+    }
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      throw UserError("--parallel: " + key + " given twice (in '" + whole + "')");
+    }
+    seen.push_back(key);
+    const std::string value = item.substr(eq + 1);
+    int64_t n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 65536) {
+      throw UserError("--parallel: " + key + " must be a whole number from 1 to 65536, not '" +
+                      value + "'");
+    }
+    (key == "tp" ? l.tp : key == "dp" ? l.dp : key == "pp" ? l.pp : l.microbatches) = n;
+  }
+  return l;
+}
+
+std::string parallel_text(const ParallelLayout& l) {
+  std::string s;
+  const auto add = [&](const std::string& part) { s += (s.empty() ? "" : ",") + part; };
+  if (l.tp > 1) add("tp=" + std::to_string(l.tp));
+  if (l.dp > 1) add("dp=" + std::to_string(l.dp));
+  if (l.pp > 1) add("pp=" + std::to_string(l.pp));
+  if (l.microbatches > 1) add("mb=" + std::to_string(l.microbatches));
+  if (l.sequence_parallel) add("sp");
+  return s.empty() ? "tp=1" : s;
+}
+
+std::string_view collective_name(Collective c) {
+  switch (c) {
+    case Collective::AllReduce:
+      return "all-reduce";
+    case Collective::AllGather:
+      return "all-gather";
+    case Collective::ReduceScatter:
+      return "reduce-scatter";
+    case Collective::AllToAll:
+      return "all-to-all";
+    case Collective::PointToPoint:
+      return "send/recv";
+  }
+  return "?";
+}
+
+std::string_view parallel_bottleneck(const ParallelTerms& t) {
+  if (t.comm_s > t.compute_s && t.comm_s > t.memory_s) return "interconnect";
+  return t.compute_s > t.memory_s ? "compute" : "memory";
+}
+
+namespace {
+
+constexpr size_t kNone = SIZE_MAX;
+constexpr size_t kTp = 0, kDp = 1;
+constexpr std::string_view kAxisName[2] = {"tp", "dp"};
+
+// Bytes one device sends in collective `c` over `group` devices on a buffer of `s` bytes.
+double sent_bytes(Collective c, int64_t group, double s) {
+  const double a = static_cast<double>(group);
+  switch (c) {
+    case Collective::AllReduce:
+      return 2 * (a - 1) / a * s;
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+      return (a - 1) / a * s;
+    case Collective::AllToAll:
+      return (a - 1) / (a * a) * s;
+    case Collective::PointToPoint:
+      return s;
+  }
+  return s;
+}
+
+// Contiguous blocks of a tensor's storage, one per device of an axis: the blocks a loop of
+// extent E and flat coefficient c cuts (span c x E, block c x E / A). Two loops cut the same
+// blocks when both divide evenly and span the same storage; an uneven split is its own.
+struct Block {
+  int64_t span = 0, block = 0;
+  bool operator==(const Block&) const = default;
+};
+
+Block block_of(int64_t coeff, int64_t extent, int64_t axis) {
+  const int64_t c = coeff < 0 ? -coeff : coeff;
+  if (extent % axis == 0) return {c * extent, c * extent / axis};
+  return {c * extent, -extent};
+}
+
+// What a tensor is on one axis: its available layouts.
+struct Layout {
+  bool free = false;        // a weight: any layout, no communication
+  bool replicated = false;  // also: never written (nothing to move)
+  bool partial = false;
+  std::vector<Block> sharded;
+  double written_fraction = 1;  // of the tensor one device holds (for the other axis's buffers)
+};
+
+// The flat coefficient of loop `v` in map `m` (0: the map does not involve it).
+int64_t flat_coeff(const einsum::AccessMap& m, const std::string& v) {
+  int64_t c = 0;
+  for (size_t d = 0; d < m.index.size() && d < m.strides.size(); ++d) {
+    c += m.strides[d] * m.index[d].coeff(v);
+  }
+  return c;
+}
+
+// The blocks access `a` reads or writes when loop `v` (extent `e`) is split over `axis`
+// devices; nullopt when no map of it involves `v`.
+std::optional<Block> access_block(const einsum::Access& a, const std::string& v, int64_t e,
+                                  int64_t axis) {
+  for (const einsum::AccessMap& m : a.maps) {
+    const int64_t c = flat_coeff(m, v);
+    if (c != 0) return block_of(c, e, axis);
+  }
+  return std::nullopt;
+}
+
+// The collective that gives a tensor of layout `l` the layout wanted (a block, or nullopt:
+// replicated), or nullopt when it already has it; `l` gains the layout.
+std::optional<Collective> convert(Layout& l, const std::optional<Block>& want) {
+  if (l.free || l.replicated) return std::nullopt;
+  if (!want) {
+    const Collective c = l.partial ? Collective::AllReduce : Collective::AllGather;
+    if (!l.partial && l.sharded.empty()) return std::nullopt;
+    l.partial = false;
+    l.replicated = true;
+    return c;
+  }
+  if (std::find(l.sharded.begin(), l.sharded.end(), *want) != l.sharded.end()) {
+    return std::nullopt;
+  }
+  const Collective c = l.partial ? Collective::ReduceScatter : Collective::AllToAll;
+  if (!l.partial && l.sharded.empty()) return std::nullopt;
+  l.partial = false;
+  l.sharded.push_back(*want);
+  return c;
+}
+
+struct Loop {
+  std::string var;
+  int64_t extent = 0;
+};
+
+// The loops of `n` a split can cut: constant bounds, at least `axis` iterations.
+std::vector<Loop> splittable(const einsum::Node& n, int64_t axis) {
+  std::vector<Loop> loops;
+  for (const ir::AffineLoop& l : n.domain) {
+    if (!l.lo.coeffs.empty() || !l.hi.coeffs.empty()) continue;
+    const int64_t e = l.hi.constant - l.lo.constant;
+    if (e >= axis && e >= 2) loops.push_back({l.var, e});
+  }
+  return loops;
+}
+
+class Planner {
+ public:
+  Planner(const einsum::Graph& g, const hw::Device& d, const PrecisionPolicy& policy,
+          const ParallelLayout& layout)
+      : g_(g), layout_(layout), bandwidth_(d.dram_bandwidth_bytes_per_s()) {
+    for (size_t i = 0; i < g.tensors.size(); ++i) index_[g.tensors[i].name] = i;
+    for (const einsum::Node& n : g.nodes) costs_.push_back(node_cost(n, d, policy));
+    splits_.resize(g.nodes.size());
+    access_fraction_.resize(g.nodes.size());
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      access_fraction_[i].assign(g.nodes[i].reads.size() + g.nodes[i].writes.size(), 1.0);
+    }
+    if (const hw::LinkSpec& up = d.link(hw::Link::ScaleUp); up.exists()) {
+      link_ = up.link;
+      link_bw_ = up.per_direction_bytes_per_s();
+    }
+  }
+
+  void plan() {
+    if (layout_.dp > 1) plan_axis(kDp, layout_.dp);
+    if (layout_.tp > 1) plan_axis(kTp, layout_.tp);
+  }
+
+  const std::vector<NodeCost>& costs() const { return costs_; }
+  const std::vector<std::pair<std::string, std::string>>& splits() const { return splits_; }
+  double node_fraction(size_t i) const { return fraction_of(i); }
+  // The fraction of access k (reads first, then writes) of node i one device touches.
+  double access_fraction(size_t i, size_t k) const { return access_fraction_[i][k]; }
+  // The fraction of `tensor` one device holds on axis `ax` as written (1: replicated or partial).
+  double axis_fraction(const std::string& tensor, size_t ax) const {
+    const auto it = layouts_[ax].find(index_.at(tensor));
+    return it == layouts_[ax].end() ? 1.0 : it->second.written_fraction;
+  }
+  double written_fraction(const std::string& tensor) const {
+    const size_t t = index_.at(tensor);
+    double f = 1;
+    for (size_t ax : {kTp, kDp}) {
+      const auto it = layouts_[ax].find(t);
+      if (it != layouts_[ax].end()) f *= it->second.written_fraction;
+    }
+    return f;
+  }
+  std::vector<Communication>& comms() { return comms_; }
+  double link_bw() const { return link_bw_; }
+  const std::string& link() const { return link_; }
+  double bandwidth() const { return bandwidth_; }
+
+ private:
+  int64_t axis_size(size_t ax) const { return ax == kTp ? layout_.tp : layout_.dp; }
+
+  double fraction_of(size_t i) const {
+    double f = 1;
+    if (!splits_[i].first.empty()) f /= static_cast<double>(layout_.tp);
+    if (!splits_[i].second.empty()) f /= static_cast<double>(layout_.dp);
+    return f;
+  }
+
+  const std::string& split_of(size_t i, size_t ax) const {
+    return ax == kTp ? splits_[i].first : splits_[i].second;
+  }
+
+  bool is_weight(const std::string& tensor) const {
+    return g_.tensors[index_.at(tensor)].role == ir::TensorRole::Weight;
+  }
+
+  Layout& layout_of(size_t ax, const std::string& tensor) {
+    const size_t t = index_.at(tensor);
+    auto it = layouts_[ax].find(t);
+    if (it != layouts_[ax].end()) return it->second;
+    Layout l;
+    const einsum::TensorInfo& info = g_.tensors[t];
+    if (info.role == ir::TensorRole::Weight) {
+      l.free = true;
+    } else if (ax == kDp && info.role == ir::TensorRole::Input && batch_ > 0 &&
+               !info.shape.empty() && info.shape[0] == batch_ && batch_ % layout_.dp == 0) {
+      // A batch of the data: each replica reads its own rows.
+      l.sharded.push_back({info.numel, info.numel / layout_.dp});
+      l.written_fraction = 1.0 / static_cast<double>(layout_.dp);
+    } else {
+      l.replicated = true;
+    }
+    return layouts_[ax].emplace(t, std::move(l)).first->second;
+  }
+
+  // The time of moving `tensor` by collective `c` on axis `ax`.
+  double comm_time(Collective c, size_t ax, const std::string& tensor) const {
+    const einsum::TensorInfo& info = g_.tensors[index_.at(tensor)];
+    double other = 1;
+    const auto it = layouts_[1 - ax].find(index_.at(tensor));
+    if (it != layouts_[1 - ax].end()) other = it->second.written_fraction;
+    const double s = static_cast<double>(info.bytes) * other;
+    return link_bw_ > 0 ? sent_bytes(c, axis_size(ax), s) / link_bw_ : 0;
+  }
+
+  // The cost of running node i with loop `v` ("" replicated) split on axis `ax`: its time per
+  // device, the communication its reads need, and the reduction a partial output will need.
+  // nullopt: the split is not possible (a loop that is not reduced and not written).
+  std::optional<double> cost(size_t i, size_t ax, const Loop* v) {
+    const einsum::Node& n = g_.nodes[i];
+    const int64_t a = axis_size(ax);
+    const double split = v ? 1.0 / static_cast<double>(a) : 1.0;
+    const double compute = costs_[i].compute_s * fraction_of(i) * split;
+    double bytes = 0;
+    double comm = 0;
+    size_t k = 0;
+    for (const einsum::Access& r : n.reads) {
+      const std::optional<Block> b = v ? access_block(r, v->var, v->extent, a) : std::nullopt;
+      bytes += static_cast<double>(r.bytes) * access_fraction_[i][k++] * (b ? split : 1.0);
+      if (is_weight(r.tensor)) continue;
+      Layout l = layout_of(ax, r.tensor);  // a copy: costing changes nothing
+      if (const auto c = convert(l, b)) comm += comm_time(*c, ax, r.tensor);
+    }
+    for (const einsum::Access& w : n.writes) {
+      const std::optional<Block> b = v ? access_block(w, v->var, v->extent, a) : std::nullopt;
+      bytes += static_cast<double>(w.bytes) * access_fraction_[i][k++] * (b ? split : 1.0);
+      if (v && !b) {
+        if (n.reduction == einsum::Reduction::None) return std::nullopt;
+        comm += comm_time(Collective::ReduceScatter, ax, w.tensor);  // the least it will need
+      }
+    }
+    return std::max(compute, bytes / bandwidth_) + comm;
+  }
+
+  // Runs node i with loop `v` split on axis `ax`: the collectives its reads need, the layouts of
+  // what it writes.
+  void apply(size_t i, size_t ax, const Loop* v) {
+    const einsum::Node& n = g_.nodes[i];
+    const int64_t a = axis_size(ax);
+    const double split = 1.0 / static_cast<double>(a);
+    (ax == kTp ? splits_[i].first : splits_[i].second) = v ? v->var : "";
+    size_t k = 0;
+    for (const einsum::Access& r : n.reads) {
+      const std::optional<Block> b = v ? access_block(r, v->var, v->extent, a) : std::nullopt;
+      if (b) access_fraction_[i][k] *= split;
+      ++k;
+      if (is_weight(r.tensor)) continue;
+      if (const auto c = convert(layout_of(ax, r.tensor), b)) add_comm(*c, ax, r.tensor, i);
+    }
+    for (const einsum::Access& w : n.writes) {
+      const std::optional<Block> b = v ? access_block(w, v->var, v->extent, a) : std::nullopt;
+      if (b) access_fraction_[i][k] *= split;
+      ++k;
+      Layout l;
+      if (!v) {
+        l.replicated = true;
+      } else if (b) {
+        l.sharded.push_back(*b);
+        l.written_fraction = split;
+      } else {
+        l.partial = true;
+      }
+      layouts_[ax][index_.at(w.tensor)] = std::move(l);
+    }
+  }
+
+  void add_comm(Collective c, size_t ax, const std::string& tensor, size_t before) {
+    Communication m;
+    m.kind = c;
+    m.axis = std::string(kAxisName[ax]);
+    m.group = axis_size(ax);
+    m.tensor = tensor;
+    m.before_node = before;
+    const auto w = writer_.find(tensor);
+    m.after_node = w == writer_.end() ? kNone : w->second;
+    comms_.push_back(std::move(m));
+  }
+
+  // Whether a graph output may stay sharded on tp: sequence parallelism, or the shape of a
+  // weight (a gradient, an updated parameter: each device keeps its shard).
+  bool may_stay_sharded(const einsum::TensorInfo& t) const {
+    if (layout_.sequence_parallel) return true;
+    for (const einsum::TensorInfo& w : g_.tensors) {
+      if (w.role == ir::TensorRole::Weight && w.shape == t.shape) return true;
+    }
+    return false;
+  }
+
+  void plan_axis(size_t ax, int64_t a) {
+    writer_.clear();
+    batch_ = 0;
+    for (const einsum::TensorInfo& t : g_.tensors) {
+      if (t.role == ir::TensorRole::Input && !t.shape.empty()) {
+        batch_ = t.shape[0];
+        break;
+      }
+    }
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const einsum::Node& n = g_.nodes[i];
+      const std::string& taken = split_of(i, 1 - ax);
+      std::vector<Loop> loops;
+      for (Loop& l : splittable(n, a)) {
+        if (l.var != taken) loops.push_back(std::move(l));
+      }
+      // Tensor parallelism shards a contraction's weights: it splits a loop of a weight.
+      const auto reads_weight_with = [&](const Loop& l) {
+        for (const einsum::Access& r : n.reads) {
+          if (is_weight(r.tensor) && access_block(r, l.var, l.extent, a)) return true;
+        }
+        return false;
+      };
+      const auto follows = [&](const Loop& l) {
+        for (const einsum::Access& r : n.reads) {
+          if (is_weight(r.tensor)) continue;
+          const std::optional<Block> b = access_block(r, l.var, l.extent, a);
+          const Layout& have = layout_of(ax, r.tensor);
+          if (b && std::find(have.sharded.begin(), have.sharded.end(), *b) != have.sharded.end()) {
+            return true;
+          }
+        }
+        return false;
+      };
+      bool weight_contraction = false;
+      if (ax == kTp && n.counts.macs > 0) {
+        for (const Loop& l : loops) weight_contraction = weight_contraction || reads_weight_with(l);
+      }
+      std::vector<const Loop*> candidates;
+      for (const Loop& l : loops) {
+        if (weight_contraction ? reads_weight_with(l) : follows(l)) candidates.push_back(&l);
+      }
+      candidates.push_back(nullptr);  // replicated
+      const Loop* best = nullptr;
+      double best_cost = std::numeric_limits<double>::infinity();
+      for (const Loop* c : candidates) {
+        const std::optional<double> t = cost(i, ax, c);
+        if (t && *t < best_cost) {
+          best_cost = *t;
+          best = c;
+        }
+      }
+      apply(i, ax, best);
+      for (const einsum::Access& w : n.writes) writer_[w.tensor] = i;
+    }
+    // Every graph output ends complete.
+    for (const einsum::TensorInfo& t : g_.tensors) {
+      if (t.role != ir::TensorRole::Output || !writer_.count(t.name)) continue;
+      Layout& l = layout_of(ax, t.name);
+      if (ax == kDp || may_stay_sharded(t)) {
+        if (l.partial) {
+          const Collective c = ax == kDp ? Collective::AllReduce : Collective::ReduceScatter;
+          add_comm(c, ax, t.name, kNone);
+          l.partial = false;
+          l.replicated = ax == kDp;
+        }
+      } else if (const auto c = convert(l, std::nullopt)) {
+        add_comm(*c, ax, t.name, kNone);
+      }
+    }
+  }
+
+  const einsum::Graph& g_;
+  ParallelLayout layout_;
+  double bandwidth_ = 0;
+  std::string link_;
+  double link_bw_ = 0;
+  std::map<std::string, size_t> index_;
+  std::vector<NodeCost> costs_;
+  std::vector<std::pair<std::string, std::string>> splits_;  // (tp loop, dp loop) per node
+  std::vector<std::vector<double>> access_fraction_;
+  std::map<size_t, Layout> layouts_[2];
+  std::map<std::string, size_t> writer_;
+  std::vector<Communication> comms_;
+  int64_t batch_ = 0;
+};
+
+// The framework operations' cut into `stages` contiguous stages of least maximum weight (each
+// stage at least one operation).
+std::vector<size_t> cut_stages(const std::vector<double>& weights, size_t stages) {
+  const auto pack = [&](double limit) {
+    std::vector<size_t> starts = {0};
+    double sum = 0;
+    for (size_t u = 0; u < weights.size(); ++u) {
+      if (u > starts.back() && sum + weights[u] > limit) {
+        starts.push_back(u);
+        sum = 0;
+      }
+      sum += weights[u];
+    }
+    return starts;
+  };
+  double lo = 0, hi = 0;
+  for (double w : weights) {
+    lo = std::max(lo, w);
+    hi += w;
+  }
+  for (int it = 0; it < 100 && hi - lo > 1e-15 * hi; ++it) {
+    const double mid = (lo + hi) / 2;
+    (pack(mid).size() <= stages ? hi : lo) = mid;
+  }
+  std::vector<size_t> starts = pack(hi);
+  // Fewer stages than asked: split the heaviest stages at their heaviest-balanced point until
+  // there are `stages` (every stage keeps at least one operation).
+  while (starts.size() < stages) {
+    size_t best = SIZE_MAX;
+    double best_w = -1;
+    for (size_t s = 0; s < starts.size(); ++s) {
+      const size_t end = s + 1 < starts.size() ? starts[s + 1] : weights.size();
+      if (end - starts[s] < 2) continue;
+      double w = 0;
+      for (size_t u = starts[s]; u < end; ++u) w += weights[u];
+      if (w > best_w) {
+        best_w = w;
+        best = s;
+      }
+    }
+    SOLAR_CHECK(best != SIZE_MAX, "no stage to split");
+    const size_t end = best + 1 < starts.size() ? starts[best + 1] : weights.size();
+    double w = 0;
+    size_t at = starts[best] + 1;
+    for (size_t u = starts[best]; u + 1 < end; ++u) {
+      w += weights[u];
+      at = u + 1;
+      if (w >= best_w / 2) break;
+    }
+    starts.insert(starts.begin() + static_cast<std::ptrdiff_t>(best) + 1, at);
+  }
+  return starts;
+}
+
+}  // namespace
+
+ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
+                                  const PrecisionPolicy& policy, const ParallelLayout& l,
+                                  const std::vector<Fidelity>& fidelities,
+                                  const std::vector<FidelityResult>& one_device) {
+  ParallelAnalysis out;
+  out.layout = l;
+  Planner planner(g, d, policy, l);
+  if (l.devices() > 1 && planner.link_bw() <= 0) {
+    throw UserError("--parallel " + parallel_text(l) + ": device " + d.name +
+                    " has no scale-up interconnect figure (docs/devices.md, \"Interconnect\"); "
+                    "give one with --set interconnect.scale_up.bandwidth_bytes_per_s=VALUE");
+  }
+  out.link = planner.link();
+  out.link_bytes_per_s = planner.link_bw();
+  planner.plan();
+  const double bw = planner.bandwidth();
+
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    out.nodes.push_back(
+        {planner.splits()[i].first, planner.splits()[i].second, planner.node_fraction(i)});
+  }
+
+  // Per framework operation: its per-device compute, bytes and time.
+  const std::vector<einsum::OpUnit> units = einsum::op_units(g);
+  const auto& costs = planner.costs();
+  struct UnitCost {
+    double compute = 0, bytes = 0, time = 0;
+  };
+  std::vector<UnitCost> unit_costs;
+  std::vector<size_t> unit_of(g.nodes.size());
+  for (size_t u = 0; u < units.size(); ++u) {
+    UnitCost c;
+    double least = 1;
+    double single = 0;
+    for (size_t i = units[u].first; i < units[u].last; ++i) {
+      unit_of[i] = u;
+      c.compute += costs[i].compute_s * planner.node_fraction(i);
+      const einsum::Node& n = g.nodes[i];
+      size_t k = 0;
+      for (const einsum::Access& a : n.reads) {
+        const double f = planner.access_fraction(i, k++);
+        least = std::min(least, f);
+        single += static_cast<double>(a.bytes) * f;
+      }
+      for (const einsum::Access& a : n.writes) {
+        const double f = planner.access_fraction(i, k++);
+        least = std::min(least, f);
+        single += static_cast<double>(a.bytes) * f;
+      }
+    }
+    // One node: its accesses' slices; several: the unit's bytes at the smallest slice (a lower
+    // bound of the slices of the tensors it moves).
+    c.bytes = units[u].last - units[u].first == 1 ? single
+                                                  : static_cast<double>(units[u].bytes()) * least;
+    c.time = std::max(c.compute, c.bytes / bw);
+    unit_costs.push_back(c);
+  }
+
+  // Communication times.
+  std::vector<Communication>& comms = planner.comms();
+  for (Communication& c : comms) {
+    const einsum::TensorInfo* t = g.find_tensor(c.tensor);
+    SOLAR_CHECK(t != nullptr, "a collective of an unknown tensor");
+    // The buffer: the tensor on this axis's group, divided by its sharding on the other axis.
+    const double other = planner.axis_fraction(c.tensor, c.axis == "tp" ? kDp : kTp);
+    c.buffer_bytes = static_cast<int64_t>(std::llround(static_cast<double>(t->bytes) * other));
+    c.sent_bytes = sent_bytes(c.kind, c.group, static_cast<double>(c.buffer_bytes));
+    c.time_s = c.sent_bytes / planner.link_bw();
+  }
+
+  // Stages.
+  std::vector<double> weights;
+  for (size_t u = 0; u < units.size(); ++u) weights.push_back(unit_costs[u].time);
+  for (const Communication& c : comms) {
+    if (c.before_node != kNone) weights[unit_of[c.before_node]] += c.time_s;
+  }
+  if (static_cast<size_t>(l.pp) > units.size()) {
+    throw UserError("--parallel pp=" + std::to_string(l.pp) + ": more stages than the " +
+                    std::to_string(units.size()) + " framework operations of the program");
+  }
+  const std::vector<size_t> starts =
+      l.pp > 1 ? cut_stages(weights, static_cast<size_t>(l.pp)) : std::vector<size_t>{0};
+  std::vector<size_t> stage_of_unit(units.size());
+  for (size_t s = 0; s < starts.size(); ++s) {
+    const size_t end = s + 1 < starts.size() ? starts[s + 1] : units.size();
+    for (size_t u = starts[s]; u < end; ++u) stage_of_unit[u] = s;
+  }
+  std::vector<std::string> node_stage(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    node_stage[i] = std::to_string(stage_of_unit[unit_of[i]]);
+  }
+  for (Communication& c : comms) {
+    const size_t at = c.before_node != kNone ? c.before_node : c.after_node;
+    c.stage = at == kNone ? 0 : stage_of_unit[unit_of[at]];
+  }
+
+  // The fidelities asked for that are modelled per device.
+  std::vector<Fidelity> asked;
+  for (Fidelity f : fidelities) {
+    if (f != Fidelity::Cache) asked.push_back(f);
+  }
+
+  for (size_t s = 0; s < starts.size(); ++s) {
+    ParallelStage st;
+    st.first = units[starts[s]].first;
+    st.last = s + 1 < starts.size() ? units[starts[s + 1]].first : g.nodes.size();
+    const size_t u_end = s + 1 < starts.size() ? starts[s + 1] : units.size();
+    double compute = 0, unfused_memory = 0, comm = 0;
+    double unfused_bytes = 0;
+    for (size_t u = starts[s]; u < u_end; ++u) {
+      compute += unit_costs[u].compute;
+      unfused_bytes += unit_costs[u].bytes;
+      unfused_memory += unit_costs[u].bytes / bw;
+    }
+    for (const Communication& c : comms) {
+      if (c.stage == s) comm += c.time_s;
+    }
+    // Unfused: one compute stream, one communication stream.
+    double t_compute = 0, t_comm = 0;
+    std::vector<double> finish(units.size(), 0);
+    const auto run_comms_before = [&](size_t before_unit, bool at_end) {
+      double ready = 0;
+      for (const Communication& c : comms) {
+        if (c.stage != s) continue;
+        const bool mine = at_end ? c.before_node == kNone
+                                 : c.before_node != kNone && unit_of[c.before_node] == before_unit;
+        if (!mine) continue;
+        double produced = 0;
+        if (c.after_node != kNone && stage_of_unit[unit_of[c.after_node]] == s) {
+          produced = finish[unit_of[c.after_node]];
+        }
+        const double start = std::max(t_comm, produced);
+        t_comm = start + c.time_s;
+        ready = std::max(ready, t_comm);
+      }
+      return ready;
+    };
+    for (size_t u = starts[s]; u < u_end; ++u) {
+      const double ready = run_comms_before(u, false);
+      t_compute = std::max(t_compute, ready) + unit_costs[u].time;
+      finish[u] = t_compute;
+    }
+    const double unfused_time = std::max(t_compute, run_comms_before(0, true));
+
+    // Fused: the stage's inputs, weights and outputs, each once, at the largest slice read.
+    einsum::Graph sg = l.pp > 1 ? phase_graph(g, node_stage, std::to_string(s)) : g;
+    std::map<std::string, double> slice;
+    for (size_t i = st.first; i < st.last; ++i) {
+      size_t k = 0;
+      for (const einsum::Access& a : g.nodes[i].reads) {
+        double& f = slice[a.tensor];
+        f = std::max(f, planner.access_fraction(i, k++));
+      }
+      for (const einsum::Access& a : g.nodes[i].writes) {
+        double& f = slice[a.tensor];
+        f = std::max(f, planner.access_fraction(i, k++));
+      }
+    }
+    const std::vector<einsum::Footprint> touched = einsum::touched_footprints(sg);
+    double fused_bytes = 0;
+    for (size_t t = 0; t < sg.tensors.size(); ++t) {
+      const einsum::TensorInfo& info = sg.tensors[t];
+      if (info.role == ir::TensorRole::Intermediate) continue;
+      const auto it = slice.find(info.name);
+      if (it == slice.end()) continue;
+      fused_bytes +=
+          static_cast<double>(touched[t].elements) * ir::dtype_size(info.dtype) * it->second;
+    }
+    for (Fidelity f : asked) {
+      ParallelTerms t;
+      t.compute_s = compute;
+      t.comm_s = comm;
+      if (f == Fidelity::Unfused) {
+        t.memory_s = unfused_memory;
+        t.bytes = static_cast<int64_t>(std::llround(unfused_bytes));
+        t.time_s = unfused_time;
+      } else {
+        t.memory_s = fused_bytes / bw;
+        t.bytes = static_cast<int64_t>(std::llround(fused_bytes));
+        t.time_s = std::max({t.compute_s, t.memory_s, t.comm_s});
+      }
+      st.terms.push_back(t);
+    }
+    // Fused terms for the link needed, whether or not fused was asked.
+    const double others = std::max(compute, fused_bytes / bw);
+    double sent = 0;
+    for (const Communication& c : comms) {
+      if (c.stage == s) sent += c.sent_bytes;
+    }
+    if (sent > 0 && others > 0) {
+      out.link_needed_bytes_per_s = std::max(out.link_needed_bytes_per_s, sent / others);
+    }
+    out.stages.push_back(std::move(st));
+  }
+
+  // Point to point between stages: every tensor written before the cut and read after it.
+  if (out.stages.size() > 1) {
+    std::map<std::string, size_t> written_in;
+    std::map<std::string, size_t> last_read_in;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const size_t s = stage_of_unit[unit_of[i]];
+      for (const einsum::Access& a : g.nodes[i].writes) {
+        if (!written_in.count(a.tensor)) written_in[a.tensor] = s;
+      }
+      for (const einsum::Access& a : g.nodes[i].reads) last_read_in[a.tensor] = s;
+    }
+    for (const auto& [tensor, s] : written_in) {
+      const auto r = last_read_in.find(tensor);
+      if (r == last_read_in.end() || r->second <= s) continue;
+      const einsum::TensorInfo* t = g.find_tensor(tensor);
+      const double bytes = static_cast<double>(t->bytes) * planner.written_fraction(tensor);
+      for (size_t b = s; b < r->second; ++b) {
+        out.stages[b].send_bytes += static_cast<int64_t>(std::llround(bytes));
+        Communication m;
+        m.kind = Collective::PointToPoint;
+        m.axis = "pp";
+        m.group = 2;
+        m.tensor = tensor;
+        m.buffer_bytes = static_cast<int64_t>(std::llround(bytes));
+        m.sent_bytes = bytes;
+        m.time_s = bytes / planner.link_bw();
+        m.stage = b;
+        comms.push_back(std::move(m));
+      }
+    }
+    for (ParallelStage& st : out.stages) {
+      st.send_s = static_cast<double>(st.send_bytes) / planner.link_bw();
+    }
+  }
+  out.comms = comms;
+
+  // The pipeline's step, per fidelity.
+  const double m = static_cast<double>(l.microbatches);
+  for (size_t fi = 0; fi < asked.size(); ++fi) {
+    ParallelResult r;
+    r.fidelity = asked[fi];
+    double sum = 0, worst = 0, worst_send = 0;
+    for (size_t s = 0; s < out.stages.size(); ++s) {
+      const double t = out.stages[s].terms[fi].time_s;
+      sum += t;
+      if (t > worst) {
+        worst = t;
+        r.bottleneck_stage = s;
+      }
+      worst_send = std::max(worst_send, out.stages[s].send_s);
+    }
+    r.time_s = sum / m + (m - 1) * std::max(worst / m, worst_send / m);
+    r.terms = out.stages[r.bottleneck_stage].terms[fi];
+    for (const FidelityResult& one : one_device) {
+      if (one.fidelity == r.fidelity && r.time_s > 0) r.speedup = one.time_s / r.time_s;
+    }
+    out.results.push_back(r);
+  }
+
+  // The floor of any layout on the devices.
+  double compute = 0;
+  for (const NodeCost& c : costs) compute += c.compute_s;
+  const double n = static_cast<double>(l.devices());
+  out.floor_s = std::max(compute / n, static_cast<double>(fused_bytes(g)) / n / bw);
+  return out;
+}
+
+}  // namespace solar::sol
