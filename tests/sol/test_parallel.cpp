@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sol_test_util.h"
@@ -96,6 +97,122 @@ TEST(Parallel, MegatronMlpAllReducesItsOutputOnce) {
 
   // Any layout on 4 devices: max(16.809984 us / 4, fused bytes of one device / 4).
   EXPECT_NEAR(p.floor_s, 4.202496e-6, 1e-15);
+}
+
+TEST(Parallel, TheAllReduceGrowsWithTheGroup) {
+  const einsum::Graph g = testing::lift_text(kMlp);
+  // Ring all-reduce of y's 32,768 B: 2 (T - 1) / T of it per device.
+  for (const auto& [tp, sent] :
+       std::vector<std::pair<int, double>>{{2, 32768}, {4, 49152}, {8, 57344}}) {
+    const ParallelAnalysis p = analyze_parallel(
+        g, round_device(), policy(), parse_parallel("tp=" + std::to_string(tp)), {Fidelity::Fused});
+    ASSERT_EQ(p.comms.size(), 1U) << tp;
+    EXPECT_EQ(p.comms[0].kind, Collective::AllReduce);
+    EXPECT_DOUBLE_EQ(p.comms[0].sent_bytes, sent) << tp;
+    // 16.809984 us of compute on one device, shared by tp.
+    EXPECT_NEAR(p.results[0].terms.compute_s, 16.809984e-6 / tp, 1e-15) << tp;
+  }
+}
+
+// A training step of y = x @ w, loss sum(y), SGD: x [64, 512] is a batch of 64 rows.
+constexpr const char* kStep = R"(input x : f32[64, 512]
+weight w : f32[512, 256]
+tensor y : f32[64, 256]
+output loss : f32[]
+tensor dy : f32[64, 256]
+output dw : f32[512, 256]
+output w_new : f32[512, 256]
+kernel fwd { for i in 0..64, j in 0..256, k in 0..512: y[i, j] += x[i, k] * w[k, j] }
+kernel sum { for i in 0..64, j in 0..256: loss[] += y[i, j] }
+kernel seed { for i in 0..64, j in 0..256: dy[i, j] = y[i, j] * 2.0 }
+kernel bwd { for k in 0..512, j in 0..256, i in 0..64: dw[k, j] += x[i, k] * dy[i, j] }
+kernel sgd { for k in 0..512, j in 0..256: w_new[k, j] = w[k, j] - dw[k, j] * 0.1 }
+)";
+
+TEST(Parallel, DataParallelAllReducesTheGradient) {
+  const einsum::Graph g = testing::lift_text(kStep);
+  const ParallelAnalysis p =
+      analyze_parallel(g, round_device(), policy(), parse_parallel("dp=8"), {Fidelity::Fused});
+  // Every node of the batch splits its rows i; the update reads the whole gradient.
+  EXPECT_EQ(p.nodes[0].dp_loop, "i");
+  EXPECT_EQ(p.nodes[3].dp_loop, "i");  // dW = x^T dY sums over the batch: partial
+  EXPECT_EQ(p.nodes[4].dp_loop, "");   // every replica updates all of w
+  ASSERT_EQ(p.comms.size(), 2U);
+  // dW: 512 x 256 x 4 = 524,288 B, all-reduced before the update: 2 x 7/8 x 524,288 = 917,504 B
+  // per device, 9.17504 us at 100 GB/s.
+  EXPECT_EQ(p.comms[0].kind, Collective::AllReduce);
+  EXPECT_EQ(p.comms[0].tensor, "dw");
+  EXPECT_EQ(p.comms[0].buffer_bytes, 524288);
+  EXPECT_DOUBLE_EQ(p.comms[0].time_s, 917504 / 100e9);
+  // The loss, a sum over the batch: 4 B all-reduced, 2 x 7/8 x 4 = 7 B.
+  EXPECT_EQ(p.comms[1].tensor, "loss");
+  EXPECT_DOUBLE_EQ(p.comms[1].sent_bytes, 7);
+  // Compute per device: fwd and bwd 64 x 256 x 512 = 8,388,608 MACs each, 16.777216 us, an
+  // eighth each 2.097152 us; sum and seed 16,384 ops each, an eighth 2.048 ns; the update
+  // 131,072 x 2 ops (a multiply, a subtract) = 262.144 ns on every replica: 4.460544 us.
+  const double compute = 2 * 2.097152e-6 + 2 * 2.048e-9 + 262.144e-9;
+  EXPECT_NEAR(p.results[0].terms.compute_s, compute, 1e-15);
+  // The all-reduces are the largest term: 9.17504 us + 7 B / 100 GB/s.
+  EXPECT_NEAR(p.results[0].terms.comm_s, 9.17504e-6 + 0.07e-9, 1e-15);
+  EXPECT_EQ(parallel_bottleneck(p.results[0].terms), "interconnect");
+  EXPECT_NEAR(p.results[0].time_s, 9.17511e-6, 1e-15);
+  // The link at which they stop being the wall: 917,511 B per 4.460544 us, 205.7 GB/s each way.
+  EXPECT_NEAR(p.link_needed_bytes_per_s, 917511 / compute, 1);
+}
+
+// Four layers of 64 x 128 by 128 x 128.
+constexpr const char* kLayers = R"(input x : f32[64, 128]
+weight w1 : f32[128, 128]
+weight w2 : f32[128, 128]
+weight w3 : f32[128, 128]
+weight w4 : f32[128, 128]
+tensor a1 : f32[64, 128]
+tensor a2 : f32[64, 128]
+tensor a3 : f32[64, 128]
+output y : f32[64, 128]
+kernel l1 { for i in 0..64, j in 0..128, k in 0..128: a1[i, j] += x[i, k] * w1[k, j] }
+kernel l2 { for i in 0..64, j in 0..128, k in 0..128: a2[i, j] += a1[i, k] * w2[k, j] }
+kernel l3 { for i in 0..64, j in 0..128, k in 0..128: a3[i, j] += a2[i, k] * w3[k, j] }
+kernel l4 { for i in 0..64, j in 0..128, k in 0..128: y[i, j] += a3[i, k] * w4[k, j] }
+)";
+
+TEST(Parallel, FourStagePipeline) {
+  const einsum::Graph g = testing::lift_text(kLayers);
+  // Each layer: 64 x 128 x 128 = 1,048,576 MACs, 2.097152 us; its input, weight and output
+  // 32,768 + 65,536 + 32,768 B = 131.072 ns: a stage is compute bound at 2.097152 us.
+  const ParallelAnalysis one =
+      analyze_parallel(g, round_device(), policy(), parse_parallel("pp=4"), {Fidelity::Fused});
+  ASSERT_EQ(one.stages.size(), 4U);
+  for (size_t s = 0; s < 4; ++s) {
+    EXPECT_EQ(one.stages[s].first, s);
+    EXPECT_NEAR(one.stages[s].terms[0].time_s, 2.097152e-6, 1e-15);
+    EXPECT_EQ(one.stages[s].terms[0].bytes, 131072);
+    // Each cut sends the 32,768 B activation: 327.68 ns at 100 GB/s.
+    EXPECT_EQ(one.stages[s].send_bytes, s < 3 ? 32768 : 0);
+  }
+  // One microbatch runs the stages one after another: 4 x 2.097152 us.
+  EXPECT_NEAR(one.results[0].time_s, 8.388608e-6, 1e-15);
+  // Four: the first goes through every stage (4 x 2.097152 / 4 = 2.097152 us) and each of the
+  // other three follows one stage later (0.524288 us): 3.670016 us.
+  const ParallelAnalysis four =
+      analyze_parallel(g, round_device(), policy(), parse_parallel("pp=4,mb=4"), {Fidelity::Fused});
+  EXPECT_NEAR(four.results[0].time_s, 3.670016e-6, 1e-15);
+  EXPECT_EQ(four.comms.size(), 3U);  // three sends
+  EXPECT_EQ(four.comms[0].kind, Collective::PointToPoint);
+}
+
+TEST(Parallel, UserErrors) {
+  const einsum::Graph g = testing::lift_text(kLayers);
+  hw::Device no_link = round_device();
+  no_link.link(hw::Link::ScaleUp) = {};
+  EXPECT_THROW(analyze_parallel(g, no_link, policy(), parse_parallel("tp=2"), {Fidelity::Fused}),
+               UserError);
+  // One device needs no link.
+  EXPECT_NO_THROW(
+      analyze_parallel(g, no_link, policy(), parse_parallel("tp=1"), {Fidelity::Fused}));
+  EXPECT_THROW(
+      analyze_parallel(g, round_device(), policy(), parse_parallel("pp=5"), {Fidelity::Fused}),
+      UserError);
 }
 
 }  // namespace
