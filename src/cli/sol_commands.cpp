@@ -26,6 +26,7 @@
 #include "solar/report/report.h"
 #include "solar/report/whatif.h"
 #include "solar/sol/analysis.h"
+#include "solar/sol/parallel.h"
 #include "solar/sol/precision.h"
 #include "solar/sol/provision.h"
 #include "solar/sol/whatif.h"
@@ -55,6 +56,8 @@ struct SolArgs {
   CommonArgs common;
   std::string hw;
   size_t top = 10;
+  int64_t devices = 0;    // --devices (0: not given)
+  std::string parallel;   // --parallel (docs/parallel.md)
   ReportOutputs outputs;  // --html, --trace, --csv, --dot, --measured-ms (report_outputs.h)
 };
 
@@ -137,6 +140,9 @@ int run_sol(const SolArgs& a, std::ostream& out) {
   report::Report r = report::make_report(load_graph(a.common), load_device(a.hw, a.common.sets),
                                          policy, fidelities, analysis_options(a.common));
   if (a.common.program) r.provenance = a.common.program->provenance;
+  if (a.devices != 0 || !a.parallel.empty()) {
+    report::add_parallel(r, sol::layout_for(a.devices, a.parallel), policy);
+  }
   // The JSON report only when something reads it: on a graph of 100k nodes building it is a
   // large part of a run.
   const bool json = !a.common.json.empty() || reads_json_report(a.outputs);
@@ -241,6 +247,12 @@ int sol_impl(const std::vector<std::string>& args, std::ostream& out, std::ostre
           },
           "N"))
       ->capture_default_str();
+  app.add_option("--devices", a.devices, "Devices the program runs on (with --parallel)")
+      ->type_name("N")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  app.add_option("--parallel", a.parallel,
+                 "Layout over the devices: tp=T,dp=D,pp=P[,mb=M][,sp] (docs/parallel.md)")
+      ->type_name("LAYOUT");
   add_report_outputs(app, a.outputs);
   return run_command(app, args, out, err, [&] { return run_sol(a, out); });
 }

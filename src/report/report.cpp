@@ -334,7 +334,8 @@ Report make_report(einsum::Graph graph, hw::Device device, const sol::PrecisionP
                    const sol::AnalysisOptions& options) {
   graph = sol::store_weights(std::move(graph), policy);
   sol::Analysis analysis = sol::analyze(graph, device, policy, fidelities, options);
-  return Report{std::move(graph), std::move(device), std::move(analysis), {}, std::nullopt};
+  return Report{std::move(graph), std::move(device), std::move(analysis), {}, std::nullopt,
+                std::nullopt};
 }
 
 void add_step(Report& r, const std::map<std::string, std::string>& tensor_phase,
@@ -397,6 +398,7 @@ nlohmann::json report_to_json(const Report& r) {
       {"cache", cache_to_json(r.graph, r.analysis)},
   };
   if (r.step) j["training"] = step_to_json(r);
+  if (r.parallel) j["parallel"] = parallel_to_json(r);
   const std::vector<std::string> assumptions = routing_assumptions(r.graph);
   if (!assumptions.empty()) {
     j["routing"] = einsum::routing_name(r.graph.routing);
@@ -454,7 +456,7 @@ nlohmann::json cache_to_json(const einsum::Graph& g, const sol::Analysis& a) {
 std::string render_report(const Report& r, size_t top_nodes) {
   std::string s = render_provenance(r.provenance) + header(r) + "\n" + fidelity_table(r.analysis);
   const std::string cache = cache_table(r.graph, r.analysis, top_nodes);
-  s += cache + step_table(r);
+  s += cache + step_table(r) + parallel_table(r, top_nodes);
   if (!r.graph.nodes.empty()) s += "\n" + op_table(r, top_nodes);
   const std::string notes = fallback_notes(r);
   if (!notes.empty()) s += "\n" + notes;

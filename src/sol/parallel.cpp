@@ -56,6 +56,20 @@ ParallelLayout parse_parallel(std::string_view text) {
   return l;
 }
 
+ParallelLayout layout_for(int64_t devices, std::string_view parallel) {
+  if (parallel.empty()) {
+    throw UserError("--devices " + std::to_string(devices) +
+                    " needs --parallel, the layout over them (e.g. --parallel tp=" +
+                    std::to_string(devices) + "; docs/parallel.md)");
+  }
+  const ParallelLayout l = parse_parallel(parallel);
+  if (devices != 0 && devices != l.devices()) {
+    throw UserError("--parallel " + std::string(parallel) + " uses " + std::to_string(l.devices()) +
+                    " devices (tp x dp x pp), not --devices " + std::to_string(devices));
+  }
+  return l;
+}
+
 std::string parallel_text(const ParallelLayout& l) {
   std::string s;
   const auto add = [&](const std::string& part) { s += (s.empty() ? "" : ",") + part; };

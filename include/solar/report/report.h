@@ -15,6 +15,7 @@
 #include "solar/hw/device.h"
 #include "solar/report/provenance.h"
 #include "solar/sol/analysis.h"
+#include "solar/sol/parallel.h"
 #include "solar/sol/phases.h"
 #include "solar/sol/precision.h"
 
@@ -32,7 +33,21 @@ struct Report {
   Provenance provenance;   // capture, coverage, verification; by default an IR file's
   // A training step's phases (sol/phases.h, docs/training.md); absent for an inference program.
   std::optional<sol::StepAnalysis> step;
+  // The SOL per device of a parallel layout (sol/parallel.h, docs/parallel.md); absent for one
+  // device.
+  std::optional<sol::ParallelAnalysis> parallel;
 };
+
+// Adds the analysis of `layout` to `r` (sol::analyze_parallel on its graph and device, at the
+// fidelities of its analysis).
+void add_parallel(Report& r, const sol::ParallelLayout& layout, const sol::PrecisionPolicy& policy);
+
+// The `parallel` object of a report (docs/parallel.md); null without a layout.
+nlohmann::json parallel_to_json(const Report& r);
+
+// The parallel section of the terminal report: per-device SOL, the floor, the `top` longest
+// collectives, the pipeline stages; "" without a layout.
+std::string parallel_table(const Report& r, size_t top = 10);
 
 // Adds the phases of a training step to `r` (sol::analyze_step on its graph and device, at the
 // fidelities of its analysis); nothing when `tensor_phase` is empty.

@@ -72,6 +72,10 @@ struct ParallelLayout {
 
 // Parses `--parallel` text; UserError naming what is wrong (unknown key, a factor < 1, ...).
 ParallelLayout parse_parallel(std::string_view text);
+// The layout of `--devices N --parallel TEXT` (devices 0: not given): parse_parallel(TEXT), whose
+// devices() must be N when both are given. UserError: --devices without --parallel, or a layout
+// of another number of devices.
+ParallelLayout layout_for(int64_t devices, std::string_view parallel);
 // "tp=8", "tp=2,dp=4,pp=2,mb=8", "tp=8,sp": the canonical text.
 std::string parallel_text(const ParallelLayout& l);
 
