@@ -28,6 +28,7 @@
 #include "solar/report/report.h"
 #include "solar/report/serving.h"
 #include "solar/sol/analysis.h"
+#include "solar/sol/parallel.h"
 #include "solar/sol/precision.h"
 #include "solar/sol/serving.h"
 #include "solar/util/error.h"
@@ -119,7 +120,8 @@ void bind_analysis(nb::module_& m) {
          const std::string& measured_on, const std::string& measured_method,
          const std::string& measured_nodes, const std::string& source, const std::string& capture,
          const std::string& coverage, const std::string& verification,
-         const std::map<std::string, std::string>& phases) {
+         const std::map<std::string, std::string>& phases, const std::string& parallel,
+         int64_t devices) {
         einsum::Graph g = lift_program(program, sizes, routing);
         g.source = source.empty() ? "<ir>" : source;
         report::Provenance provenance = report::provenance_from_json(
@@ -143,6 +145,9 @@ void bind_analysis(nb::module_& m) {
                                                sol::parse_fidelities(fidelity), options);
         r.provenance = std::move(provenance);
         report::add_step(r, phases, p, options);
+        if (devices != 0 || !parallel.empty()) {
+          report::add_parallel(r, sol::layout_for(devices, parallel), p);
+        }
         return cli::make_sol_report(std::move(r), outputs, top);
       },
       nb::arg("program"), nb::arg("hw"), nb::arg("policy") = "", nb::kw_only(),
@@ -152,6 +157,7 @@ void bind_analysis(nb::module_& m) {
       nb::arg("measured_on") = "", nb::arg("measured_method") = "", nb::arg("measured_nodes") = "",
       nb::arg("source") = "", nb::arg("capture") = "", nb::arg("coverage") = "",
       nb::arg("verification") = "", nb::arg("phases") = std::map<std::string, std::string>{},
+      nb::arg("parallel") = "", nb::arg("devices") = 0,
       "The SOL report of `program` (IR text or a solar.Program; `sizes`: 'N=1024' overrides) on "
       "device `hw` (a built-in name or a .yaml file; `sets`: 'KEY=VALUE' overrides) under "
       "precision `policy` (empty: the default). As `solar sol`: `fidelity`, `level`, `capacity`, "
@@ -160,7 +166,9 @@ void bind_analysis(nb::module_& m) {
       "report shows. `capture`, `coverage`, `verification`: the report's sections as JSON text "
       "(docs/report.md; empty: an IR file's). `phases`: a training step's phase of each tensor "
       "(lower_capture_detailed's tensor_phases): the report gains its `training` section "
-      "(docs/training.md). Raises IRError for a user error.");
+      "(docs/training.md). `parallel` ('tp=8', 'tp=2,dp=4,pp=2,mb=8') and `devices` (0: "
+      "tp x dp x pp): the report gains its `parallel` section (docs/parallel.md). Raises IRError "
+      "for a user error.");
 
   nb::class_<ServingReport>(m, "ServingReport",
                             "The serving figures of a decoder's steps (docs/serving.md).")

@@ -391,6 +391,7 @@ def _serve(args: argparse.Namespace) -> int:
             ("--measured-ms", args.measured_ms is not None),
             ("--measurement", args.measurement is not None),
             ("--train", args.train),
+            ("--parallel", args.parallel is not None or args.devices is not None),
         )
         if given
     ]
@@ -468,6 +469,19 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv", metavar="OUT", help="write the per-node table as CSV")
     p.add_argument("--dot", metavar="OUT", help="write the einsum graph in Graphviz DOT")
     p.add_argument(
+        "--devices",
+        type=int,
+        metavar="N",
+        help="devices the program runs on, with --parallel (docs/parallel.md)",
+    )
+    p.add_argument(
+        "--parallel",
+        metavar="LAYOUT",
+        help="the layout over the devices: tp=T,dp=D,pp=P[,mb=M][,sp] (tensor, data, pipeline "
+        "parallel; microbatches; sequence parallel): the report gains the SOL per device "
+        "with its collectives (docs/parallel.md)",
+    )
+    p.add_argument(
         "--routing",
         choices=("balanced", "concentrated"),
         help="data-dependent reads (MoE routing, gathers): every index distinct (balanced, the "
@@ -487,6 +501,11 @@ def report_options(args: argparse.Namespace) -> dict:
     options: dict = {}
     if getattr(args, "routing", None):
         options["routing"] = args.routing
+    if getattr(args, "parallel", None) or getattr(args, "devices", None) is not None:
+        if getattr(args, "devices", None) is not None and args.devices < 1:
+            raise ValueError(f"--devices must be at least 1, not {args.devices}")
+        options["parallel"] = getattr(args, "parallel", None) or ""
+        options["devices"] = getattr(args, "devices", None) or 0
     measure = getattr(args, "measure", False)
     recorded = getattr(args, "measurement", None)
     given = [

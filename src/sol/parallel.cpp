@@ -130,18 +130,25 @@ double sent_bytes(Collective c, int64_t group, double s) {
 // blocks when both divide evenly and span the same storage; an uneven split is its own.
 struct Block {
   int64_t span = 0, block = 0;
-  bool operator==(const Block&) const = default;
+  int64_t coeff = 0;  // the loop's flat coefficient (not compared: the blocks are what matter)
+  bool operator==(const Block& o) const { return span == o.span && block == o.block; }
 };
 
 Block block_of(int64_t coeff, int64_t extent, int64_t axis) {
   const int64_t c = coeff < 0 ? -coeff : coeff;
-  if (extent % axis == 0) return {c * extent, c * extent / axis};
-  return {c * extent, -extent};
+  if (extent % axis == 0) return {c * extent, c * extent / axis, c};
+  return {c * extent, -extent, c};
 }
 
 // What a tensor is on one axis: its available layouts.
 struct Layout {
-  bool free = false;        // a weight: any layout, no communication
+  bool free = false;  // a weight: any layout, no communication
+  // Sharded along a dimension that a weight's output loop writes (a column-parallel product, or
+  // what follows it elementwise): permuting the weight's columns ahead of time permutes that
+  // dimension, so any blocks of it are free (Megatron's fused QKV projection: each device gets
+  // its heads' queries, keys and values). `flex` is the blocks it was written in; a block of
+  // coefficient >= flex.coeff within flex.span is free, until one is asked for.
+  std::optional<Block> flex;
   bool replicated = false;  // also: never written (nothing to move)
   bool partial = false;
   std::vector<Block> sharded;
@@ -168,10 +175,45 @@ std::optional<Block> access_block(const einsum::Access& a, const std::string& v,
   return std::nullopt;
 }
 
+// The blocks read access `r` of node `n` reads when loop `v` of extent `e` is split over `axis`
+// devices. A reshape's read walks the source's view in its own row-major order, which is the
+// destination's (its loops are the destination's dimensions): the destination's blocks of span
+// c x e are the source's blocks along the view dimension j that spans as much (row-major stride
+// x extent = c x e), when each block is whole rows of it.
+std::optional<Block> read_block(const einsum::Node& n, const einsum::Access& r,
+                                const std::string& v, int64_t e, int64_t axis) {
+  if (n.kind != einsum::NodeKind::Movement || n.op != "reshape") {
+    return access_block(r, v, e, axis);
+  }
+  if (n.writes.size() != 1 || r.maps.size() != 1) return std::nullopt;
+  const std::optional<Block> out = access_block(n.writes[0], v, e, axis);
+  const einsum::AccessMap& m = r.maps[0];
+  if (!out || out->block <= 0 || m.extent.size() != m.strides.size()) return std::nullopt;
+  int64_t row_major = 1;
+  for (size_t j = m.extent.size(); j-- > 0;) {
+    const int64_t span = row_major * m.extent[j];
+    if (span == out->span && m.extent[j] % axis == 0 && out->block % row_major == 0) {
+      return block_of(m.strides[j], m.extent[j], axis);
+    }
+    row_major = span;
+  }
+  return std::nullopt;
+}
+
 // The collective that gives a tensor of layout `l` the layout wanted (a block, or nullopt:
 // replicated), or nullopt when it already has it; `l` gains the layout.
+bool flex_allows(const Layout& l, const Block& want) {
+  return l.flex && want.coeff >= l.flex->coeff && want.span <= l.flex->span &&
+         want.coeff % l.flex->coeff == 0;
+}
+
 std::optional<Collective> convert(Layout& l, const std::optional<Block>& want) {
   if (l.free || l.replicated) return std::nullopt;
+  if (want && flex_allows(l, *want)) {
+    if (!(*want == *l.flex)) l.flex.reset();  // the weight's columns are permuted for this one
+    l.sharded.push_back(*want);
+    return std::nullopt;
+  }
   if (!want) {
     const Collective c = l.partial ? Collective::AllReduce : Collective::AllGather;
     if (!l.partial && l.sharded.empty()) return std::nullopt;
@@ -299,33 +341,52 @@ class Planner {
     return link_bw_ > 0 ? sent_bytes(c, axis_size(ax), s) / link_bw_ : 0;
   }
 
-  // The cost of running node i with loop `v` ("" replicated) split on axis `ax`: its time per
-  // device, the communication its reads need, and the reduction a partial output will need.
-  // nullopt: the split is not possible (a loop that is not reduced and not written).
-  std::optional<double> cost(size_t i, size_t ax, const Loop* v) {
+  // What a candidate costs: `total` orders them, `immediate` (the collectives its reads need
+  // now) breaks ties, so that communication is put off (a row-parallel product after a sharded
+  // input, not a gather of it).
+  struct Cost {
+    double total = 0, immediate = 0;
+    bool operator<(const Cost& o) const {
+      const double eps = 1e-12 * std::max(total, o.total);
+      if (total < o.total - eps) return true;
+      if (total > o.total + eps) return false;
+      return immediate < o.immediate - 1e-12 * std::max(immediate, o.immediate);
+    }
+  };
+
+  // The least a partial output will still cost (the planner's lookahead): a reduction,
+  // all-reduce on dp and on tp, reduce-scatter where it may stay sharded.
+  double lookahead(size_t ax, const std::string& tensor) const {
+    const bool scatter = ax == kTp && may_stay_sharded(g_.tensors[index_.at(tensor)]);
+    return comm_time(scatter ? Collective::ReduceScatter : Collective::AllReduce, ax, tensor);
+  }
+
+  // The cost of running node i with loop `v` (nullptr: replicated) split on axis `ax`: its time
+  // per device, the communication its reads need, and the lookahead of what it writes. nullopt:
+  // the split is not possible (a loop that is neither reduced nor written).
+  std::optional<Cost> cost(size_t i, size_t ax, const Loop* v) {
     const einsum::Node& n = g_.nodes[i];
     const int64_t a = axis_size(ax);
     const double split = v ? 1.0 / static_cast<double>(a) : 1.0;
     const double compute = costs_[i].compute_s * fraction_of(i) * split;
     double bytes = 0;
-    double comm = 0;
+    double now = 0;
+    double later = 0;
     size_t k = 0;
     for (const einsum::Access& r : n.reads) {
-      const std::optional<Block> b = v ? access_block(r, v->var, v->extent, a) : std::nullopt;
+      const std::optional<Block> b = v ? read_block(n, r, v->var, v->extent, a) : std::nullopt;
       bytes += static_cast<double>(r.bytes) * access_fraction_[i][k++] * (b ? split : 1.0);
       if (is_weight(r.tensor)) continue;
       Layout l = layout_of(ax, r.tensor);  // a copy: costing changes nothing
-      if (const auto c = convert(l, b)) comm += comm_time(*c, ax, r.tensor);
+      if (const auto c = convert(l, b)) now += comm_time(*c, ax, r.tensor);
     }
     for (const einsum::Access& w : n.writes) {
       const std::optional<Block> b = v ? access_block(w, v->var, v->extent, a) : std::nullopt;
       bytes += static_cast<double>(w.bytes) * access_fraction_[i][k++] * (b ? split : 1.0);
-      if (v && !b) {
-        if (n.reduction == einsum::Reduction::None) return std::nullopt;
-        comm += comm_time(Collective::ReduceScatter, ax, w.tensor);  // the least it will need
-      }
+      if (v && !b && n.reduction == einsum::Reduction::None) return std::nullopt;
+      if (v && !b) later += lookahead(ax, w.tensor);
     }
-    return std::max(compute, bytes / bandwidth_) + comm;
+    return Cost{std::max(compute, bytes / bandwidth_) + now + later, now};
   }
 
   // Runs node i with loop `v` split on axis `ax`: the collectives its reads need, the layouts of
@@ -335,9 +396,30 @@ class Planner {
     const int64_t a = axis_size(ax);
     const double split = 1.0 / static_cast<double>(a);
     (ax == kTp ? splits_[i].first : splits_[i].second) = v ? v->var : "";
+    // Whether the output may be flexible: v reaches a weight or a flexible input, and every other
+    // input it reaches is replicated (slicing it any way is free).
+    bool flexible = ax == kTp && v != nullptr;
+    bool reaches = false;
+    if (flexible) {
+      for (const einsum::Access& r : n.reads) {
+        const std::optional<Block> b = read_block(n, r, v->var, v->extent, a);
+        if (!b) continue;
+        if (is_weight(r.tensor)) {
+          reaches = true;
+          continue;
+        }
+        const Layout& have = layout_of(ax, r.tensor);
+        if (flex_allows(have, *b)) {
+          reaches = true;
+        } else if (!have.replicated) {
+          flexible = false;
+        }
+      }
+    }
+    flexible = flexible && reaches;
     size_t k = 0;
     for (const einsum::Access& r : n.reads) {
-      const std::optional<Block> b = v ? access_block(r, v->var, v->extent, a) : std::nullopt;
+      const std::optional<Block> b = v ? read_block(n, r, v->var, v->extent, a) : std::nullopt;
       if (b) access_fraction_[i][k] *= split;
       ++k;
       if (is_weight(r.tensor)) continue;
@@ -353,6 +435,7 @@ class Planner {
       } else if (b) {
         l.sharded.push_back(*b);
         l.written_fraction = split;
+        if (flexible) l.flex = *b;
       } else {
         l.partial = true;
       }
@@ -401,16 +484,17 @@ class Planner {
       // Tensor parallelism shards a contraction's weights: it splits a loop of a weight.
       const auto reads_weight_with = [&](const Loop& l) {
         for (const einsum::Access& r : n.reads) {
-          if (is_weight(r.tensor) && access_block(r, l.var, l.extent, a)) return true;
+          if (is_weight(r.tensor) && read_block(n, r, l.var, l.extent, a)) return true;
         }
         return false;
       };
       const auto follows = [&](const Loop& l) {
         for (const einsum::Access& r : n.reads) {
           if (is_weight(r.tensor)) continue;
-          const std::optional<Block> b = access_block(r, l.var, l.extent, a);
+          const std::optional<Block> b = read_block(n, r, l.var, l.extent, a);
           const Layout& have = layout_of(ax, r.tensor);
-          if (b && std::find(have.sharded.begin(), have.sharded.end(), *b) != have.sharded.end()) {
+          if (b && (flex_allows(have, *b) || std::find(have.sharded.begin(), have.sharded.end(),
+                                                       *b) != have.sharded.end())) {
             return true;
           }
         }
@@ -420,16 +504,42 @@ class Planner {
       if (ax == kTp && n.counts.macs > 0) {
         for (const Loop& l : loops) weight_contraction = weight_contraction || reads_weight_with(l);
       }
+      // Which loops it may split. A contraction of a weight on tp: row-parallel (a reduced loop
+      // of the weight) when its input arrives sharded along that loop, else column-parallel (an
+      // output loop of the weight), as Megatron alternates them; never replicated. Any other
+      // node: a loop along which an input arrives sharded, or none (replicated).
+      const auto reduced = [&](const Loop& l) {
+        for (const einsum::Access& w : n.writes) {
+          if (access_block(w, l.var, l.extent, a)) return false;
+        }
+        return true;
+      };
       std::vector<const Loop*> candidates;
-      for (const Loop& l : loops) {
-        if (weight_contraction ? reads_weight_with(l) : follows(l)) candidates.push_back(&l);
+      if (weight_contraction) {
+        for (const Loop& l : loops) {
+          if (reads_weight_with(l) && reduced(l) && follows(l)) candidates.push_back(&l);
+        }
+        if (candidates.empty()) {
+          for (const Loop& l : loops) {
+            if (reads_weight_with(l) && !reduced(l)) candidates.push_back(&l);
+          }
+        }
+        if (candidates.empty()) {
+          for (const Loop& l : loops) {
+            if (reads_weight_with(l)) candidates.push_back(&l);
+          }
+        }
+      } else {
+        for (const Loop& l : loops) {
+          if (follows(l)) candidates.push_back(&l);
+        }
+        candidates.push_back(nullptr);  // replicated
       }
-      candidates.push_back(nullptr);  // replicated
       const Loop* best = nullptr;
-      double best_cost = std::numeric_limits<double>::infinity();
+      std::optional<Cost> best_cost;
       for (const Loop* c : candidates) {
-        const std::optional<double> t = cost(i, ax, c);
-        if (t && *t < best_cost) {
+        const std::optional<Cost> t = cost(i, ax, c);
+        if (t && (!best_cost || *t < *best_cost)) {
           best_cost = *t;
           best = c;
         }
