@@ -507,7 +507,7 @@ class Planner {
       // Which loops it may split. A contraction of a weight on tp: row-parallel (a reduced loop
       // of the weight) when its input arrives sharded along that loop, else column-parallel (an
       // output loop of the weight), as Megatron alternates them; never replicated. Any other
-      // node: a loop along which an input arrives sharded, or none (replicated).
+      // node: a loop along which an input arrives sharded (the cheapest), else replicated.
       const auto reduced = [&](const Loop& l) {
         for (const einsum::Access& w : n.writes) {
           if (access_block(w, l.var, l.extent, a)) return false;
@@ -533,7 +533,7 @@ class Planner {
         for (const Loop& l : loops) {
           if (follows(l)) candidates.push_back(&l);
         }
-        candidates.push_back(nullptr);  // replicated
+        if (candidates.empty()) candidates.push_back(nullptr);  // replicated
       }
       const Loop* best = nullptr;
       std::optional<Cost> best_cost;
@@ -883,6 +883,8 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
     }
     r.time_s = sum / m + (m - 1) * std::max(worst / m, worst_send / m);
     r.terms = out.stages[r.bottleneck_stage].terms[fi];
+    // A send between stages longer than every stage bounds the pipeline's steady state.
+    if (l.microbatches > 1) r.terms.comm_s = std::max(r.terms.comm_s, worst_send);
     for (const FidelityResult& one : one_device) {
       if (one.fidelity == r.fidelity && r.time_s > 0) r.speedup = one.time_s / r.time_s;
     }

@@ -3,7 +3,9 @@
 #include "solar/cli/cli.h"
 
 #include <gtest/gtest.h>
+
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -533,6 +535,52 @@ TEST_F(CliTest, ExamplesCheckAndAreCanonical) {
     EXPECT_EQ(run.rc, 0) << run.err;
   }
   EXPECT_GE(count, 20);
+}
+
+}  // namespace
+}  // namespace solar::cli
+
+namespace solar::cli {
+namespace {
+
+// `solar sol --devices N --parallel LAYOUT` on an IR file, no Python (docs/parallel.md):
+// examples/mlp.ir (x [4, 16], w1 [16, 32], w2 [32, 8]) over 2 devices: fc1 column-parallel, fc2
+// row-parallel, one all-reduce of u [4, 8] f32 = 128 B, 2 (2 - 1) / 2 x 128 = 128 B sent.
+TEST(CliParallel, SolTakesALayout) {
+  const Result r = solar({"sol", SOLAR_SOURCE_DIR "/examples/mlp.ir", "--hw", "H100-SXM",
+                          "--devices", "2", "--parallel", "tp=2", "--json", "-"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& comms = j["parallel"]["communication"];
+  ASSERT_EQ(comms.size(), 1U);
+  EXPECT_EQ(comms[0]["collective"], "all-reduce");
+  EXPECT_EQ(comms[0]["tensor"], "u");
+  EXPECT_EQ(comms[0]["buffer_bytes"], 128);
+  EXPECT_EQ(comms[0]["sent_bytes"], 128.0);
+  const Result table =
+      solar({"sol", SOLAR_SOURCE_DIR "/examples/mlp.ir", "--hw", "H100-SXM", "--parallel", "tp=2"});
+  EXPECT_NE(table.out.find("Parallel: tp=2 on 2 x H100-SXM"), std::string::npos) << table.out;
+}
+
+TEST(CliParallel, BadLayoutsAreOneLineErrors) {
+  for (const std::vector<std::string>& extra :
+       std::vector<std::vector<std::string>>{{"--devices", "4", "--parallel", "tp=2"},
+                                             {"--devices", "2"},
+                                             {"--parallel", "tp=two"},
+                                             {"--devices", "0", "--parallel", "tp=2"}}) {
+    std::vector<std::string> args = {"sol", SOLAR_SOURCE_DIR "/examples/mlp.ir", "--hw",
+                                     "H100-SXM"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Result r = solar(args);
+    EXPECT_EQ(r.rc, 1) << extra[0];
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+  // A device without a scale-up link figure (L4: none published).
+  const Result r =
+      solar({"sol", SOLAR_SOURCE_DIR "/examples/mlp.ir", "--hw", "L4", "--parallel", "tp=2"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("no scale-up interconnect figure"), std::string::npos) << r.err;
 }
 
 }  // namespace

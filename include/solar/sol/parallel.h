@@ -125,7 +125,8 @@ struct ParallelStage {
 struct ParallelResult {
   Fidelity fidelity = Fidelity::Fused;
   double time_s = 0;  // the step on the layout, per device
-  // The bottleneck stage's terms (pp = 1: the only stage).
+  // The bottleneck stage's terms (pp = 1: the only stage); with microbatches, its communication
+  // is the longest send between stages when that is longer (it paces the steady state).
   ParallelTerms terms;
   size_t bottleneck_stage = 0;
   double speedup = 0;  // the one-device SOL at this fidelity / time_s
