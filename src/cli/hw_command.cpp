@@ -126,6 +126,9 @@ void print_device(const Device& d, std::ostream& out) {
     out << "  " << hw::link_name(l) << ": " << (link.link.empty() ? "(unnamed)" : link.link) << ", "
         << scaled(link.bandwidth_bytes_per_s->value, 1e9, "GB/s") << " ("
         << scaled(link.per_direction_bytes_per_s(), 1e9, "GB/s") << " each way)\n";
+    if (!link.in_network_reduction.empty()) {
+      out << "    in-network reduction: " << link.in_network_reduction << "\n";
+    }
   }
 }
 

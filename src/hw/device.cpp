@@ -142,10 +142,11 @@ nlohmann::json interconnect_to_json(const Device& d) {
   for (Link l : kAllLinks) {
     const LinkSpec& spec = d.link(l);
     if (!spec.exists()) continue;
-    links[std::string(link_name(l))] = {
-        {"link", spec.link},
-        {std::string(kBandwidthKey), spec.bandwidth_bytes_per_s->value},
-        {"per_direction_bytes_per_s", spec.per_direction_bytes_per_s()}};
+    nlohmann::json& j = links[std::string(link_name(l))];
+    j = {{"link", spec.link},
+         {std::string(kBandwidthKey), spec.bandwidth_bytes_per_s->value},
+         {"per_direction_bytes_per_s", spec.per_direction_bytes_per_s()}};
+    if (!spec.in_network_reduction.empty()) j["in_network_reduction"] = spec.in_network_reduction;
   }
   return links;
 }

@@ -25,7 +25,7 @@ using Keys = std::vector<std::string>;
 
 const Keys kTopKeys = {"name",   "vendor",       "description",   "peak_flops_per_s",
                        "memory", "interconnect", "compute_units", "clock_hz"};
-const Keys kLinkKeys = {"link", "bandwidth_bytes_per_s"};
+const Keys kLinkKeys = {"link", "bandwidth_bytes_per_s", "in_network_reduction"};
 const Keys kFigureKeys = {"value", "source"};
 const Keys kLevelKeys = {"level", "capacity_bytes", "bandwidth_bytes_per_s"};
 
@@ -219,6 +219,10 @@ class FileReader {
       spec.link = read_text(require(link->value, path, "link"), path + ".link");
       spec.bandwidth_bytes_per_s = read_figure(require(link->value, path, "bandwidth_bytes_per_s"),
                                                path + ".bandwidth_bytes_per_s");
+      // `in_network_reduction: SOURCE`: the switches reduce in the network, as SOURCE says.
+      if (const std::optional<Entry> r = find_entry(link->value, "in_network_reduction")) {
+        spec.in_network_reduction = read_text(*r, path + ".in_network_reduction");
+      }
     }
   }
 

@@ -51,6 +51,11 @@ nlohmann::json parallel_to_json(const Report& r) {
                      {"sent_bytes", c.sent_bytes},
                      {"time_s", c.time_s},
                      {"stage", c.stage},
+                     {"algorithm", c.in_network ? "in-network"
+                                   : c.kind == sol::Collective::AllToAll ||
+                                           c.kind == sol::Collective::PointToPoint
+                                       ? "direct"
+                                       : "ring"},
                      {"after", c.after_node < r.graph.nodes.size()
                                    ? nlohmann::json(r.graph.nodes[c.after_node].name)
                                    : nlohmann::json(nullptr)},
@@ -88,7 +93,10 @@ nlohmann::json parallel_to_json(const Report& r) {
             {"pp", p.layout.pp},
             {"microbatches", p.layout.microbatches},
             {"sequence_parallel", p.layout.sequence_parallel}}},
-          {"link", {{"name", p.link}, {"per_direction_bytes_per_s", p.link_bytes_per_s}}},
+          {"link",
+           {{"name", p.link},
+            {"per_direction_bytes_per_s", p.link_bytes_per_s},
+            {"in_network_reduction", p.in_network_reduction}}},
           {"fidelities", std::move(results)},
           {"floor_s", p.floor_s},
           {"link_needed_per_direction_bytes_per_s", p.link_needed_bytes_per_s},
@@ -107,6 +115,7 @@ std::string parallel_table(const Report& r, size_t top) {
     s += ", " + (p.link.empty() ? std::string("scale-up link") : p.link) + " at " +
          format_bandwidth(p.link_bytes_per_s) + " each way";
   }
+  if (p.in_network_reduction) s += ", reducing in the network";
   s += " (docs/parallel.md):\n";
   std::vector<std::vector<std::string>> rows = {{"fidelity", "SOL per device", "compute", "memory",
                                                  "DRAM bytes", "communication", "bottleneck",
@@ -136,13 +145,14 @@ std::string parallel_table(const Report& r, size_t top) {
         {"collective", "axis", "devices", "tensor", "buffer", "sent/device", "time", "before"}};
     for (size_t k : order) {
       const sol::Communication& m = p.comms[k];
-      c.push_back({std::string(sol::collective_name(m.kind)), m.axis, std::to_string(m.group),
-                   m.tensor, format_bytes(static_cast<double>(m.buffer_bytes)),
-                   format_bytes(m.sent_bytes), format_seconds(m.time_s),
-                   m.before_node < r.graph.nodes.size() ? r.graph.nodes[m.before_node].name
-                   : m.kind == sol::Collective::PointToPoint
-                       ? "stage " + std::to_string(m.stage + 1)
-                       : std::string("(output)")});
+      c.push_back(
+          {std::string(sol::collective_name(m.kind)) + (m.in_network ? " (in-network)" : ""),
+           m.axis, std::to_string(m.group), m.tensor,
+           format_bytes(static_cast<double>(m.buffer_bytes)), format_bytes(m.sent_bytes),
+           format_seconds(m.time_s),
+           m.before_node < r.graph.nodes.size()      ? r.graph.nodes[m.before_node].name
+           : m.kind == sol::Collective::PointToPoint ? "stage " + std::to_string(m.stage + 1)
+                                                     : std::string("(output)")});
     }
     s += "\nCollectives, longest first (" + std::to_string(order.size()) + " of " +
          std::to_string(p.comms.size()) + "):\n" + format_table(c, "llrlrrrl");

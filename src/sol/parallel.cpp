@@ -30,8 +30,8 @@ ParallelLayout parse_parallel(std::string_view text) {
     const std::string item =
         whole.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     start = comma == std::string::npos ? whole.size() + 1 : comma + 1;
-    if (item == "sp") {
-      l.sequence_parallel = true;
+    if (item == "sp" || item == "ring") {
+      (item == "sp" ? l.sequence_parallel : l.ring) = true;
       continue;
     }
     const size_t eq = item.find('=');
@@ -78,6 +78,7 @@ std::string parallel_text(const ParallelLayout& l) {
   if (l.pp > 1) add("pp=" + std::to_string(l.pp));
   if (l.microbatches > 1) add("mb=" + std::to_string(l.microbatches));
   if (l.sequence_parallel) add("sp");
+  if (l.ring) add("ring");
   return s.empty() ? "tp=1" : s;
 }
 
@@ -108,12 +109,13 @@ constexpr size_t kNone = SIZE_MAX;
 constexpr size_t kTp = 0, kDp = 1;
 constexpr std::string_view kAxisName[2] = {"tp", "dp"};
 
-// Bytes one device sends in collective `c` over `group` devices on a buffer of `s` bytes.
-double sent_bytes(Collective c, int64_t group, double s) {
+// Bytes one device sends in collective `c` over `group` devices on a buffer of `s` bytes; an
+// all-reduce over switches that reduce in the network sends the buffer once.
+double sent_bytes(Collective c, int64_t group, double s, bool in_network) {
   const double a = static_cast<double>(group);
   switch (c) {
     case Collective::AllReduce:
-      return 2 * (a - 1) / a * s;
+      return in_network ? std::min(s, 2 * (a - 1) / a * s) : 2 * (a - 1) / a * s;
     case Collective::AllGather:
     case Collective::ReduceScatter:
       return (a - 1) / a * s;
@@ -262,6 +264,7 @@ class Planner {
     if (const hw::LinkSpec& up = d.link(hw::Link::ScaleUp); up.exists()) {
       link_ = up.link;
       link_bw_ = up.per_direction_bytes_per_s();
+      in_network_ = !up.in_network_reduction.empty() && !layout.ring;
     }
   }
 
@@ -291,6 +294,7 @@ class Planner {
   }
   std::vector<Communication>& comms() { return comms_; }
   double link_bw() const { return link_bw_; }
+  bool in_network() const { return in_network_; }
   const std::string& link() const { return link_; }
   double bandwidth() const { return bandwidth_; }
 
@@ -338,7 +342,7 @@ class Planner {
     const auto it = layouts_[1 - ax].find(index_.at(tensor));
     if (it != layouts_[1 - ax].end()) other = it->second.written_fraction;
     const double s = static_cast<double>(info.bytes) * other;
-    return link_bw_ > 0 ? sent_bytes(c, axis_size(ax), s) / link_bw_ : 0;
+    return link_bw_ > 0 ? sent_bytes(c, axis_size(ax), s, in_network_) / link_bw_ : 0;
   }
 
   // What a candidate costs: `total` orders them, `immediate` (the collectives its reads need
@@ -569,6 +573,7 @@ class Planner {
   double bandwidth_ = 0;
   std::string link_;
   double link_bw_ = 0;
+  bool in_network_ = false;
   std::map<std::string, size_t> index_;
   std::vector<NodeCost> costs_;
   std::vector<std::pair<std::string, std::string>> splits_;  // (tp loop, dp loop) per node
@@ -649,6 +654,7 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
   }
   out.link = planner.link();
   out.link_bytes_per_s = planner.link_bw();
+  out.in_network_reduction = planner.in_network();
   planner.plan();
   const double bw = planner.bandwidth();
 
@@ -701,7 +707,9 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
     // The buffer: the tensor on this axis's group, divided by its sharding on the other axis.
     const double other = planner.axis_fraction(c.tensor, c.axis == "tp" ? kDp : kTp);
     c.buffer_bytes = static_cast<int64_t>(std::llround(static_cast<double>(t->bytes) * other));
-    c.sent_bytes = sent_bytes(c.kind, c.group, static_cast<double>(c.buffer_bytes));
+    c.sent_bytes =
+        sent_bytes(c.kind, c.group, static_cast<double>(c.buffer_bytes), planner.in_network());
+    c.in_network = planner.in_network() && c.kind == Collective::AllReduce && c.group > 2;
     c.time_s = c.sent_bytes / planner.link_bw();
   }
 

@@ -23,7 +23,7 @@ hw::Device round_device() {
                                        {ComputeUnit::Tensor, Precision::Tf32, 1e12},
                                        {ComputeUnit::Vector, Precision::Fp32, 1e12}},
                                       1e12);
-  d.link(hw::Link::ScaleUp) = {"test link", hw::Figure{200e9, "test"}};
+  d.link(hw::Link::ScaleUp) = {"test link", hw::Figure{200e9, "test"}, ""};
   return d;
 }
 
@@ -112,6 +112,23 @@ TEST(Parallel, TheAllReduceGrowsWithTheGroup) {
     // 16.809984 us of compute on one device, shared by tp.
     EXPECT_NEAR(p.results[0].terms.compute_s, 16.809984e-6 / tp, 1e-15) << tp;
   }
+}
+
+TEST(Parallel, SwitchesThatReduceInTheNetworkSendTheBufferOnce) {
+  const einsum::Graph g = testing::lift_text(kMlp);
+  hw::Device d = round_device();
+  d.link(hw::Link::ScaleUp).in_network_reduction = "test";
+  // Each device sends y's 32,768 B once to the switch and receives the sum, below the ring's
+  // 2 x 3/4 x 32,768 = 49,152 B; `ring` asks for the ring bound anyway.
+  const ParallelAnalysis p =
+      analyze_parallel(g, d, policy(), parse_parallel("tp=4"), {Fidelity::Fused});
+  ASSERT_EQ(p.comms.size(), 1U);
+  EXPECT_TRUE(p.comms[0].in_network);
+  EXPECT_DOUBLE_EQ(p.comms[0].sent_bytes, 32768);
+  const ParallelAnalysis ring =
+      analyze_parallel(g, d, policy(), parse_parallel("tp=4,ring"), {Fidelity::Fused});
+  EXPECT_FALSE(ring.comms[0].in_network);
+  EXPECT_DOUBLE_EQ(ring.comms[0].sent_bytes, 49152);
 }
 
 // A training step of y = x @ w, loss sum(y), SGD: x [64, 512] is a batch of 64 rows.

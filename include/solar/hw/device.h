@@ -139,6 +139,10 @@ struct MemorySpec {
 struct LinkSpec {
   std::string link;  // "NVLink 4 (18 links)", "PCIe Gen5 x16"; may be empty (set by --set)
   std::optional<Figure> bandwidth_bytes_per_s;
+  // Where the link's switches reduce in the network (NVLink SHARP on NVSwitch): the source that
+  // says so; empty when they do not (or it is not published). An all-reduce over it can move
+  // the buffer once per device instead of a ring's 2(N-1)/N (docs/parallel.md).
+  std::string in_network_reduction;
   bool exists() const { return bandwidth_bytes_per_s.has_value(); }
   // Each direction's bandwidth: half the published figure.
   double per_direction_bytes_per_s() const;

@@ -30,10 +30,10 @@
 //     the mean, so 1/A errs smaller.
 //   - a collective on an axis of A devices over a buffer of S bytes (the tensor's bytes divided
 //     by its sharding on the other axis) sends, per device, by its bandwidth-optimal algorithm:
-//     all-reduce 2(A-1)/A x S (ring); all-gather and reduce-scatter (A-1)/A x S; all-to-all
-//     (A-1)/A^2 x S; point to point S. Time = bytes / the scale-up link's bandwidth per direction.
-//     In-network reduction (NVLink SHARP) can all-reduce in S per device: not modelled
-//     (docs/parallel.md says when it matters).
+//     all-reduce 2(A-1)/A x S (ring), or S over a link whose switches reduce in the network
+//     (hw::LinkSpec::in_network_reduction: NVLink SHARP; each device sends its buffer once and
+//     receives the sum); all-gather and reduce-scatter (A-1)/A x S; all-to-all (A-1)/A^2 x S;
+//     point to point S. Time = bytes / the scale-up link's bandwidth per direction.
 //   - unfused: the eager run of the layout on one compute stream and one communication stream:
 //     the framework operations in order, each as one kernel (its time as in sol/analysis.h, from
 //     the per-device terms), a collective starting when its tensor is written and the stream is
@@ -60,12 +60,14 @@
 
 namespace solar::sol {
 
-// `--parallel tp=T,dp=D,pp=P[,mb=M][,sp]`: each factor >= 1 (absent: 1); `mb` the microbatches of
-// the pipeline (default 1); `sp` sequence parallelism (outputs may stay sharded on tp).
+// `--parallel tp=T,dp=D,pp=P[,mb=M][,sp][,ring]`: each factor >= 1 (absent: 1); `mb` the
+// microbatches of the pipeline (default 1); `sp` sequence parallelism (outputs may stay sharded on
+// tp); `ring` all-reduces by the ring bound even over a link that reduces in the network.
 struct ParallelLayout {
   int64_t tp = 1, dp = 1, pp = 1;
   int64_t microbatches = 1;
   bool sequence_parallel = false;
+  bool ring = false;
   int64_t devices() const { return tp * dp * pp; }
   bool operator==(const ParallelLayout&) const = default;
 };
@@ -92,6 +94,7 @@ struct Communication {
   double sent_bytes = 0;     // per device, by the formulas above
   double time_s = 0;         // sent_bytes / link bandwidth per direction
   size_t stage = 0;          // the pipeline stage it belongs to (pp: the sending stage)
+  bool in_network = false;   // an all-reduce costed by the in-network bound (below the ring's)
   // The node that writes the tensor (or SIZE_MAX: a graph input) and the node that waits for it
   // (or SIZE_MAX: the end of the stage, a graph output).
   size_t after_node = SIZE_MAX, before_node = SIZE_MAX;
@@ -134,10 +137,11 @@ struct ParallelResult {
 
 struct ParallelAnalysis {
   ParallelLayout layout;
-  std::string link;                  // the scale-up link's name ("" when none is needed)
-  double link_bytes_per_s = 0;       // per direction
-  std::vector<NodeSplit> nodes;      // one per graph node
-  std::vector<Communication> comms;  // in the order the planner added them
+  std::string link;                   // the scale-up link's name ("" when none is needed)
+  double link_bytes_per_s = 0;        // per direction
+  bool in_network_reduction = false;  // all-reduces costed by the in-network bound
+  std::vector<NodeSplit> nodes;       // one per graph node
+  std::vector<Communication> comms;   // in the order the planner added them
   std::vector<ParallelStage> stages;
   std::vector<ParallelResult> results;  // per fidelity (unfused, fused only), in order asked
   double floor_s = 0;                   // any layout on devices(), see above
