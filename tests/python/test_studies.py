@@ -23,8 +23,8 @@ BLOCK = re.compile(r"```console\n\$ (solar [^\n]*)\n(.*?)```", re.DOTALL)
 
 
 def docs() -> list[Path]:
-    """The study docs, and the repository's README (its quick start's output)."""
-    return [ROOT / "README.md", *sorted(STUDIES.rglob("README.md"))]
+    """The study docs, the repository's README (its quick start's output) and docs/parallel.md."""
+    return [ROOT / "README.md", *sorted(STUDIES.rglob("README.md")), ROOT / "docs" / "parallel.md"]
 
 
 def blocks() -> list[tuple[Path, str, str]]:
