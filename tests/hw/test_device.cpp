@@ -395,7 +395,7 @@ TEST(HwFile, InvalidFilesGiveOneExactMessage) {
   const std::vector<BadCase> cases = {
       {1, "nmae: Test-GPU",
        "1:1: error: unknown key 'nmae' at top level; valid: name, vendor, description, "
-       "peak_flops_per_s, memory, interconnect, compute_units, clock_hz"},
+       "peak_flops_per_s, memory, interconnect, compute_units, clock_hz, min_kernel_s"},
       {10,
        "interconnect: {nvlink: {link: NVLink, bandwidth_bytes_per_s: {value: 9e11, source: S0}}}",
        "10:16: error: unknown key 'nvlink' in interconnect; valid: scale_up, host"},
@@ -467,7 +467,7 @@ TEST(HwFile, DuplicateLevelEmptyAndMissingFiles) {
   EXPECT_EQ(user_error([&] { load_device_file(empty); }),
             empty +
                 ": error: a device file is a mapping with keys name, vendor, description, "
-                "peak_flops_per_s, memory, interconnect, compute_units, clock_hz");
+                "peak_flops_per_s, memory, interconnect, compute_units, clock_hz, min_kernel_s");
   const std::string missing = (fs::path(SOLAR_SOURCE_DIR) / "no-such-device.yaml").string();
   EXPECT_NE(
       user_error([&] { resolve_device(missing); }).find("cannot read device file '" + missing),
@@ -514,8 +514,8 @@ TEST(HwOverride, EveryListedKeyApplies) {
   }
   for (const FigureEntry& entry : list_figures(d)) EXPECT_EQ(entry.figure.value, 7) << entry.path;
   // rates per unit and precision, capacity and bandwidth per level, a bandwidth per link,
-  // compute_units and clock_hz: 2 x 8 + 2 x 3 + 2 + 2 = 26.
-  EXPECT_EQ(list_figures(d).size(), 2 * kPrecisionCount + 2 * kMemoryLevelCount + kLinkCount + 2);
+  // compute_units, clock_hz and min_kernel_s: 2 x 8 + 2 x 3 + 2 + 3 = 27.
+  EXPECT_EQ(list_figures(d).size(), 2 * kPrecisionCount + 2 * kMemoryLevelCount + kLinkCount + 3);
 }
 
 TEST(HwOverride, Errors) {
