@@ -468,6 +468,19 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv", metavar="OUT", help="write the per-node table as CSV")
     p.add_argument("--dot", metavar="OUT", help="write the einsum graph in Graphviz DOT")
     p.add_argument(
+        "--cache-state",
+        choices=("cold", "warm"),
+        help="cold (the default): every byte from DRAM; warm: the inputs, weights and outputs "
+        "that fit in L2 come from L2, as a loop over the same inputs leaves them "
+        "(docs/cache-state.md)",
+    )
+    p.add_argument(
+        "--kernel-floor",
+        choices=("on", "off"),
+        help="on: each unfused operation takes at least the device's min_kernel_s (default off; "
+        "docs/cache-state.md)",
+    )
+    p.add_argument(
         "--routing",
         choices=("balanced", "concentrated"),
         help="data-dependent reads (MoE routing, gathers): every index distinct (balanced, the "
@@ -487,6 +500,9 @@ def report_options(args: argparse.Namespace) -> dict:
     options: dict = {}
     if getattr(args, "routing", None):
         options["routing"] = args.routing
+    for name in ("cache_state", "kernel_floor"):
+        if getattr(args, name, None):
+            options[name] = getattr(args, name)
     measure = getattr(args, "measure", False)
     recorded = getattr(args, "measurement", None)
     given = [
