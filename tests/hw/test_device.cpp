@@ -693,3 +693,34 @@ TEST(HwDocs, EverySourceIdIsListed) {
 
 }  // namespace
 }  // namespace solar::hw
+
+namespace solar::hw {
+namespace {
+
+// The kernel floor's figure and the warm cache state's (docs/cache-state.md): min_kernel_s is a
+// top-level figure with a source, in the JSON form and an override key; the L2 bandwidth is
+// given exactly where a published microbenchmark backs it.
+TEST(HwFile, MinKernelAndL2BandwidthFigures) {
+  Device d = load_device_file(
+      (std::filesystem::path(SOLAR_SOURCE_DIR) / "tests/fixtures/round-gpu.yaml").string());
+  ASSERT_TRUE(d.min_kernel_s.has_value());
+  EXPECT_EQ(d.min_kernel_s->value, 5e-6);
+  EXPECT_EQ(d.level(MemoryLevel::L2).bandwidth_bytes_per_s->value, 4e12);
+  const nlohmann::json j = device_to_json(d);
+  EXPECT_EQ(j["min_kernel_s"], 5e-6);
+  EXPECT_EQ(j["sources"]["min_kernel_s"], "test figure");
+  apply_override(d, "min_kernel_s=2e-6");
+  EXPECT_EQ(d.min_kernel_s->value, 2e-6);
+  EXPECT_EQ(d.min_kernel_s->source, kOverrideSource);
+  for (const char* name : {"L40S", "L4", "RTX-4090"}) {
+    EXPECT_TRUE(load_builtin_device(name).level(MemoryLevel::L2).bandwidth_bytes_per_s) << name;
+  }
+  for (const std::string& name : builtin_device_names()) {
+    EXPECT_FALSE(load_builtin_device(name).min_kernel_s.has_value()) << name;
+  }
+  EXPECT_FALSE(load_builtin_device("Jetson-AGX-Thor").level(MemoryLevel::L2).bandwidth_bytes_per_s);
+  EXPECT_EQ(load_builtin_device("Jetson-AGX-Thor").compute_units->value, 20);
+}
+
+}  // namespace
+}  // namespace solar::hw
