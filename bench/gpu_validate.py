@@ -18,6 +18,11 @@ then ``torch.compile(model)`` (a model that fails to compile is reported, not fa
 compile of one problem share one time budget (``--budget-s``, an alarm). On the CPU the wall
 clock is read around each run, there is no flush, and compile is skipped unless ``--compile``.
 
+``--warm`` times warm-cache runs instead: no flush, the runs back to back on the same inputs (what
+most benchmark loops do), and the analyses use ``--cache-state warm`` (docs/cache-state.md), the
+bound of that kind of run. The cold default and ``--warm`` are two different promises; the
+environment records which one a table checks (``cache_state``).
+
 The checks (``violations``): the unfused SOL must be at most the eager time; the fused and the
 cache-aware SOL must be at most both the eager and the compile time. A SOL above a median time is
 a violation. The script measures: it exits 0 with violations, 1 only on a usage error.
@@ -257,8 +262,8 @@ def describe(env: dict) -> list[str]:
         )
     verify = "verification on (--verify)" if env["verify"] else "verification off (--verify)"
     lines.append(
-        f"SOL: `solar analyze --hw {env['hw']}` ({env['hw_source']}), policy {env['policy']}, "
-        f"{verify}, {env['jobs']} at once"
+        f"SOL: `solar analyze --hw {env['hw']} --cache-state {env.get('cache_state', 'cold')}` "
+        f"({env['hw_source']}), policy {env['policy']}, {verify}, {env['jobs']} at once"
     )
     if env["what_if"]:
         lines.append(
@@ -281,9 +286,17 @@ def describe(env: dict) -> list[str]:
 # Analysis: `solar analyze` in child processes.
 
 
-def analyse(path: str, hw: str, policy: str | None, verify: bool, timeout_s: float) -> dict:
-    """``solar analyze path --json`` in a child process: ``{status, verification, error, sol_s,
-    bytes, nodes, macs, flops, wall_s}`` (status ``ok``, ``failed`` or ``timed_out``)."""
+def analyse(
+    path: str,
+    hw: str,
+    policy: str | None,
+    verify: bool,
+    timeout_s: float,
+    cache_state: str = "cold",
+) -> dict:
+    """``solar analyze path --json --cache-state STATE`` in a child process: ``{status,
+    verification, error, sol_s, bytes, nodes, macs, flops, wall_s}`` (status ``ok``, ``failed``
+    or ``timed_out``)."""
     from solar.suite import summarise
 
     start = time.perf_counter()
@@ -292,6 +305,7 @@ def analyse(path: str, hw: str, policy: str | None, verify: bool, timeout_s: flo
         cmd = [sys.executable, "-m", "solar", "analyze", path, "--hw", hw, "--json", report_path]
         cmd += ["--policy", policy] if policy else []
         cmd += [] if verify else ["--no-verify"]
+        cmd += ["--cache-state", cache_state]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -523,6 +537,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     p.add_argument("--jobs", type=int, metavar="N", help="analyses at once (default min(8, CPUs))")
     p.add_argument("--verify", action="store_true", help="verify the lowered IR (slower)")
+    p.add_argument(
+        "--warm",
+        action="store_true",
+        help="time warm-cache runs (no L2 flush) against the warm bound (--cache-state warm)",
+    )
     p.add_argument("--compile", action="store_true", help="with --device cpu: torch.compile too")
     p.add_argument("--out", metavar="FILE.md", help="also write the Markdown table here")
     p.add_argument("--json", metavar="FILE.json", help="write the results as JSON")
@@ -563,12 +582,17 @@ def environment(args: argparse.Namespace) -> dict:
             env["l2_bytes"], env["l2_source"] = l2, "torch.cuda.get_device_properties"
         else:
             raise UsageError("torch does not report this GPU's L2 size: give --l2-bytes")
-        env["flush_bytes"] = 2 * env["l2_bytes"]
+        env["flush_bytes"] = 0 if args.warm else 2 * env["l2_bytes"]
+        flush = (
+            "no L2 flush (--warm: each timed run follows the last on the same inputs)"
+            if args.warm
+            else f"before each timed run the L2 is flushed (outside the events) by writing "
+            f"{env['flush_bytes']:,} bytes, twice its {env['l2_bytes']:,} bytes "
+            f"({env['l2_source']})"
+        )
         env["timing"] = (
             f"CUDA events around each timed run, median of {args.iters} after {args.warmup} "
-            f"warm-up runs; before each timed run the L2 is flushed (outside the events) by "
-            f"writing {env['flush_bytes']:,} bytes, twice its {env['l2_bytes']:,} bytes "
-            f"({env['l2_source']}); torch.no_grad(); models in the mode their file builds them in"
+            f"warm-up runs; {flush}; torch.no_grad(); models in the mode their file builds them in"
         )
     else:
         from solar.measure import cpu_model
@@ -606,6 +630,7 @@ def run(args: argparse.Namespace) -> dict:
         raise UsageError(f"{args.dir}: no *.py model files")
     env = environment(args)
     env.update(
+        cache_state="warm" if args.warm else "cold",
         folder=os.path.basename(os.path.normpath(args.dir)),
         policy=args.policy or "pytorch-cuda-default",
         verify=args.verify,
@@ -618,7 +643,9 @@ def run(args: argparse.Namespace) -> dict:
 
     def one(path: str) -> dict:
         try:
-            return analyse(path, env["hw"], args.policy, args.verify, args.budget_s)
+            return analyse(
+                path, env["hw"], args.policy, args.verify, args.budget_s, env["cache_state"]
+            )
         except Exception as e:  # never stop the run
             return {"status": "failed", "error": _failure(e)}
 

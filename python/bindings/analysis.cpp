@@ -120,8 +120,8 @@ void bind_analysis(nb::module_& m) {
          const std::string& measured_on, const std::string& measured_method,
          const std::string& measured_nodes, const std::string& source, const std::string& capture,
          const std::string& coverage, const std::string& verification,
-         const std::map<std::string, std::string>& phases, const std::string& parallel,
-         int64_t devices) {
+         const std::map<std::string, std::string>& phases, const std::string& cache_state,
+         const std::string& kernel_floor, const std::string& parallel, int64_t devices) {
         einsum::Graph g = lift_program(program, sizes, routing);
         g.source = source.empty() ? "<ir>" : source;
         report::Provenance provenance = report::provenance_from_json(
@@ -133,6 +133,11 @@ void bind_analysis(nb::module_& m) {
         options.cache.level = sol::parse_cache_level(level);
         if (!capacity.empty()) options.cache.capacity_bytes = sol::parse_capacity(capacity);
         options.cache_optional = fidelity == "all";
+        options.cache_state = sol::parse_cache_state(cache_state);
+        if (kernel_floor != "on" && kernel_floor != "off") {
+          throw UserError("unknown kernel floor '" + kernel_floor + "' (valid: on, off)");
+        }
+        options.kernel_floor = kernel_floor == "on";
         const sol::PrecisionPolicy& p =
             sol::find_precision_policy(policy.empty() ? sol::kDefaultPrecisionPolicy : policy);
         cli::ReportOutputs outputs;
@@ -157,12 +162,14 @@ void bind_analysis(nb::module_& m) {
       nb::arg("measured_on") = "", nb::arg("measured_method") = "", nb::arg("measured_nodes") = "",
       nb::arg("source") = "", nb::arg("capture") = "", nb::arg("coverage") = "",
       nb::arg("verification") = "", nb::arg("phases") = std::map<std::string, std::string>{},
+      nb::arg("cache_state") = "cold", nb::arg("kernel_floor") = "off",
       nb::arg("parallel") = "", nb::arg("devices") = 0,
       "The SOL report of `program` (IR text or a solar.Program; `sizes`: 'N=1024' overrides) on "
       "device `hw` (a built-in name or a .yaml file; `sets`: 'KEY=VALUE' overrides) under "
       "precision `policy` (empty: the default). As `solar sol`: `fidelity`, `level`, `capacity`, "
       "`routing`, `top`, `measured_ms`, `measured_on`, `measured_nodes` (the per-node times "
-      "file's JSON text). `measured_method`: how the time was measured. `source`: the name the "
+      "file's JSON text), `cache_state` ('cold' or 'warm'), `kernel_floor` ('on' or 'off'). "
+      "`measured_method`: how the time was measured. `source`: the name the "
       "report shows. `capture`, `coverage`, `verification`: the report's sections as JSON text "
       "(docs/report.md; empty: an IR file's). `phases`: a training step's phase of each tensor "
       "(lower_capture_detailed's tensor_phases): the report gains its `training` section "
@@ -192,11 +199,14 @@ void bind_analysis(nb::module_& m) {
         c.device = first.device.name;
         c.dram_bandwidth_bytes_per_s = first.analysis.dram_bandwidth_bytes_per_s;
         c.policy = first.analysis.policy;
+        c.cache_state = first.analysis.memory.state;
         for (const auto& [batch, s] : steps) {
           SOLAR_CHECK(s != nullptr, "a serving step without its report");
           const report::Report& r = s->report;
-          if (r.device.name != c.device || r.analysis.policy != c.policy) {
-            throw UserError("serving steps analysed on different devices or policies");
+          if (r.device.name != c.device || r.analysis.policy != c.policy ||
+              r.analysis.memory.state != c.cache_state) {
+            throw UserError(
+                "serving steps analysed on different devices, policies or cache states");
           }
           serve.push_back({batch, r.analysis.results});
         }

@@ -7,7 +7,11 @@ Measured with PyTorch on the CPU or on CUDA (docs/calibrate.md):
   faster FLOP/s of the two (2 x n^3 / time; 2 x N x C_out x H x W x C_in x 9 / time);
 - elementwise throughput: ``torch.mul`` on vectors that fit in cache, ops/s, best of several;
 - bandwidth: a large copy (``dst.copy_(src)``, several times the last-level cache on the CPU),
-  bytes read + written / time, best of several.
+  bytes read + written / time, best of several;
+- last-level cache bandwidth (the warm cache state, docs/cache-state.md): the same copy of a
+  source and a destination that together fill half the cache, repeated inside one timing;
+- the minimum kernel duration (``min_kernel_s``, the unfused kernel floor): one-element
+  ``torch.add`` calls back to back, the time per call, best of several.
 
 A SOL time must stay a lower bound of every real run on the device, so every figure is the best
 (fastest) of its runs, and each rate a precision policy may ask for is at least the fastest rate
@@ -177,6 +181,37 @@ def measure_copy(device: str, s: Settings) -> float:
     return 2.0 * n * 4 / t
 
 
+def measure_cache_copy(device: str, cache_bytes: int, s: Settings) -> float:
+    """The best bytes/s (read + written) of a copy whose source and destination together fill
+    half of a ``cache_bytes`` cache, repeated inside one timing until it lasts 1 ms."""
+    import torch
+
+    n = max(1, cache_bytes // 16)  # two fp32 buffers of cache_bytes / 4 bytes each
+    src = torch.ones(n, device=device)
+    dst = torch.empty(n, device=device)
+
+    def runs(count: int) -> Callable[[], object]:
+        return lambda: [dst.copy_(src) for _ in range(count)]
+
+    inner = 1
+    while _best_time(runs(inner), device, 1) < 1e-3 and inner < 1 << 16:
+        inner *= 4
+    t = _best_time(runs(inner), device, s.repeats)
+    return 2.0 * n * 4 * inner / t
+
+
+def measure_min_kernel(device: str, s: Settings) -> tuple[float, int]:
+    """The best time per call of one-element ``torch.add`` calls issued back to back (each one
+    kernel on CUDA), and how many calls were timed together."""
+    import torch
+
+    x = torch.ones(1, device=device)
+    y = torch.empty(1, device=device)
+    count = 1000
+    t = _best_time(lambda: [torch.add(x, 1.0, out=y) for _ in range(count)], device, s.repeats)
+    return t / count, count
+
+
 def memory_bytes(device: str) -> int:
     if device == "cuda":
         import torch
@@ -267,12 +302,25 @@ def calibrate(device: str, quick: bool = False) -> dict:
         )
     ]
     units = None
+
+    def cache_bandwidth(capacity: int) -> Figure:
+        rate = measure_cache_copy(device, capacity, s)
+        return Figure(
+            rate,
+            f"measured: copy of {capacity // 4} bytes (half the cache with its destination), "
+            f"repeated, (read + written) / time, best of {s.repeats}{threads}; {how}",
+        )
+
     if device == "cuda":
         props = torch.cuda.get_device_properties(0)
         l2 = getattr(props, "L2_cache_size", 0)
         if l2:
             memory.append(
-                ("L2", Figure(l2, "torch.cuda.get_device_properties: L2_cache_size"), None)
+                (
+                    "L2",
+                    Figure(l2, "torch.cuda.get_device_properties: L2_cache_size"),
+                    cache_bandwidth(l2),
+                )
             )
         units = Figure(props.multi_processor_count, "torch.cuda.get_device_properties")
         vendor, description = "NVIDIA", torch.cuda.get_device_name(0)
@@ -280,11 +328,22 @@ def calibrate(device: str, quick: bool = False) -> dict:
         llc = largest_cache_bytes()
         if llc:
             memory.append(
-                ("L2", Figure(llc, "sysfs: the largest cache of cpu0 (the last level)"), None)
+                (
+                    "L2",
+                    Figure(llc, "sysfs: the largest cache of cpu0 (the last level)"),
+                    cache_bandwidth(llc),
+                )
             )
         units = Figure(torch.get_num_threads(), "torch.get_num_threads()")
         vendor, description = _cpu_vendor(), cpu_model()
+    kernel_s, calls = measure_min_kernel(device, s)
+    min_kernel = Figure(
+        kernel_s,
+        f"measured: {calls} one-element torch.add calls back to back, time per call, best of "
+        f"{s.repeats}{threads}; {how}",
+    )
     return {
+        "min_kernel_s": min_kernel,
         "name": local_device_name(device),
         "vendor": vendor,
         "description": f"{description}, calibrated by solar calibrate on this machine",
@@ -340,6 +399,8 @@ def to_yaml(d: dict) -> str:
             lines.append(f"    bandwidth_bytes_per_s: {_figure(bandwidth)}")
     if d.get("compute_units") is not None:
         lines.append(f"compute_units: {_figure(d['compute_units'])}")
+    if d.get("min_kernel_s") is not None:
+        lines.append(f"min_kernel_s: {_figure(d['min_kernel_s'])}")
     return "\n".join(lines) + "\n"
 
 

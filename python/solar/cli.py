@@ -482,6 +482,19 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
         "with its collectives (docs/parallel.md)",
     )
     p.add_argument(
+        "--cache-state",
+        choices=("cold", "warm"),
+        help="cold (the default): every byte from DRAM; warm: the inputs, weights and outputs "
+        "that fit in L2 come from L2, as a loop over the same inputs leaves them "
+        "(docs/cache-state.md)",
+    )
+    p.add_argument(
+        "--kernel-floor",
+        choices=("on", "off"),
+        help="on: each unfused operation takes at least the device's min_kernel_s (default off; "
+        "docs/cache-state.md)",
+    )
+    p.add_argument(
         "--routing",
         choices=("balanced", "concentrated"),
         help="data-dependent reads (MoE routing, gathers): every index distinct (balanced, the "
@@ -506,6 +519,9 @@ def report_options(args: argparse.Namespace) -> dict:
             raise ValueError(f"--devices must be at least 1, not {args.devices}")
         options["parallel"] = getattr(args, "parallel", None) or ""
         options["devices"] = getattr(args, "devices", None) or 0
+    for name in ("cache_state", "kernel_floor"):
+        if getattr(args, name, None):
+            options[name] = getattr(args, name)
     measure = getattr(args, "measure", False)
     recorded = getattr(args, "measurement", None)
     given = [

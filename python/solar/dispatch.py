@@ -39,7 +39,13 @@ OPTIONS = (
     "train",  # a training step (docs/training.md)
     "optimizer",
     "loss",
+    "cache_state",  # "cold" (the default) or "warm" (docs/cache-state.md)
+    "kernel_floor",  # "off" (the default) or "on": the unfused per-kernel floor
 )
+
+# The options that are keywords of the analysis itself (``_core.analyze``), carried in
+# ``sol_options``.
+SOL_KEYWORDS = ("cache_state", "kernel_floor")
 
 __all__ = [
     "OPTIONS",
@@ -172,6 +178,11 @@ _OPTIMIZERS = ("sgd", "adam", "adamw")  # solar.jax._train.OPTIMIZERS (which imp
 
 
 def _check_options(options: dict) -> None:
+    """Rejects an unknown option; moves ``cache_state`` and ``kernel_floor`` into
+    ``sol_options`` (in place)."""
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise TypeError(f"unknown option(s) {', '.join(unknown)} (valid: {', '.join(OPTIONS)})")
+    keywords = {k: options.pop(k) for k in SOL_KEYWORDS if k in options}
+    if keywords:
+        options["sol_options"] = {**(options.get("sol_options") or {}), **keywords}

@@ -94,7 +94,13 @@ def write_json_atomic(path: str, data: object) -> None:
 def run_problem(root: str, level: str, rel: str, args: argparse.Namespace, ms: float | None):
     """Runs ``solar analyze`` on one problem in a child process; returns its record."""
     name = os.path.basename(rel)
-    record: dict = {"level": level, "problem": name, "path": rel, "measured_ms": ms}
+    record: dict = {
+        "level": level,
+        "problem": name,
+        "path": rel,
+        "measured_ms": ms,
+        "cache_state": args.cache_state,
+    }
     with tempfile.TemporaryDirectory(prefix="solar-bench-") as tmp:
         report_path = os.path.join(tmp, "report.json")
         stages_path = os.path.join(tmp, "stages.json")
@@ -102,6 +108,7 @@ def run_problem(root: str, level: str, rel: str, args: argparse.Namespace, ms: f
         cmd += ["--json", report_path, "--stage-times", stages_path]
         if args.policy:
             cmd += ["--policy", args.policy]
+        cmd += ["--cache-state", args.cache_state]
         if ms is not None:
             cmd += ["--measured-ms", repr(ms)]
         start = time.perf_counter()
@@ -176,6 +183,8 @@ def summary(records: list[dict]) -> dict:
         timed = [r for r in ok if r.get("headroom")]
         fidelities = sorted({f for r in timed for f in r["headroom"]})
         out[level] = {
+            # the state every bound of the level was computed in (docs/cache-state.md)
+            "cache_state": ",".join(sorted({r.get("cache_state", "cold") for r in rs})),
             "problems": len(rs),
             "analysed": len(ok),
             "failed": len(rs) - len(ok),
@@ -265,13 +274,14 @@ def write_outputs(out: str, records: list[dict]) -> dict:
     write_json_atomic(os.path.join(out, "summary.json"), s)
     srows = []
     for level, v in s.items():
-        row = {k: v[k] for k in ("problems", "analysed", "failed", "timed", "violations")}
+        keys = ("cache_state", "problems", "analysed", "failed", "timed", "violations")
+        row = {k: v[k] for k in keys}
         row["level"] = level
         for kind in ("geomean_headroom", "median_headroom"):
             for f, x in v[kind].items():
                 row[f"{kind}_{f}"] = x
         srows.append(row)
-    scols = ["level", "problems", "analysed", "failed", "timed", "violations"]
+    scols = ["level", "cache_state", "problems", "analysed", "failed", "timed", "violations"]
     scols += sorted({k for r in srows for k in r} - set(scols))
     write_atomic(os.path.join(out, "summary.csv"), _csv(srows, scols))
     return s
@@ -310,6 +320,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--timings", metavar="FILE.json", help='{level: {file: {"mean": ms}}}')
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="problems at once")
     p.add_argument("--policy", help="precision policy (docs/precision.md)")
+    p.add_argument(
+        "--cache-state",
+        choices=("cold", "warm"),
+        default="cold",
+        help="the cache state of the bound (docs/cache-state.md): warm for --timings from loops "
+        "that do not flush L2 between runs (default cold)",
+    )
     p.add_argument("--timeout-s", type=float, default=1800.0, help="per problem (default 1800)")
     try:
         args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -337,9 +354,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     todo = []
     for level, rel in problems:
         path = result_path(args.out, rel)
+        done = None
         if os.path.exists(path):
             with open(path) as f:
-                records.append(json.load(f))
+                done = json.load(f)
+        # A record of another cache state is run again (an older record without one: cold).
+        if done is not None and done.get("cache_state", "cold") == args.cache_state:
+            records.append(done)
         else:
             todo.append((level, rel))
     skipped = len(problems) - len(todo)
@@ -357,6 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception as e:  # never stop the suite
             record = {"level": level, "problem": os.path.basename(rel), "path": rel}
             record.update(status="failed", error=f"{type(e).__name__}: {e}", measured_ms=ms)
+            record["cache_state"] = args.cache_state
         write_json_atomic(result_path(args.out, rel), record)
         progress.step(rel)
         return record
@@ -366,7 +388,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     s = write_outputs(args.out, records)
     sys.stdout.write(stage_table(stage_rows(records)))
     for level, v in s.items():
-        line = f"{level}: {v['analysed']}/{v['problems']} analysed, {v['failed']} failed"
+        line = f"{level} ({v['cache_state']} cache): {v['analysed']}/{v['problems']} analysed"
+        line += f", {v['failed']} failed"
         for f, g in v["geomean_headroom"].items():
             line += f", {f} headroom geomean {g:.4g} median {v['median_headroom'][f]:.4g}"
         if v["timed"]:

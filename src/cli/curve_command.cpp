@@ -22,6 +22,7 @@ int curve_impl(const std::vector<std::string>& args, std::ostream& out, std::ost
   CLI::App app{"DRAM traffic and SOL against on-chip capacity, 1 KiB to 1 GiB (docs/report.md).",
                "solar curve"};
   std::string file, hw, json, csv, svg, policy{sol::kDefaultPrecisionPolicy}, routing = "balanced";
+  std::string cache_state = "cold";
   std::vector<std::string> sizes, sets;
   app.add_option("FILE", file, "IR file")->required()->type_name("");
   app.add_option("--hw", hw, "Device: a built-in name (solar hw list) or a .yaml file")
@@ -42,10 +43,12 @@ int curve_impl(const std::vector<std::string>& args, std::ostream& out, std::ost
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   detail::add_routing_option(app, routing);
+  detail::add_cache_state_option(app, cache_state);
   return detail::run_command(app, args, out, err, [&] {
     const sol::PrecisionPolicy& p = sol::find_precision_policy(policy);
-    const sol::Curve c = sol::make_curve(detail::load_graph(file, sizes, routing, program),
-                                         detail::load_device(hw, sets), p);
+    const sol::Curve c =
+        sol::make_curve(detail::load_graph(file, sizes, routing, program),
+                        detail::load_device(hw, sets), p, sol::parse_cache_state(cache_state));
     std::string table = report::render_curve(c);
     std::vector<std::pair<std::string, std::string>> files;  // written together by emit
     if (!csv.empty()) {

@@ -61,6 +61,7 @@ std::string format_figure(std::string_view path, double v) {
     return v >= 1e6 ? scaled(v, 1e6, "MB") : scaled(v, 1e3, "kB");
   }
   if (path == "clock_hz") return scaled(v, 1e9, "GHz");
+  if (path == "min_kernel_s") return scaled(v, 1e-6, "us");
   return format_number(v);
 }
 

@@ -49,6 +49,7 @@ struct CommonArgs {
   std::string level = "L2";
   std::string capacity;  // empty: the level's capacity on the device
   std::string routing = "balanced";
+  detail::CacheStateArgs state;           // --cache-state, --kernel-floor
   const ProgramInput* program = nullptr;  // in memory, standing for `file`
 };
 
@@ -86,12 +87,12 @@ void add_common_options(CLI::App& app, CommonArgs& a) {
       ->type_name("KEY=VALUE")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  detail::add_cache_options(app, a.level, a.capacity);
+  detail::add_cache_options(app, a.level, a.capacity, &a.state);
   detail::add_routing_option(app, a.routing);
 }
 
 sol::AnalysisOptions analysis_options(const CommonArgs& a) {
-  return detail::cache_options(a.level, a.capacity, a.fidelity == "all");
+  return detail::cache_options(a.level, a.capacity, a.fidelity == "all", a.state);
 }
 
 einsum::Graph load_graph(const CommonArgs& a) {
@@ -200,22 +201,46 @@ void emit(const nlohmann::json& j, const std::string& json_path, const std::stri
   cli::emit(j, json_path, table, out, std::move(files));
 }
 
+bool parse_kernel_floor(const std::string& text) {
+  if (text == "on") return true;
+  if (text == "off") return false;
+  throw UserError("unknown kernel floor '" + text + "' (valid: on, off)");
+}
+
 sol::AnalysisOptions cache_options(const std::string& level, const std::string& capacity,
-                                   bool optional) {
+                                   bool optional, const CacheStateArgs& state) {
   sol::AnalysisOptions o;
   o.cache.level = sol::parse_cache_level(level);
   if (!capacity.empty()) o.cache.capacity_bytes = sol::parse_capacity(capacity);
   o.cache_optional = optional;
+  o.cache_state = sol::parse_cache_state(state.cache_state);
+  o.kernel_floor = parse_kernel_floor(state.kernel_floor);
   return o;
 }
 
-void add_cache_options(CLI::App& app, std::string& level, std::string& capacity) {
+void add_cache_state_option(CLI::App& app, std::string& cache_state) {
+  app.add_option("--cache-state", cache_state,
+                 "cold: every byte from DRAM; warm: inputs, weights and outputs that fit in L2 "
+                 "from L2, as a loop over the same inputs leaves them (docs/cache-state.md)")
+      ->type_name("cold|warm")
+      ->capture_default_str();
+}
+
+void add_cache_options(CLI::App& app, std::string& level, std::string& capacity,
+                       CacheStateArgs* state) {
   app.add_option("--level", level, "On-chip level of the cache fidelity: L2 or SMEM")
       ->type_name("L2|SMEM")
       ->capture_default_str();
   app.add_option("--capacity", capacity,
                  "On-chip capacity of the cache fidelity, e.g. 32MiB (overrides --level)")
       ->type_name("BYTES");
+  if (!state) return;
+  add_cache_state_option(app, state->cache_state);
+  app.add_option("--kernel-floor", state->kernel_floor,
+                 "on: each unfused operation takes at least the device's min_kernel_s "
+                 "(docs/cache-state.md)")
+      ->type_name("on|off")
+      ->capture_default_str();
 }
 
 void add_routing_option(CLI::App& app, std::string& routing) {

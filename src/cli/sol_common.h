@@ -29,13 +29,28 @@ einsum::Graph load_graph(const std::string& file, const std::vector<std::string>
 // A built-in device or device file, with `--set` overrides applied.
 hw::Device load_device(const std::string& spec, const std::vector<std::string>& sets);
 
-// `--level` and `--capacity` as analysis options; `optional`: skip the cache fidelity on a device
-// without that level instead of failing (the default `--fidelity all`).
-sol::AnalysisOptions cache_options(const std::string& level, const std::string& capacity,
-                                   bool optional);
+// `--cache-state cold|warm` and `--kernel-floor on|off` (docs/cache-state.md), as given.
+struct CacheStateArgs {
+  std::string cache_state = "cold";
+  std::string kernel_floor = "off";
+};
 
-// Adds `--level` and `--capacity` to `app`.
-void add_cache_options(CLI::App& app, std::string& level, std::string& capacity);
+// `--level`, `--capacity`, `--cache-state` and `--kernel-floor` as analysis options; `optional`:
+// skip the cache fidelity on a device without that level instead of failing (the default
+// `--fidelity all`). UserError for a bad value.
+sol::AnalysisOptions cache_options(const std::string& level, const std::string& capacity,
+                                   bool optional, const CacheStateArgs& state = {});
+
+// `--kernel-floor` values: `on` or `off` (UserError otherwise).
+bool parse_kernel_floor(const std::string& text);
+
+// Adds `--level` and `--capacity` to `app`, and `--cache-state`, `--kernel-floor` when `state`
+// is given.
+void add_cache_options(CLI::App& app, std::string& level, std::string& capacity,
+                       CacheStateArgs* state = nullptr);
+
+// Adds `--cache-state cold|warm` to `app` (`solar curve`, which has no unfused floor).
+void add_cache_state_option(CLI::App& app, std::string& cache_state);
 
 // Adds `--routing balanced|concentrated` (einsum::Routing) to `app`.
 void add_routing_option(CLI::App& app, std::string& routing);

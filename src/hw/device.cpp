@@ -48,6 +48,7 @@ void for_each_slot(D& d, F&& f) {
   }
   f(std::string("compute_units"), d.compute_units);
   f(std::string("clock_hz"), d.clock_hz);
+  f(std::string("min_kernel_s"), d.min_kernel_s);
 }
 
 // Short forms of the memory keys: `dram_bandwidth_bytes_per_s` -> `memory.DRAM.bandwidth_...`.
@@ -96,7 +97,7 @@ std::string brace_list(const std::array<Enum, N>& all, std::string_view (*to_nam
                   std::string(kCapacityKey) + "," + std::string(kBandwidthKey) +
                   "} (short form: dram_bandwidth_bytes_per_s etc.), interconnect." +
                   brace_list(kAllLinks, link_name) + "." + std::string(kBandwidthKey) +
-                  ", compute_units, clock_hz");
+                  ", compute_units, clock_hz, min_kernel_s");
 }
 
 // A memory level's bandwidth needs the level to exist; compute_units is a whole number.
@@ -290,6 +291,7 @@ nlohmann::json device_to_json(const Device& d) {
                         {"sources", std::move(sources)}};
   if (d.compute_units) out["compute_units"] = static_cast<int64_t>(d.compute_units->value);
   if (d.clock_hz) out["clock_hz"] = d.clock_hz->value;
+  if (d.min_kernel_s) out["min_kernel_s"] = d.min_kernel_s->value;
   return out;
 }
 

@@ -23,8 +23,8 @@ namespace {
 
 using Keys = std::vector<std::string>;
 
-const Keys kTopKeys = {"name",   "vendor",       "description",   "peak_flops_per_s",
-                       "memory", "interconnect", "compute_units", "clock_hz"};
+const Keys kTopKeys = {"name",         "vendor",        "description", "peak_flops_per_s", "memory",
+                       "interconnect", "compute_units", "clock_hz",    "min_kernel_s"};
 const Keys kLinkKeys = {"link", "bandwidth_bytes_per_s", "in_network_reduction"};
 const Keys kFigureKeys = {"value", "source"};
 const Keys kLevelKeys = {"level", "capacity_bytes", "bandwidth_bytes_per_s"};
@@ -99,6 +99,7 @@ class FileReader {
     if (auto e = find_entry(root, "interconnect")) read_interconnect(*e, d);
     if (auto e = find_entry(root, "compute_units")) d.compute_units = read_count(*e);
     if (auto e = find_entry(root, "clock_hz")) d.clock_hz = read_figure(*e, "clock_hz");
+    if (auto e = find_entry(root, "min_kernel_s")) d.min_kernel_s = read_figure(*e, "min_kernel_s");
     return d;
   }
 

@@ -1,6 +1,7 @@
 // The per-node table as CSV (include/solar/report/exports.h).
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "solar/report/exports.h"
 #include "solar/report/provenance.h"
@@ -8,10 +9,10 @@
 namespace solar::report {
 namespace {
 
-constexpr const char* kColumns[] = {"name",          "kind",          "op",        "precision",
-                                    "macs",          "other_ops",     "flops",     "bytes_read",
-                                    "bytes_written", "bytes_unfused", "compute_s", "memory_s",
-                                    "sol_unfused_s", "bottleneck"};
+constexpr const char* kColumns[] = {"name",          "kind",          "op",         "precision",
+                                    "macs",          "other_ops",     "flops",      "bytes_read",
+                                    "bytes_written", "bytes_unfused", "compute_s",  "memory_s",
+                                    "sol_unfused_s", "bottleneck",    "cache_state"};
 
 // A field, quoted when it holds a comma, a quote or a line break (quotes doubled).
 std::string field(const nlohmann::json& v) {
@@ -30,7 +31,11 @@ std::string render_csv(const nlohmann::json& report) {
   s += "\n";
   for (const nlohmann::json& n : report.at("nodes")) {
     std::string line;
-    for (const char* c : kColumns) line += (line.empty() ? "" : ",") + field(n.at(c));
+    for (const char* c : kColumns) {
+      // The report's cache state on every row: each row's times are in that state.
+      const nlohmann::json& v = std::string_view(c) == "cache_state" ? report.at(c) : n.at(c);
+      line += (line.empty() ? "" : ",") + field(v);
+    }
     s += line + "\n";
   }
   // Operators left out of the analysis: listed, with no numbers (their work is not counted).
@@ -39,11 +44,12 @@ std::string render_csv(const nlohmann::json& report) {
     std::string line;
     for (const char* c : kColumns) {
       const std::string_view col = c;
-      const nlohmann::json v = col == "name"         ? nlohmann::json(u.node)
-                               : col == "kind"       ? nlohmann::json("unsupported")
-                               : col == "op"         ? nlohmann::json(u.op)
-                               : col == "bottleneck" ? nlohmann::json("not analysed")
-                                                     : nlohmann::json("");
+      const nlohmann::json v = col == "name"          ? nlohmann::json(u.node)
+                               : col == "kind"        ? nlohmann::json("unsupported")
+                               : col == "op"          ? nlohmann::json(u.op)
+                               : col == "bottleneck"  ? nlohmann::json("not analysed")
+                               : col == "cache_state" ? report.at(c)
+                                                      : nlohmann::json("");
       line += (line.empty() ? "" : ",") + field(v);
     }
     s += line + "\n";

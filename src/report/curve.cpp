@@ -56,6 +56,7 @@ nlohmann::json curve_to_json(const sol::Curve& c) {
   };
   return {{"schema_version", kSchemaVersion},
           {"source", source_name(c.source)},
+          {"cache_state", sol::cache_state_name(c.cache_state)},
           {"hardware",
            {{"name", c.device},
             {"dram_bandwidth_bytes_per_s", c.dram_bandwidth_bytes_per_s},
@@ -68,7 +69,7 @@ nlohmann::json curve_to_json(const sol::Curve& c) {
 }
 
 std::string curve_to_csv(const sol::Curve& c) {
-  std::string s = "capacity_bytes,mark,traffic_bytes,sol_s,groups,tiled_groups\n";
+  std::string s = "capacity_bytes,mark,traffic_bytes,sol_s,groups,tiled_groups,cache_state\n";
   for (const sol::CurvePoint& p : c.points) {
     s += std::to_string(p.capacity_bytes) + "," + p.mark + ",";
     if (p.traffic_bytes) {
@@ -76,7 +77,8 @@ std::string curve_to_csv(const sol::Curve& c) {
     } else {
       s += ",";
     }
-    s += "," + std::to_string(p.groups) + "," + std::to_string(p.tiled_groups) + "\n";
+    s += "," + std::to_string(p.groups) + "," + std::to_string(p.tiled_groups) + "," +
+         std::string(sol::cache_state_name(c.cache_state)) + "\n";
   }
   return s;
 }
@@ -106,10 +108,11 @@ std::string curve_to_svg(const sol::Curve& c) {
                   num(kH) + "\" viewBox=\"0 0 " + num(kW) + " " + num(kH) +
                   "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  s += "<text x=\"" + num(kW / 2) + "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" +
-       html_escape("DRAM traffic vs on-chip capacity: " + source_name(c.source) + " on " +
-                   c.device) +
-       "</text>\n";
+  s +=
+      "<text x=\"" + num(kW / 2) + "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" +
+      html_escape("DRAM traffic vs on-chip capacity: " + source_name(c.source) + " on " + c.device +
+                  " (cache state: " + std::string(sol::cache_state_name(c.cache_state)) + ")") +
+      "</text>\n";
   s += "<rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(pw) +
        "\" height=\"" + num(ph) + "\" fill=\"none\" stroke=\"black\"/>\n";
   for (int k = sol::kCurveMinLog2; k <= sol::kCurveMaxLog2; k += 2) {
@@ -177,7 +180,8 @@ std::string render_curve(const sol::Curve& c) {
        format_bytes(static_cast<double>(c.fused_bytes)) + " (" + format_seconds(c.fused_s) +
        "), compute " + format_seconds(c.compute_s) + "\n";
   s += "  device: L2 " + (c.l2_bytes ? binary_bytes(*c.l2_bytes) : std::string("n/a")) + ", SMEM " +
-       (c.smem_bytes ? binary_bytes(*c.smem_bytes) : std::string("n/a")) + "\n\n";
+       (c.smem_bytes ? binary_bytes(*c.smem_bytes) : std::string("n/a")) + "\n";
+  s += "  cache state: " + std::string(sol::cache_state_name(c.cache_state)) + "\n\n";
   std::vector<std::vector<std::string>> rows = {
       {"capacity", "level", "DRAM bytes", "SOL time", "vs fused", "groups", "tiled"}};
   for (const sol::CurvePoint& p : c.points) {

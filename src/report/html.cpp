@@ -345,8 +345,8 @@ std::string header_section(const json& r) {
   if (!sizes.empty()) s += "sizes: " + html_escape(sizes) + "<br>\n";
   const json& t = r.at("totals");
   s += "DRAM " + detail::format_bandwidth(num(r.at("hardware"), "dram_bandwidth_bytes_per_s")) +
-       "; precision policy: " + html_escape(str(r, "precision_policy")) + "<br>\n" +
-       provenance_meta(r) +
+       "; precision policy: " + html_escape(str(r, "precision_policy")) +
+       "; cache state: " + html_escape(str(r, "cache_state")) + "<br>\n" + provenance_meta(r) +
        "verification: " + html_escape(verification_line(provenance_of_report(r).verification)) +
        "<br>\nwork: " + format_count(num(t, "macs"), "MAC") + ", " +
        format_count(num(t, "other_ops")) + " other ops, " + format_count(num(t, "flops"), "FLOP") +

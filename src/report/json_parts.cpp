@@ -1,8 +1,11 @@
 // JSON pieces shared by the reports (src/report/json_parts.h).
 #include "json_parts.h"
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
+
+#include "format.h"
 
 namespace solar::report::detail {
 
@@ -39,6 +42,44 @@ nlohmann::json sol_json(const sol::Analysis& a) {
     j["fused_over_unfused"] = unfused > 0 ? nlohmann::json(j["fused_s"].get<double>() / unfused)
                                           : nlohmann::json(nullptr);
   }
+  return j;
+}
+
+std::string cache_state_line(const sol::MemoryModel& m) {
+  if (m.state == sol::CacheState::Cold) return "cache state: cold (every byte from DRAM)";
+  return "cache state: warm (up to " + format_bytes(static_cast<double>(m.llc_capacity_bytes)) +
+         " of each model's bytes from L2 at " + format_bandwidth(m.llc_bandwidth) +
+         ", the rest from DRAM; docs/cache-state.md)";
+}
+
+std::string kernel_floor_line(const sol::Analysis& a) {
+  if (!a.kernel_floor) return "";
+  if (a.kernel_floor_s <= 0) return "kernel floor: none (" + a.kernel_floor_skipped + ")";
+  size_t floored = 0;
+  for (const sol::OpCost& c : a.ops) floored += c.floored ? 1 : 0;
+  return "kernel floor: " + format_seconds(a.kernel_floor_s) +
+         " per unfused operation (min_kernel_s); " + std::to_string(floored) + " of " +
+         std::to_string(a.ops.size()) + " operations at the floor";
+}
+
+nlohmann::json warm_cache_json(const sol::Analysis& a) {
+  nlohmann::json bytes = nlohmann::json::object();
+  for (const sol::FidelityResult& r : a.results) {
+    bytes[std::string(sol::fidelity_key(r.fidelity))] = r.warm_bytes;
+  }
+  return {{"level", "L2"},
+          {"capacity_bytes", a.memory.llc_capacity_bytes},
+          {"bandwidth_bytes_per_s", a.memory.llc_bandwidth},
+          {"bytes", std::move(bytes)}};
+}
+
+nlohmann::json kernel_floor_json(const sol::Analysis& a) {
+  size_t floored = 0;
+  for (const sol::OpCost& c : a.ops) floored += c.floored ? 1 : 0;
+  nlohmann::json j = {{"min_kernel_s", a.kernel_floor_s > 0 ? nlohmann::json(a.kernel_floor_s)
+                                                            : nlohmann::json(nullptr)},
+                      {"floored_ops", floored}};
+  if (!a.kernel_floor_skipped.empty()) j["error"] = a.kernel_floor_skipped;
   return j;
 }
 

@@ -28,4 +28,18 @@ nlohmann::json sol_json(const sol::Analysis& a);
 // `bytes`: {"F": DRAM bytes} for each fidelity analysed, by its key.
 nlohmann::json bytes_json(const sol::Analysis& a);
 
+// "cache state: cold (every byte from DRAM)", or the warm state with its capacity and bandwidth
+// (docs/cache-state.md): the line every text report shows.
+std::string cache_state_line(const sol::MemoryModel& m);
+
+// "kernel floor: 5 us per unfused operation ...", or why there is none; "" when not asked for.
+std::string kernel_floor_line(const sol::Analysis& a);
+
+// `warm_cache` (warm only): {"level", "capacity_bytes", "bandwidth_bytes_per_s", "bytes": {"F":
+// the bytes of fidelity F served from the last-level cache}}.
+nlohmann::json warm_cache_json(const sol::Analysis& a);
+
+// `kernel_floor` (asked for only): {"min_kernel_s" (null: none), "floored_ops", "error"}.
+nlohmann::json kernel_floor_json(const sol::Analysis& a);
+
 }  // namespace solar::report::detail

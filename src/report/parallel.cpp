@@ -20,7 +20,8 @@ void add_parallel(Report& r, const sol::ParallelLayout& layout,
   std::vector<sol::Fidelity> fidelities;
   for (const sol::FidelityResult& f : r.analysis.results) fidelities.push_back(f.fidelity);
   r.parallel =
-      sol::analyze_parallel(r.graph, r.device, policy, layout, fidelities, r.analysis.results);
+      sol::analyze_parallel(r.graph, r.device, policy, layout, fidelities, r.analysis.results,
+                            &r.analysis.memory, r.analysis.kernel_floor_s);
 }
 
 nlohmann::json parallel_to_json(const Report& r) {

@@ -80,6 +80,13 @@ nlohmann::json op_json(const einsum::Graph& g, const sol::OpCost& c) {
           {"bottleneck", sol::bottleneck_name(c.bottleneck)}};
 }
 
+// With the kernel floor asked for, each operation says whether the floor set its time.
+nlohmann::json op_json(const einsum::Graph& g, const sol::OpCost& c, bool kernel_floor) {
+  nlohmann::json j = op_json(g, c);
+  if (kernel_floor) j["floored"] = c.floored;
+  return j;
+}
+
 // {"path": value} of every figure set on the command line.
 nlohmann::json overrides_json(const hw::Device& d) {
   nlohmann::json j = nlohmann::json::object();
@@ -102,6 +109,9 @@ std::string header(const Report& r) {
     s += "\n";
   }
   s += "  precision policy: " + r.analysis.policy + "\n";
+  s += "  " + cache_state_line(r.analysis.memory) + "\n";
+  const std::string floor = kernel_floor_line(r.analysis);
+  if (!floor.empty()) s += "  " + floor + "\n";
   s += "  " + verification_line(r.provenance.verification) + "\n";
   const einsum::OpCounts& t = r.analysis.totals;
   s += "  work: " + format_count(static_cast<double>(t.macs), "MAC") + ", " +
@@ -215,15 +225,21 @@ std::string step_table(const Report& r) {
 }
 
 std::string fidelity_table(const sol::Analysis& a) {
+  // Warm: the bytes of each model, then how many of them the last-level cache serves.
+  const bool warm = a.memory.state == sol::CacheState::Warm;
   std::vector<std::vector<std::string>> rows = {
-      {"fidelity", "SOL time", "compute", "memory", "DRAM bytes", "bottleneck"}};
+      {"fidelity", "SOL time", "compute", "memory", warm ? "bytes" : "DRAM bytes", "bottleneck"}};
+  if (warm) rows[0].insert(rows[0].begin() + 5, "from L2");
   for (const sol::FidelityResult& f : a.results) {
     rows.push_back({std::string(sol::fidelity_name(f.fidelity)), format_seconds(f.time_s),
                     format_seconds(f.compute_s), format_seconds(f.memory_s),
                     format_bytes(static_cast<double>(f.bytes)),
                     std::string(sol::bottleneck_name(f.bottleneck))});
+    if (warm) {
+      rows.back().insert(rows.back().begin() + 5, format_bytes(static_cast<double>(f.warm_bytes)));
+    }
   }
-  std::string s = format_table(rows, "lrrrrl");
+  std::string s = format_table(rows, warm ? "lrrrrrl" : "lrrrrl");
   const nlohmann::json sol = sol_json(a);
   if (sol.contains("fused_over_unfused") && !sol["fused_over_unfused"].is_null()) {
     s += "fused/unfused: " + format_number(sol["fused_over_unfused"].get<double>()) + "\n";
@@ -375,7 +391,9 @@ nlohmann::json report_to_json(const Report& r) {
     nodes.push_back(node_json(r.graph.nodes[i], r.analysis.nodes[i]));
   }
   nlohmann::json ops = nlohmann::json::array();
-  for (const sol::OpCost& c : r.analysis.ops) ops.push_back(op_json(r.graph, c));
+  for (const sol::OpCost& c : r.analysis.ops) {
+    ops.push_back(op_json(r.graph, c, r.analysis.kernel_floor));
+  }
   nlohmann::json j = {
       {"schema_version", kSchemaVersion},
       {"source", source_name(r.graph.source)},
@@ -386,6 +404,7 @@ nlohmann::json report_to_json(const Report& r) {
         {"dram_bandwidth_bytes_per_s", r.analysis.dram_bandwidth_bytes_per_s},
         {"overrides", overrides_json(r.device)}}},
       {"precision_policy", r.analysis.policy},
+      {"cache_state", sol::cache_state_name(r.analysis.memory.state)},
       {"flops_convention", kFlopsConvention},
       {"capture", capture_to_json(r.provenance.capture, r.graph.source)},
       {"coverage", coverage_to_json(r.provenance.coverage)},
@@ -397,6 +416,10 @@ nlohmann::json report_to_json(const Report& r) {
       {"ops", std::move(ops)},
       {"cache", cache_to_json(r.graph, r.analysis)},
   };
+  if (r.analysis.memory.state == sol::CacheState::Warm) {
+    j["warm_cache"] = warm_cache_json(r.analysis);
+  }
+  if (r.analysis.kernel_floor) j["kernel_floor"] = kernel_floor_json(r.analysis);
   if (r.step) j["training"] = step_to_json(r);
   if (r.parallel) j["parallel"] = parallel_to_json(r);
   const std::vector<std::string> assumptions = routing_assumptions(r.graph);

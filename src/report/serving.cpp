@@ -86,6 +86,7 @@ nlohmann::json serving_to_json(const sol::Serving& s, const ServingContext& c) {
           {"hardware",
            {{"name", c.device}, {"dram_bandwidth_bytes_per_s", c.dram_bandwidth_bytes_per_s}}},
           {"precision_policy", c.policy},
+          {"cache_state", sol::cache_state_name(c.cache_state)},
           {"phase", std::string(sol::serve_phase_name(s.phase))},
           {"context", s.context},
           {"rows", std::move(rows)},
@@ -100,6 +101,7 @@ std::string render_serving(const sol::Serving& s, const ServingContext& c) {
                     format_bandwidth(c.dram_bandwidth_bytes_per_s) + "), context " +
                     std::to_string(s.context) + " tokens\n";
   out += "  precision policy: " + c.policy + "\n";
+  out += "  cache state: " + std::string(sol::cache_state_name(c.cache_state)) + "\n";
   if (decode) {
     out += "  decode: each step makes one token per sequence, attending to " +
            std::to_string(s.context) +

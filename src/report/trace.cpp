@@ -53,6 +53,7 @@ std::string render_trace(const nlohmann::json& report) {
   }
   const std::string captured = capture_line(p.capture);
   const nlohmann::json other = {{"capture", captured.empty() ? "IR file" : captured},
+                                {"cache_state", report.at("cache_state")},
                                 {"verification", verification_line(p.verification)},
                                 {"unsupported_ops", std::move(unsupported)}};
   const nlohmann::json trace = {

@@ -48,7 +48,8 @@ nlohmann::json device_json(const sol::DeviceResult& d) {
 
 std::string header(const MultiDeviceReport& r, const std::string& title) {
   const sol::DeviceComparison& c = r.comparison;
-  std::string s = title + "\n  precision policy: " + c.policy + "\n  " +
+  std::string s = title + "\n  precision policy: " + c.policy +
+                  "\n  cache state: " + std::string(sol::cache_state_name(c.cache_state)) + "\n  " +
                   verification_line(r.verification) + "\n";
   s += "  work: " + format_count(static_cast<double>(c.totals.macs), "MAC") + ", " +
        format_count(static_cast<double>(c.totals.flops()), "FLOP") + " (" +
@@ -99,6 +100,7 @@ nlohmann::json multi_device_to_json(const MultiDeviceReport& r) {
       {"source", source_name(c.source)},
       {"sizes", sizes_json(c.sizes)},
       {"precision_policy", c.policy},
+      {"cache_state", sol::cache_state_name(c.cache_state)},
       {"flops_convention", kFlopsConvention},
       {"verification", verification_to_json(r.verification)},
       {"totals", totals_json(c.totals)},

@@ -2,6 +2,7 @@
 #include "solar/sol/analysis.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,7 +22,7 @@ struct EvalContext {
   const einsum::Graph& g;
   const hw::Device& device;
   const std::vector<NodeCost>& nodes;
-  double bandwidth;
+  const MemoryModel& memory;
   const AnalysisOptions& options;
   Analysis& out;
 };
@@ -37,6 +38,7 @@ FidelityResult evaluate_unfused(const EvalContext& ctx) {
     r.compute_s += c.compute_s;
     r.memory_s += c.memory_s;
     bytes += c.bytes;
+    r.warm_bytes += ctx.memory.warm_bytes(c.bytes);
     (c.bottleneck == Bottleneck::Compute ? compute_bound_s : memory_bound_s) += c.time_s;
   }
   r.bytes = bytes;
@@ -44,13 +46,14 @@ FidelityResult evaluate_unfused(const EvalContext& ctx) {
   return r;
 }
 
-// Fused: T = max(sum_i compute_i, bytes_io / bandwidth).
-// max(compute, bytes / bandwidth), the shape of the fused and cache-aware models.
-FidelityResult overlapped(Fidelity f, double compute_s, int64_t bytes, double bandwidth) {
+// Fused: T = max(sum_i compute_i, memory.time_s(bytes_io)).
+// max(compute, memory.time_s(bytes)), the shape of the fused and cache-aware models.
+FidelityResult overlapped(Fidelity f, double compute_s, int64_t bytes, const MemoryModel& memory) {
   FidelityResult r{f};
   r.compute_s = compute_s;
   r.bytes = bytes;
-  r.memory_s = static_cast<double>(bytes) / bandwidth;
+  r.warm_bytes = memory.warm_bytes(bytes);
+  r.memory_s = memory.time_s(bytes);
   r.time_s = std::max(r.compute_s, r.memory_s);
   r.bottleneck = bound(r.compute_s, r.memory_s);
   return r;
@@ -64,7 +67,7 @@ double total_compute(const std::vector<NodeCost>& nodes) {
 
 FidelityResult evaluate_fused(const EvalContext& ctx) {
   return overlapped(Fidelity::Fused, total_compute(ctx.nodes), dram_bytes(ctx.g, Fidelity::Fused),
-                    ctx.bandwidth);
+                    ctx.memory);
 }
 
 // Cache-aware: T = max(sum_i compute_i, traffic / bandwidth) for the best schedule at capacity C.
@@ -75,7 +78,7 @@ FidelityResult evaluate_cache(const EvalContext& ctx) {
   CacheOptimizer* opt = ctx.options.optimizer;
   if (!opt) opt = &own.emplace(ctx.g);
   CacheSchedule sched = opt->optimize(*capacity);
-  CacheTime t = cache_time(sched, ctx.nodes, ctx.bandwidth);
+  CacheTime t = cache_time(sched, ctx.nodes, ctx.memory);
   ctx.out.cache = std::move(sched);
   ctx.out.cache_capacity_source = capacity_source(ctx.options.cache);
   ctx.out.cache_groups = std::move(t.groups);
@@ -128,6 +131,57 @@ std::string_view bottleneck_name(Bottleneck b) {
 const Rate* NodeCost::main_rate() const {
   if (mac_rate) return &*mac_rate;
   return other_rate ? &*other_rate : nullptr;
+}
+
+std::string_view cache_state_name(CacheState s) {
+  switch (s) {
+#define SOLAR_X(e, n) \
+  case CacheState::e: \
+    return n;
+    SOLAR_CACHE_STATES(SOLAR_X)
+#undef SOLAR_X
+  }
+  internal_error(__FILE__, __LINE__, "bad CacheState");
+}
+
+CacheState parse_cache_state(std::string_view text) {
+#define SOLAR_X(e, n) \
+  if (text == (n)) return CacheState::e;
+  SOLAR_CACHE_STATES(SOLAR_X)
+#undef SOLAR_X
+  throw UserError("unknown cache state '" + std::string(text) + "' (valid: cold, warm)");
+}
+
+int64_t MemoryModel::warm_bytes(int64_t bytes) const {
+  if (state == CacheState::Cold) return 0;
+  return std::min(bytes, llc_capacity_bytes);
+}
+
+double MemoryModel::time_s(int64_t bytes) const {
+  const int64_t w = warm_bytes(bytes);
+  double t = static_cast<double>(bytes - w) / dram_bandwidth;
+  if (w > 0) t += static_cast<double>(w) / llc_bandwidth;
+  return t;
+}
+
+MemoryModel memory_model(const hw::Device& d, CacheState s) {
+  MemoryModel m;
+  m.state = s;
+  m.dram_bandwidth = d.dram_bandwidth_bytes_per_s();
+  if (s == CacheState::Cold) return m;
+  const hw::MemorySpec& l2 = d.level(hw::MemoryLevel::L2);
+  const char* missing = !l2.capacity_bytes          ? "capacity (l2_capacity_bytes)"
+                        : !l2.bandwidth_bytes_per_s ? "bandwidth (l2_bandwidth_bytes_per_s)"
+                                                    : nullptr;
+  if (missing) {
+    throw UserError("--cache-state warm: the warm bound cannot be computed for " + d.name +
+                    ": its device file has no L2 " + missing + "; give one with --set");
+  }
+  // C in whole bytes, rounded up; B_llc at least B_dram (a cache is never taken to be slower
+  // than DRAM). Both err toward the smaller time.
+  m.llc_capacity_bytes = static_cast<int64_t>(std::ceil(l2.capacity_bytes->value));
+  m.llc_bandwidth = std::max(l2.bandwidth_bytes_per_s->value, m.dram_bandwidth);
+  return m;
 }
 
 std::string_view fidelity_name(Fidelity f) { return info(f).name; }
@@ -188,7 +242,7 @@ NodeCost node_cost(const einsum::Node& n, const hw::Device& d, const PrecisionPo
 }
 
 std::vector<OpCost> op_costs(const einsum::Graph& g, const std::vector<NodeCost>& nodes,
-                             double bandwidth) {
+                             const MemoryModel& memory, double kernel_floor_s) {
   SOLAR_CHECK(nodes.size() == g.nodes.size(), "op_costs: one cost per node");
   std::vector<OpCost> ops;
   for (const einsum::OpUnit& u : einsum::op_units(g)) {
@@ -205,9 +259,15 @@ std::vector<OpCost> op_costs(const einsum::Graph& g, const std::vector<NodeCost>
     }
     c.bytes = u.bytes();
     c.bytes_exact = u.bytes_exact;
-    c.memory_s = static_cast<double>(c.bytes) / bandwidth;
+    c.memory_s = memory.time_s(c.bytes);
     c.time_s = std::max(c.compute_s, c.memory_s);
     c.bottleneck = bound(c.compute_s, c.memory_s);
+    // An operation that does work launches at least one kernel, which takes at least the floor.
+    const bool launches = c.bytes > 0 || c.compute_s > 0;
+    if (launches && kernel_floor_s > c.time_s) {
+      c.time_s = kernel_floor_s;
+      c.floored = true;
+    }
     ops.push_back(std::move(c));
   }
   return ops;
@@ -242,13 +302,14 @@ int64_t fused_bytes(const einsum::Graph& g) {
 
 bool device_independent_bytes(Fidelity f) { return f != Fidelity::Cache; }
 
-CacheTime cache_time(const CacheSchedule& s, const std::vector<NodeCost>& nodes, double bandwidth) {
+CacheTime cache_time(const CacheSchedule& s, const std::vector<NodeCost>& nodes,
+                     const MemoryModel& memory) {
   CacheTime t;
-  t.result = overlapped(Fidelity::Cache, total_compute(nodes), s.traffic_bytes, bandwidth);
+  t.result = overlapped(Fidelity::Cache, total_compute(nodes), s.traffic_bytes, memory);
   for (const CacheGroup& grp : s.groups) {
     CacheGroupCost c;
     for (size_t i = grp.first; i < grp.last; ++i) c.compute_s += nodes[i].compute_s;
-    c.memory_s = static_cast<double>(grp.traffic_bytes) / bandwidth;
+    c.memory_s = memory.time_s(grp.traffic_bytes);
     c.time_s = std::max(c.compute_s, c.memory_s);
     t.sequential_s += c.time_s;
     t.groups.push_back(c);
@@ -274,9 +335,28 @@ Analysis analyze(const einsum::Graph& g, const hw::Device& d, const PrecisionPol
   Analysis a;
   a.policy = policy.name;
   a.dram_bandwidth_bytes_per_s = d.dram_bandwidth_bytes_per_s();
+  a.memory = memory_model(d, options.cache_state);
   a.totals = total_counts(g);
-  for (const einsum::Node& n : g.nodes) a.nodes.push_back(node_cost(n, d, policy));
-  a.ops = op_costs(g, a.nodes, a.dram_bandwidth_bytes_per_s);
+  for (const einsum::Node& n : g.nodes) {
+    NodeCost c = node_cost(n, d, policy);
+    if (a.memory.state != CacheState::Cold) {  // the node alone, its bytes as the cache state says
+      c.memory_s = a.memory.time_s(c.bytes);
+      c.time_s = std::max(c.compute_s, c.memory_s);
+      c.bottleneck = bound(c.compute_s, c.memory_s);
+    }
+    a.nodes.push_back(c);
+  }
+  a.kernel_floor = options.kernel_floor;
+  if (options.kernel_floor) {
+    if (d.min_kernel_s) {
+      a.kernel_floor_s = d.min_kernel_s->value;
+    } else {
+      a.kernel_floor_skipped = d.name +
+                               " has no min_kernel_s in its device file; give one with "
+                               "--set min_kernel_s=SECONDS";
+    }
+  }
+  a.ops = op_costs(g, a.nodes, a.memory, a.kernel_floor_s);
   for (const Fidelity f : fidelities) {
     const Evaluator evaluate = info(f).evaluate;
     SOLAR_CHECK(evaluate != nullptr,
@@ -289,8 +369,7 @@ Analysis analyze(const einsum::Graph& g, const hw::Device& d, const PrecisionPol
       a.cache_skipped = why;
       continue;
     }
-    a.results.push_back(
-        evaluate(EvalContext{g, d, a.nodes, a.dram_bandwidth_bytes_per_s, options, a}));
+    a.results.push_back(evaluate(EvalContext{g, d, a.nodes, a.memory, options, a}));
   }
   return a;
 }

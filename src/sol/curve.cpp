@@ -12,14 +12,18 @@
 #include "solar/sol/cache.h"
 
 namespace solar::sol {
-Curve make_curve(const einsum::Graph& program, const hw::Device& d, const PrecisionPolicy& policy) {
+Curve make_curve(const einsum::Graph& program, const hw::Device& d, const PrecisionPolicy& policy,
+                 CacheState state) {
   std::optional<einsum::Graph> stored;  // the policy's weight storage (store_weights)
   if (policy.weight_storage) stored = store_weights(program, policy);
   const einsum::Graph& g = stored ? *stored : program;
-  const Analysis a = analyze(g, d, policy, {Fidelity::Unfused, Fidelity::Fused});
+  AnalysisOptions options;
+  options.cache_state = state;
+  const Analysis a = analyze(g, d, policy, {Fidelity::Unfused, Fidelity::Fused}, options);
   Curve c;
   c.source = g.source;
   c.device = d.name;
+  c.cache_state = state;
   c.dram_bandwidth_bytes_per_s = a.dram_bandwidth_bytes_per_s;
   c.compute_s = a.result(Fidelity::Fused).compute_s;
   c.unfused_bytes = a.result(Fidelity::Unfused).bytes;
@@ -44,7 +48,7 @@ Curve make_curve(const einsum::Graph& program, const hw::Device& d, const Precis
     p.capacity_bytes = capacity;
     p.mark = mark;
     if (const std::optional<CacheSchedule> s = opt.try_optimize(capacity)) {
-      const CacheTime t = cache_time(*s, a.nodes, a.dram_bandwidth_bytes_per_s);
+      const CacheTime t = cache_time(*s, a.nodes, a.memory);
       p.traffic_bytes = s->traffic_bytes;
       p.time_s = t.result.time_s;
       p.groups = s->groups.size();

@@ -643,7 +643,8 @@ std::vector<size_t> cut_stages(const std::vector<double>& weights, size_t stages
 ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
                                   const PrecisionPolicy& policy, const ParallelLayout& l,
                                   const std::vector<Fidelity>& fidelities,
-                                  const std::vector<FidelityResult>& one_device) {
+                                  const std::vector<FidelityResult>& one_device,
+                                  const MemoryModel* memory, double kernel_floor_s) {
   ParallelAnalysis out;
   out.layout = l;
   Planner planner(g, d, policy, l);
@@ -657,6 +658,10 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
   out.in_network_reduction = planner.in_network();
   planner.plan();
   const double bw = planner.bandwidth();
+  // DRAM time of `bytes` per device: the report's cache state (cold: bytes / DRAM bandwidth).
+  const auto mem_s = [&](double bytes) {
+    return memory ? memory->time_s(static_cast<int64_t>(std::llround(bytes))) : bytes / bw;
+  };
 
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     out.nodes.push_back(
@@ -695,7 +700,10 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
     // bound of the slices of the tensors it moves).
     c.bytes = units[u].last - units[u].first == 1 ? single
                                                   : static_cast<double>(units[u].bytes()) * least;
-    c.time = std::max(c.compute, c.bytes / bw);
+    c.time = std::max(c.compute, mem_s(c.bytes));
+    // The unfused fidelity's per-kernel floor (sol/analysis.h), on operations that do something.
+    if (kernel_floor_s > 0 && (c.bytes > 0 || c.compute > 0))
+      c.time = std::max(c.time, kernel_floor_s);
     unit_costs.push_back(c);
   }
 
@@ -755,7 +763,7 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
     for (size_t u = starts[s]; u < u_end; ++u) {
       compute += unit_costs[u].compute;
       unfused_bytes += unit_costs[u].bytes;
-      unfused_memory += unit_costs[u].bytes / bw;
+      unfused_memory += mem_s(unit_costs[u].bytes);
     }
     for (const Communication& c : comms) {
       if (c.stage == s) comm += c.time_s;
@@ -820,14 +828,14 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
         t.bytes = static_cast<int64_t>(std::llround(unfused_bytes));
         t.time_s = unfused_time;
       } else {
-        t.memory_s = fused_bytes / bw;
+        t.memory_s = mem_s(fused_bytes);
         t.bytes = static_cast<int64_t>(std::llround(fused_bytes));
         t.time_s = std::max({t.compute_s, t.memory_s, t.comm_s});
       }
       st.terms.push_back(t);
     }
     // Fused terms for the link needed, whether or not fused was asked.
-    const double others = std::max(compute, fused_bytes / bw);
+    const double others = std::max(compute, mem_s(fused_bytes));
     double sent = 0;
     for (const Communication& c : comms) {
       if (c.stage == s) sent += c.sent_bytes;
@@ -903,7 +911,7 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
   double compute = 0;
   for (const NodeCost& c : costs) compute += c.compute_s;
   const double n = static_cast<double>(l.devices());
-  out.floor_s = std::max(compute / n, static_cast<double>(fused_bytes(g)) / n / bw);
+  out.floor_s = std::max(compute / n, mem_s(static_cast<double>(fused_bytes(g)) / n));
   return out;
 }
 

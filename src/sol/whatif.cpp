@@ -35,6 +35,7 @@ DeviceComparison compare_devices(const einsum::Graph& program,
   r.source = g.source;
   r.sizes = g.sizes;
   r.policy = policy.name;
+  r.cache_state = options.cache_state;
   r.fidelities = fidelities;
   r.totals = total_counts(g);
   for (const Fidelity f : fidelities) {

@@ -395,7 +395,7 @@ TEST(HwFile, InvalidFilesGiveOneExactMessage) {
   const std::vector<BadCase> cases = {
       {1, "nmae: Test-GPU",
        "1:1: error: unknown key 'nmae' at top level; valid: name, vendor, description, "
-       "peak_flops_per_s, memory, interconnect, compute_units, clock_hz"},
+       "peak_flops_per_s, memory, interconnect, compute_units, clock_hz, min_kernel_s"},
       {10,
        "interconnect: {nvlink: {link: NVLink, bandwidth_bytes_per_s: {value: 9e11, source: S0}}}",
        "10:16: error: unknown key 'nvlink' in interconnect; valid: scale_up, host"},
@@ -467,7 +467,7 @@ TEST(HwFile, DuplicateLevelEmptyAndMissingFiles) {
   EXPECT_EQ(user_error([&] { load_device_file(empty); }),
             empty +
                 ": error: a device file is a mapping with keys name, vendor, description, "
-                "peak_flops_per_s, memory, interconnect, compute_units, clock_hz");
+                "peak_flops_per_s, memory, interconnect, compute_units, clock_hz, min_kernel_s");
   const std::string missing = (fs::path(SOLAR_SOURCE_DIR) / "no-such-device.yaml").string();
   EXPECT_NE(
       user_error([&] { resolve_device(missing); }).find("cannot read device file '" + missing),
@@ -514,8 +514,8 @@ TEST(HwOverride, EveryListedKeyApplies) {
   }
   for (const FigureEntry& entry : list_figures(d)) EXPECT_EQ(entry.figure.value, 7) << entry.path;
   // rates per unit and precision, capacity and bandwidth per level, a bandwidth per link,
-  // compute_units and clock_hz: 2 x 8 + 2 x 3 + 2 + 2 = 26.
-  EXPECT_EQ(list_figures(d).size(), 2 * kPrecisionCount + 2 * kMemoryLevelCount + kLinkCount + 2);
+  // compute_units, clock_hz and min_kernel_s: 2 x 8 + 2 x 3 + 2 + 3 = 27.
+  EXPECT_EQ(list_figures(d).size(), 2 * kPrecisionCount + 2 * kMemoryLevelCount + kLinkCount + 3);
 }
 
 TEST(HwOverride, Errors) {
@@ -689,6 +689,37 @@ TEST(HwDocs, EverySourceIdIsListed) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace solar::hw
+
+namespace solar::hw {
+namespace {
+
+// The kernel floor's figure and the warm cache state's (docs/cache-state.md): min_kernel_s is a
+// top-level figure with a source, in the JSON form and an override key; the L2 bandwidth is
+// given exactly where a published microbenchmark backs it.
+TEST(HwFile, MinKernelAndL2BandwidthFigures) {
+  Device d = load_device_file(
+      (std::filesystem::path(SOLAR_SOURCE_DIR) / "tests/fixtures/round-gpu.yaml").string());
+  ASSERT_TRUE(d.min_kernel_s.has_value());
+  EXPECT_EQ(d.min_kernel_s->value, 5e-6);
+  EXPECT_EQ(d.level(MemoryLevel::L2).bandwidth_bytes_per_s->value, 4e12);
+  const nlohmann::json j = device_to_json(d);
+  EXPECT_EQ(j["min_kernel_s"], 5e-6);
+  EXPECT_EQ(j["sources"]["min_kernel_s"], "test figure");
+  apply_override(d, "min_kernel_s=2e-6");
+  EXPECT_EQ(d.min_kernel_s->value, 2e-6);
+  EXPECT_EQ(d.min_kernel_s->source, kOverrideSource);
+  for (const char* name : {"L40S", "L4", "RTX-4090"}) {
+    EXPECT_TRUE(load_builtin_device(name).level(MemoryLevel::L2).bandwidth_bytes_per_s) << name;
+  }
+  for (const std::string& name : builtin_device_names()) {
+    EXPECT_FALSE(load_builtin_device(name).min_kernel_s.has_value()) << name;
+  }
+  EXPECT_FALSE(load_builtin_device("Jetson-AGX-Thor").level(MemoryLevel::L2).bandwidth_bytes_per_s);
+  EXPECT_EQ(load_builtin_device("Jetson-AGX-Thor").compute_units->value, 20);
 }
 
 }  // namespace

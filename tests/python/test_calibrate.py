@@ -44,6 +44,14 @@ def test_calibrated_file_loads_with_positive_measured_figures(cpu_device):
     for key, source in d["sources"].items():
         assert source.startswith(("measured", "sysfs", "torch.")), (key, source)
     assert "copy of" in d["sources"]["memory.DRAM.bandwidth_bytes_per_s"]
+    # The warm cache state's figure and the kernel floor's (docs/cache-state.md), when sysfs
+    # gives the last-level cache's size.
+    l2 = [m for m in d["memory"] if m["level"] == "L2"]
+    if l2:
+        assert l2[0]["bandwidth_bytes_per_s"] > 0
+        assert "half the cache" in d["sources"]["memory.L2.bandwidth_bytes_per_s"]
+    assert 0 < d["min_kernel_s"] < 1e-2
+    assert "torch.add" in d["sources"]["min_kernel_s"]
 
 
 def test_yaml_writer_round_trips_through_the_loader(tmp_path):

@@ -317,6 +317,8 @@ def test_top_level_analyze_and_jax_dispatch(monkeypatch, tmp_path):
         "train": False,  # a training step (docs/training.md): dispatch checks these three and
         "optimizer": None,  # passes them on only for a training step (below)
         "loss": None,
+        "cache_state": "warm",  # keywords of the analysis: carried in sol_options (below)
+        "kernel_floor": "on",
     }
     assert sorted(every) == sorted(dispatch.OPTIONS)
     solar.analyze(lambda x: x, (Array(),), hw="B200", **every)
@@ -324,9 +326,12 @@ def test_top_level_analyze_and_jax_dispatch(monkeypatch, tmp_path):
     jax_file.write_text("import numpy\nfrom flax import nnx\n")
     file_options = {k: v for k, v in every.items() if k != "source"}
     solar.analyze_file(jax_file, hw="A6000", **file_options)
-    training = ("train", "optimizer", "loss")
-    forwarded = {k: v for k, v in every.items() if k not in training}
-    file_forwarded = {k: v for k, v in file_options.items() if k not in training}
+    training = ("train", "optimizer", "loss", *dispatch.SOL_KEYWORDS)
+    sol_options = {"routing": "concentrated", "cache_state": "warm", "kernel_floor": "on"}
+    forwarded = {k: v for k, v in every.items() if k not in training} | {"sol_options": sol_options}
+    file_forwarded = {k: v for k, v in file_options.items() if k not in training} | {
+        "sol_options": sol_options
+    }
     assert calls == [("analyze", "B200", forwarded), ("file", "A6000", file_forwarded)]
     calls.clear()
     solar.analyze(lambda x: x, (Array(),), hw="B200", train=True, optimizer="adamw")

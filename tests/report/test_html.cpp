@@ -171,7 +171,7 @@ TEST(Csv, OneLinePerNode) {
   EXPECT_EQ(count(csv, "\n"), 5u);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "name,kind,op,precision,macs,other_ops,flops,bytes_read,bytes_written,bytes_unfused,"
-            "compute_s,memory_s,sol_unfused_s,bottleneck");
+            "compute_s,memory_s,sol_unfused_s,bottleneck,cache_state");
   // fc1: 2,048 MACs, 4,096 FLOPs; reads x 4*16*4 = 256 + w1 16*32*4 = 2,048 = 2,304 bytes,
   // writes z 4*32*4 = 512: 2,816.
   EXPECT_EQ(

@@ -130,7 +130,7 @@ TEST(Provenance, HtmlCsvAndTraceShowTheSections) {
   EXPECT_NE(html.find("captured from model.py by torch.export (torch 2.5.1)"), std::string::npos);
   EXPECT_NE(html.find("<td>y</td><td>f32[4, 8]</td>"), std::string::npos);
   const std::string csv = render_csv(j);
-  EXPECT_NE(csv.find("\nsort,unsupported,aten.sort.default,,,,,,,,,,,not analysed\n"),
+  EXPECT_NE(csv.find("\nsort,unsupported,aten.sort.default,,,,,,,,,,,not analysed,cold\n"),
             std::string::npos)
       << csv;
   const json trace = json::parse(render_trace(j));

@@ -85,7 +85,7 @@ TEST(CacheCurve, JsonCsvSvg) {
   EXPECT_EQ(j["points"][6]["traffic_bytes"], 49152);
   const std::string csv = curve_to_csv(c);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
-            "capacity_bytes,mark,traffic_bytes,sol_s,groups,tiled_groups");
+            "capacity_bytes,mark,traffic_bytes,sol_s,groups,tiled_groups,cache_state");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 24);
   const std::string svg = curve_to_svg(c);
   EXPECT_EQ(svg.rfind("<svg ", 0), 0u);

@@ -57,7 +57,8 @@ TEST(Serving, MemoryBoundEverywhereHasNoCrossover) {
   const Serving s = summarize_serving(ServePhase::Decode, 16, memory);
   EXPECT_FALSE(s.crossovers[0].first_compute_bound.has_value());
   EXPECT_FALSE(s.crossovers[0].estimate.has_value());
-  report::ServingContext c{"m.py", "H100-SXM", 3.35e12, "pytorch-cuda-default", {}};
+  report::ServingContext c{"m.py",           "H100-SXM", 3.35e12, "pytorch-cuda-default",
+                           CacheState::Cold, {}};
   EXPECT_NE(report::render_serving(s, c).find("fused: memory bound at every batch up to 8"),
             std::string::npos);
 }
@@ -74,7 +75,8 @@ TEST(Serving, BadStepsAreUserErrors) {
 
 TEST(Serving, JsonHasTheRowsAndTheCrossover) {
   const Serving s = summarize_serving(ServePhase::Decode, 128, steps());
-  report::ServingContext c{"dir/m.py", "H100-SXM", 3.35e12, "pytorch-cuda-default", {}};
+  report::ServingContext c{"dir/m.py",       "H100-SXM", 3.35e12, "pytorch-cuda-default",
+                           CacheState::Cold, {}};
   const nlohmann::json j = report::serving_to_json(s, c);
   EXPECT_EQ(j["source"], "m.py");
   EXPECT_EQ(j["phase"], "decode");

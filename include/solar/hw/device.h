@@ -164,6 +164,10 @@ struct Device {
   std::array<LinkSpec, kLinkCount> interconnect{};              // [Link]
   std::optional<Figure> compute_units;                          // SMs (NVIDIA) or CUs (AMD)
   std::optional<Figure> clock_hz;                               // rated boost clock
+  // The shortest time from a kernel's launch to its completion on the device, seconds (an empty
+  // kernel, back to back in one stream): the unfused fidelity's per-kernel floor
+  // (docs/cache-state.md). Absent: no floor.
+  std::optional<Figure> min_kernel_s;
 
   const std::optional<Figure>& peak(ComputeUnit u, Precision p) const {
     return peak_flops_per_s[static_cast<size_t>(u)][static_cast<size_t>(p)];
@@ -191,7 +195,7 @@ struct FigureEntry {
 
 // Every present figure of `d`, in canonical order: tensor rates, vector rates (precisions in
 // declaration order), memory levels outermost first (capacity, then bandwidth), compute_units,
-// clock_hz.
+// clock_hz, min_kernel_s.
 std::vector<FigureEntry> list_figures(const Device& d);
 
 // Every key apply_override accepts, in the order of list_figures (present or not), then the short

@@ -17,6 +17,7 @@ struct ServingContext {
   std::string device;
   double dram_bandwidth_bytes_per_s = 0;
   std::string policy;
+  sol::CacheState cache_state = sol::CacheState::Cold;  // every step's (docs/cache-state.md)
   // One per row: the step's `verification` object (docs/report.md), e.g. {"status": "passed",
   // "mode": "whole_program", "detail": "..."}; null when unknown.
   std::vector<nlohmann::json> verification;

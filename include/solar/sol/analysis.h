@@ -16,6 +16,12 @@
 //   - cache-aware: T = max(sum_i compute_i, traffic / DRAM bandwidth), traffic = the DRAM bytes of
 //     the best schedule (fusion groups, tilings) within an on-chip capacity (sol/cache.h); the
 //     sequential variant sums max(group compute, group traffic / bandwidth) over the groups.
+//   - cache state (docs/cache-state.md): every `bytes / DRAM bandwidth` above is
+//     MemoryModel::time_s(bytes). Cold (the default): bytes / B_dram. Warm: W = min(bytes, C) of
+//     them at the last-level cache's bandwidth B_llc, the rest at DRAM's:
+//     W / B_llc + (bytes - W) / B_dram, C = the L2 capacity.
+//   - kernel floor (unfused only, off by default): each framework operation that does work
+//     (bytes or compute) takes at least the device's min_kernel_s.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +41,43 @@ namespace solar::sol {
 // What bounds a time: the compute term or the memory term (memory on a tie).
 enum class Bottleneck : uint8_t { Compute, Memory };
 std::string_view bottleneck_name(Bottleneck b);
+
+// The state of the caches when the program starts: X(enumerator, name). Cold: nothing the
+// program reads is on chip; warm: what a back-to-back loop over the same inputs leaves there.
+#define SOLAR_CACHE_STATES(X) \
+  X(Cold, "cold")             \
+  X(Warm, "warm")
+
+enum class CacheState : uint8_t {
+#define SOLAR_X(e, s) e,
+  SOLAR_CACHE_STATES(SOLAR_X)
+#undef SOLAR_X
+};
+
+std::string_view cache_state_name(CacheState s);
+
+// `--cache-state` values: `cold` or `warm`; anything else is a UserError listing them.
+CacheState parse_cache_state(std::string_view text);
+
+// Where the bytes of a model are served from, the one place of the memory-time formula
+// (docs/cache-state.md). Cold: every byte at the DRAM bandwidth B_dram. Warm: W = min(bytes, C)
+// bytes at the last-level cache's bandwidth B_llc (at least B_dram: a cache is never taken to
+// be slower than DRAM), the rest at B_dram.
+struct MemoryModel {
+  CacheState state = CacheState::Cold;
+  double dram_bandwidth = 0;       // B_dram, bytes/s
+  int64_t llc_capacity_bytes = 0;  // C (warm only)
+  double llc_bandwidth = 0;        // B_llc, bytes/s (warm only)
+
+  // W: the bytes served from the last-level cache (0 when cold).
+  int64_t warm_bytes(int64_t bytes) const;
+  // W / B_llc + (bytes - W) / B_dram.
+  double time_s(int64_t bytes) const;
+};
+
+// The memory model of `d` in state `s`. Warm needs the device's L2 capacity and bandwidth:
+// without either, a UserError saying the warm bound cannot be computed for the device.
+MemoryModel memory_model(const hw::Device& d, CacheState s);
 
 // The cost of one node run alone (the unfused model).
 struct NodeCost {
@@ -63,14 +106,16 @@ struct OpCost {
   double nodes_alone_s = 0;  // sum of its nodes' time_s: each run alone, as its own kernel
   int64_t bytes = 0;         // OpUnit::bytes()
   bool bytes_exact = true;
-  double memory_s = 0;  // bytes / DRAM bandwidth
-  double time_s = 0;    // max(compute_s, memory_s)
+  double memory_s = 0;  // MemoryModel::time_s(bytes)
+  double time_s = 0;    // max(compute_s, memory_s), or the kernel floor when that is larger
   Bottleneck bottleneck = Bottleneck::Memory;
+  bool floored = false;  // the kernel floor set time_s
 };
 
-// The costs of the graph's framework operations, from its nodes' costs.
+// The costs of the graph's framework operations, from its nodes' costs. `kernel_floor_s` > 0:
+// an operation that does work (bytes or compute) takes at least that long.
 std::vector<OpCost> op_costs(const einsum::Graph& g, const std::vector<NodeCost>& nodes,
-                             double bandwidth);
+                             const MemoryModel& memory, double kernel_floor_s = 0);
 
 // The registry of fidelities: X(enumerator, name, report key, description). The name is what
 // `--fidelity` takes and tables show; the key names it in JSON (`sol.<key>_s`, `bytes.<key>`).
@@ -110,14 +155,15 @@ struct FidelityResult {
   double time_s = 0;
   double compute_s = 0;
   double memory_s = 0;
-  int64_t bytes = 0;  // DRAM traffic of the model
+  int64_t bytes = 0;       // DRAM traffic of the model (cold); warm: traffic below the LLC
+  int64_t warm_bytes = 0;  // of `bytes`, those served from the last-level cache (warm only)
   Bottleneck bottleneck = Bottleneck::Memory;
 };
 
 // The cost of one group of the cache-aware schedule.
 struct CacheGroupCost {
   double compute_s = 0;  // sum of its nodes' compute terms
-  double memory_s = 0;   // its traffic / DRAM bandwidth
+  double memory_s = 0;   // MemoryModel::time_s(its traffic)
   double time_s = 0;     // max of the two
 };
 
@@ -130,6 +176,10 @@ struct AnalysisOptions {
   // skip the cache fidelity and say why (Analysis::cache_skipped), as `--fidelity all` does;
   // false, a UserError, as an explicit `--fidelity cache` does.
   bool cache_optional = true;
+  // Where the bytes are served from (docs/cache-state.md).
+  CacheState cache_state = CacheState::Cold;
+  // The unfused fidelity's per-kernel floor (the device's min_kernel_s), off by default.
+  bool kernel_floor = false;
 };
 
 struct Analysis {
@@ -145,7 +195,11 @@ struct Analysis {
   std::string cache_capacity_source;
   std::vector<CacheGroupCost> cache_groups;
   double cache_sequential_s = 0;
-  std::string cache_skipped;  // why the cache fidelity was asked for but not analysed
+  std::string cache_skipped;         // why the cache fidelity was asked for but not analysed
+  MemoryModel memory;                // the cache state and its figures
+  bool kernel_floor = false;         // asked for (AnalysisOptions::kernel_floor)
+  double kernel_floor_s = 0;         // the floor applied to the unfused operations; 0: none
+  std::string kernel_floor_skipped;  // asked for but the device has no min_kernel_s: why
 
   // The result of `f`; InternalError when it was not requested.
   const FidelityResult& result(Fidelity f) const;
@@ -173,14 +227,15 @@ bool device_independent_bytes(Fidelity f);
 // fidelity whose bytes depend on the device (cache).
 int64_t dram_bytes(const einsum::Graph& g, Fidelity f);
 
-// The cache-aware time of a schedule: T = max(total compute, traffic / bandwidth), with the
+// The cache-aware time of a schedule: T = max(total compute, memory.time_s(traffic)), with the
 // per-group costs and the sequential variant (sum over groups of max(compute, memory)).
 struct CacheTime {
   FidelityResult result;
   std::vector<CacheGroupCost> groups;
   double sequential_s = 0;
 };
-CacheTime cache_time(const CacheSchedule& s, const std::vector<NodeCost>& nodes, double bandwidth);
+CacheTime cache_time(const CacheSchedule& s, const std::vector<NodeCost>& nodes,
+                     const MemoryModel& memory);
 
 // Analyses `g` on `d` under `policy` at `fidelities` (each implemented; InternalError otherwise).
 // Throws UserError when the device has no rate for some node's work (precision.h), or when the

@@ -10,6 +10,7 @@
 
 #include "solar/einsum/graph.h"
 #include "solar/hw/device.h"
+#include "solar/sol/analysis.h"
 #include "solar/sol/precision.h"
 
 namespace solar::sol {
@@ -26,6 +27,7 @@ struct CurvePoint {
 struct Curve {
   std::string source;  // the graph's source (a file path; reports show its name)
   std::string device;
+  CacheState cache_state = CacheState::Cold;  // every time of the curve is in this state
   double dram_bandwidth_bytes_per_s = 0;
   double compute_s = 0;  // sum of the nodes' compute terms
   int64_t unfused_bytes = 0, fused_bytes = 0;
@@ -39,7 +41,8 @@ constexpr int kCurveMinLog2 = 10;
 constexpr int kCurveMaxLog2 = 30;
 
 // The sweep 1 KiB, 2 KiB, ..., 1 GiB (powers of two), plus the device's L2 and SMEM capacities.
-// UserError as sol::analyze.
-Curve make_curve(const einsum::Graph& g, const hw::Device& d, const PrecisionPolicy& policy);
+// UserError as sol::analyze (warm on a device without the figures it needs included).
+Curve make_curve(const einsum::Graph& g, const hw::Device& d, const PrecisionPolicy& policy,
+                 CacheState state = CacheState::Cold);
 
 }  // namespace solar::sol

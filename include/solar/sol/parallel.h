@@ -152,11 +152,14 @@ struct ParallelAnalysis {
 };
 
 // Analyses `g` on layout `l` of devices `d` under `policy` at `fidelities` (the cache fidelity is
-// skipped: not modelled per device). UserError: a layout of more than one device when `d` has no
+// skipped: not modelled per device). `memory`: the DRAM time of the bytes per device (the report's
+// cache state, sol/analysis.h; nullptr: cold); `kernel_floor_s` > 0: the least time of an unfused
+// operation. UserError: a layout of more than one device when `d` has no
 // scale-up link figure; more stages than framework operations.
 ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
                                   const PrecisionPolicy& policy, const ParallelLayout& l,
                                   const std::vector<Fidelity>& fidelities,
-                                  const std::vector<FidelityResult>& one_device = {});
+                                  const std::vector<FidelityResult>& one_device = {},
+                                  const MemoryModel* memory = nullptr, double kernel_floor_s = 0);
 
 }  // namespace solar::sol

@@ -31,6 +31,7 @@ struct DeviceComparison {
   std::string source;  // the graph's source (a file path; reports show its name)
   ir::SymbolValues sizes;
   std::string policy;
+  CacheState cache_state = CacheState::Cold;  // AnalysisOptions::cache_state
   std::vector<Fidelity> fidelities;
   einsum::OpCounts totals;
   // DRAM bytes of each fidelity whose bytes are device-free (unfused, fused); the cache-aware
