@@ -2,7 +2,12 @@
 calling ``get_inputs()``, ``get_init_inputs()`` and ``Model(...)``. Whatever that code raises
 (a syntax error, a missing import, an exception, ``sys.exit``) becomes one ``error(message)``
 that names the file and line, e.g. ``m.py:6: get_inputs() failed: RuntimeError: boom``; the
-original exception is chained. No torch or jax here."""
+original exception is chained. No torch or jax here.
+
+Sizes: ``solar analyze MODEL.py --size N=1024`` (``size_overrides``) sets the file's integer
+global ``N`` to 1024 right after it is imported, before ``get_inputs()`` and the others run (code
+that reads ``N`` when it is called sees the new value; a global computed from it at import
+does not)."""
 
 from __future__ import annotations
 
@@ -11,11 +16,52 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
 _JAX_IMPORT = re.compile(r"^\s*(import|from)\s+(jax|flax)\b", re.MULTILINE)
+_SIZES: dict[str, int] = {}  # set by size_overrides, applied by import_model_file
+
+
+@contextmanager
+def size_overrides(sizes: dict[str, int]) -> Iterator[None]:
+    """Within the block, every model file imported gets ``sizes`` (name -> value) set on its
+    integer globals (``solar analyze --size``)."""
+    saved = dict(_SIZES)
+    _SIZES.clear()
+    _SIZES.update(sizes)
+    try:
+        yield
+    finally:
+        _SIZES.clear()
+        _SIZES.update(saved)
+
+
+def parse_sizes(values: list[str] | None) -> dict[str, int]:
+    """``--size N=1024,M=64`` (repeatable) as ``{"N": 1024, "M": 64}``; ValueError naming the bad
+    one."""
+    sizes: dict[str, int] = {}
+    for value in values or []:
+        for item in value.split(","):
+            name, eq, number = item.partition("=")
+            name, number = name.strip(), number.strip()
+            if not eq or not name.isidentifier() or not re.fullmatch(r"[0-9]+", number):
+                raise ValueError(f"--size '{item}': expected NAME=INTEGER, e.g. N=1024")
+            if name in sizes:
+                raise ValueError(f"--size: '{name}' is given twice")
+            sizes[name] = int(number)
+    return sizes
+
+
+def _apply_sizes(path: str, module: ModuleType, error: type[Exception]) -> None:
+    ints = sorted(k for k, v in vars(module).items() if type(v) is int and not k.startswith("_"))
+    for name, value in sorted(_SIZES.items()):
+        if name not in ints:
+            valid = ", ".join(ints) if ints else "none"
+            raise error(f"{path}: --size {name}: no integer global '{name}' (valid: {valid})")
+        setattr(module, name, value)
 
 
 def framework_of(path: str | os.PathLike) -> str:
@@ -37,6 +83,12 @@ def import_model_file(path: str, module_name: str, error: type[Exception]) -> Mo
     except (Exception, SystemExit) as e:
         del sys.modules[module_name]
         raise error(describe_failure(path, "import", e)) from e
+    if _SIZES:
+        try:
+            _apply_sizes(path, module, error)
+        except BaseException:
+            del sys.modules[module_name]
+            raise
     return module
 
 

@@ -38,6 +38,7 @@ MODULE_COMMANDS: dict[str, str] = {
     "translate": "solar.llm.cli",
     "calibrate": "solar.calibrate",  # docs/calibrate.md
     "bench": "solar.suite",  # docs/calibrate.md, "Suites"
+    "sweep": "solar.sweep",  # docs/sweeps.md
 }
 
 
@@ -187,6 +188,13 @@ def _parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--policy", help="precision policy (docs/precision.md)")
     p.add_argument("--json", metavar="OUT", help="write the JSON report ('-': to stdout)")
     p.add_argument("--ir", metavar="OUT", help="also write the lowered IR program")
+    p.add_argument(
+        "--size",
+        action="append",
+        metavar="N=1024",
+        help="set the model file's integer global N before get_inputs() runs (repeatable, or "
+        "comma-separated: N=1024,M=64; docs/sweeps.md)",
+    )
     add_report_arguments(p)  # --measure, --measured-ms, --html, ... (docs/calibrate.md)
     p.add_argument("--fidelity", help="passed to sol: unfused, fused, ... (docs/report.md)")
     p.add_argument(
@@ -303,8 +311,7 @@ def _capture(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from solar import dispatch
-    from solar._files import check_output_paths, write_atomic
+    from solar._files import check_output_paths
 
     check_output_paths(
         args.ir,
@@ -324,6 +331,17 @@ def _analyze(args: argparse.Namespace) -> int:
         )
     if (args.llm or args.llm_fallback) and args.stage_times:
         raise ValueError("--stage-times times the capture pipeline; it cannot be given with --llm")
+    from solar._modelfile import parse_sizes, size_overrides
+
+    with size_overrides(parse_sizes(args.size)):
+        return _analyze_with_sizes(args)
+
+
+def _analyze_with_sizes(args: argparse.Namespace) -> int:
+    """``solar analyze`` once the sizes are set (``--size``) and the outputs checked."""
+    from solar import dispatch
+    from solar._files import write_atomic
+
     if args.serve or args.batch_sweep:
         return _serve(args)
     if args.llm or args.llm_fallback:

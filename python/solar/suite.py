@@ -30,19 +30,13 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
-import threading
-import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
+from solar._child import STAGES, Progress, run_analyze, run_local, write_json_atomic
 from solar._files import write_atomic
 
 TOP_LEVEL = "."
-# The stages of one ``solar analyze`` (solar.pipeline.STAGES; not imported: it needs numpy).
-STAGES = ("capture", "lowering", "verification", "analysis")
 TIMING_FIELDS = ("total_s", "stages_s")  # measured: in stages.*, not in problems.*
 
 
@@ -86,59 +80,28 @@ def result_path(out: str, rel: str) -> str:
     return os.path.join(out, "problems", rel[: -len(".py")] + ".json")
 
 
-def write_json_atomic(path: str, data: object) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_atomic(path, json.dumps(data, sort_keys=True, indent=1, allow_nan=False) + "\n")
-
-
 def run_problem(root: str, level: str, rel: str, args: argparse.Namespace, ms: float | None):
     """Runs ``solar analyze`` on one problem in a child process; returns its record."""
-    name = os.path.basename(rel)
     record: dict = {
         "level": level,
-        "problem": name,
+        "problem": os.path.basename(rel),
         "path": rel,
         "measured_ms": ms,
         "cache_state": args.cache_state,
     }
-    with tempfile.TemporaryDirectory(prefix="solar-bench-") as tmp:
-        report_path = os.path.join(tmp, "report.json")
-        stages_path = os.path.join(tmp, "stages.json")
-        cmd = [sys.executable, "-m", "solar", "analyze", os.path.join(root, rel), "--hw", args.hw]
-        cmd += ["--json", report_path, "--stage-times", stages_path]
-        if args.policy:
-            cmd += ["--policy", args.policy]
-        cmd += ["--cache-state", args.cache_state]
-        if ms is not None:
-            cmd += ["--measured-ms", repr(ms)]
-        start = time.perf_counter()
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout_s)
-        except subprocess.TimeoutExpired:
-            record.update(status="failed", error=f"timed out after {args.timeout_s:g} s")
-            record.update(total_s=time.perf_counter() - start, stages_s=None)
-            return record
-        record["total_s"] = time.perf_counter() - start
-        record["stages_s"] = read_stage_times(stages_path)
-        if not os.path.exists(report_path):
-            lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-            error = lines[-1] if lines else f"solar analyze exited {done.returncode}"
-            record.update(status="failed", error=error)
-            return record
-        with open(report_path) as f:
-            report = json.load(f)
-    record.update(summarise(report))
+    options = ["--hw", args.hw]
+    if args.policy:
+        options += ["--policy", args.policy]
+    options += ["--cache-state", args.cache_state]
+    if ms is not None:
+        options += ["--measured-ms", repr(ms)]
+    child = run_analyze(os.path.join(root, rel), options, args.timeout_s, stage_times=True)
+    record.update(total_s=child["total_s"], stages_s=child["stages_s"])
+    if child["report"] is None:  # failed, crashed or timed out: all "failed" here
+        record.update(status="failed", error=child["error"])
+        return record
+    record.update(summarise(child["report"]))
     return record
-
-
-def read_stage_times(path: str) -> dict | None:
-    """The ``solar analyze --stage-times`` file: ``{stage: seconds}`` (None when the child
-    wrote none: it crashed, or failed before it could)."""
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        data = json.load(f)
-    return {stage: float(data.get(stage, 0.0)) for stage in STAGES}
 
 
 def summarise(report: dict) -> dict:
@@ -287,28 +250,6 @@ def write_outputs(out: str, records: list[dict]) -> dict:
     return s
 
 
-class Progress:
-    """A plain-text progress bar on stderr: ``[#####.....] 5/10 level1/a.py``."""
-
-    def __init__(self, total: int, stream=None) -> None:
-        self.total, self.done, self.lock = total, 0, threading.Lock()
-        self.stream = stream or sys.stderr
-        self.width = 0
-
-    def step(self, label: str) -> None:
-        with self.lock:
-            self.done += 1
-            width = 30
-            filled = width * self.done // max(self.total, 1)
-            bar = "#" * filled + "." * (width - filled)
-            line = f"[{bar}] {self.done}/{self.total} {label}"
-            self.stream.write("\r" + line.ljust(self.width))
-            self.width = max(self.width, len(line))  # spaces wipe a longer previous label
-            if self.done == self.total:
-                self.stream.write("\n")
-            self.stream.flush()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="solar bench",
@@ -383,8 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress.step(rel)
         return record
 
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        records += list(pool.map(one, todo))
+    records += run_local(todo, one, args.jobs)
     s = write_outputs(args.out, records)
     sys.stdout.write(stage_table(stage_rows(records)))
     for level, v in s.items():

@@ -355,6 +355,7 @@ constexpr PythonCommand kPythonCommands[] = {
     {"bench", "Analyse every model file of a suite; timings and summaries (docs/calibrate.md)"},
     {"calibrate", "Measure this machine's device and write a device file (docs/calibrate.md)"},
     {"capture", "Capture a PyTorch model file as a capture document or IR (docs/capture.md)"},
+    {"sweep", "Models x devices x policies x sizes x layouts, on Ray or here (docs/sweeps.md)"},
     {"translate", "Translate a PyTorch or JAX model file into IR with an LLM (docs/llm.md)"},
 };
 constexpr std::string_view kPythonGroup =

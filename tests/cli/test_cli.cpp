@@ -112,7 +112,7 @@ TEST_F(CliTest, HelpListsEveryCommandOnOneLine) {
   const Result r = solar({"--help"});
   ASSERT_EQ(r.rc, 0) << r.err;
   for (const char* cmd : {"help", "compare", "curve", "hw", "lift", "provision", "sol", "ir",
-                          "analyze", "bench", "calibrate", "capture", "translate"}) {
+                          "analyze", "bench", "calibrate", "capture", "sweep", "translate"}) {
     const std::regex line(std::string("(^|\n)  ") + cmd + " +[A-Z][^\n]+\n");
     EXPECT_TRUE(std::regex_search(r.out, line)) << cmd << "\n" << r.out;
   }
@@ -126,7 +126,7 @@ TEST_F(CliTest, HelpListsEveryCommandOnOneLine) {
 
 // The native executable does not run the Python package's commands: one line says where they run.
 TEST_F(CliTest, PythonCommandsAreOneLineErrors) {
-  for (const char* cmd : {"analyze", "bench", "calibrate", "capture", "translate"}) {
+  for (const char* cmd : {"analyze", "bench", "calibrate", "capture", "sweep", "translate"}) {
     const Result r = solar({cmd, "model.py"});
     EXPECT_EQ(r.rc, 1) << cmd;
     EXPECT_EQ(r.out, "");

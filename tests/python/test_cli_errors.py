@@ -213,7 +213,9 @@ def test_an_internal_error_is_one_line_and_exit_code_2(tmp_path, monkeypatch, ca
     assert err.startswith("solar analyze: internal error: RuntimeError: a broken invariant")
 
 
-@pytest.mark.parametrize("command", ["analyze", "capture", "translate", "bench", "calibrate"])
+@pytest.mark.parametrize(
+    "command", ["analyze", "capture", "translate", "bench", "calibrate", "sweep"]
+)
 def test_help_of_a_python_command_is_its_help(command, capsys):
     # `solar help COMMAND` for a command of the Python package prints that command's options.
     assert cli.main(["help", command]) == 0
