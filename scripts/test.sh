@@ -23,15 +23,23 @@ step "Debian packages"
 bash scripts/install-deps.sh
 
 step "Python package: pip install .[test]"
-# SOLAR_WERROR: the bindings compile with warnings as errors here too.
-"$PYTHON" -m pip install --quiet --disable-pip-version-check \
-  --config-settings=cmake.define.SOLAR_WERROR=ON ".[test]"
+# One build for both: the package's build directory is build/ci, with the C++ tests and the solar
+# executable in it (SOLAR_BUILD_TESTS), so step 3 finds it built. Without build isolation, so that
+# the build directory's paths (nanobind, the compiler) outlive pip; the build requirements of
+# pyproject.toml are installed first. SOLAR_WERROR: warnings are errors here too.
+"$PYTHON" -m pip install --quiet --disable-pip-version-check "scikit-build-core>=0.10" \
+  "nanobind>=2.4"
+"$PYTHON" -m pip install --quiet --disable-pip-version-check --no-build-isolation \
+  --config-settings=build-dir=build/ci --config-settings=cmake.define.SOLAR_WERROR=ON \
+  --config-settings=cmake.define.SOLAR_BUILD_TESTS=ON ".[test]"
 
 step "C++ build (build/ci, -Werror)"
-generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
-cmake -S . -B build/ci "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSOLAR_BUILD_TESTS=ON \
-  -DSOLAR_WERROR=ON -DPython_EXECUTABLE="$(command -v "$PYTHON")"
+if [ ! -f build/ci/CMakeCache.txt ]; then  # not configured by step 2 (a build without pip)
+  generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  cmake -S . -B build/ci "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DSOLAR_BUILD_TESTS=ON \
+    -DSOLAR_WERROR=ON -DPython_EXECUTABLE="$(command -v "$PYTHON")"
+fi
 cmake --build build/ci -j "$JOBS"
 
 # Every lowering of steps 3 and 4 (C++, the bindings, the solar executable) appends the rules it
