@@ -156,9 +156,9 @@ def test_sol_command_and_compare_state_it():
 # bytes_io = 2 * 2000*2000*4 = 32e6 B <= 48e6: 32e6 / 4.903e12 = 6.53 us (L40S), 32e6 / 3.969e12 =
 # 8.06 us (L4); compute is below both.
 DONE_WHEN = [
-    ("maxpool_issue18.py", "L40S", 27.9e-6),
-    ("gelu_tanh_issue18.py", "L40S", 35.7e-6),
-    ("gelu_tanh_issue18.py", "L4", 85.9e-6),
+    ("cache_state/maxpool.py", "L40S", 27.9e-6),
+    ("cache_state/gelu_tanh.py", "L40S", 35.7e-6),
+    ("cache_state/gelu_tanh.py", "L4", 85.9e-6),
 ]
 
 
