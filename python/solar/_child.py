@@ -1,7 +1,8 @@
 """The pieces ``solar bench`` (solar.suite) and ``solar sweep`` (solar.sweep) share: one
-``solar analyze`` run in a child process with a timeout (``run_analyze``), result files written
-atomically (``write_json_atomic``), a thread pool of such children (``run_local``) and the
-progress bar (``Progress``). No torch or jax here: the children import them."""
+``solar analyze`` (or ``solar sol``) run in a child process with a timeout (``run_child``),
+result files written atomically (``write_json_atomic``), a thread pool of such children
+(``run_local``) and the progress bar (``Progress``). No torch or jax here: the children import
+them."""
 
 from __future__ import annotations
 
@@ -25,8 +26,17 @@ STAGES = ("capture", "lowering", "verification", "analysis")
 def run_analyze(
     model: str, options: Sequence[str], timeout_s: float, stage_times: bool = False
 ) -> dict[str, Any]:
-    """Runs ``solar analyze MODEL --json REPORT [--stage-times T] OPTIONS...`` in a child process
-    (this Python, ``-m solar``) and returns what came of it:
+    """``solar analyze MODEL --json REPORT [--stage-times T] OPTIONS...`` in a child process
+    (run_child)."""
+    return run_child("analyze", model, options, timeout_s, stage_times)
+
+
+def run_child(
+    command: str, target: str, options: Sequence[str], timeout_s: float, stage_times: bool = False
+) -> dict[str, Any]:
+    """Runs ``solar COMMAND TARGET --json REPORT [--stage-times T] OPTIONS...`` in a child
+    process (this Python, ``-m solar``; COMMAND ``analyze`` for a model file, ``sol`` for an IR
+    file, which imports no torch) and returns what came of it:
 
     - ``status``: ``analysed`` (the child wrote its report), ``failed`` (no report, exit code 1:
       the user's error, e.g. a model file that fails or an unknown option), ``crashed`` (no
@@ -40,7 +50,7 @@ def run_analyze(
     with tempfile.TemporaryDirectory(prefix="solar-analyze-") as tmp:
         report_path = os.path.join(tmp, "report.json")
         stages_path = os.path.join(tmp, "stages.json")
-        cmd = [sys.executable, "-m", "solar", "analyze", model, "--json", report_path]
+        cmd = [sys.executable, "-m", "solar", command, target, "--json", report_path]
         if stage_times:
             cmd += ["--stage-times", stages_path]
         cmd += list(options)
@@ -69,9 +79,9 @@ def run_analyze(
     if lines:
         error = " ".join(lines[-1].split())
     elif done.returncode < 0:
-        error = f"solar analyze was killed by signal {-done.returncode}"
+        error = f"solar {command} was killed by signal {-done.returncode}"
     else:
-        error = f"solar analyze exited {done.returncode}"
+        error = f"solar {command} exited {done.returncode}"
     result.update(status="failed" if done.returncode == 1 else "crashed", report=None, error=error)
     return result
 

@@ -1,16 +1,17 @@
-"""``solar sweep --models A.py ... --hw NAME ... --out DIR``: the cross product of model files x
-devices x precision policies x sizes x parallel layouts (docs/sweeps.md).
+"""``solar sweep --models A.py B.ir ... --hw NAME ... --out DIR``: the cross product of model
+files (or IR files) x devices x precision policies x sizes x parallel layouts (docs/sweeps.md).
 
 Each combination is a task with a stable id (``<model>_<device>_<policy>_<sizes>_<layout>_<hash>``,
-the hash of its parameters) that runs ``solar analyze`` in its own child process
-(solar._child.run_analyze, the same runner as ``solar bench``), on a Ray cluster (``--ray local``
-or ``--ray ADDRESS``: one Ray task per combination, re-run elsewhere when its worker dies) or on
-this machine's thread pool (no ``--ray``). The driver writes each result as it arrives, to
-``DIR/results/<id>.json``: the task's parameters, its status (analysed, failed, crashed,
-timeout), the one-line error and the ``solar analyze --json`` report. A rerun skips every task
-with a result, except the crashed ones. At the end, ``DIR/sweep.json`` and ``DIR/sweep.csv``
-(one row per task: parameters, status, SOL and bottleneck per fidelity), in the order of the
-cross product: the same inputs give the same bytes, whichever ran the tasks.
+the hash of its parameters) that runs ``solar analyze`` (``solar sol`` for an IR file, ``*.ir``:
+no torch) in its own child process (solar._child.run_child, the same runner as ``solar bench``),
+on a Ray cluster (``--ray local`` or ``--ray ADDRESS``: one Ray task per combination, re-run
+elsewhere when its worker dies) or on this machine's thread pool (no ``--ray``). The driver
+writes each result as it arrives, to ``DIR/results/<id>.json``: the task's parameters, its status
+(analysed, failed, crashed, timeout), the one-line error and the ``--json`` report. A rerun
+skips every task with a result, except the crashed ones. At the end, ``DIR/sweep.json`` and
+``DIR/sweep.csv`` (one row per task: parameters, status, SOL and bottleneck per fidelity, the
+per-device fused SOL of a layout), in the order of the cross product: the same inputs give the
+same bytes, whichever ran the tasks.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import re
 import sys
 from collections.abc import Sequence
 
-from solar._child import Progress, run_analyze, run_local, write_json_atomic
+from solar._child import Progress, run_child, run_local, write_json_atomic
 from solar._files import write_atomic
 
 SCHEMA_VERSION = 1
@@ -77,12 +78,22 @@ def expand(axes: dict) -> list[dict]:
     return tasks
 
 
+def is_ir(model: str) -> bool:
+    """An IR file (``*.ir``) runs ``solar sol``; any other model file ``solar analyze``."""
+    return model.endswith(".ir")
+
+
 def analyze_options(task: dict) -> list[str]:
-    """The ``solar analyze`` options of a task (after the model file and ``--json``)."""
+    """The ``solar analyze`` (or, for an IR file, ``solar sol``) options of a task (after the
+    file and ``--json``): the same but for the sizes, ``--size N=1024,M=64`` for analyze and
+    ``--size N=1024 --size M=64`` for sol."""
     options = ["--hw", task["hw"]]
     if task["policy"]:
         options += ["--policy", task["policy"]]
-    if task["sizes"]:
+    if task["sizes"] and is_ir(task["model"]):
+        for k, v in task["sizes"].items():
+            options += ["--size", f"{k}={v}"]
+    elif task["sizes"]:
         options += ["--size", ",".join(f"{k}={v}" for k, v in task["sizes"].items())]
     if task["parallel"]:
         options += ["--parallel", task["parallel"]]  # docs/sweeps.md, "Parallel layouts"
@@ -90,9 +101,11 @@ def analyze_options(task: dict) -> list[str]:
 
 
 def run_task(task: dict, timeout_s: float) -> dict:
-    """Runs one task (``solar analyze`` in a child process, here or on a Ray worker) and returns
-    its result record; never raises for what the child does."""
-    child = run_analyze(task["abspath"], analyze_options(task), timeout_s)
+    """Runs one task (``solar analyze``, or ``solar sol`` for an IR file, in a child process,
+    here or on a Ray worker) and returns its result record; never raises for what the child
+    does."""
+    command = "sol" if is_ir(task["model"]) else "analyze"
+    child = run_child(command, task["abspath"], analyze_options(task), timeout_s)
     status, error, report = child["status"], child["error"], child["report"]
     if report is not None and report.get("verification", {}).get("status") == "failed":
         status = "failed"
@@ -132,16 +145,22 @@ def row_of(record: dict) -> dict:
         "verification": report.get("verification", {}).get("status"),
         "sol_s": {f: sol.get(f"{f}_s") for f in fidelities},
         "bottleneck": {f: sol.get(f"bottleneck_{f}") for f in fidelities},
+        # --parallel: the fused SOL per device of the layout (docs/parallel.md)
+        "parallel_fused_s": (report.get("parallel") or {})
+        .get("fidelities", {})
+        .get("fused", {})
+        .get("time_s"),
     }
 
 
 def csv_text(rows: list[dict]) -> str:
     """``sweep.csv``: one row per task; sizes as ``N=1024;M=64``; ``sol_s_<fidelity>`` and
-    ``bottleneck_<fidelity>`` columns, fidelities sorted."""
+    ``bottleneck_<fidelity>`` columns, fidelities sorted, then ``parallel_fused_s``."""
     fidelities = sorted({f for r in rows for f in r["sol_s"]})
     columns = ["id", "model", "hw", "policy", "sizes", "parallel", "status", "error"]
     columns += ["verification", *(f"sol_s_{f}" for f in fidelities)]
     columns += [f"bottleneck_{f}" for f in fidelities]
+    columns += ["parallel_fused_s"]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(columns)
@@ -242,7 +261,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace | int:
         "sizes and parallel layouts, on a Ray cluster or this machine (docs/sweeps.md).",
     )
     p.add_argument("--spec", metavar="FILE", help="the axes as a JSON or YAML file")
-    p.add_argument("--models", nargs="+", metavar="MODEL.py", help="model files")
+    p.add_argument(
+        "--models", nargs="+", metavar="MODEL.py", help="model files, or IR files (*.ir)"
+    )
     p.add_argument("--hw", nargs="+", metavar="NAME", help="devices (solar hw list) or files")
     p.add_argument("--policy", nargs="+", metavar="P", help="precision policies (default: none)")
     p.add_argument(
@@ -255,7 +276,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace | int:
         "--parallel",
         nargs="+",
         metavar="LAYOUT",
-        help="parallel layouts, passed to solar analyze --parallel ('none': no option)",
+        help="parallel layouts, passed to solar analyze/sol --parallel ('none': no option)",
     )
     p.add_argument("--out", required=True, metavar="DIR", help="the results folder")
     p.add_argument("--ray", metavar="local|ADDRESS", help="run on a Ray cluster")

@@ -1,10 +1,12 @@
 """``solar sweep`` (docs/sweeps.md) on a real Ray cluster of this machine: a head with no CPUs and
-one worker node, started with ``ray start`` on loopback. A 3 x 3 sweep (tests/python/models/sweep
-x three devices) runs on it; its worker node is killed once the first result is written, a fresh
-one joins, the sweep finishes, and a rerun of the same command finds every one of the 9 tasks
-analysed, once, with the SOL of a direct ``solar analyze --json``. The local pool gives the
-same result files and the same ``sweep.json``/``sweep.csv`` bytes; a failing model is recorded,
-not fatal; bad arguments are one-line errors. Every Ray process started here is killed at the end
+one worker node, started with ``ray start`` on loopback. A 3 x 3 sweep (the IR files of
+tests/python/models/sweep x three devices: ``solar sol`` children, no torch) runs on it; its worker
+node is killed once the first result is written, a fresh one joins, the sweep finishes, and a rerun
+of the same command finds every one of the 9 tasks analysed, once, with the report of a direct
+``solar sol --json``. The local pool gives the same result files and the same
+``sweep.json``/``sweep.csv`` bytes; one PyTorch model file proves the ``solar analyze`` path; an IR
+task with ``--parallel tp=2`` records its per-device SOL; a failing model is recorded, not fatal;
+bad arguments are one-line errors. Every Ray process started here is killed at the end
 (its process groups and their descendants: never a machine-wide ``ray stop``)."""
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ import pytest
 from solar import cli, sweep
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = ["tests/python/models/sweep/linear.py", "tests/python/models/sweep/add_relu.py"]
-MODELS.append("tests/python/models/sweep/matmul.py")
+MODELS = ["tests/python/models/sweep/scale.ir", "tests/python/models/sweep/matvec.ir"]
+MODELS.append("tests/python/models/sweep/mlp.ir")
+TORCH_MODEL = "tests/python/models/sweep/linear.py"
 DEVICES = ["H100-SXM", "A100-SXM-80GB", "B200"]
 # A loopback cluster without token authentication, whatever ~/.ray/auth_token holds (a local
 # ray.init makes one; a ray start that finds it turns token mode on).
@@ -133,7 +136,6 @@ def ray_sweep(tmp_path_factory):
     """The 3 x 3 sweep on the cluster, its worker killed after the first result, then resumed:
     (results folder, the command's arguments, the resumed run)."""
     pytest.importorskip("ray")
-    pytest.importorskip("torch")
     out = tmp_path_factory.mktemp("ray") / "sweep"
     cluster = Cluster()
     try:
@@ -154,7 +156,7 @@ def ray_sweep(tmp_path_factory):
             while not list((out / "results").glob("*.json")):
                 assert driver.poll() is None, driver.communicate()
                 assert time.monotonic() < deadline, "no result after 180 s"
-                time.sleep(0.2)
+                time.sleep(0.02)
             cluster.kill(worker)  # mid-run: the worker node and the analyses it runs
             assert driver.poll() is None, "the sweep finished before its worker was killed"
             cluster.start_worker()  # the killed node's tasks run again here
@@ -189,22 +191,61 @@ def test_killed_worker_then_resume_gives_every_result_once(ray_sweep):
     assert all(float(r["sol_s_fused"]) > 0 and r["bottleneck_fused"] for r in rows)
 
 
-def test_results_match_a_direct_analyze(ray_sweep, tmp_path, monkeypatch):
+def test_results_match_a_direct_sol(ray_sweep, tmp_path, monkeypatch):
     out, _args, _ = ray_sweep
     task = sweep.expand(
         {"models": [MODELS[2]], "hw": ["B200"], "policy": [None], "size": [{}], "parallel": [None]}
     )[0]
     record = json.loads((out / "results" / f"{task['id']}.json").read_text())
-    monkeypatch.chdir(ROOT)
     direct = tmp_path / "direct.json"
-    assert cli.main(["analyze", MODELS[2], "--hw", "B200", "--json", str(direct)]) == 0
+    model = str(ROOT / MODELS[2])  # as the task ran it: its absolute path
+    assert cli.main(["sol", model, "--hw", "B200", "--json", str(direct)]) == 0
     report = json.loads(direct.read_text())
     assert record["report"]["sol"] == report["sol"]
     assert record["report"] == report  # the whole report, in fact
-    # --size sets the file's integer global: (64 x 24) @ (24 x 16).
-    sized = tmp_path / "sized.json"
-    assert cli.main(["analyze", MODELS[2], "--size", "N=64", "--json", str(sized)]) == 0
-    assert json.loads(sized.read_text())["totals"]["macs"] == 64 * 24 * 16
+    assert set(report["sol"]) >= {"fused_s", "unfused_s", "cache_aware_s", "bottleneck_fused"}
+
+
+def test_a_pytorch_model_file_runs_solar_analyze(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    out = tmp_path / "out"
+    done = run_sweep("--models", TORCH_MODEL, "--hw", "B200", "--size", "N=8", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "1 task(s): 1 analysed" in done.stdout
+    (path,) = (out / "results").glob("*.json")
+    record = json.loads(path.read_text())
+    assert record["status"] == "analysed" and record["report"]["verification"]["status"] == "passed"
+    monkeypatch.chdir(ROOT)
+    direct = tmp_path / "direct.json"
+    args = ["analyze", TORCH_MODEL, "--hw", "B200", "--size", "N=8", "--json", str(direct)]
+    assert cli.main(args) == 0
+    assert record["report"]["sol"] == json.loads(direct.read_text())["sol"]
+    (row,) = json.loads((out / "sweep.json").read_text())["tasks"]
+    assert row["sol_s"]["fused"] == record["report"]["sol"]["fused_s"] > 0
+    assert row["sizes"] == {"N": 8} and row["parallel_fused_s"] is None
+
+
+def test_a_parallel_layout_on_an_ir_task_records_the_per_device_sol(tmp_path):
+    out = tmp_path / "out"
+    args = ["--models", MODELS[2], "--hw", "H100-SXM", "--parallel", "none", "tp=2"]
+    done = run_sweep(*args, "--size", "B=16,H=128", "--out", str(out), "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    assert "2 task(s): 2 analysed, 0 failed" in done.stdout
+    rows = json.loads((out / "sweep.json").read_text())["tasks"]
+    assert [(r["parallel"], r["sizes"]) for r in rows] == [
+        (None, {"B": 16, "H": 128}),
+        ("tp=2", {"B": 16, "H": 128}),
+    ]
+    one, tp2 = rows
+    assert one["parallel_fused_s"] is None and one["sol_s"] == tp2["sol_s"]
+    record = json.loads((out / "results" / f"{tp2['id']}.json").read_text())
+    parallel = record["report"]["parallel"]
+    assert parallel["layout"]["tp"] == 2 and parallel["layout"]["devices"] == 2
+    assert tp2["parallel_fused_s"] == parallel["fidelities"]["fused"]["time_s"] > 0
+    assert tp2["parallel_fused_s"] < tp2["sol_s"]["fused"]  # two devices beat one
+    rows_csv = list(csv.DictReader((out / "sweep.csv").open()))
+    assert rows_csv[0]["parallel_fused_s"] == ""
+    assert float(rows_csv[1]["parallel_fused_s"]) == tp2["parallel_fused_s"]
 
 
 def test_local_pool_gives_the_same_bytes(ray_sweep, tmp_path):
@@ -231,8 +272,8 @@ def test_local_pool_gives_the_same_bytes(ray_sweep, tmp_path):
 
 
 def test_a_failing_model_is_recorded_not_fatal(tmp_path):
-    broken = tmp_path / "broken.py"
-    broken.write_text("N = 1\n\nraise RuntimeError('this model is broken')\n")
+    broken = tmp_path / "broken.ir"
+    broken.write_text("size N = 4\n\nkernel k {\n  oops\n}\n")
     out = tmp_path / "out"
     args = ["--models", str(broken), "--hw", "H100-SXM", "B200", "--out", str(out)]
     done = run_sweep(*args, "--parallel", "none", "tp=2", "--jobs", "2")
@@ -248,12 +289,8 @@ def test_a_failing_model_is_recorded_not_fatal(tmp_path):
     ]
     for r in rows:
         assert r["status"] == "failed" and r["sol_s"] == {}
-        assert r["error"].startswith("solar analyze: error: ") and "\n" not in r["error"]
-    assert "broken.py:3: import failed: RuntimeError: this model is broken" in rows[0]["error"]
-    # A layout goes to solar analyze --parallel as it is: a solar analyze that does not know the
-    # option refuses it in one line, and that line is the task's failure.
-    if "unrecognized arguments" in rows[1]["error"]:
-        assert "--parallel tp=2" in rows[1]["error"]
+        assert r["error"].endswith("broken.ir:4:3: error: unknown name 'oops'"), r["error"]
+        assert "\n" not in r["error"]
     rows_csv = list(csv.DictReader((out / "sweep.csv").open()))
     assert [(r["status"], r["error"]) for r in rows_csv] == [
         (r["status"], r["error"]) for r in rows
