@@ -162,8 +162,8 @@ void bind_analysis(nb::module_& m) {
       nb::arg("measured_on") = "", nb::arg("measured_method") = "", nb::arg("measured_nodes") = "",
       nb::arg("source") = "", nb::arg("capture") = "", nb::arg("coverage") = "",
       nb::arg("verification") = "", nb::arg("phases") = std::map<std::string, std::string>{},
-      nb::arg("cache_state") = "cold", nb::arg("kernel_floor") = "off",
-      nb::arg("parallel") = "", nb::arg("devices") = 0,
+      nb::arg("cache_state") = "cold", nb::arg("kernel_floor") = "off", nb::arg("parallel") = "",
+      nb::arg("devices") = 0,
       "The SOL report of `program` (IR text or a solar.Program; `sizes`: 'N=1024' overrides) on "
       "device `hw` (a built-in name or a .yaml file; `sets`: 'KEY=VALUE' overrides) under "
       "precision `policy` (empty: the default). As `solar sol`: `fidelity`, `level`, `capacity`, "

@@ -350,8 +350,8 @@ Report make_report(einsum::Graph graph, hw::Device device, const sol::PrecisionP
                    const sol::AnalysisOptions& options) {
   graph = sol::store_weights(std::move(graph), policy);
   sol::Analysis analysis = sol::analyze(graph, device, policy, fidelities, options);
-  return Report{std::move(graph), std::move(device), std::move(analysis), {}, std::nullopt,
-                std::nullopt};
+  return Report{std::move(graph), std::move(device), std::move(analysis), {},
+                std::nullopt,     std::nullopt};
 }
 
 void add_step(Report& r, const std::map<std::string, std::string>& tensor_phase,
