@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
+import traceback
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -385,6 +387,44 @@ def _export_with_attributes(
     return ep, wrapped
 
 
+class _RecurrentRefused(torch.overrides.TorchFunctionMode):
+    """While make_fx traces, refuses a recurrent layer (``torch._VF.lstm``, ``gru``,
+    ``rnn_tanh``, ``rnn_relu``: what nn.LSTM, nn.GRU and nn.RNN call) with a CaptureError that
+    names the op and the user's line. Only torch.export keeps these ops whole (KEPT_WHOLE):
+    make_fx sees their C++ CPU implementation instead, every cell of every step and layer with
+    in-place ops functionalization does not see (aten.add_.Tensor, aten.sigmoid_.default: a
+    64,562-node graph for the older problem set's 6-layer GRU) or one aten.mkldnn_rnn_layer per
+    layer for an LSTM, neither of which the lowering reads (issue 18)."""
+
+    _NAMES = {"lstm", "gru", "rnn_tanh", "rnn_relu"}
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
+        name = getattr(func, "__name__", "")
+        if name in self._NAMES and getattr(func, "__module__", "") in ("torch._VF", "torch", None):
+            packed = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].dim() == 1
+            op = f"aten.{name}.{'data' if packed else 'input'}"
+            where = _user_frame()
+            raise CaptureError(
+                f"{op}{' at ' + where if where else ''}: a recurrent layer is kept whole only by "
+                "torch.export; make_fx would trace its CPU implementation cell by cell"
+            )
+        return func(*args, **(kwargs or {}))
+
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+_SOLAR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user_frame() -> str:
+    """``file:line in function`` of the innermost frame of the caller's stack outside torch and
+    solar, or empty."""
+    for frame in reversed(traceback.extract_stack()):
+        path = os.path.abspath(frame.filename)
+        if not path.startswith((_TORCH_DIR, _SOLAR_DIR)) and not frame.filename.startswith("<"):
+            return f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}"
+    return ""
+
+
 def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] = ()) -> Traced:
     from torch._decomp import core_aten_decompositions
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -407,12 +447,14 @@ def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] =
         return pytree.tree_leaves(out) + list(new_values)
 
     functional = torch.func.functionalize(flat_fn, remove="mutations_and_views")
-    gm = make_fx(
-        functional,
-        decomposition_table=_decompositions(core_aten_decompositions()),
-        tracing_mode="fake",
-        record_stack_traces=True,
-    )(*params.values(), *buffers.values(), *(a.value for a in attributes), *flat_args)
+    with _RecurrentRefused():
+        gm = make_fx(
+            functional,
+            decomposition_table=_decompositions(core_aten_decompositions()),
+            tracing_mode="fake",
+            record_stack_traces=True,
+        )(*params.values(), *buffers.values(), *(a.value for a in attributes), *flat_args)
+    _refuse_in_place(gm.graph)
     traced = Traced(graph=gm.graph, method="make_fx", module=gm)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     arg_names = _argument_names(module, len(flat_args))
@@ -452,6 +494,29 @@ def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] =
     ]
     traced.outputs = user + traced.outputs + updates
     return traced
+
+
+def _refuse_in_place(graph: Any) -> None:
+    """A CaptureError naming the first in-place op (``aten.add_.Tensor``) left in make_fx's
+    graph, and its user's line. functionalize removes the model's own mutations, but not those
+    of an op's C++ composite implementation that make_fx traces through (nn.GRUCell's
+    ``add_``/``mul_``/``sigmoid_``); the copy_ of a mutated buffer is read by the caller."""
+    from solar.capture._serialize import _location, _op_name
+
+    for node in graph.nodes:
+        target = node.target
+        if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+            continue
+        if target is torch.ops.aten.copy_.default or not target._schema.name.endswith("_"):
+            continue
+        args = target._schema.arguments
+        if not any(a.alias_info is not None and a.alias_info.is_write for a in args):
+            continue
+        where = _location(node, None)
+        raise CaptureError(
+            f"{_op_name(target)}{' at ' + where if where else ''}: an in-place op that make_fx's "
+            "functionalization left in the graph"
+        )
 
 
 def _argument_names(module: nn.Module, count: int) -> list[str]:
