@@ -28,7 +28,7 @@ step "Python package: pip install .[test]"
 # the build directory's paths (nanobind, the compiler) outlive pip; the build requirements of
 # pyproject.toml are installed first. SOLAR_WERROR: warnings are errors here too.
 "$PYTHON" -m pip install --quiet --disable-pip-version-check "scikit-build-core>=0.10" \
-  "nanobind>=2.4"
+  "nanobind>=2.4" cmake ninja
 "$PYTHON" -m pip install --quiet --disable-pip-version-check --no-build-isolation \
   --config-settings=build-dir=build/ci --config-settings=cmake.define.SOLAR_WERROR=ON \
   --config-settings=cmake.define.SOLAR_BUILD_TESTS=ON ".[test]"
