@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 import operator
 import os
-import re
 from typing import Any
 
 import torch
 
 from solar._names import NameTable, sanitize
 from solar.capture._trace import CaptureError, Traced
+from solar.capture._where import _location, _op_name
 
 FORMAT = "solar-capture"
 VERSION = 1
@@ -45,8 +45,6 @@ _NO_OPS = frozenset(
         "aten.sym_constrain_range_for_size.default",
     }
 )
-_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
-_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -177,12 +175,6 @@ def serialize(
     return doc, tensor_name, multi
 
 
-def _op_name(target: Any) -> str:
-    if isinstance(target, torch._ops.OpOverload):
-        return str(target)  # "aten.addmm.default"
-    return f"{getattr(target, '__module__', '')}.{getattr(target, '__name__', str(target))}"
-
-
 def _args(node: torch.fx.Node, tensor_name: dict[str, str]) -> dict:
     target = node.target
     if not isinstance(target, torch._ops.OpOverload):
@@ -250,16 +242,3 @@ def _origin(node: torch.fx.Node) -> dict | None:
     if name == node.name and op == _op_name(node.target):
         return None
     return {"name": sanitize(name), "op": op}
-
-
-def _location(node: torch.fx.Node, source: str | None) -> str | None:
-    """``file:line in function`` of the innermost frame of the user's code (not torch's)."""
-    frames = _FRAME.findall(node.meta.get("stack_trace") or "")
-    user = [f for f in frames if not os.path.abspath(f[0]).startswith(_TORCH_DIR)]
-    if source:
-        mine = [f for f in user if os.path.basename(f[0]) == os.path.basename(source)]
-        user = mine or user
-    if not user:
-        return None
-    path, line, func = user[-1]
-    return f"{os.path.basename(path)}:{line} in {func}"
