@@ -151,7 +151,7 @@ void bind_analysis(nb::module_& m) {
         r.provenance = std::move(provenance);
         report::add_step(r, phases, p, options);
         if (devices != 0 || !parallel.empty()) {
-          report::add_parallel(r, sol::layout_for(devices, parallel), p);
+          report::add_parallel(r, sol::layout_for(devices, parallel));
         }
         return cli::make_sol_report(std::move(r), outputs, top);
       },

@@ -142,7 +142,7 @@ int run_sol(const SolArgs& a, std::ostream& out) {
                                          policy, fidelities, analysis_options(a.common));
   if (a.common.program) r.provenance = a.common.program->provenance;
   if (a.devices != 0 || !a.parallel.empty()) {
-    report::add_parallel(r, sol::layout_for(a.devices, a.parallel), policy);
+    report::add_parallel(r, sol::layout_for(a.devices, a.parallel));
   }
   // The JSON report only when something reads it: on a graph of 100k nodes building it is a
   // large part of a run.

@@ -15,13 +15,8 @@ namespace solar::report {
 
 using namespace detail;
 
-void add_parallel(Report& r, const sol::ParallelLayout& layout,
-                  const sol::PrecisionPolicy& policy) {
-  std::vector<sol::Fidelity> fidelities;
-  for (const sol::FidelityResult& f : r.analysis.results) fidelities.push_back(f.fidelity);
-  r.parallel =
-      sol::analyze_parallel(r.graph, r.device, policy, layout, fidelities, r.analysis.results,
-                            &r.analysis.memory, r.analysis.kernel_floor_s);
+void add_parallel(Report& r, const sol::ParallelLayout& layout) {
+  r.parallel = sol::analyze_parallel(r.graph, r.device, r.analysis, layout);
 }
 
 nlohmann::json parallel_to_json(const Report& r) {

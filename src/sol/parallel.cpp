@@ -251,11 +251,10 @@ std::vector<Loop> splittable(const einsum::Node& n, int64_t axis) {
 
 class Planner {
  public:
-  Planner(const einsum::Graph& g, const hw::Device& d, const PrecisionPolicy& policy,
+  Planner(const einsum::Graph& g, const hw::Device& d, const Analysis& one,
           const ParallelLayout& layout)
-      : g_(g), layout_(layout), bandwidth_(d.dram_bandwidth_bytes_per_s()) {
+      : g_(g), layout_(layout), bandwidth_(one.dram_bandwidth_bytes_per_s), costs_(one.nodes) {
     for (size_t i = 0; i < g.tensors.size(); ++i) index_[g.tensors[i].name] = i;
-    for (const einsum::Node& n : g.nodes) costs_.push_back(node_cost(n, d, policy));
     splits_.resize(g.nodes.size());
     access_fraction_.resize(g.nodes.size());
     for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -296,7 +295,6 @@ class Planner {
   double link_bw() const { return link_bw_; }
   bool in_network() const { return in_network_; }
   const std::string& link() const { return link_; }
-  double bandwidth() const { return bandwidth_; }
 
  private:
   int64_t axis_size(size_t ax) const { return ax == kTp ? layout_.tp : layout_.dp; }
@@ -575,7 +573,7 @@ class Planner {
   double link_bw_ = 0;
   bool in_network_ = false;
   std::map<std::string, size_t> index_;
-  std::vector<NodeCost> costs_;
+  const std::vector<NodeCost>& costs_;  // the one-device analysis's, one per node
   std::vector<std::pair<std::string, std::string>> splits_;  // (tp loop, dp loop) per node
   std::vector<std::vector<double>> access_fraction_;
   std::map<size_t, Layout> layouts_[2];
@@ -640,14 +638,12 @@ std::vector<size_t> cut_stages(const std::vector<double>& weights, size_t stages
 
 }  // namespace
 
-ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
-                                  const PrecisionPolicy& policy, const ParallelLayout& l,
-                                  const std::vector<Fidelity>& fidelities,
-                                  const std::vector<FidelityResult>& one_device,
-                                  const MemoryModel* memory, double kernel_floor_s) {
+ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, const Analysis& one,
+                                  const ParallelLayout& l) {
+  SOLAR_CHECK(one.nodes.size() == g.nodes.size(), "a one-device analysis of another graph");
   ParallelAnalysis out;
   out.layout = l;
-  Planner planner(g, d, policy, l);
+  Planner planner(g, d, one, l);
   if (l.devices() > 1 && planner.link_bw() <= 0) {
     throw UserError("--parallel " + parallel_text(l) + ": device " + d.name +
                     " has no scale-up interconnect figure (docs/devices.md, \"Interconnect\"); "
@@ -657,11 +653,11 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
   out.link_bytes_per_s = planner.link_bw();
   out.in_network_reduction = planner.in_network();
   planner.plan();
-  const double bw = planner.bandwidth();
   // DRAM time of `bytes` per device: the report's cache state (cold: bytes / DRAM bandwidth).
   const auto mem_s = [&](double bytes) {
-    return memory ? memory->time_s(static_cast<int64_t>(std::llround(bytes))) : bytes / bw;
+    return one.memory.time_s(static_cast<int64_t>(std::llround(bytes)));
   };
+  const double kernel_floor_s = one.kernel_floor_s;
 
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     out.nodes.push_back(
@@ -747,10 +743,10 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
     c.stage = at == kNone ? 0 : stage_of_unit[unit_of[at]];
   }
 
-  // The fidelities asked for that are modelled per device.
+  // The fidelities of the one-device analysis that are modelled per device.
   std::vector<Fidelity> asked;
-  for (Fidelity f : fidelities) {
-    if (f != Fidelity::Cache) asked.push_back(f);
+  for (const FidelityResult& f : one.results) {
+    if (f.fidelity != Fidelity::Cache) asked.push_back(f.fidelity);
   }
 
   for (size_t s = 0; s < starts.size(); ++s) {
@@ -901,9 +897,8 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
     r.terms = out.stages[r.bottleneck_stage].terms[fi];
     // A send between stages longer than every stage bounds the pipeline's steady state.
     if (l.microbatches > 1) r.terms.comm_s = std::max(r.terms.comm_s, worst_send);
-    for (const FidelityResult& one : one_device) {
-      if (one.fidelity == r.fidelity && r.time_s > 0) r.speedup = one.time_s / r.time_s;
-    }
+    const FidelityResult& alone = one.result(r.fidelity);
+    if (r.time_s > 0) r.speedup = alone.time_s / r.time_s;
     out.results.push_back(r);
   }
 

@@ -41,6 +41,12 @@ kernel fc2 { for i in 0..64, j in 0..128, k in 0..512: y[i, j] += a[i, k] * w2[k
 
 const PrecisionPolicy& policy() { return find_precision_policy(kDefaultPrecisionPolicy); }
 
+// `layout` of `g` on `d`, from its one-device analysis at `fidelities`.
+ParallelAnalysis parallel(const einsum::Graph& g, const hw::Device& d, const std::string& layout,
+                          const std::vector<Fidelity>& fidelities) {
+  return analyze_parallel(g, d, analyze(g, d, policy(), fidelities), parse_parallel(layout));
+}
+
 TEST(Parallel, ParsesLayouts) {
   const ParallelLayout l = parse_parallel("tp=2,dp=4,pp=2,mb=8");
   EXPECT_EQ(l.tp, 2);
@@ -57,8 +63,8 @@ TEST(Parallel, ParsesLayouts) {
 
 TEST(Parallel, MegatronMlpAllReducesItsOutputOnce) {
   const einsum::Graph g = testing::lift_text(kMlp);
-  const ParallelAnalysis p = analyze_parallel(g, round_device(), policy(), parse_parallel("tp=4"),
-                                              {Fidelity::Unfused, Fidelity::Fused});
+  const ParallelAnalysis p =
+      parallel(g, round_device(), "tp=4", {Fidelity::Unfused, Fidelity::Fused});
   // fc1 column-parallel (splits j, w1's output loop), relu follows, fc2 row-parallel (splits k,
   // w2's reduced loop): y is partial, all-reduced once at the end.
   ASSERT_EQ(p.nodes.size(), 3U);
@@ -104,8 +110,8 @@ TEST(Parallel, TheAllReduceGrowsWithTheGroup) {
   // Ring all-reduce of y's 32,768 B: 2 (T - 1) / T of it per device.
   for (const auto& [tp, sent] :
        std::vector<std::pair<int, double>>{{2, 32768}, {4, 49152}, {8, 57344}}) {
-    const ParallelAnalysis p = analyze_parallel(
-        g, round_device(), policy(), parse_parallel("tp=" + std::to_string(tp)), {Fidelity::Fused});
+    const ParallelAnalysis p =
+        parallel(g, round_device(), "tp=" + std::to_string(tp), {Fidelity::Fused});
     ASSERT_EQ(p.comms.size(), 1U) << tp;
     EXPECT_EQ(p.comms[0].kind, Collective::AllReduce);
     EXPECT_DOUBLE_EQ(p.comms[0].sent_bytes, sent) << tp;
@@ -120,13 +126,11 @@ TEST(Parallel, SwitchesThatReduceInTheNetworkSendTheBufferOnce) {
   d.link(hw::Link::ScaleUp).in_network_reduction = "test";
   // Each device sends y's 32,768 B once to the switch and receives the sum, below the ring's
   // 2 x 3/4 x 32,768 = 49,152 B; `ring` asks for the ring bound anyway.
-  const ParallelAnalysis p =
-      analyze_parallel(g, d, policy(), parse_parallel("tp=4"), {Fidelity::Fused});
+  const ParallelAnalysis p = parallel(g, d, "tp=4", {Fidelity::Fused});
   ASSERT_EQ(p.comms.size(), 1U);
   EXPECT_TRUE(p.comms[0].in_network);
   EXPECT_DOUBLE_EQ(p.comms[0].sent_bytes, 32768);
-  const ParallelAnalysis ring =
-      analyze_parallel(g, d, policy(), parse_parallel("tp=4,ring"), {Fidelity::Fused});
+  const ParallelAnalysis ring = parallel(g, d, "tp=4,ring", {Fidelity::Fused});
   EXPECT_FALSE(ring.comms[0].in_network);
   EXPECT_DOUBLE_EQ(ring.comms[0].sent_bytes, 49152);
 }
@@ -148,8 +152,7 @@ kernel sgd { for k in 0..512, j in 0..256: w_new[k, j] = w[k, j] - dw[k, j] * 0.
 
 TEST(Parallel, DataParallelAllReducesTheGradient) {
   const einsum::Graph g = testing::lift_text(kStep);
-  const ParallelAnalysis p =
-      analyze_parallel(g, round_device(), policy(), parse_parallel("dp=8"), {Fidelity::Fused});
+  const ParallelAnalysis p = parallel(g, round_device(), "dp=8", {Fidelity::Fused});
   // Every node of the batch splits its rows i; the update reads the whole gradient.
   EXPECT_EQ(p.nodes[0].dp_loop, "i");
   EXPECT_EQ(p.nodes[3].dp_loop, "i");  // dW = x^T dY sums over the batch: partial
@@ -197,8 +200,7 @@ TEST(Parallel, FourStagePipeline) {
   const einsum::Graph g = testing::lift_text(kLayers);
   // Each layer: 64 x 128 x 128 = 1,048,576 MACs, 2.097152 us; its input, weight and output
   // 32,768 + 65,536 + 32,768 B = 131.072 ns: a stage is compute bound at 2.097152 us.
-  const ParallelAnalysis one =
-      analyze_parallel(g, round_device(), policy(), parse_parallel("pp=4"), {Fidelity::Fused});
+  const ParallelAnalysis one = parallel(g, round_device(), "pp=4", {Fidelity::Fused});
   ASSERT_EQ(one.stages.size(), 4U);
   for (size_t s = 0; s < 4; ++s) {
     EXPECT_EQ(one.stages[s].first, s);
@@ -211,8 +213,7 @@ TEST(Parallel, FourStagePipeline) {
   EXPECT_NEAR(one.results[0].time_s, 8.388608e-6, 1e-15);
   // Four: the first goes through every stage (4 x 2.097152 / 4 = 2.097152 us) and each of the
   // other three follows one stage later (0.524288 us): 3.670016 us.
-  const ParallelAnalysis four =
-      analyze_parallel(g, round_device(), policy(), parse_parallel("pp=4,mb=4"), {Fidelity::Fused});
+  const ParallelAnalysis four = parallel(g, round_device(), "pp=4,mb=4", {Fidelity::Fused});
   EXPECT_NEAR(four.results[0].time_s, 3.670016e-6, 1e-15);
   EXPECT_EQ(four.comms.size(), 3U);  // three sends
   EXPECT_EQ(four.comms[0].kind, Collective::PointToPoint);
@@ -222,14 +223,10 @@ TEST(Parallel, UserErrors) {
   const einsum::Graph g = testing::lift_text(kLayers);
   hw::Device no_link = round_device();
   no_link.link(hw::Link::ScaleUp) = {};
-  EXPECT_THROW(analyze_parallel(g, no_link, policy(), parse_parallel("tp=2"), {Fidelity::Fused}),
-               UserError);
+  EXPECT_THROW(parallel(g, no_link, "tp=2", {Fidelity::Fused}), UserError);
   // One device needs no link.
-  EXPECT_NO_THROW(
-      analyze_parallel(g, no_link, policy(), parse_parallel("tp=1"), {Fidelity::Fused}));
-  EXPECT_THROW(
-      analyze_parallel(g, round_device(), policy(), parse_parallel("pp=5"), {Fidelity::Fused}),
-      UserError);
+  EXPECT_NO_THROW(parallel(g, no_link, "tp=1", {Fidelity::Fused}));
+  EXPECT_THROW(parallel(g, round_device(), "pp=5", {Fidelity::Fused}), UserError);
 }
 
 }  // namespace

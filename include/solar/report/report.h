@@ -38,9 +38,9 @@ struct Report {
   std::optional<sol::ParallelAnalysis> parallel;
 };
 
-// Adds the analysis of `layout` to `r` (sol::analyze_parallel on its graph and device, at the
-// fidelities of its analysis).
-void add_parallel(Report& r, const sol::ParallelLayout& layout, const sol::PrecisionPolicy& policy);
+// Adds the analysis of `layout` to `r` (sol::analyze_parallel on its graph, device and analysis,
+// at the fidelities of that analysis).
+void add_parallel(Report& r, const sol::ParallelLayout& layout);
 
 // The `parallel` object of a report (docs/parallel.md); null without a layout.
 nlohmann::json parallel_to_json(const Report& r);

@@ -151,15 +151,11 @@ struct ParallelAnalysis {
   double link_needed_bytes_per_s = 0;
 };
 
-// Analyses `g` on layout `l` of devices `d` under `policy` at `fidelities` (the cache fidelity is
-// skipped: not modelled per device). `memory`: the DRAM time of the bytes per device (the report's
-// cache state, sol/analysis.h; nullptr: cold); `kernel_floor_s` > 0: the least time of an unfused
-// operation. UserError: a layout of more than one device when `d` has no
-// scale-up link figure; more stages than framework operations.
-ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d,
-                                  const PrecisionPolicy& policy, const ParallelLayout& l,
-                                  const std::vector<Fidelity>& fidelities,
-                                  const std::vector<FidelityResult>& one_device = {},
-                                  const MemoryModel* memory = nullptr, double kernel_floor_s = 0);
+// Analyses `g` on layout `l` of devices `d`, from `one`: the one-device analysis of `g` on `d`
+// (sol::analyze), whose node costs, cache state and kernel floor it uses and whose fidelities it
+// reports (the cache fidelity is skipped: not modelled per device). UserError: a layout of more
+// than one device when `d` has no scale-up link figure; more stages than framework operations.
+ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, const Analysis& one,
+                                  const ParallelLayout& l);
 
 }  // namespace solar::sol
