@@ -283,13 +283,12 @@ class Planner {
     return it == layouts_[ax].end() ? 1.0 : it->second.written_fraction;
   }
   double written_fraction(const std::string& tensor) const {
-    const size_t t = index_.at(tensor);
-    double f = 1;
-    for (size_t ax : {kTp, kDp}) {
-      const auto it = layouts_[ax].find(t);
-      if (it != layouts_[ax].end()) f *= it->second.written_fraction;
-    }
-    return f;
+    return axis_fraction(tensor, kTp) * axis_fraction(tensor, kDp);
+  }
+  // The buffer S of a collective of `tensor` on axis `ax`: its bytes on the axis's group, divided
+  // by its sharding on the other axis.
+  double buffer_bytes(const std::string& tensor, size_t ax) const {
+    return static_cast<double>(g_.tensors[index_.at(tensor)].bytes) * axis_fraction(tensor, 1 - ax);
   }
   std::vector<Communication>& comms() { return comms_; }
   double link_bw() const { return link_bw_; }
@@ -335,11 +334,7 @@ class Planner {
 
   // The time of moving `tensor` by collective `c` on axis `ax`.
   double comm_time(Collective c, size_t ax, const std::string& tensor) const {
-    const einsum::TensorInfo& info = g_.tensors[index_.at(tensor)];
-    double other = 1;
-    const auto it = layouts_[1 - ax].find(index_.at(tensor));
-    if (it != layouts_[1 - ax].end()) other = it->second.written_fraction;
-    const double s = static_cast<double>(info.bytes) * other;
+    const double s = buffer_bytes(tensor, ax);
     return link_bw_ > 0 ? sent_bytes(c, axis_size(ax), s, in_network_) / link_bw_ : 0;
   }
 
@@ -706,11 +701,8 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, c
   // Communication times.
   std::vector<Communication>& comms = planner.comms();
   for (Communication& c : comms) {
-    const einsum::TensorInfo* t = g.find_tensor(c.tensor);
-    SOLAR_CHECK(t != nullptr, "a collective of an unknown tensor");
-    // The buffer: the tensor on this axis's group, divided by its sharding on the other axis.
-    const double other = planner.axis_fraction(c.tensor, c.axis == "tp" ? kDp : kTp);
-    c.buffer_bytes = static_cast<int64_t>(std::llround(static_cast<double>(t->bytes) * other));
+    c.buffer_bytes = static_cast<int64_t>(
+        std::llround(planner.buffer_bytes(c.tensor, c.axis == "tp" ? kTp : kDp)));
     c.sent_bytes =
         sent_bytes(c.kind, c.group, static_cast<double>(c.buffer_bytes), planner.in_network());
     c.in_network = planner.in_network() && c.kind == Collective::AllReduce && c.group > 2;
@@ -749,6 +741,16 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, c
     if (f.fidelity != Fidelity::Cache) asked.push_back(f.fidelity);
   }
 
+  // The collectives each framework operation waits for, and those of each stage's end (graph
+  // outputs), in the planner's order; when each operation finishes (the unfused run).
+  std::vector<std::vector<size_t>> waits_before(units.size()), waits_at_end(starts.size());
+  for (size_t k = 0; k < comms.size(); ++k) {
+    const Communication& c = comms[k];
+    (c.before_node == kNone ? waits_at_end[c.stage] : waits_before[unit_of[c.before_node]])
+        .push_back(k);
+  }
+  std::vector<double> finish(units.size(), 0);
+
   for (size_t s = 0; s < starts.size(); ++s) {
     ParallelStage st;
     st.first = units[starts[s]].first;
@@ -766,14 +768,10 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, c
     }
     // Unfused: one compute stream, one communication stream.
     double t_compute = 0, t_comm = 0;
-    std::vector<double> finish(units.size(), 0);
-    const auto run_comms_before = [&](size_t before_unit, bool at_end) {
+    const auto run_comms = [&](const std::vector<size_t>& which) {
       double ready = 0;
-      for (const Communication& c : comms) {
-        if (c.stage != s) continue;
-        const bool mine = at_end ? c.before_node == kNone
-                                 : c.before_node != kNone && unit_of[c.before_node] == before_unit;
-        if (!mine) continue;
+      for (size_t k : which) {
+        const Communication& c = comms[k];
         double produced = 0;
         if (c.after_node != kNone && stage_of_unit[unit_of[c.after_node]] == s) {
           produced = finish[unit_of[c.after_node]];
@@ -785,11 +783,11 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, c
       return ready;
     };
     for (size_t u = starts[s]; u < u_end; ++u) {
-      const double ready = run_comms_before(u, false);
+      const double ready = run_comms(waits_before[u]);
       t_compute = std::max(t_compute, ready) + unit_costs[u].time;
       finish[u] = t_compute;
     }
-    const double unfused_time = std::max(t_compute, run_comms_before(0, true));
+    const double unfused_time = std::max(t_compute, run_comms(waits_at_end[s]));
 
     // Fused: the stage's inputs, weights and outputs, each once, at the largest slice read.
     einsum::Graph sg = l.pp > 1 ? phase_graph(g, node_stage, std::to_string(s)) : g;
