@@ -32,30 +32,7 @@ kernel add {{
 """
 
 # Three tiny framework operations, 16 f32 each: each reads 64 B and writes 64 B.
-TINY_CHAIN = """size N = 16
-input x : f32[N]
-tensor a : f32[N]
-tensor b : f32[N]
-output y : f32[N]
-op first {
-  kernel add {
-    for i in 0..N:
-      a[i] = x[i] + 1.0
-  }
-}
-op second {
-  kernel mul {
-    for i in 0..N:
-      b[i] = a[i] * 2.0
-  }
-}
-op third {
-  kernel sub {
-    for i in 0..N:
-      y[i] = b[i] - 3.0
-  }
-}
-"""
+TINY_CHAIN = (ROOT / "tests" / "fixtures" / "tiny_chain.ir").read_text()
 
 
 def core_json(ir: str, hw: str = ROUND, **options) -> dict:

@@ -12,6 +12,7 @@
 #include "solar/sol/analysis.h"
 #include "solar/sol/curve.h"
 #include "solar/util/error.h"
+#include "solar/util/file.h"
 
 namespace solar::sol {
 namespace {
@@ -155,31 +156,8 @@ TEST(CacheState, AnLlcSlowerThanDramIsTakenAtDramBandwidth) {
 }
 
 // Three tiny framework operations in a chain, 16 f32 elements each: every op reads 64 B and
-// writes 64 B.
-constexpr const char* kTinyChain = R"(size N = 16
-input x : f32[N]
-tensor a : f32[N]
-tensor b : f32[N]
-output y : f32[N]
-op first {
-  kernel add {
-    for i in 0..N:
-      a[i] = x[i] + 1.0
-  }
-}
-op second {
-  kernel mul {
-    for i in 0..N:
-      b[i] = a[i] * 2.0
-  }
-}
-op third {
-  kernel sub {
-    for i in 0..N:
-      y[i] = b[i] - 3.0
-  }
-}
-)";
+// writes 64 B (tests/fixtures/tiny_chain.ir, which the Python tests read too).
+const std::string kTinyChain = read_text_file(SOLAR_SOURCE_DIR "/tests/fixtures/tiny_chain.ir");
 
 TEST(KernelFloor, ChainOfTinyOps) {
   // Without the floor: each op moves 128 B, 128 B / 1e12 = 128 ps; unfused = 3 x 128 ps = 384 ps.
