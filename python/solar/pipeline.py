@@ -170,7 +170,8 @@ def verify(
 ) -> dict:
     """Runs the lowered program on the golden inputs and compares each output with the
     framework's (``values``, when given, gains SOLAR's value of each compared output).
-    ``fed``: outputs of nodes that were not lowered, read from ``golden`` as program inputs (graph outputs among them are not compared). ``random``: the random draws
+    ``fed``: outputs of nodes that were not lowered, read from ``golden`` as program inputs
+    (graph outputs among them are not compared). ``random``: the random draws
     (lower_detailed's "random"): each ``random`` tensor takes the framework's draw, the golden
     value of its ``value_of``."""
     program = ir.parse(ir_text)
