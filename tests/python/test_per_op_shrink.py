@@ -141,3 +141,71 @@ def test_eval_batch_norm_checks_alone_without_its_empty_statistics():
     (check,) = [c for c in v["ops"] if "batch_norm" in c["op"]]
     assert check["result"] == "passed"
     assert [o["shape"] for o in check["outputs"]] == [[2, 8, 5, 5]]
+
+
+def _first_map(node: dict, shapes: dict) -> tuple[str, dict]:
+    return next(_candidates(node, shapes, dict.fromkeys(shapes, "f32"), 2048 * 10**6))
+
+
+def test_a_view_that_merges_dims_maps_the_merged_size_to_the_product_of_its_shrunk_dims():
+    # view(p[16, 256, 512, 256, 1], [1, 2097152, 256]), 2097152 = 16 * 256 * 512. Shrinking
+    # 2097152 by d as any other size breaks the element count (d = 64 gave [1, 32768, 4] for an
+    # input of 16 * 4 * 8 * 4 = 2048 elements); it maps to 16' * 256' * 512' instead. The two
+    # tensors take 2 * 4 B * (elements of p). d = 4: 4 * 64 * 128 * 64 = 2,097,152 elements,
+    # 16,777,216 B, over 1 MiB; d = 8: 2 * 32 * 64 * 32 = 131,072 elements, 1,048,576 B = 1 MiB,
+    # not over: 2097152 -> 2 * 32 * 64 = 4096.
+    shapes = {"p": [16, 256, 512, 256, 1], "v": [1, 2097152, 256]}
+    node = {
+        "name": "view",
+        "op": "aten.view.default",
+        "args": {"self": {"tensor": "p"}, "size": [1, 2097152, 256]},
+        "outputs": ["v"],
+    }
+    label, mapping = _first_map(node, shapes)
+    assert label == "reduced (exact, sizes / 8)"
+    assert mapping == {16: 2, 256: 32, 512: 64, 2097152: 4096}
+    # the split back: view(b[1, 2097152, 768], [16, 256, 512, 1, 768]). d = 8: 2 * 32 * 64 =
+    # 4096 rows of 96: 2 * 4096 * 96 * 4 B = 3,145,728 B, over 1 MiB; d = 16 (16 -> 1): 1 * 16 *
+    # 32 = 512 rows of 48: 2 * 512 * 48 * 4 B = 196,608 B.
+    shapes = {"b": [1, 2097152, 768], "w": [16, 256, 512, 1, 768]}
+    node = {
+        "name": "view_2",
+        "op": "aten.view.default",
+        "args": {"self": {"tensor": "b"}, "size": [16, 256, 512, 1, 768]},
+        "outputs": ["w"],
+    }
+    label, mapping = _first_map(node, shapes)
+    assert label == "reduced (exact, sizes / 16)"
+    assert mapping == {16: 1, 256: 16, 512: 32, 768: 48, 2097152: 512}
+
+
+def test_a_4d_tensor_matrix_einsum_verifies_every_configuration():
+    # KernelBench level1/11-style: einsum("bijl,lk->bijk") of a[16, 256, 512, 256] (2 GiB)
+    # and m[256, 768]: per op; its two views that merge b, i, j (2097152 = 16 * 256 * 512) and
+    # split them back were "NOT verified" before the merged dims followed their parts.
+    report = frontend.analyze_file(MODELS / "einsum_4d_matrix.py")
+    v = report.verification
+    assert v["mode"] == "per_op" and v["status"] == "passed", report.summary()
+    assert len(v["ops"]) == 11
+    assert all(c["result"] == "passed" for c in v["ops"]), report.summary()
+    views = {c["example_node"]: c["shapes"] for c in v["ops"] if c["op"] == "aten.view.default"}
+    assert views["view"]["view"] == [1, 4096, 32]  # the first map of the test above
+    assert views["view_2"]["view_2"] == [1, 16, 32, 1, 48]
+
+
+def test_a_spatial_softmax_after_a_transposed_conv3d_verifies_every_configuration():
+    # KernelBench level2/38-style: avg pool, ConvTranspose3d, clamp, softmax over each
+    # channel's 32 * 64 * 64 = 131072 voxels (a view to [32, 64, 131072] and back), scale.
+    report = frontend.analyze_file(MODELS / "convtranspose3d_spatial_softmax.py")
+    v = report.verification
+    assert v["mode"] == "per_op" and v["status"] == "passed", report.summary()
+    assert len(v["ops"]) == 7
+    assert all(c["result"] == "passed" for c in v["ops"]), report.summary()
+    (back,) = [c for c in v["ops"] if c["example_node"] == "view_1"]
+    # view(s[32, 64, 131072], [32, 64, 32, 64, 64]), 131072 = 32 * 64 * 64 follows its parts;
+    # the two tensors take 2 * 4 B * (elements of s). d = 4 (32 -> 8, 64 -> 16, 131072 -> 8 *
+    # 16 * 16 = 2048): 2 * 8 * 16 * 2048 * 4 = 2,097,152 B, over 1 MiB; d = 8 (32 -> 4, 64 -> 8,
+    # 131072 -> 4 * 8 * 8 = 256): 2 * 4 * 8 * 256 * 4 = 65,536 B.
+    assert back["size"] == "reduced (exact, sizes / 8)"
+    assert back["shapes"]["view_1"] == [4, 8, 4, 8, 8]
+    assert back["shapes"]["_softmax"] == [4, 8, 256]

@@ -13,7 +13,9 @@ only the sizes that d divides (so a reshape of 1024 into 16 x 64 stays consisten
 only the sizes that d divides among the tensors' first dimensions (a reshape of 4096 x 64 into
 256 x 16 x 64), ``ceil`` every size to ceil(S / d). d is the smallest power of two that brings
 the node's tensors under ``TARGET_BYTES``. An integer argument that is no tensor size but the
-product of consecutive dims of an operand (GroupNorm's ``HxW``) follows those dims.
+product of consecutive dims of an operand (GroupNorm's ``HxW``) follows those dims, and so
+does a size of a reshape's tensor that is the product of consecutive dims of its other tensor
+(a merge or split of dims, ``_merged``).
 
 Only what the op's semantics allow shrinks. An op whose sizes are tied to a group count
 (GroupNorm's channels, a grouped convolution's channels, a channel or pixel shuffle's channels:
@@ -254,6 +256,49 @@ def _derived(node: dict, shapes: dict, mapping: dict[int, int]) -> dict[int, int
     return {v: w for v, w in derived.items() if v != w}
 
 
+# Ops whose output holds the input's elements in another shape: a size of one side that is the
+# product of consecutive dims of the other (a merge or split of dims) follows those dims.
+_RESHAPES = (
+    "aten.view.default",
+    "aten._unsafe_view.default",
+    "aten.reshape.default",
+    "aten.view_copy.default",
+)
+
+
+def _merged(node: dict, shapes: dict, mapping: dict[int, int]) -> dict[int, int]:
+    """For a reshape (``_RESHAPES``): each size of one of its tensors that is the product of two
+    or more consecutive dims (two of them not 1, one at least ``MIN_SHRINK``) of another maps to
+    the product of those dims as ``mapping`` shrinks them (a view of [16, 256, 512, 256, 1] as
+    [1, 2097152, 256]: 2097152 = 16 * 256 * 512 maps to 16' * 256' * 512', not to 2097152 / d,
+    which breaks the element count). Other ops: none."""
+    if node["op"] not in _RESHAPES:
+        return {}
+    names = list(dict.fromkeys([*_refs(node["args"]), *(o for o in node["outputs"] if o)]))
+    merged: dict[int, int] = {}
+    for n in names:
+        for value in shapes[n]:
+            if value < MIN_SHRINK or value in merged:
+                continue
+            for other in names:
+                shape = shapes[other]
+                runs = [(i, j) for i in range(len(shape)) for j in range(i + 2, len(shape) + 1)]
+                match = next(
+                    (
+                        (i, j)
+                        for i, j in runs
+                        if math.prod(shape[i:j]) == value
+                        and sum(x != 1 for x in shape[i:j]) >= 2
+                        and max(shape[i:j]) >= MIN_SHRINK
+                    ),
+                    None,
+                )
+                if match is not None:
+                    merged[value] = math.prod(mapping.get(x, x) for x in shape[match[0] : match[1]])
+                    break
+    return {v: w for v, w in merged.items() if mapping.get(v, v) != w}
+
+
 def _ints(value: Any):
     """Every int in an argument value (not bools, not inside tensor references)."""
     if isinstance(value, dict) and "tensor" not in value:
@@ -264,6 +309,15 @@ def _ints(value: Any):
             yield from _ints(v)
     elif isinstance(value, int) and not isinstance(value, bool):
         yield value
+
+
+def _full_mapping(node, shapes, sizes: set[int], d: int, mode: str) -> dict[int, int]:
+    """The size map of ``_mapping``, with the integer arguments that follow dims
+    (``_derived``) and a reshape's merged dims (``_merged``)."""
+    mapping = _mapping(sizes, d, mode)
+    mapping.update(_derived(node, shapes, mapping))
+    mapping.update(_merged(node, shapes, mapping))
+    return mapping
 
 
 def _candidates(node, shapes, dtypes, real_budget_bytes):
@@ -280,12 +334,13 @@ def _candidates(node, shapes, dtypes, real_budget_bytes):
         for mode in ("exact", "leading", "ceil"):
             sizes = _sizes(node, shapes, leading=mode == "leading") - kept
             d = 1
-            while _footprint(node, shapes, dtypes, _mapping(sizes, d, mode)) > TARGET_BYTES:
+            while _footprint(node, shapes, dtypes, _full_mapping(node, shapes, sizes, d, mode)) > (
+                TARGET_BYTES
+            ):
                 if d > max(sizes, default=1):
                     break
                 d *= 2
-            mapping = _mapping(sizes, d, mode)
-            mapping.update(_derived(node, shapes, mapping))
+            mapping = _full_mapping(node, shapes, sizes, d, mode)
             if not mapping or mapping in tried:
                 continue
             tried.append(mapping)
