@@ -214,3 +214,12 @@ def test_pytorch_alone_disagrees_with_itself_on_the_pooled_efficientnet():
         y32 = model(x).double()
         y64 = model64(x.double())
     assert (y32 - y64).abs().max().item() > 1e-3
+
+
+def test_bf16_golden_bits_read_as_float64():
+    # bf16 is the high half of a float32: 0x3F80 -> 0x3F800000 = 1.0, 0xC000 -> 0xC0000000 =
+    # -2.0, 0x3F81 -> 0x3F810000 = 1 + 2^-7 = 1.0078125.
+    bits = np.array([0x3F80, 0xC000, 0x3F81], dtype=np.uint16)
+    assert pipeline._as_float64(bits, "bf16").tolist() == [1.0, -2.0, 1.0078125]
+    assert pipeline._as_float64(bits.view(np.int16), "bf16").tolist() == [1.0, -2.0, 1.0078125]
+    assert pipeline._as_float64(np.array([0x38], dtype=np.uint8), "f8e4m3") is None
