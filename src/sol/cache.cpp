@@ -1769,15 +1769,16 @@ std::pair<int64_t, int64_t> CacheOptimizer::Impl::untiled_cost(size_t first, siz
 //     loop of its write missing from the read: a rotary table, a norm weight, a per-block scale),
 //     the sources of a copy that writes more elements than it reads (repeat_kv's expand), every statistic read inside the segment, and one step's
 //     write of a scan (its carry), counted once each, within the capacity.
-//   - A contraction reads only tensors from outside the segment, written by a data-movement
-//     node of the segment (a materialised view: repeat_kv's expand + reshape), or, as the second
-//     reduction of a one-pass pair, a statistic of the first; and alone reaches its own least
-//     traffic within the capacity.
+//   - A contraction reads only tensors from outside the segment, tensors the segment computes
+//     from those without a reduction (a materialised view: repeat_kv's expand + reshape; a
+//     prologue: an fp8 operand dequantised by its block scales), recomputed from their sources
+//     per tile, or, as the second reduction of a one-pass pair, a statistic of the first; and
+//     alone reaches its own least traffic within the capacity.
 struct CacheOptimizer::Impl::StreamScan {
   StreamScan(Impl& impl, int64_t capacity) : im_(impl), capacity_(capacity) {
     const size_t tensors = im_.g.tensors.size();
     written_.assign(tensors, 0);
-    by_movement_.assign(tensors, 0);
+    rereadable_.assign(tensors, 0);
     by_reduction_.assign(tensors, 0);
     reds_.resize(tensors);
     exts_.resize(tensors);
@@ -1786,7 +1787,7 @@ struct CacheOptimizer::Impl::StreamScan {
 
   void reset() {
     for (const size_t t : touched_) {
-      written_[t] = by_movement_[t] = by_reduction_[t] = counted_[t] = 0;
+      written_[t] = rereadable_[t] = by_reduction_[t] = counted_[t] = 0;
       reds_[t].clear();
       exts_[t].clear();
     }
@@ -1808,9 +1809,11 @@ struct CacheOptimizer::Impl::StreamScan {
     const bool contraction = node.counts.macs > 0;
     if (contraction && !im_.contraction_streams(n, capacity_)) return false;
     std::vector<size_t> reds, exts, derived;
+    bool rereadable = node.reduction == einsum::Reduction::None && !contraction;
     for (const auto& [t, e] : im_.node_reads[n]) {
       if (written_[t]) {
-        if (contraction && !by_movement_[t]) derived.push_back(t);
+        rereadable = rereadable && rereadable_[t];
+        if (contraction && !rereadable_[t]) derived.push_back(t);
         reds.insert(reds.end(), reds_[t].begin(), reds_[t].end());
         exts.insert(exts.end(), exts_[t].begin(), exts_[t].end());
         if (by_reduction_[t] && !counted_[t]) {
@@ -1876,7 +1879,7 @@ struct CacheOptimizer::Impl::StreamScan {
       if (!written_[t]) wbytes_[t] = 0;
       written_[t] = 1;
       wbytes_[t] = sat_add(wbytes_[t], sat_mul(e, im_.elem_size(t)));
-      by_movement_[t] = node.kind == einsum::NodeKind::Movement ? 1 : 0;
+      rereadable_[t] = rereadable ? 1 : 0;
       by_reduction_[t] = reduction ? 1 : 0;
       reds_[t] = reds;
       if (reduction) {
@@ -1935,7 +1938,7 @@ struct CacheOptimizer::Impl::StreamScan {
 
   Impl& im_;
   int64_t capacity_;
-  std::vector<char> written_, by_movement_, by_reduction_, counted_;
+  std::vector<char> written_, rereadable_, by_reduction_, counted_;
   std::vector<std::vector<size_t>> reds_, exts_;  // per written tensor: reductions, inputs
   std::map<size_t, int64_t> wbytes_;
   std::map<size_t, std::vector<size_t>> red_exts_;  // per reduction node: the inputs it read

@@ -145,6 +145,15 @@ STREAM_BYTES = {
     # [64, 32] 2048 x 4 = 8192 B each, out 65536 B written: 147456 B. Resident: cos + sin,
     # 16384 B <= 32 KiB.
     "rope": ("32KiB", 65536 + 8192 + 8192 + 65536),
+    # RoPE backward: g 65536 B read, cos and sin 8192 B each, the gradient 65536 B written:
+    # 147456 B. Resident: cos + sin, 16384 B <= 16 KiB = 16384 B.
+    "rope_backward": ("16KiB", 65536 + 8192 + 8192 + 65536),
+    # block-scaled fp8 projection: x fp8 [64, 256] 16384 x 1 = 16384 B, its scales [64, 2]
+    # 128 x 4 = 512 B, w fp8 [192, 256] 49152 B, its scales [3, 2] 6 x 4 = 24 B, y [64, 192]
+    # f32 12288 x 4 = 49152 B: 115224 B. The dequantised f32 operands are recomputed per tile,
+    # never written; the matmul alone reaches its least traffic within 64 KiB (at 32 KiB it does
+    # not, and the operands go through DRAM).
+    "fp8_block_linear": ("64KiB", 16384 + 512 + 49152 + 24 + 49152),
     # RMSNorm over the head dim: q [1, 64, 8, 32] 65536 B read, weight [32] 128 B, out 65536 B:
     # 131200 B (a row of 32 elements is a tile: the tiled mode already reaches it).
     "qk_rmsnorm": ("16KiB", 65536 + 128 + 65536),
