@@ -154,6 +154,14 @@ STREAM_BYTES = {
     # never written; the matmul alone reaches its least traffic within 64 KiB (at 32 KiB it does
     # not, and the operands go through DRAM).
     "fp8_block_linear": ("64KiB", 16384 + 512 + 49152 + 24 + 49152),
+    # layer norm backward with parameter gradients: x and g [256, 64] 16384 x 4 = 65536 B each
+    # read, weight [64] 256 B, dx 65536 B written, dweight and dbias [64] 256 B each: 197376 B
+    # (a row of 64 elements per tile; the column sums accumulate on chip).
+    "layernorm_backward": ("16KiB", 65536 + 65536 + 256 + 65536 + 256 + 256),
+    # embedding backward: the ids [256] i64 2048 B and dy [256, 64] 65536 B read, the table
+    # gradient [512, 64] 32768 x 4 = 131072 B written once (zeros and the scattered rows on
+    # chip): 198656 B. Resident: the ids spread over the row, 2048 B.
+    "embedding_backward": ("16KiB", 2048 + 65536 + 131072),
     # RMSNorm over the head dim: q [1, 64, 8, 32] 65536 B read, weight [32] 128 B, out 65536 B:
     # 131200 B (a row of 32 elements is a tile: the tiled mode already reaches it).
     "qk_rmsnorm": ("16KiB", 65536 + 128 + 65536),
