@@ -1755,7 +1755,6 @@ std::pair<int64_t, int64_t> CacheOptimizer::Impl::untiled_cost(size_t first, siz
   return {ws, traffic};
 }
 
-
 // A stream segment (docs/fidelities.md, "Streaming chains"), grown one node at a time from its
 // first node: add(n) is false once the segment [first, n] is not a stream within the capacity;
 // every longer segment from the same first node is not one either (a second pass, a node that
@@ -1767,8 +1766,9 @@ std::pair<int64_t, int64_t> CacheOptimizer::Impl::untiled_cost(size_t first, siz
 //     and variance).
 //   - Resident state: every tensor a kernel other than a contraction reads with a broadcast (a
 //     loop of its write missing from the read: a rotary table, a norm weight, a per-block scale),
-//     the sources of a copy that writes more elements than it reads (repeat_kv's expand), every statistic read inside the segment, and one step's
-//     write of a scan (its carry), counted once each, within the capacity.
+//     the sources of a copy that writes more elements than it reads (repeat_kv's expand), every
+//     statistic read inside the segment, and one step's write of a scan (its carry), counted once
+//     each, within the capacity.
 //   - A contraction reads only tensors from outside the segment, tensors the segment computes
 //     from those without a reduction (a materialised view: repeat_kv's expand + reshape; a
 //     prologue: an fp8 operand dequantised by its block scales), recomputed from their sources
@@ -1828,9 +1828,8 @@ struct CacheOptimizer::Impl::StreamScan {
     const bool reduction = node.reduction != einsum::Reduction::None;
     const auto again = [&](size_t r) {
       const std::vector<size_t>& seen = red_exts_.at(r);
-      return std::any_of(exts.begin(), exts.end(), [&](size_t t) {
-        return std::binary_search(seen.begin(), seen.end(), t);
-      });
+      return std::any_of(exts.begin(), exts.end(),
+                         [&](size_t t) { return std::binary_search(seen.begin(), seen.end(), t); });
     };
     const auto paired = [&](size_t r) {  // one pass with R (Welford)
       return reduction && same_extents(im_.g.nodes[r], node);
@@ -1863,10 +1862,12 @@ struct CacheOptimizer::Impl::StreamScan {
       }
     }
     const size_t run = im_.run_start[n];
-    if (im_.run_end[n] - run > 1 && std::find(carried_.begin(), carried_.end(), run) == carried_.end()) {
+    if (im_.run_end[n] - run > 1 &&
+        std::find(carried_.begin(), carried_.end(), run) == carried_.end()) {
       carried_.push_back(run);
       int64_t step = 0;
-      for (const auto& [t, e] : im_.node_writes[n]) step = sat_add(step, sat_mul(e, im_.elem_size(t)));
+      for (const auto& [t, e] : im_.node_writes[n])
+        step = sat_add(step, sat_mul(e, im_.elem_size(t)));
       resident = sat_add(resident, step);
     }
     if (resident > capacity_) return false;
@@ -2234,7 +2235,16 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
     const auto clamp = [](Int128 v) { return static_cast<int64_t>(v < kInf ? v : kInf); };
     return std::make_pair(clamp(ws_sum), clamp(traffic_sum));
   };
+  // Stream candidates, by end: relaxed once every other segment ending there has been, so that
+  // at a tie in traffic a schedule wins over a stream (a bound).
+  std::vector<std::vector<std::pair<size_t, int64_t>>> pending(n + 1);
+  const auto relax_streams = [&](size_t e) {
+    for (const auto& [first, traffic] : pending[e]) {
+      relax(first, e, traffic, {first, GroupMode::Stream, nullptr});
+    }
+  };
   for (size_t j = 0; j < n; ++j) {
+    relax_streams(j);
     // No schedule moves less than the fused bytes (docs/fidelities.md, "Laws": each graph input
     // and weight is read, each output written, at least once), so once the whole graph has a
     // schedule of fused traffic no segment from j or later can replace it: they would only be
@@ -2317,7 +2327,7 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
         ws = swin.ws();
         traffic = j == 0 && e == n ? im.fused : swin.traffic();
       }
-      if (ws > capacity_bytes && e - j > 1) relax(j, e, traffic, {j, GroupMode::Stream, nullptr});
+      if (ws > capacity_bytes && e - j > 1) pending[e].emplace_back(j, traffic);
     }
     if (exhaustive) continue;
     // The untiled segments [j, e) for e from tail to reach: the window taken back to tail, then
@@ -2343,6 +2353,7 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
       relax(j, window.end, traffic, {j, GroupMode::Untiled, nullptr});
     }
   }
+  relax_streams(n);
   if (best[n] >= kInf) return std::nullopt;
   CacheSchedule sched;
   sched.capacity_bytes = capacity_bytes;

@@ -198,7 +198,9 @@ def _ops_fit(data: dict, capacity: int) -> bool:
     """Whether every unfused operation's working set fits: bounded above by the sum of its
     kernels' reads and writes (each tensor it touches is read or written by one of them)."""
     by_name = {n["name"]: n for n in data["nodes"]}
-    return all(sum(by_name[k]["bytes_unfused"] for k in op["nodes"]) <= capacity for op in data["ops"])
+    return all(
+        sum(by_name[k]["bytes_unfused"] for k in op["nodes"]) <= capacity for op in data["ops"]
+    )
 
 
 @pytest.mark.parametrize("path", _all_models(), ids=lambda p: p.stem)
