@@ -2327,7 +2327,12 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
         ws = swin.ws();
         traffic = j == 0 && e == n ? im.fused : swin.traffic();
       }
-      if (ws > capacity_bytes && e - j > 1) pending[e].emplace_back(j, traffic);
+      if (ws <= capacity_bytes || e - j < 2) continue;
+      if (j == 0 && e == n) {  // the fused bytes: nothing beats it; taken now, ending the search
+        relax(j, e, traffic, {j, GroupMode::Stream, nullptr});
+      } else {
+        pending[e].emplace_back(j, traffic);
+      }
     }
     if (exhaustive) continue;
     // The untiled segments [j, e) for e from tail to reach: the window taken back to tail, then
