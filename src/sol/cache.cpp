@@ -1765,10 +1765,10 @@ std::pair<int64_t, int64_t> CacheOptimizer::Impl::untiled_cost(size_t first, siz
 //     is itself a reduction over R's domain: then both are combined in one pass (Welford's mean
 //     and variance).
 //   - Resident state: every tensor a kernel other than a contraction reads with a broadcast (a
-//     loop of its write missing from the read: a rotary table, a norm weight, a per-block scale),
-//     the sources of a copy that writes more elements than it reads (repeat_kv's expand), every
-//     statistic read inside the segment, and one step's write of a scan (its carry), counted once
-//     each, within the capacity.
+//     loop of its write missing from the read: a rotary table, a norm weight, a per-block scale,
+//     a statistic), the sources of a copy that writes more elements than it reads (repeat_kv's
+//     expand), and one step's write of a scan (its carry), counted once each, within the
+//     capacity.
 //   - A contraction reads only tensors from outside the segment, tensors the segment computes
 //     from those without a reduction (a materialised view: repeat_kv's expand + reshape; a
 //     prologue: an fp8 operand dequantised by its block scales), recomputed from their sources
@@ -1779,7 +1779,6 @@ struct CacheOptimizer::Impl::StreamScan {
     const size_t tensors = im_.g.tensors.size();
     written_.assign(tensors, 0);
     rereadable_.assign(tensors, 0);
-    by_reduction_.assign(tensors, 0);
     reds_.resize(tensors);
     exts_.resize(tensors);
     counted_.assign(tensors, 0);
@@ -1787,7 +1786,7 @@ struct CacheOptimizer::Impl::StreamScan {
 
   void reset() {
     for (const size_t t : touched_) {
-      written_[t] = rereadable_[t] = by_reduction_[t] = counted_[t] = 0;
+      written_[t] = rereadable_[t] = counted_[t] = 0;
       reds_[t].clear();
       exts_[t].clear();
     }
@@ -1816,9 +1815,6 @@ struct CacheOptimizer::Impl::StreamScan {
         if (contraction && !rereadable_[t]) derived.push_back(t);
         reds.insert(reds.end(), reds_[t].begin(), reds_[t].end());
         exts.insert(exts.end(), exts_[t].begin(), exts_[t].end());
-        if (by_reduction_[t] && !counted_[t]) {
-          count(t, written_bytes(t));  // a statistic, read inside the segment
-        }
       } else {
         exts.push_back(t);
       }
@@ -1877,11 +1873,8 @@ struct CacheOptimizer::Impl::StreamScan {
     }
     for (const auto& [t, e] : im_.node_writes[n]) {
       touch(t);
-      if (!written_[t]) wbytes_[t] = 0;
       written_[t] = 1;
-      wbytes_[t] = sat_add(wbytes_[t], sat_mul(e, im_.elem_size(t)));
       rereadable_[t] = rereadable ? 1 : 0;
-      by_reduction_[t] = reduction ? 1 : 0;
       reds_[t] = reds;
       if (reduction) {
         exts_[t].clear();  // a statistic: what reads it re-reads none of R's inputs through it
@@ -1929,7 +1922,6 @@ struct CacheOptimizer::Impl::StreamScan {
     }
     return false;
   }
-  int64_t written_bytes(size_t t) const { return wbytes_.at(t); }
   void touch(size_t t) { touched_.push_back(t); }
   void count(size_t t, int64_t bytes) {
     touch(t);
@@ -1939,9 +1931,8 @@ struct CacheOptimizer::Impl::StreamScan {
 
   Impl& im_;
   int64_t capacity_;
-  std::vector<char> written_, rereadable_, by_reduction_, counted_;
-  std::vector<std::vector<size_t>> reds_, exts_;  // per written tensor: reductions, inputs
-  std::map<size_t, int64_t> wbytes_;
+  std::vector<char> written_, rereadable_, counted_;
+  std::vector<std::vector<size_t>> reds_, exts_;    // per written tensor: reductions, inputs
   std::map<size_t, std::vector<size_t>> red_exts_;  // per reduction node: the inputs it read
   std::vector<size_t> touched_, carried_;
 };
