@@ -657,9 +657,19 @@ TEST(CacheStreaming, Pool1dHaloTilesAreOneGroup) {
   const CacheSchedule s = opt.optimize(1 << 20);
   EXPECT_EQ(s.traffic_bytes, 25'165'824);
   EXPECT_EQ(single_tiled_group(g, s).working_set_bytes, 32'768);
+  // The tiled group alone at 16 KiB (the two kernels, without the stream mode).
+  const std::optional<CacheGroup> tiled = opt.best_group(0, g.nodes.size(), 16 << 10, false);
+  ASSERT_TRUE(tiled);
+  EXPECT_EQ(tiled->mode, GroupMode::Tiled);
+  EXPECT_EQ(tiled->traffic_bytes, 25'198'592);
+  EXPECT_EQ(tiled->working_set_bytes, 8'200);
+  // The schedule at 16 KiB is a stream (docs/fidelities.md, "Streaming chains"): a streaming
+  // kernel keeps the 2 elements a window shares with the next tile, so x is read once: the fused
+  // 25,165,824 B, a lower bound (was 25,198,592 B, the tiled group, before the stream mode).
   const CacheSchedule small = opt.optimize(16 << 10);
-  EXPECT_EQ(small.traffic_bytes, 25'198'592);
-  EXPECT_EQ(single_tiled_group(g, small).working_set_bytes, 8'200);
+  EXPECT_EQ(small.traffic_bytes, 25'165'824);
+  ASSERT_EQ(small.groups.size(), 1u);
+  EXPECT_EQ(small.groups[0].mode, GroupMode::Stream);
 }
 
 // Cross-entropy: log-softmax over the classes, the target's log-probability gathered from each
@@ -785,14 +795,21 @@ y = reshape(p)
 
 // A node's write needs no join when nothing in its segment reads it: a transposed convolution
 // (examples/conv_transpose2d.ir, output y[n, k, 2 * ih + kh, ...], not one to one) still tiles
-// alone. At 4 KiB its best schedule moves 12,064 B, as before the streaming-chain mapspace.
+// alone. At 4 KiB its best schedule, the node tiled and the crop streamed, moves 12,064 B, as
+// before the streaming-chain mapspace. With the stream mode (docs/fidelities.md, "Streaming
+// chains") the contraction and its crop are one stream, a lower bound: x 2 x 3 x 5 x 6 x 4 =
+// 720 B, w 3 x 4 x 3 x 3 x 4 = 432 B, y 2 x 4 x 9 x 11 x 4 = 3,168 B: 4,320 B, the fused bytes.
 TEST(CacheStreaming, UnreadWriteNeedsNoJoin) {
   const ir::Program p = ir::parse_file(
       (std::filesystem::path(SOLAR_SOURCE_DIR) / "examples" / "conv_transpose2d.ir").string());
   const einsum::Graph g = einsum::lift(p, ir::check_or_throw(p, {}));
   CacheOptimizer opt(g);
   EXPECT_TRUE(opt.tiled_dims(0, 1));
-  EXPECT_EQ(opt.optimize(4096).traffic_bytes, 12'064);
+  const std::optional<CacheGroup> node = opt.best_group(0, 1, 4096, false);
+  const std::optional<CacheGroup> crop = opt.best_group(1, 2, 4096, false);
+  ASSERT_TRUE(node && crop);
+  EXPECT_EQ(node->traffic_bytes + crop->traffic_bytes, 12'064);
+  EXPECT_EQ(opt.optimize(4096).traffic_bytes, 720 + 432 + 3'168);
 }
 
 // The new constructs, at sizes a brute force can enumerate: the optimiser equals the brute
