@@ -1098,7 +1098,11 @@ struct CacheOptimizer::Impl {
   CacheGroup streamed_group(size_t n) const;
   std::optional<CacheGroup> best(size_t first, size_t last, int64_t capacity, bool untiled);
   void set_min_traffic(CacheGroup& grp);
+  CacheGroup stream_group(size_t first, size_t last);
+  // Whether node n, a contraction, reaches its own least traffic alone within `capacity`.
+  bool contraction_streams(size_t n, int64_t capacity);
   struct Window;
+  struct StreamScan;
 };
 
 // The untiled segment [start, end) kept as a sliding window over the node list: nodes join at the
@@ -1751,6 +1755,209 @@ std::pair<int64_t, int64_t> CacheOptimizer::Impl::untiled_cost(size_t first, siz
   return {ws, traffic};
 }
 
+// A stream segment (docs/fidelities.md, "Streaming chains"), grown one node at a time from its
+// first node: add(n) is false once the segment [first, n] is not a stream within the capacity;
+// every longer segment from the same first node is not one either (a second pass, a node that
+// cannot stream, or a resident state above the capacity stay when nodes are appended).
+//   - No second pass: a node that reads a statistic (a tensor depending, inside the segment, on
+//     a reduction R) and data that R read (an input of the segment that R depends on, reached
+//     through no reduction's output) would read that data again once R is complete, unless it
+//     is itself a reduction over R's domain: then both are combined in one pass (Welford's mean
+//     and variance).
+//   - Resident state: every tensor a kernel other than a contraction reads with a broadcast (a
+//     loop of its write missing from the read: a rotary table, a norm weight, a per-block scale,
+//     a statistic), the sources of a copy that writes more elements than it reads (repeat_kv's
+//     expand), and one step's write of a scan (its carry), counted once each, within the
+//     capacity.
+//   - A contraction reads only tensors from outside the segment, tensors the segment computes
+//     from those without a reduction (a materialised view: repeat_kv's expand + reshape; a
+//     prologue: an fp8 operand dequantised by its block scales), recomputed from their sources
+//     per tile, or, as the second reduction of a one-pass pair, a statistic of the first; and
+//     alone reaches its own least traffic within the capacity.
+struct CacheOptimizer::Impl::StreamScan {
+  StreamScan(Impl& impl, int64_t capacity) : im_(impl), capacity_(capacity) {
+    const size_t tensors = im_.g.tensors.size();
+    written_.assign(tensors, 0);
+    rereadable_.assign(tensors, 0);
+    reds_.resize(tensors);
+    exts_.resize(tensors);
+    counted_.assign(tensors, 0);
+  }
+
+  void reset() {
+    for (const size_t t : touched_) {
+      written_[t] = rereadable_[t] = counted_[t] = 0;
+      reds_[t].clear();
+      exts_[t].clear();
+    }
+    touched_.clear();
+    red_exts_.clear();
+    carried_.clear();
+    resident = 0;
+  }
+
+  bool add(size_t n) {
+    const einsum::Node& node = im_.g.nodes[n];
+    for (const auto* list : {&node.reads, &node.writes}) {
+      for (const einsum::Access& a : *list) {
+        for (const einsum::AccessMap& m : a.maps) {
+          if (m.data_dependent || m.data_dim >= 0) return false;
+        }
+      }
+    }
+    const bool contraction = node.counts.macs > 0;
+    if (contraction && !im_.contraction_streams(n, capacity_)) return false;
+    std::vector<size_t> reds, exts, derived;
+    bool rereadable = node.reduction == einsum::Reduction::None && !contraction;
+    for (const auto& [t, e] : im_.node_reads[n]) {
+      if (written_[t]) {
+        rereadable = rereadable && rereadable_[t];
+        if (contraction && !rereadable_[t]) derived.push_back(t);
+        reds.insert(reds.end(), reds_[t].begin(), reds_[t].end());
+        exts.insert(exts.end(), exts_[t].begin(), exts_[t].end());
+      } else {
+        exts.push_back(t);
+      }
+    }
+    sort_unique(reds);
+    sort_unique(exts);
+    const bool reduction = node.reduction != einsum::Reduction::None;
+    const auto again = [&](size_t r) {
+      const std::vector<size_t>& seen = red_exts_.at(r);
+      return std::any_of(exts.begin(), exts.end(),
+                         [&](size_t t) { return std::binary_search(seen.begin(), seen.end(), t); });
+    };
+    const auto paired = [&](size_t r) {  // one pass with R (Welford)
+      return reduction && same_extents(im_.g.nodes[r], node);
+    };
+    for (const size_t r : reds) {
+      if (again(r) && !paired(r)) return false;
+    }
+    // A contraction reads another kernel's output only as the second reduction of a one-pass
+    // pair: `Σ (x - mean)^2` beside `Σ x` (its product counts as a MAC).
+    for (const size_t t : derived) {
+      if (std::none_of(reds_[t].begin(), reds_[t].end(),
+                       [&](size_t r) { return again(r) && paired(r); })) {
+        return false;
+      }
+    }
+    if (node.kind == einsum::NodeKind::Movement) {
+      // A copy that writes more elements than it reads (its maps are over the source's and the
+      // destination's own boxes): a broadcast of its sources, held on chip.
+      int64_t read = 0;
+      for (const auto& [t, e] : im_.node_reads[n]) read = sat_add(read, e);
+      for (const auto& [t, e] : im_.node_reads[n]) {
+        if (read < node.points && !counted_[t]) count(t, sat_mul(e, im_.elem_size(t)));
+      }
+    } else if (!contraction) {
+      for (size_t k = 0; k < node.reads.size(); ++k) {
+        if (broadcast(node, node.reads[k]) && !counted_[im_.node_reads[n][k].first]) {
+          const auto [t, e] = im_.node_reads[n][k];
+          count(t, sat_mul(e, im_.elem_size(t)));
+        }
+      }
+    }
+    const size_t run = im_.run_start[n];
+    if (im_.run_end[n] - run > 1 &&
+        std::find(carried_.begin(), carried_.end(), run) == carried_.end()) {
+      carried_.push_back(run);
+      int64_t step = 0;
+      for (const auto& [t, e] : im_.node_writes[n])
+        step = sat_add(step, sat_mul(e, im_.elem_size(t)));
+      resident = sat_add(resident, step);
+    }
+    if (resident > capacity_) return false;
+    if (reduction) {
+      reds.push_back(n);
+      red_exts_[n] = exts;
+    }
+    for (const auto& [t, e] : im_.node_writes[n]) {
+      touch(t);
+      written_[t] = 1;
+      rereadable_[t] = rereadable ? 1 : 0;
+      reds_[t] = reds;
+      if (reduction) {
+        exts_[t].clear();  // a statistic: what reads it re-reads none of R's inputs through it
+      } else {
+        exts_[t] = exts;
+      }
+    }
+    return true;
+  }
+
+  int64_t resident = 0;
+
+ private:
+  static void sort_unique(std::vector<size_t>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  }
+  static bool same_extents(const einsum::Node& a, const einsum::Node& b) {
+    if (a.domain.size() != b.domain.size()) return false;
+    for (size_t k = 0; k < a.domain.size(); ++k) {
+      if (a.domain[k].lo.constant != b.domain[k].lo.constant ||
+          a.domain[k].hi.constant != b.domain[k].hi.constant) {
+        return false;
+      }
+    }
+    return true;
+  }
+  // A read whose maps miss a loop (of extent above 1) that the node's writes use.
+  static bool broadcast(const einsum::Node& node, const einsum::Access& read) {
+    for (const ir::AffineLoop& l : node.domain) {
+      if (l.hi.constant - l.lo.constant <= 1 || !l.hi.coeffs.empty() || !l.lo.coeffs.empty()) {
+        continue;
+      }
+      const auto uses = [&](const std::vector<einsum::Access>& list) {
+        for (const einsum::Access& a : list) {
+          for (const einsum::AccessMap& m : a.maps) {
+            for (const ir::AffineForm& f : m.index) {
+              if (f.coeff(l.var) != 0) return true;
+            }
+          }
+        }
+        return false;
+      };
+      if (uses(node.writes) && !uses({read})) return true;
+    }
+    return false;
+  }
+  void touch(size_t t) { touched_.push_back(t); }
+  void count(size_t t, int64_t bytes) {
+    touch(t);
+    counted_[t] = 1;
+    resident = sat_add(resident, bytes);
+  }
+
+  Impl& im_;
+  int64_t capacity_;
+  std::vector<char> written_, rereadable_, counted_;
+  std::vector<std::vector<size_t>> reds_, exts_;    // per written tensor: reductions, inputs
+  std::map<size_t, std::vector<size_t>> red_exts_;  // per reduction node: the inputs it read
+  std::vector<size_t> touched_, carried_;
+};
+
+bool CacheOptimizer::Impl::contraction_streams(size_t n, int64_t capacity) {
+  const auto [ws, traffic] = untiled_cost(n, n + 1);
+  if (ws <= capacity) return true;
+  const FrontierPoint* p = frontier(n, n + 1).query(capacity);
+  return p != nullptr && p->traffic <= traffic;
+}
+
+CacheGroup CacheOptimizer::Impl::stream_group(size_t first, size_t last) {
+  CacheGroup grp = untiled_group(first, last);
+  grp.mode = GroupMode::Stream;
+  StreamScan scan(*this, kInf);
+  for (size_t n = first; n < last; ++n) scan.add(n);
+  grp.working_set_bytes = scan.resident;
+  grp.lower_bound = true;
+  grp.lower_bound_reason =
+      "a stream: each tensor from outside read once, each tensor needed after written once; "
+      "broadcast tensors, statistics and scan carries held on chip (docs/fidelities.md, "
+      "\"Streaming chains\")";
+  return grp;
+}
+
 CacheGroup CacheOptimizer::Impl::untiled_group(size_t first, size_t last) const {
   CacheGroup grp;
   grp.first = first;
@@ -1927,6 +2134,8 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
   // the nodes added). When best[j] + floor - prefix[e] >= best[e'] - prefix[e'], [j, e') is not
   // below best[e'] (relax takes strictly less traffic only; best only decreases).
   Impl::Window window(im);
+  Impl::Window swin(im);  // the stream segments' traffic
+  Impl::StreamScan stream(im, capacity_bytes);
   size_t reach = 0;
   std::vector<int64_t> floor_term;  // per use: its term of floor_sum
   Int128 floor_sum = 0;
@@ -2017,7 +2226,16 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
     const auto clamp = [](Int128 v) { return static_cast<int64_t>(v < kInf ? v : kInf); };
     return std::make_pair(clamp(ws_sum), clamp(traffic_sum));
   };
+  // Stream candidates, by end: relaxed once every other segment ending there has been, so that
+  // at a tie in traffic a schedule wins over a stream (a bound).
+  std::vector<std::vector<std::pair<size_t, int64_t>>> pending(n + 1);
+  const auto relax_streams = [&](size_t e) {
+    for (const auto& [first, traffic] : pending[e]) {
+      relax(first, e, traffic, {first, GroupMode::Stream, nullptr});
+    }
+  };
   for (size_t j = 0; j < n; ++j) {
+    relax_streams(j);
     // No schedule moves less than the fused bytes (docs/fidelities.md, "Laws": each graph input
     // and weight is read, each output written, at least once), so once the whole graph has a
     // schedule of fused traffic no segment from j or later can replace it: they would only be
@@ -2084,6 +2302,29 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
         }
       }
     }
+    // Stream segments from j (docs/fidelities.md, "Streaming chains"): a lower bound, taken only
+    // where no untiled segment of the same nodes fits (an untiled one is a schedule).
+    stream.reset();
+    if (!exhaustive) {
+      swin.start_at(j);
+      while (swin.end > j) swin.pop();
+    }
+    for (size_t e = j + 1; e <= n && stream.add(e - 1); ++e) {
+      int64_t ws = 0, traffic = 0;
+      if (exhaustive) {
+        std::tie(ws, traffic) = im.untiled_cost(j, e);
+      } else {
+        swin.push();
+        ws = swin.ws();
+        traffic = j == 0 && e == n ? im.fused : swin.traffic();
+      }
+      if (ws <= capacity_bytes || e - j < 2) continue;
+      if (j == 0 && e == n) {  // the fused bytes: nothing beats it; taken now, ending the search
+        relax(j, e, traffic, {j, GroupMode::Stream, nullptr});
+      } else {
+        pending[e].emplace_back(j, traffic);
+      }
+    }
     if (exhaustive) continue;
     // The untiled segments [j, e) for e from tail to reach: the window taken back to tail, then
     // forward again.
@@ -2108,6 +2349,7 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
       relax(j, window.end, traffic, {j, GroupMode::Untiled, nullptr});
     }
   }
+  relax_streams(n);
   if (best[n] >= kInf) return std::nullopt;
   CacheSchedule sched;
   sched.capacity_bytes = capacity_bytes;
@@ -2123,6 +2365,9 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
         break;
       case GroupMode::Streamed:
         sched.groups.push_back(im.streamed_group(c.first));
+        break;
+      case GroupMode::Stream:
+        sched.groups.push_back(im.stream_group(c.first, e));
         break;
     }
   }
@@ -2217,6 +2462,8 @@ std::string_view group_mode_name(GroupMode m) {
       return "untiled";
     case GroupMode::Streamed:
       return "streamed";
+    case GroupMode::Stream:
+      return "stream";
   }
   internal_error(__FILE__, __LINE__, "bad GroupMode");
 }

@@ -125,3 +125,92 @@ def test_laws_on_every_model(path):
         alone = sum(n["sol_unfused_s"] for n in data["nodes"])
         assert sol["unfused_s"] <= alone * (1 + 1e-12), path.name
         assert nbytes["unfused"] <= sum(n["bytes_unfused"] for n in data["nodes"]), path.name
+
+
+def _cache(name: str, capacity: str) -> dict:
+    return solar.analyze_file(
+        PATTERNS / f"{name}.py", hw="H100-SXM", verify=False, sol_options={"capacity": capacity}
+    ).data
+
+
+# Issue 29: cache-aware equals fused when a streaming kernel's resident state fits, though the
+# whole chain does not (docs/fidelities.md, "Streaming chains"). name -> (capacity, bytes by hand).
+STREAM_BYTES = {
+    # repeat_kv: q [1, 8, 64, 32] 16384 x 4 = 65536 B read, k [1, 2, 64, 32] 4096 x 4 = 16384 B
+    # read once (the 4 query heads of a key head re-read it on chip), scores [8, 64, 64]
+    # 32768 x 4 = 131072 B written: 212992 B, the fused bytes. Resident: k, 16384 B <= 32 KiB;
+    # the untiled chain (q, k, the 64 KiB repeated copy, scores: 278528 B) does not fit.
+    "gqa_repeat_kv": ("32KiB", 65536 + 16384 + 131072),
+    # RoPE: q 65536 B read once (its two halves re-read on chip by rotate_half), cos and sin
+    # [64, 32] 2048 x 4 = 8192 B each, out 65536 B written: 147456 B. Resident: cos + sin,
+    # 16384 B <= 32 KiB.
+    "rope": ("32KiB", 65536 + 8192 + 8192 + 65536),
+    # RoPE backward: g 65536 B read, cos and sin 8192 B each, the gradient 65536 B written:
+    # 147456 B. Resident: cos + sin, 16384 B <= 16 KiB = 16384 B.
+    "rope_backward": ("16KiB", 65536 + 8192 + 8192 + 65536),
+    # block-scaled fp8 projection: x fp8 [64, 256] 16384 x 1 = 16384 B, its scales [64, 2]
+    # 128 x 4 = 512 B, w fp8 [192, 256] 49152 B, its scales [3, 2] 6 x 4 = 24 B, y [64, 192]
+    # f32 12288 x 4 = 49152 B: 115224 B. The dequantised f32 operands are recomputed per tile,
+    # never written; the matmul alone reaches its least traffic within 64 KiB (at 32 KiB it does
+    # not, and the operands go through DRAM).
+    "fp8_block_linear": ("64KiB", 16384 + 512 + 49152 + 24 + 49152),
+    # layer norm backward with parameter gradients: x and g [256, 64] 16384 x 4 = 65536 B each
+    # read, weight [64] 256 B, dx 65536 B written, dweight and dbias [64] 256 B each: 197376 B
+    # (a row of 64 elements per tile; the column sums accumulate on chip).
+    "layernorm_backward": ("16KiB", 65536 + 65536 + 256 + 65536 + 256 + 256),
+    # embedding backward: the ids [256] i64 2048 B and dy [256, 64] 65536 B read, the table
+    # gradient [512, 64] 32768 x 4 = 131072 B written once (zeros and the scattered rows on
+    # chip): 198656 B. Resident: the ids spread over the row, 2048 B.
+    "embedding_backward": ("16KiB", 2048 + 65536 + 131072),
+    # RMSNorm over the head dim: q [1, 64, 8, 32] 65536 B read, weight [32] 128 B, out 65536 B:
+    # 131200 B (a row of 32 elements is a tile: the tiled mode already reaches it).
+    "qk_rmsnorm": ("16KiB", 65536 + 128 + 65536),
+    # exclusive cumsum: x [16, 64] 1024 x 4 = 4096 B read, out [16, 64] 4096 B written: 8192 B;
+    # the zero column is written on chip, the scan carries one column (16 x 4 = 64 B). The
+    # untiled chain (x, the zero column, cat and cumsum [16, 65], out: 16576 B) does not fit in
+    # 16 KiB = 16384 B.
+    "cumsum_exclusive": ("16KiB", 4096 + 4096),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STREAM_BYTES))
+def test_cache_aware_equals_fused_when_the_stream_fits(name):
+    capacity, hand = STREAM_BYTES[name]
+    data = _cache(name, capacity)
+    assert data["bytes"]["fused"] == hand
+    assert data["bytes"]["cache_aware"] == hand, data["cache"]["groups"]
+
+
+def test_batch_norm_larger_than_the_capacity_reads_x_twice():
+    """Training-mode batch norm, x [8, 4, 32, 32] f32 = 32768 x 4 = 131072 B over 64 KiB: the
+    statistics in one pass (sum and sum of squared deviations paired, Welford), then the
+    normalisation: x read twice (2 x 131072) and y written once (131072) = 393216 B; the mean
+    and the sum of squares [4] cross between the two passes (written 16 + 16, read 16 + 16 =
+    64 B) and weight and bias [4] are read (16 + 16 = 32 B): 393216 + 64 + 32 = 393312 B.
+    Three reads of x (524288 + 96 = 524384 B) before the stream mode."""
+    data = _cache("batchnorm_train", "64KiB")
+    assert data["bytes"]["cache_aware"] == 3 * 131072 + 64 + 32
+    # fused: x read once, y written once, weight and bias: 2 x 131072 + 32 = 262176 B
+    assert data["bytes"]["fused"] == 2 * 131072 + 32
+
+
+def _ops_fit(data: dict, capacity: int) -> bool:
+    """Whether every unfused operation's working set fits: bounded above by the sum of its
+    kernels' reads and writes (each tensor it touches is read or written by one of them)."""
+    by_name = {n["name"]: n for n in data["nodes"]}
+    return all(
+        sum(by_name[k]["bytes_unfused"] for k in op["nodes"]) <= capacity for op in data["ops"]
+    )
+
+
+@pytest.mark.parametrize("path", _all_models(), ids=lambda p: p.stem)
+def test_cache_aware_never_above_unfused_when_every_op_fits(path):
+    """Issue 29's law: cache-aware <= unfused when every unfused operation's working set fits
+    the on-chip capacity (the schedule running each operation as one untiled group moves at
+    most the unfused bytes)."""
+    for extra in ({}, {"capacity": "64KiB"}):
+        data = solar.analyze_file(path, hw="H100-SXM", verify=False, sol_options=extra).data
+        if not _ops_fit(data, data["cache"]["capacity_bytes"]):
+            continue
+        assert data["bytes"]["cache_aware"] <= data["bytes"]["unfused"], path.name
+        assert data["sol"]["cache_aware_s"] <= data["sol"]["unfused_s"] * (1 + 1e-12), path.name

@@ -657,9 +657,19 @@ TEST(CacheStreaming, Pool1dHaloTilesAreOneGroup) {
   const CacheSchedule s = opt.optimize(1 << 20);
   EXPECT_EQ(s.traffic_bytes, 25'165'824);
   EXPECT_EQ(single_tiled_group(g, s).working_set_bytes, 32'768);
+  // The tiled group alone at 16 KiB (the two kernels, without the stream mode).
+  const std::optional<CacheGroup> tiled = opt.best_group(0, g.nodes.size(), 16 << 10, false);
+  ASSERT_TRUE(tiled);
+  EXPECT_EQ(tiled->mode, GroupMode::Tiled);
+  EXPECT_EQ(tiled->traffic_bytes, 25'198'592);
+  EXPECT_EQ(tiled->working_set_bytes, 8'200);
+  // The schedule at 16 KiB is a stream (docs/fidelities.md, "Streaming chains"): a streaming
+  // kernel keeps the 2 elements a window shares with the next tile, so x is read once: the fused
+  // 25,165,824 B, a lower bound (was 25,198,592 B, the tiled group, before the stream mode).
   const CacheSchedule small = opt.optimize(16 << 10);
-  EXPECT_EQ(small.traffic_bytes, 25'198'592);
-  EXPECT_EQ(single_tiled_group(g, small).working_set_bytes, 8'200);
+  EXPECT_EQ(small.traffic_bytes, 25'165'824);
+  ASSERT_EQ(small.groups.size(), 1u);
+  EXPECT_EQ(small.groups[0].mode, GroupMode::Stream);
 }
 
 // Cross-entropy: log-softmax over the classes, the target's log-probability gathered from each
@@ -785,14 +795,21 @@ y = reshape(p)
 
 // A node's write needs no join when nothing in its segment reads it: a transposed convolution
 // (examples/conv_transpose2d.ir, output y[n, k, 2 * ih + kh, ...], not one to one) still tiles
-// alone. At 4 KiB its best schedule moves 12,064 B, as before the streaming-chain mapspace.
+// alone. At 4 KiB its best schedule, the node tiled and the crop streamed, moves 12,064 B, as
+// before the streaming-chain mapspace. With the stream mode (docs/fidelities.md, "Streaming
+// chains") the contraction and its crop are one stream, a lower bound: x 2 x 3 x 5 x 6 x 4 =
+// 720 B, w 3 x 4 x 3 x 3 x 4 = 432 B, y 2 x 4 x 9 x 11 x 4 = 3,168 B: 4,320 B, the fused bytes.
 TEST(CacheStreaming, UnreadWriteNeedsNoJoin) {
   const ir::Program p = ir::parse_file(
       (std::filesystem::path(SOLAR_SOURCE_DIR) / "examples" / "conv_transpose2d.ir").string());
   const einsum::Graph g = einsum::lift(p, ir::check_or_throw(p, {}));
   CacheOptimizer opt(g);
   EXPECT_TRUE(opt.tiled_dims(0, 1));
-  EXPECT_EQ(opt.optimize(4096).traffic_bytes, 12'064);
+  const std::optional<CacheGroup> node = opt.best_group(0, 1, 4096, false);
+  const std::optional<CacheGroup> crop = opt.best_group(1, 2, 4096, false);
+  ASSERT_TRUE(node && crop);
+  EXPECT_EQ(node->traffic_bytes + crop->traffic_bytes, 12'064);
+  EXPECT_EQ(opt.optimize(4096).traffic_bytes, 720 + 432 + 3'168);
 }
 
 // The new constructs, at sizes a brute force can enumerate: the optimiser equals the brute
@@ -874,6 +891,150 @@ TEST(CacheLaws, ExamplesFusedLeCacheNonIncreasingEqualWhenAllFits) {
     // And cache-aware <= unfused once every node fits alone.
     EXPECT_LE(previous, dram_bytes(g, Fidelity::Unfused)) << file;
   }
+}
+
+// Issue 29's law: cache-aware <= unfused at every capacity where every unfused operation's
+// working set fits (running each operation as one untiled group moves at most its unfused bytes).
+// An operation is a run of consecutive nodes of one `op` block (a node outside any block alone);
+// its working set is bounded above by the sum of its nodes' reads and writes.
+TEST(CacheLaws, ExamplesCacheLeUnfusedWhenEveryOpFits) {
+  const std::filesystem::path dir = std::filesystem::path(SOLAR_SOURCE_DIR) / "examples";
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".ir") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    const ir::Program p = ir::parse_file(file.string());
+    const einsum::Graph g = einsum::lift(p, ir::check_or_throw(p, {}));
+    int64_t largest_op = 0, op = 0;
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      if (n == 0 || g.nodes[n].op_block.empty() || g.nodes[n].op_block != g.nodes[n - 1].op_block) {
+        op = 0;
+      }
+      for (const auto* list : {&g.nodes[n].reads, &g.nodes[n].writes}) {
+        for (const einsum::Access& a : *list) op += a.bytes;
+      }
+      largest_op = std::max(largest_op, op);
+    }
+    const int64_t unfused = dram_bytes(g, Fidelity::Unfused);
+    CacheOptimizer opt(g);
+    for (int k = 6; k <= 40; k += 2) {
+      if ((int64_t{1} << k) < largest_op) continue;
+      const std::optional<CacheSchedule> s = opt.try_optimize(int64_t{1} << k);
+      ASSERT_TRUE(s) << file << " 2^" << k;
+      EXPECT_LE(s->traffic_bytes, unfused) << file << " 2^" << k;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming chains (docs/fidelities.md, "Streaming chains"): a lower bound where a streaming
+// kernel's resident state fits though the chain does not.
+
+// Batch norm in training mode over x f32[4, 2, 16] = 128 elements = 512 B, statistics per
+// channel (2), as the lowering writes it: sum, mean, sum of squared deviations, variance, rstd,
+// normalise.
+const char* const kBatchNorm = R"(
+input x : f32[4, 2, 16]
+weight w : f32[2]
+weight b : f32[2]
+output y : f32[4, 2, 16]
+tensor s1 : f32[2]
+tensor mean : f32[2]
+tensor s2 : f32[2]
+tensor var : f32[2]
+tensor rstd : f32[2]
+kernel reduce {
+  for n in 0..4, c in 0..2, i in 0..16:
+    s1[c] += x[n, c, i]
+}
+kernel mean_k {
+  for c in 0..2:
+    mean[c] = s1[c] / 64
+}
+kernel reduce2 {
+  for n in 0..4, c in 0..2, i in 0..16:
+    s2[c] += (x[n, c, i] - mean[c]) * (x[n, c, i] - mean[c])
+}
+kernel var_k {
+  for c in 0..2:
+    var[c] = s2[c] / 64
+}
+kernel rstd_k {
+  for c in 0..2:
+    rstd[c] = rsqrt(var[c] + 1e-05)
+}
+kernel norm {
+  for n in 0..4, c in 0..2, i in 0..16:
+    y[n, c, i] = (x[n, c, i] - mean[c]) * rstd[c] * w[c] + b[c]
+}
+)";
+
+TEST(CacheStream, BatchNormLargerThanTheCapacityReadsXTwice) {
+  const einsum::Graph g = lift_text(kBatchNorm);
+  CacheOptimizer opt(g);
+  // 128 B: x (512 B) and one channel's slice (4 x 16 x 4 = 256 B) do not fit. The statistics
+  // run in one pass (reduce and reduce2 paired: Welford), the normalisation in a second: x read
+  // twice, 2 x 512 = 1024 B, y written once, 512 B; two statistics [2] (the mean, and the sum
+  // of squares or rstd: 2 x 4 = 8 B each) cross between the passes, written and read:
+  // 4 x 8 = 32 B; w and b 8 B each:
+  // 1024 + 512 + 32 + 16 = 1584 B.
+  const CacheSchedule s = opt.optimize(128);
+  EXPECT_EQ(s.traffic_bytes, 1024 + 512 + 32 + 16);
+  ASSERT_EQ(s.groups.size(), 2u);
+  EXPECT_EQ(s.groups[0].mode, GroupMode::Stream);
+  // reduce, mean_k, reduce2 (and var_k, rstd_k, or not: the same 2 x 4 B cross either way):
+  // one pass over x; norm in the second.
+  EXPECT_GE(s.groups[0].last, 3u);
+  EXPECT_EQ(s.groups[1].first, s.groups[0].last);
+  EXPECT_EQ(s.groups[1].last, 6u);
+  EXPECT_TRUE(s.groups[0].lower_bound);
+  // The search without its shortcuts agrees.
+  EXPECT_EQ(opt.try_optimize_exhaustive(128)->traffic_bytes, s.traffic_bytes);
+  // Everything fits in 2 KiB: the fused bytes, x read once: 512 + 512 + 16 = 1040 B.
+  EXPECT_EQ(opt.optimize(2048).traffic_bytes, 512 + 512 + 16);
+}
+
+// repeat_kv: 2 key heads k f32[2, 8, 4] (64 elements, 256 B), each repeated for 2 query heads by
+// broadcast + reshape, then scores s[h, i, j] += q[h, i, d] kr[h, j, d] over q f32[4, 8, 4]
+// (128 elements, 512 B), s f32[4, 8, 8] (256 elements, 1024 B).
+const char* const kRepeatKv = R"(
+input q : f32[4, 8, 4]
+input k : f32[2, 8, 4]
+tensor k1 : f32[2, 1, 8, 4]
+tensor ke : f32[2, 2, 8, 4]
+tensor kc : f32[2, 2, 8, 4]
+tensor kr : f32[4, 8, 4]
+output s : f32[4, 8, 8]
+k1 = reshape(k)
+ke = broadcast(k1)
+kc = ke
+kr = reshape(kc)
+kernel scores {
+  for h in 0..4, i in 0..8, j in 0..8, d in 0..4:
+    s[h, i, j] += q[h, i, d] * kr[h, j, d]
+}
+)";
+
+TEST(CacheStream, RepeatKvIsAReReadOfTheKeys) {
+  const einsum::Graph g = lift_text(kRepeatKv);
+  ASSERT_EQ(g.nodes.size(), 2u);  // the materialised repeat (a copy), the scores
+  CacheOptimizer opt(g);
+  // 1 KiB: the untiled chain (k 256 + kr 512 + q 512 + s 1024 = 2304 B) does not fit; the
+  // scores alone reach their least traffic with a head per tile (q 32 + kr 32 + s 64 elements
+  // = 512 B), and the keys (256 B) stay on chip while their 2 query heads re-read them: k 256
+  // + q 512 + s 1024 = 1792 B, the fused bytes (not 256 + 512 for the copy, then 512 + 512 +
+  // 1024 = 2816 B).
+  const CacheSchedule s = opt.optimize(1024);
+  EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 256 + 512 + 1024);
+  EXPECT_EQ(s.traffic_bytes, 256 + 512 + 1024);
+  ASSERT_EQ(s.groups.size(), 1u);
+  EXPECT_EQ(s.groups[0].mode, GroupMode::Stream);
+  EXPECT_EQ(s.groups[0].working_set_bytes, 256);  // the keys
+  EXPECT_EQ(opt.try_optimize_exhaustive(1024)->traffic_bytes, s.traffic_bytes);
+  // 128 B: the keys do not stay: no stream.
+  EXPECT_GT(opt.optimize(128).traffic_bytes, 256 + 512 + 1024);
 }
 
 // Time: fused <= cache-aware through the analysis, and T = max(compute, traffic / bandwidth).

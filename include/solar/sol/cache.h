@@ -25,6 +25,10 @@
 //                 coming from outside is read once, each tensor needed after it written once.
 //       streamed  one data-movement node alone: its reads and writes, each element once,
 //                 through a working set we count as 0 bytes (a copy streams).
+//       stream    a chain without a second pass over its data (statistics combined in one
+//                 pass, Welford-style; scans with a carry; broadcast tensors, statistics and
+//                 carries held on chip; contractions only over inputs and materialised views,
+//                 each reaching its own least traffic alone): charged as untiled, a lower bound.
 //   - Tiled schedule: a tile size per common dim, among the divisors of its extent; an order of
 //     the outer tile loops (any permutation of the dims whose tile is smaller than the extent);
 //     each tensor keeps one tile on chip, reused across the loops inside its innermost relevant
@@ -86,7 +90,10 @@ std::optional<int64_t> cache_capacity(const hw::Device& d, const CacheOptions& o
 // "L2", "SMEM" or "--capacity": what the capacity is.
 std::string capacity_source(const CacheOptions& options);
 
-enum class GroupMode : uint8_t { Tiled, Untiled, Streamed };
+// Stream: a chain of nodes charged its untiled traffic (each tensor from outside read once, each
+// tensor needed after written once) when a streaming kernel's resident state fits, though the
+// whole chain does not: a lower bound (docs/fidelities.md, "Streaming chains").
+enum class GroupMode : uint8_t { Tiled, Untiled, Streamed, Stream };
 std::string_view group_mode_name(GroupMode m);
 
 // The role of a tensor in a group.
