@@ -68,7 +68,7 @@ def test_without_allow_unsupported_the_error_names_the_op_and_its_share(mlp):
 
 def test_allow_unsupported_feeds_the_outputs_and_lists_the_coverage(mlp):
     model, inputs, cap = mlp
-    report = pipeline.analyze_capture(
+    report = frontend.analyze_capture(
         cap,
         golden_of(model, inputs, cap),
         "H100-SXM",
@@ -103,7 +103,7 @@ def test_allow_unsupported_feeds_the_outputs_and_lists_the_coverage(mlp):
 
 def test_no_verify_says_so_plainly(mlp):
     _, _, cap = mlp
-    report = pipeline.analyze_capture(cap, None, "H100-SXM", None, verify=False)
+    report = frontend.analyze_capture(cap, None, "H100-SXM", None, verify=False)
     assert report.verification["status"] == "not_run"
     assert report.coverage["unsupported_ops"] == [] and report.coverage["lowered"] == 5
     assert "verification: not_run (verification skipped (--no-verify)" in report.summary()
@@ -112,7 +112,7 @@ def test_no_verify_says_so_plainly(mlp):
 
 def test_per_op_verification_checks_each_configuration(mlp):
     model, inputs, cap = mlp
-    report = pipeline.analyze_capture(
+    report = frontend.analyze_capture(
         cap, golden_of(model, inputs, cap), "H100-SXM", None, verify_mode="per_op"
     )
     v = report.verification
@@ -202,7 +202,7 @@ def test_dropout_in_training_mode_verifies_with_the_deterministic_mask():
     np.testing.assert_allclose(golden[out], expected, rtol=1e-6, atol=1e-6)
     assert "dropout made deterministic" in cap.golden_notes[0]
     # needs the native_dropout rule (src/frontend/rules*.cpp) to lower
-    report = pipeline.analyze_capture(
+    report = frontend.analyze_capture(
         cap, lambda wanted: cap.golden(model, (x,), wanted), "H100-SXM", None
     )
     v = report.verification

@@ -78,6 +78,7 @@ def _changed_constant(monkeypatch, old: str, new: str) -> None:
         result = dict(real(*args, **kwargs))
         assert old in result["ir"]
         result["ir"] = result["ir"].replace(old, new)
+        result["program"] = solar.parse(result["ir"])  # the program the analysis reads
         return result
 
     monkeypatch.setattr(pipeline, "lower_detailed", lowered)

@@ -1,0 +1,234 @@
+"""Every entry point honours every option group (solar.options.Options, docs/architecture.md):
+``solar analyze`` (a forward, ``--train``, ``--serve``, a JAX file, ``--llm`` against the
+loopback server), ``solar sol MODEL.py``, and the children of ``solar bench`` and ``solar
+sweep``, each run with a non-default value of each group (the analysis: ``--cache-state warm``,
+``--routing concentrated``, ``--fidelity fused``, ``--policy bf16``, ``--kernel-floor on``; the
+verification: ``--verify-mode``; the program: ``--train``/``--serve``), and each report checked
+to state every one. Before the one pipeline, ``--llm`` dropped the analysis options and the JAX
+default policy, and ``solar sol jax_model.py`` dropped the JAX default policy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+
+from test_llm_server import ScriptedServer, answer, isolate  # noqa: E402
+from test_llm_translate import GOOD, MODEL  # noqa: E402
+
+from solar import cli, options  # noqa: E402
+
+# A model with a data-dependent read (the embedding's gather), so that the report states the
+# routing it assumed (docs/einsum.md, "Routing").
+EMBEDDING_MODEL = """\
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(16, 8)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, ids):
+        return self.fc(self.emb(ids))
+
+
+def get_inputs():
+    return [torch.tensor([[1, 2, 3], [4, 5, 6]])]
+
+
+def get_init_inputs():
+    return []
+"""
+
+JAX_MODEL = """\
+import jax.numpy as jnp
+import numpy as np
+
+
+def forward(table, ids, w):
+    return jnp.take(table, ids, axis=0) @ w
+
+
+def get_inputs():
+    rng = np.random.default_rng(0)
+    table = jnp.asarray(rng.standard_normal((16, 8)), dtype=jnp.float32)
+    w = jnp.asarray(rng.standard_normal((8, 4)), dtype=jnp.float32)
+    return [table, jnp.asarray([[1, 2, 3], [4, 5, 6]], dtype=jnp.int32), w]
+"""
+
+ANALYSIS = [
+    "--hw",
+    "L40S",  # a device whose file has the L2 bandwidth a warm cache needs
+    "--cache-state",
+    "warm",
+    "--routing",
+    "concentrated",
+    "--fidelity",
+    "fused",
+    "--kernel-floor",
+    "on",
+]
+
+
+def states_every_option(report: dict, policy: str = "bf16", routing: bool = True) -> None:
+    """The report states the policy, the cache state, the kernel floor, the fidelity asked for
+    (the only one it reports) and, for a program with a data-dependent read, the routing."""
+    assert report["hardware"]["name"] == "L40S"
+    assert report["precision_policy"] == policy
+    assert report["cache_state"] == "warm"
+    assert "kernel_floor" in report
+    assert "fused_s" in report["sol"] and "unfused_s" not in report["sol"], report["sol"]
+    if routing:
+        assert report["routing"] == "concentrated"
+
+
+@pytest.fixture
+def files(tmp_path, monkeypatch):
+    isolate(tmp_path, monkeypatch)
+    (tmp_path / "emb.py").write_text(EMBEDDING_MODEL)
+    (tmp_path / "jmodel.py").write_text(JAX_MODEL)
+    (tmp_path / "model.py").write_text(MODEL)
+    return tmp_path
+
+
+def analyze(path, out, *extra) -> dict:
+    rc = cli.main(["analyze", str(path), "--json", str(out), *extra])
+    assert rc == 0
+    return json.loads(out.read_text())
+
+
+def test_analyze_forward_states_every_option(files):
+    report = analyze(
+        files / "emb.py", files / "r.json", "--policy", "bf16", "--verify-mode", "per_op", *ANALYSIS
+    )
+    states_every_option(report)
+    assert report["verification"]["mode"] == "per_op"
+
+
+def test_analyze_train_states_every_option(files):
+    report = analyze(
+        files / "emb.py",
+        files / "r.json",
+        "--train",
+        "--optimizer",
+        "sgd",
+        "--policy",
+        "bf16",
+        *ANALYSIS,
+    )
+    states_every_option(report)
+    assert "training" in report
+
+
+def test_analyze_jax_states_every_option(files):
+    pytest.importorskip("jax")
+    report = analyze(files / "jmodel.py", files / "r.json", "--policy", "bf16", *ANALYSIS)
+    states_every_option(report)
+    # without --policy: JAX's default policy
+    report = analyze(files / "jmodel.py", files / "r.json", *ANALYSIS)
+    states_every_option(report, policy="jax-default")
+
+
+def test_analyze_serve_states_every_option(files, tmp_path):
+    pytest.importorskip("transformers")
+    from pathlib import Path
+
+    model = Path(__file__).parent / "models" / "serve" / "llama_gqa.py"
+    html = tmp_path / "step.html"
+    rc = cli.main(
+        [
+            "analyze",
+            str(model),
+            "--serve",
+            "decode",
+            "--context",
+            "16",
+            "--policy",
+            "bf16",
+            "--json",
+            str(tmp_path / "s.json"),
+            "--csv",
+            str(tmp_path / "step.csv"),
+            "--html",
+            str(html),
+            *ANALYSIS,
+        ]
+    )
+    assert rc == 0
+    (step,) = [r.data for r in _last_serving_steps]
+    states_every_option(step)
+
+
+_last_serving_steps: list = []
+
+
+@pytest.fixture(autouse=True)
+def _keep_serving_steps(monkeypatch):
+    """Keeps the steps of the serving runs (their reports) for the checks above."""
+    from solar import serve
+
+    original = serve.run_serving
+
+    def keeping(*args, **kwargs):
+        served = original(*args, **kwargs)
+        _last_serving_steps[:] = served.steps
+        return served
+
+    monkeypatch.setattr(serve, "run_serving", keeping)
+
+
+def test_analyze_llm_states_every_option(files):
+    with ScriptedServer([answer(f"```ir\n{GOOD}```")]) as s:
+        report = analyze(
+            files / "model.py",
+            files / "r.json",
+            "--llm",
+            "--llm-base-url",
+            s.url,
+            "--llm-model",
+            "test-model",
+            "--policy",
+            "bf16",
+            *ANALYSIS,
+        )
+    states_every_option(report, routing=False)  # no data-dependent read
+    assert report["capture"]["method"] == "llm"
+
+
+def test_sol_on_a_model_file_states_every_option(files, capsys):
+    out = files / "sol.json"
+    rc = cli.main(["sol", str(files / "emb.py"), "--policy", "bf16", "--json", str(out), *ANALYSIS])
+    assert rc == 0, capsys.readouterr().err
+    states_every_option(json.loads(out.read_text()))
+
+
+def test_sol_on_a_jax_model_file_keeps_the_jax_default_policy(files, capsys):
+    pytest.importorskip("jax")
+    out = files / "sol.json"
+    rc = cli.main(["sol", str(files / "jmodel.py"), "--json", str(out), *ANALYSIS])
+    assert rc == 0, capsys.readouterr().err
+    states_every_option(json.loads(out.read_text()), policy="jax-default")
+
+
+def test_options_are_checked_once():
+    # The rules between options live in solar.options alone.
+    with pytest.raises(ValueError, match="--optimizer needs --train"):
+        options.Options.of(optimizer="adam")
+    with pytest.raises(ValueError, match="unknown optimizer 'lion'"):
+        options.Options.of(train=True, optimizer="lion")
+    with pytest.raises(ValueError, match="--parallel cannot be given with --serve"):
+        options.Options.of(serve="decode", parallel="tp=2")
+    with pytest.raises(TypeError, match="unknown option"):
+        options.Options.of(verfy=False)
+    opts = options.Options.of("B200", cache_state="warm", routing="concentrated", fidelity="fused")
+    assert opts.analysis.keywords() == {
+        "cache_state": "warm",
+        "routing": "concentrated",
+        "fidelity": "fused",
+    }
+    assert opts.analysis.hw == "B200"
