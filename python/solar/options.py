@@ -275,3 +275,32 @@ def refused_with_serve(*given: tuple[str, bool]) -> None:
     refused = [name for name, on in given if on]
     if refused:
         raise AnalysisError(f"{refused[0]} cannot be given with --serve")
+
+
+# The analysis options a suite (``solar bench``, ``solar sweep``) passes unchanged to ``solar
+# analyze`` (or ``solar sol``) in each child: (flag, choices; None: any value).
+CHILD_FLAGS = (
+    ("--fidelity", None),
+    ("--routing", ("balanced", "concentrated")),
+    ("--cache-state", ("cold", "warm")),
+    ("--kernel-floor", ("on", "off")),
+)
+
+
+def add_child_arguments(parser: Any, skip: tuple[str, ...] = ()) -> None:
+    """``CHILD_FLAGS`` (but ``skip``) as options of a suite's command line."""
+    for flag, choices in CHILD_FLAGS:
+        if flag not in skip:
+            parser.add_argument(
+                flag, choices=choices, help=f"passed to each child's solar analyze ({flag})"
+            )
+
+
+def child_flags(args: Any, skip: tuple[str, ...] = ()) -> list[str]:
+    """The ``CHILD_FLAGS`` given on a suite's command line, as the children's arguments."""
+    flags: list[str] = []
+    for flag, _ in CHILD_FLAGS:
+        value = getattr(args, flag[2:].replace("-", "_"), None)
+        if flag not in skip and value is not None:
+            flags += [flag, value]
+    return flags

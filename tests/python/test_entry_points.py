@@ -232,3 +232,45 @@ def test_options_are_checked_once():
         "fidelity": "fused",
     }
     assert opts.analysis.hw == "B200"
+
+
+def test_bench_children_state_every_option(files):
+    from solar import suite
+
+    (files / "suite" / "level1").mkdir(parents=True)
+    (files / "suite" / "level1" / "emb.py").write_text(EMBEDDING_MODEL)
+    out = files / "bench"
+    flags = ["--policy", "bf16", *ANALYSIS]
+    rc = suite.main([str(files / "suite"), "--out", str(out), *flags])
+    assert rc == 0
+    (record,) = json.loads((out / "problems.json").read_text())
+    assert record["status"] == "ok", record
+    assert (record["precision_policy"], record["cache_state"]) == ("bf16", "warm")
+    assert record["routing"] == "concentrated"
+    assert sorted(record["sol_s"]) == ["fused"]  # --fidelity fused: the one fidelity analysed
+
+
+def test_sweep_children_state_every_option(files):
+    from solar import sweep
+
+    out = files / "sweep"
+    rc = sweep.main(
+        ["--models", str(files / "emb.py"), "--policy", "bf16", "--out", str(out), *ANALYSIS]
+    )
+    assert rc == 0
+    (result,) = sorted((out / "results").glob("*.json"))
+    record = json.loads(result.read_text())
+    assert record["status"] == "analysed", record.get("error")
+    states_every_option(record["report"])
+
+
+def test_the_program_is_parsed_once_per_analysis(files):
+    # The lowering parses and checks the program once and hands the parsed solar.Program on:
+    # the verification (whole program here), the mode's estimate and the analysis read it.
+    import solar
+    from solar import _core
+
+    before = _core.parse_count()
+    report = solar.analyze_file(files / "emb.py", verify_mode="whole_program")
+    assert report.verification["status"] == "passed"
+    assert _core.parse_count() - before == 1
