@@ -231,8 +231,7 @@ def _check(options: Options) -> None:
         raise AnalysisError("--optimizer needs --train (an optimizer updates a training step)")
     if p.loss is not None and p.kind != "train":
         raise AnalysisError("a loss function needs train=True")
-    if p.optimizer is not None and p.optimizer not in OPTIMIZERS:
-        raise AnalysisError(f"unknown optimizer '{p.optimizer}' (valid: {', '.join(OPTIMIZERS)})")
+    check_optimizer(p.optimizer)
     if p.loss is not None and not callable(p.loss):
         raise AnalysisError(f"the loss must be a function of (output, *inputs), not {p.loss!r}")
     if p.llm is not None and p.llm not in LLM_MODES:
@@ -304,3 +303,9 @@ def child_flags(args: Any, skip: tuple[str, ...] = ()) -> list[str]:
         if flag not in skip and value is not None:
             flags += [flag, value]
     return flags
+
+
+def check_optimizer(optimizer: str | None) -> None:
+    """A one-line error for an optimizer that is not one of ``OPTIMIZERS`` (None: no update)."""
+    if optimizer is not None and optimizer not in OPTIMIZERS:
+        raise AnalysisError(f"unknown optimizer '{optimizer}' (valid: {', '.join(OPTIMIZERS)})")

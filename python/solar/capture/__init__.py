@@ -221,7 +221,7 @@ def capture_train(
 ) -> TrainCapture:
     """Traces one training step of ``model(*inputs)``: the loss ``loss_fn(output, *inputs)``
     (default: the sum of the outputs), its gradients, and ``optimizer``'s update (None: none;
-    "sgd", "adam", "adamw"); docs/training.md."""
+    one of ``solar.options.OPTIMIZERS``); docs/training.md."""
     from solar.capture._train import trace_train
 
     traced = trace_train(model, tuple(inputs), loss_fn, optimizer)
