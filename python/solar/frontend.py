@@ -82,7 +82,11 @@ class TorchCaptured:
             real = self.recapture(model, inputs)
             if real.to_json() != self.capture.to_json():
                 source = self.document.get("source")
-                raise AnalysisError(f"{source}: the model captures differently when built for real")
+                raise AnalysisError(
+                    f"{source}: the model captures differently when built for real "
+                    f"({differing_nodes(self.document, real.document)}); give a larger "
+                    "--verify-budget-mb to capture the real model from the start"
+                )
         data = real.golden(model, inputs, wanted)
         self.capture.golden_notes = real.golden_notes
         return data
@@ -166,7 +170,55 @@ def captured_file(path: str, options: Options, prog: str = "solar") -> TorchCapt
         )
         model, inputs = load_model_file(path)
         cap = recapture(model, inputs)
-    return TorchCaptured(cap, recapture, model, inputs, build=lambda: load_model_file(path))
+    captured = TorchCaptured(cap, recapture, model, inputs, build=lambda: load_model_file(path))
+    return prefer_real(captured, options, prog)
+
+
+def differing_nodes(fake: dict, real: dict) -> str:
+    """Which nodes of two captures of one model differ: the count and the first three, each
+    as ``name (op)`` in the first capture against the second; or how the tensors differ."""
+
+    def key(node: dict) -> str:
+        return f"{node['name']} ({node['op']})"
+
+    a, b = fake["nodes"], real["nodes"]
+    differ = [(x, y) for x, y in zip(a, b, strict=False) if x != y]
+    if not differ and len(a) == len(b):
+        return "the same nodes; their tensors differ"
+    shown = ", ".join(f"{key(x)} / {key(y)}" for x, y in differ[:3])
+    more = f" and {len(differ) - 3} more" if len(differ) > 3 else ""
+    counts = f"{len(a)} node(s) built with FakeTensors, {len(b)} built for real"
+    if not differ:
+        return counts
+    return f"{counts}; {len(differ)} differ: {shown}{more} (FakeTensors / real)"
+
+
+def prefer_real(captured: TorchCaptured, options: Options, prog: str) -> TorchCaptured:
+    """A capture of FakeTensors that may hold fake values (``holds_fake_values``) is replaced by
+    the real model's capture when the whole program will be verified on it anyway (its tensors
+    fit the verification budget): the analysis then reads the program the golden run runs. When
+    the two captures differ, stderr names the nodes that do."""
+    import sys
+
+    from solar.capture import is_fake
+    from solar.document import graph_bytes
+
+    v = options.verification
+    fits = graph_bytes(captured.document) <= v.budget_mb * 1e6
+    if not (v.enabled and v.mode != "per_op" and fits) or not is_fake(captured.inputs):
+        return captured
+    if not captured.capture.holds_fake_values():
+        return captured
+    model, inputs = captured.build()
+    real = captured.recapture(model, inputs)
+    if real.to_json() != captured.to_json():
+        source = captured.document.get("source")
+        print(
+            f"{prog}: note: {source} captures differently when built for real "
+            f"({differing_nodes(captured.document, real.document)}); the real capture is analysed",
+            file=sys.stderr,
+        )
+    return TorchCaptured(real, captured.recapture, model, inputs, build=captured.build)
 
 
 def _file_loss(path: str, module: Any) -> Callable[..., Any] | None:

@@ -274,3 +274,60 @@ def test_the_program_is_parsed_once_per_analysis(files):
     report = solar.analyze_file(files / "emb.py", verify_mode="whole_program")
     assert report.verification["status"] == "passed"
     assert _core.parse_count() - before == 1
+
+
+def _document(*ops: str) -> dict:
+    # one f32[4] tensor per node: 4 * 4 B = 16 B each
+    return {
+        "source": "m.py",
+        "tensors": [{"name": f"t{i}", "shape": [4], "dtype": "f32"} for i in range(len(ops))],
+        "nodes": [{"name": f"n{i}", "op": op} for i, op in enumerate(ops)],
+        "outputs": [],
+    }
+
+
+class _Capture:
+    """A stand-in for solar.capture.Capture: its document, and fake values in it."""
+
+    def __init__(self, document: dict) -> None:
+        self.document = document
+        self.golden_notes: list[str] = []
+
+    def to_json(self) -> str:
+        return json.dumps(self.document, sort_keys=True)
+
+    def holds_fake_values(self) -> bool:
+        return True
+
+
+def test_a_model_that_captures_differently_names_the_nodes_and_the_real_capture_wins(capsys):
+    # issue 29, item 9: the FakeTensor capture (mul by a tensor) and the real one (mul by a
+    # scalar) differ in their second node; the real capture fits the verification budget
+    # (2 tensors * 16 B = 32 B <= 2048 MB), so it is the one analysed, and stderr says which
+    # node differs.
+    import torch
+
+    from solar.frontend import TorchCaptured, differing_nodes, prefer_real
+
+    fake = _document("aten.add.Tensor", "aten.mul.Tensor")
+    real = _document("aten.add.Tensor", "aten.mul.Scalar")
+    assert differing_nodes(fake, real) == (
+        "2 node(s) built with FakeTensors, 2 built for real; 1 differ: "
+        "n1 (aten.mul.Tensor) / n1 (aten.mul.Scalar) (FakeTensors / real)"
+    )
+    model = torch.nn.Identity()
+    captured = TorchCaptured(
+        _Capture(fake),
+        lambda m, xs: _Capture(real),
+        model,
+        (torch.empty(4, device="meta"),),  # no values: a fake capture
+        build=lambda: (model, (torch.ones(4),)),
+    )
+    chosen = prefer_real(captured, options.Options(), "solar")
+    assert chosen.document is real and chosen.has_data
+    err = capsys.readouterr().err
+    assert "m.py captures differently when built for real" in err
+    assert "n1 (aten.mul.Tensor) / n1 (aten.mul.Scalar)" in err
+    # per-op verification never builds the model: the FakeTensor capture stays
+    per_op = options.Options.of(verify_mode="per_op")
+    assert prefer_real(captured, per_op, "solar") is captured
