@@ -404,8 +404,8 @@ def sol_report(
     """The SOL report of an IR program (text or ``solar.Program``; ``_core.analyze``: the
     ``sol`` command's analysis, no files): a ``_core.Report`` with ``to_json()``, ``render()``,
     ``render_output(kind)`` and ``write([(kind, path), ...])``. ``provenance``: the name the
-    report shows (``source``) and its ``capture``, ``coverage`` and ``verification`` sections
-    (docs/report.md; absent: an IR file's); ``keywords``: those of ``_core.analyze``
+    report shows (``source``) and its ``capture``, ``coverage``, ``verification`` and ``agent``
+    sections (docs/report.md; absent: an IR file's, no agent); ``keywords``: those of ``_core.analyze``
     (``fidelity``, ``routing``, ``capacity``, ``level``, ``sizes``, ``sets``, ``top``,
     ``measured_ms``, ``measured_on``, ``measured_method``, ``measured_nodes``, ...)."""
     provenance = provenance or {}
@@ -423,6 +423,7 @@ def sol_report(
             capture=section("capture"),
             coverage=section("coverage"),
             verification=section("verification"),
+            agent=section("agent"),
             **keywords,
         )
     except _core.IRError as e:

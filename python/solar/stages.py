@@ -207,13 +207,13 @@ def analyse(verified: Verified, options: AnalysisOptions = ANALYSIS) -> Analysed
         "capture": capture_section(document),
         "coverage": lowered.coverage(),
         "verification": verified.verification,
+        "agent": captured.agent,  # the parts the LLM agent wrote (None: no agent asked)
     }
     policy = options.policy or captured.default_policy
     core = pipeline.sol_report(lowered.program, options.hw, policy, provenance, **keywords)
     capture_json = "" if captured.translation is not None else captured.to_json()
     report = pipeline.report_of(core, lowered.ir, capture_json, verified.golden)
-    if captured.agent is not None:  # --llm, --llm-fallback: what the agent wrote
-        report.data["agent"] = list(captured.agent)
+    if captured.agent is not None:  # --llm, --llm-fallback: the summary names what it wrote
         report = pipeline.AgentReport.of(report)
     return report
 

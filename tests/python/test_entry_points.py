@@ -194,10 +194,17 @@ def test_analyze_llm_states_every_option(files):
             "test-model",
             "--policy",
             "bf16",
+            "--html",
+            str(files / "r.html"),
             *ANALYSIS,
         )
     states_every_option(report, routing=False)  # no data-dependent read
     assert report["capture"]["method"] == "llm"
+    # The agent's section is the engine's: it reaches the HTML page too.
+    (entry,) = report["agent"]
+    assert (entry["scope"], entry["name"]) == ("program", "model.py")
+    html = (files / "r.html").read_text()
+    assert '<h2 id="agent">Written by the LLM agent</h2>' in html
 
 
 def test_sol_on_a_model_file_states_every_option(files, capsys):
