@@ -405,9 +405,9 @@ def sol_report(
     ``sol`` command's analysis, no files): a ``_core.Report`` with ``to_json()``, ``render()``,
     ``render_output(kind)`` and ``write([(kind, path), ...])``. ``provenance``: the name the
     report shows (``source``) and its ``capture``, ``coverage``, ``verification`` and ``agent``
-    sections (docs/report.md; absent: an IR file's, no agent); ``keywords``: those of ``_core.analyze``
-    (``fidelity``, ``routing``, ``capacity``, ``level``, ``sizes``, ``sets``, ``top``,
-    ``measured_ms``, ``measured_on``, ``measured_method``, ``measured_nodes``, ...)."""
+    sections (docs/report.md; absent: an IR file's, no agent); ``keywords``: those of
+    ``_core.analyze`` (``fidelity``, ``routing``, ``capacity``, ``level``, ``sizes``, ``sets``,
+    ``top``, ``measured_ms``, ``measured_on``, ``measured_method``, ``measured_nodes``, ...)."""
     provenance = provenance or {}
 
     def section(name: str) -> str:
