@@ -40,8 +40,9 @@ def cases(ROOT: str) -> list[tuple[str, list[str], bool]]:  # noqa: N803
     )
     jax_model = os.path.join(ROOT, "tests/python/models/fidelity/jax_jit_softmax.py")
     found.append(("jax_softmax", ["analyze", jax_model], True))
-    found.append(("jax_softmax_sol", ["sol", jax_model], False))
-    found.append(("mlp_sol", ["sol", os.path.join(ROOT, "tests/python/models/mlp.py")], False))
+    found.append(("jax_softmax_sol", ["sol", jax_model, "--hw", "H100-SXM"], False))
+    mlp = os.path.join(ROOT, "tests/python/models/mlp.py")
+    found.append(("mlp_sol", ["sol", mlp, "--hw", "H100-SXM", "--json", "-"], False))
     return found
 
 
