@@ -338,3 +338,21 @@ def test_a_model_that_captures_differently_names_the_nodes_and_the_real_capture_
     # per-op verification never builds the model: the FakeTensor capture stays
     per_op = options.Options.of(verify_mode="per_op")
     assert prefer_real(captured, per_op, "solar") is captured
+
+
+def test_serve_on_a_jax_file_is_one_line_without_torch(files):
+    # --serve builds the steps of a PyTorch decoder: a JAX file is a user error (exit 1), told
+    # before anything imports torch (before the one pipeline: torch was imported, and without
+    # it installed the command ended in an internal error).
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom solar import cli\n"
+        f"rc = cli.main(['analyze', {str(files / 'jmodel.py')!r}, '--serve', 'decode'])\n"
+        "print(rc, 'torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.split() == ["1", "False"], done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("solar analyze: error: jmodel.py is a JAX model file: --serve builds")
