@@ -204,7 +204,7 @@ def test_an_internal_error_is_one_line_and_exit_code_2(tmp_path, monkeypatch, ca
     def broken(*args, **kwargs):
         raise RuntimeError("internal error: a broken invariant")
 
-    monkeypatch.setattr(dispatch, "analyze_file", broken)
+    monkeypatch.setattr(dispatch, "run_file", broken)  # solar analyze's entry
     model = tmp_path / "m.py"
     model.write_text(GOOD)
     assert cli.main(["analyze", str(model)]) == 2
