@@ -1,5 +1,5 @@
-"""One entry to the frontends: picks the adapter (``solar.frontend`` for PyTorch, ``solar.jax``
-for JAX) and forwards every option to it unchanged. Framework-free: the adapter's framework is
+"""The adapters' one entry: picks the adapter (``solar.frontend`` for PyTorch, ``solar.jax`` for
+JAX) and forwards every option to it unchanged. Framework-free: the adapter's framework is
 imported only when it is picked, so a JAX program never imports torch and a PyTorch one never
 imports jax.
 

@@ -3,7 +3,7 @@
 Subcommands implemented in C++ (``solar ir check|fmt|run``, ``sol``, ``--version``, ``help``, ...)
 run in-process through ``solar._core.run_cli``, the same code as the native ``solar`` executable.
 The subcommands that need PyTorch or JAX are here (docs/capture.md, docs/jax.md); a model file
-goes to its framework's adapter through ``solar.dispatch``, with every option:
+goes to its framework's adapter through ``solar.adapters``, with every option:
 
 - ``solar capture MODEL.py -o OUT.json [--golden OUT.npz]``: the capture document (or, with
   ``-o OUT.ir``, the lowered IR program), and optionally the golden data.
@@ -107,10 +107,10 @@ def _run_on_model_file(args: list[str]) -> int:
     path = args[index]
     rest = args[1:index] + args[index + 1 :]
     try:
-        from solar import dispatch
+        from solar import adapters
         from solar.options import Options
 
-        verified = dispatch.run_file(path, Options(), until="verified")
+        verified = adapters.run_file(path, Options(), until="verified")
     except (ValueError, OSError) as e:
         print(f"solar {command}: error: {_one_line(e)}", file=sys.stderr)
         return 1
@@ -312,14 +312,14 @@ def _capture(args: argparse.Namespace) -> int:
     """``solar capture MODEL.py -o OUT.json|OUT.ir [--golden OUT.npz]``: ``solar.stages.run``
     up to the capture (a document) or the lowering (an IR program); the golden data from the
     captured program's own run."""
-    from solar import dispatch
+    from solar import adapters
     from solar._files import check_output_paths, write_atomic
     from solar.document import write_npz
     from solar.options import Options
 
     check_output_paths(args.output, args.golden)
     lowering = args.output.endswith(".ir")
-    stage = dispatch.run_file(args.model, Options(), until="lowered" if lowering else "captured")
+    stage = adapters.run_file(args.model, Options(), until="lowered" if lowering else "captured")
     captured = stage.captured if lowering else stage
     write_atomic(args.output, stage.ir if lowering else captured.to_json())
     if args.golden:
@@ -402,14 +402,14 @@ def options_of(args: argparse.Namespace) -> Options:
 
 def _analyze_with_options(args: argparse.Namespace, options: Options) -> int:
     """``solar analyze`` once the sizes are set (``--size``) and the options made."""
-    from solar import dispatch
+    from solar import adapters
     from solar._files import write_atomic
 
     if options.program.kind == "serve":
         return _serve(args, options)
     times: dict[str, float] = {}
     try:
-        report = dispatch.run_file(args.model, options, stage_times=times)
+        report = adapters.run_file(args.model, options, stage_times=times)
     finally:  # also after a failure: the stages reached so far
         if args.stage_times:
             write_stage_times(args.stage_times, times)
@@ -433,12 +433,12 @@ def _analyze_with_options(args: argparse.Namespace, options: Options) -> int:
 def _serve(args: argparse.Namespace, options: Options) -> int:
     """``solar analyze MODEL.py --serve PHASE ...`` (docs/serving.md): one step, or a sweep of
     batch sizes; the serving table (after the step's own report when there is one step)."""
-    from solar import dispatch
+    from solar import adapters
     from solar._files import write_atomic
 
     times: dict[str, float] = {}
     try:
-        served = dispatch.run_file(args.model, options, stage_times=times)
+        served = adapters.run_file(args.model, options, stage_times=times)
     finally:
         if args.stage_times:
             write_stage_times(args.stage_times, times)
@@ -572,7 +572,7 @@ def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
         from solar.measure import same_device
 
         if measure:
-            from solar.dispatch import measure_file
+            from solar.adapters import measure_file
 
             timing, per_node = measure_file(args.model, device=args.measure_device)
             if args.measure_out:

@@ -1,13 +1,13 @@
 """The PyTorch adapter (docs/capture.md): a torch module or function -> ``TorchCaptured`` (the
 capture of ``solar.capture`` with the model that makes its golden data) ->
 ``solar.stages.run`` (lower, verify, analyse). torch is imported only when a function here is
-called; ``solar.dispatch`` sends PyTorch programs here and JAX ones to ``solar.jax``.
+called; ``solar.adapters`` sends PyTorch programs here and JAX ones to ``solar.jax``.
 
 - ``analyze(model, example_inputs, hw="H100-SXM", **options)``: a ``solar.pipeline.Report`` for
   ``model(*example_inputs)`` (``options``: ``solar.options.Options.of``'s keywords).
 - ``analyze_file(path, hw=..., **options)``: the same for a benchmark-style model file.
 - ``captured_file(path, options)``: a model file's forward or training step, captured (``solar
-  analyze`` runs it through ``solar.dispatch.run_file``).
+  analyze`` runs it through ``solar.adapters.run_file``).
 - ``analyze_capture(cap, golden, hw, policy, **options)``: a capture made by hand, with its
   golden data (a dict, a function of the wanted intermediates, or None).
 

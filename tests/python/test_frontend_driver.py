@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import solar  # noqa: E402
-from solar import cli, dispatch, frontend, pipeline  # noqa: E402
+from solar import adapters, cli, frontend, pipeline  # noqa: E402
 from solar.capture import capture  # noqa: E402
 from solar.capture._golden import deterministic_dropout  # noqa: E402
 from solar.capture._per_op import config_key  # noqa: E402
@@ -301,7 +301,7 @@ def test_top_level_analyze_and_jax_dispatch(monkeypatch, tmp_path):
         pass
 
     monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace(Array=Array))
-    # Every option reaches the JAX adapter unchanged (solar.dispatch.OPTIONS).
+    # Every option reaches the JAX adapter unchanged (solar.adapters.OPTIONS).
     every = {
         "policy": "p",
         "source": "s.py",
@@ -320,13 +320,13 @@ def test_top_level_analyze_and_jax_dispatch(monkeypatch, tmp_path):
         "cache_state": "warm",  # keywords of the analysis: carried in sol_options (below)
         "kernel_floor": "on",
     }
-    assert sorted(every) == sorted(dispatch.OPTIONS)
+    assert sorted(every) == sorted(adapters.OPTIONS)
     solar.analyze(lambda x: x, (Array(),), hw="B200", **every)
     jax_file = tmp_path / "jmodel.py"
     jax_file.write_text("import numpy\nfrom flax import nnx\n")
     file_options = {k: v for k, v in every.items() if k != "source"}
     solar.analyze_file(jax_file, hw="A6000", **file_options)
-    training = ("train", "optimizer", "loss", *dispatch.SOL_KEYWORDS)
+    training = ("train", "optimizer", "loss", *adapters.SOL_KEYWORDS)
     sol_options = {"routing": "concentrated", "cache_state": "warm", "kernel_floor": "on"}
     forwarded = {k: v for k, v in every.items() if k not in training} | {"sol_options": sol_options}
     file_forwarded = {k: v for k, v in file_options.items() if k not in training} | {

@@ -27,7 +27,7 @@ FRAMEWORK_FREE = (
     "solar.pipeline",
     "solar.options",
     "solar.stages",
-    "solar.dispatch",
+    "solar.adapters",
     "solar._files",
     "solar.measurement",
     "solar.timing",
@@ -119,7 +119,7 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_import_graph_has_no_cycle():
     edges = graph()
-    assert {"solar.pipeline", "solar.dispatch", "solar.document", "solar.ir"} <= set(edges)
+    assert {"solar.pipeline", "solar.adapters", "solar.document", "solar.ir"} <= set(edges)
     assert cycles(edges) == []
 
 
@@ -231,7 +231,7 @@ def test_jax_model_analyses_in_a_venv_without_torch(tmp_path):
     # Dense 16->32, 32->32, 32->4 over 8 rows: 8 * (16*32 + 32*32 + 32*4) = 13312 MACs
     assert report["totals"]["macs"] == 8 * (16 * 32 + 32 * 32 + 32 * 4)
     assert "<html" in page.read_text()
-    check = "import sys, solar, solar.jax, solar.dispatch; print('torch' in sys.modules)"
+    check = "import sys, solar, solar.jax, solar.adapters; print('torch' in sys.modules)"
     imported = subprocess.run(
         [str(python), "-c", check], capture_output=True, text=True, env=env, check=True
     )

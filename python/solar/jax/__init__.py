@@ -12,7 +12,7 @@ This subpackage imports jax, never torch; ``import solar`` imports neither.
 - ``train=True`` (``analyze``, ``analyze_file``; ``capture_train``): one training step,
   ``jax.value_and_grad`` of the loss and ``optimizer``'s update (``_train``, docs/training.md).
 
-``options``: those of ``solar.pipeline.analyze_capture`` (``solar.dispatch.OPTIONS``), as for
+``options``: those of ``solar.pipeline.analyze_capture`` (``solar.adapters.OPTIONS``), as for
 PyTorch. Two differ in what they can do: per-op verification is not available for JAX (the
 verification is then "not_run", and says so), and with ``allow_unsupported`` the outputs of the
 nodes without a rule cannot be recorded from JAX's jitted run, so the rest of the program is
