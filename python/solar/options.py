@@ -172,7 +172,7 @@ class Options:
                 sol[name] = options[name]
         fidelity = get("fidelity") or sol.pop("fidelity", None)
         serve = get("serve")
-        batches = get("batches") or ((get("batch") or 1),)
+        batches = get("batches") or (_given(options, "batch", 1),)
         program = ProgramOptions(
             kind="train" if get("train") else ("serve" if serve else "forward"),
             optimizer=get("optimizer"),

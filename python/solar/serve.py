@@ -24,11 +24,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from solar.options import DEFAULT_HW, AnalysisError, Options
+from solar.options import DEFAULT_HW, SERVE_PHASES, AnalysisError, Options
 from solar.pipeline import timed
 from solar.stages import run
 
-PHASES = ("prefill", "decode")
+PHASES = SERVE_PHASES
 HOOK = "get_serve_inputs"
 EXPECTED = (
     "--serve needs a decoder: a Model that is, or holds as a submodule, one Hugging Face "
@@ -81,13 +81,9 @@ def parse_batches(text: str) -> list[int]:
 
 
 def check_step(phase: str, batch: int, context: int) -> None:
-    """A user error (one line) for a phase, batch or context that cannot be served."""
-    if phase not in PHASES:
-        raise AnalysisError(f"unknown serving phase '{phase}' (valid: {', '.join(PHASES)})")
-    if batch < 1:
-        raise AnalysisError(f"--batch must be at least 1, not {batch}")
-    if context < 1:
-        raise AnalysisError(f"--context must be at least 1, not {context}")
+    """A user error (one line) for a phase, batch or context that cannot be served (the rules
+    of ``solar.options``)."""
+    Options.of(serve=phase, batch=batch, context=context)
 
 
 # ---------------------------------------------------------------------------------------------
