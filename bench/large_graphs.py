@@ -95,7 +95,7 @@ def bench_torch(name: str, args) -> None:
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    from solar import pipeline
+    from solar import frontend, pipeline
     from solar._modelfile import import_model_file
     from solar.capture import capture
 
@@ -128,7 +128,7 @@ def bench_torch(name: str, args) -> None:
     # that analysis timed apart.
     (_, t_unf_alone) = timed(lambda: pipeline.sol_report(ir_text, args.hw, None,
                                                          extra_args=["--fidelity", "unfused"]))  # fmt: skip
-    report, t_lva = timed(lambda: pipeline.analyze_capture(cap, golden, args.hw, None,
+    report, t_lva = timed(lambda: frontend.analyze_capture(cap, golden, args.hw, None,
                                                            fidelity="unfused"))  # fmt: skip
     v = report.verification
     t_verify = max(0.0, t_lva - t_lower - t_unf_alone)

@@ -121,12 +121,14 @@ void bind_analysis(nb::module_& m) {
          const std::string& measured_nodes, const std::string& source, const std::string& capture,
          const std::string& coverage, const std::string& verification,
          const std::map<std::string, std::string>& phases, const std::string& cache_state,
-         const std::string& kernel_floor, const std::string& parallel, int64_t devices) {
+         const std::string& kernel_floor, const std::string& parallel, int64_t devices,
+         const std::string& agent) {
         einsum::Graph g = lift_program(program, sizes, routing);
         g.source = source.empty() ? "<ir>" : source;
         report::Provenance provenance = report::provenance_from_json(
             parse_section(capture, "capture"), parse_section(coverage, "coverage"),
             parse_section(verification, "verification"));
+        provenance.agent = parse_section(agent, "agent");
         hw::Device device = hw::resolve_device(hw);
         for (const std::string& s : sets) hw::apply_override(device, s);
         sol::AnalysisOptions options;
@@ -163,7 +165,7 @@ void bind_analysis(nb::module_& m) {
       nb::arg("source") = "", nb::arg("capture") = "", nb::arg("coverage") = "",
       nb::arg("verification") = "", nb::arg("phases") = std::map<std::string, std::string>{},
       nb::arg("cache_state") = "cold", nb::arg("kernel_floor") = "off", nb::arg("parallel") = "",
-      nb::arg("devices") = 0,
+      nb::arg("devices") = 0, nb::arg("agent") = "",
       "The SOL report of `program` (IR text or a solar.Program; `sizes`: 'N=1024' overrides) on "
       "device `hw` (a built-in name or a .yaml file; `sets`: 'KEY=VALUE' overrides) under "
       "precision `policy` (empty: the default). As `solar sol`: `fidelity`, `level`, `capacity`, "
@@ -171,7 +173,8 @@ void bind_analysis(nb::module_& m) {
       "file's JSON text), `cache_state` ('cold' or 'warm'), `kernel_floor` ('on' or 'off'). "
       "`measured_method`: how the time was measured. `source`: the name the "
       "report shows. `capture`, `coverage`, `verification`: the report's sections as JSON text "
-      "(docs/report.md; empty: an IR file's). `phases`: a training step's phase of each tensor "
+      "(docs/report.md; empty: an IR file's); `agent`: the parts the LLM agent wrote, JSON text "
+      "(empty: no agent). `phases`: a training step's phase of each tensor "
       "(lower_capture_detailed's tensor_phases): the report gains its `training` section "
       "(docs/training.md). `parallel` ('tp=8', 'tp=2,dp=4,pp=2,mb=8') and `devices` (0: "
       "tp x dp x pp): the report gains its `parallel` section (docs/parallel.md). Raises IRError "

@@ -42,6 +42,7 @@ void bind_frontend(nb::module_& m) {
         }
         nb::dict result;
         result["ir"] = r.ir;
+        result["program"] = nb::cast(r.program);  // the checked program: parsed once
         result["unsupported"] = unsupported;
         result["nodes"] = r.nodes;
         result["lowered"] = r.nodes - static_cast<int64_t>(r.unsupported.size());
@@ -71,7 +72,8 @@ void bind_frontend(nb::module_& m) {
       },
       nb::arg("capture_json"), nb::arg("allow_unsupported") = false,
       nb::arg("disabled_rules") = std::vector<std::string>{}, nb::arg("file") = "<capture>",
-      "Lowers a capture document; returns {'ir', 'unsupported', 'nodes', 'lowered', "
+      "Lowers a capture document; returns {'ir', 'program' (the checked solar.Program of 'ir': "
+      "the one parse of an analysis), 'unsupported', 'nodes', 'lowered', "
       "'node_output_bytes', 'node_kernels', 'node_tensors', 'random', 'tensor_phases'} "
       "(node_kernels and node_tensors: per lowered node, the IR kernels it produced and the "
       "tensors it writes; tensor_phases: a training step's phase of each tensor a node with a "

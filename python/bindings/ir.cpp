@@ -13,6 +13,7 @@
 #include "bindings.h"
 #include "solar/ir/ast.h"
 #include "solar/ir/checker.h"
+#include "solar/ir/parse_count.h"
 #include "solar/ir/parser.h"
 #include "solar/ir/printer.h"
 #include "solar/ir/sizes.h"
@@ -48,6 +49,9 @@ void bind_ir(nb::module_& m) {
   m.def("parse", &ir::parse, nb::arg("text"), nb::arg("file") = "<input>",
         "Parses IR text; raises IRError at the first syntax or name error.");
   m.def("parse_file", &ir::parse_file, nb::arg("path"), "Reads and parses an IR file.");
+  m.def("parse_count", &ir::parse_count,
+        "How many programs have been parsed in this process (a test hook: an analysis parses its "
+        "program once).");
   m.def(
       "print", [](const ir::Program& p) { return ir::print(p); }, nb::arg("program"),
       "The canonical text of a program.");

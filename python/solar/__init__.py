@@ -15,7 +15,7 @@ imported only when they are called.
 The package, along the pipeline (docs/architecture.md): ``solar.ir`` (the IR on numpy arrays),
 ``solar.document`` (capture documents, framework-free), ``solar.pipeline`` (lower, verify,
 analyse, report: framework-free), the adapters ``solar.frontend`` (PyTorch: capture in
-``solar.capture``) and ``solar.jax`` (JAX), and ``solar.dispatch``, which picks the adapter.
+``solar.capture``) and ``solar.jax`` (JAX), and ``solar.adapters``, which picks the adapter.
 
 ``source`` is a ``Program``, a path (``os.PathLike``, or a one-line ``str`` ending in ``.ir``) or
 IR text. Every user error (invalid IR, inputs that do not match, a run over the memory limit)
@@ -56,18 +56,18 @@ __all__ = [
 def analyze(model_or_function, example_inputs, hw: str = "H100-SXM", **options):
     """The SOL report (``solar.pipeline.Report``, ``.to_json()``) of
     ``model_or_function(*example_inputs)`` on device ``hw``: captured, lowered, verified against
-    the framework's own run, analysed. ``solar.dispatch.analyze``: a torch module or function
+    the framework's own run, analysed. ``solar.adapters.analyze``: a torch module or function
     goes to the PyTorch adapter, a function given JAX arrays (or a Flax nnx module) to the JAX
-    one, with the same options (``solar.dispatch.OPTIONS``). torch and jax are imported only
+    one, with the same options (``solar.adapters.OPTIONS``). torch and jax are imported only
     when it is called."""
-    from solar import dispatch
+    from solar import adapters
 
-    return dispatch.analyze(model_or_function, example_inputs, hw=hw, **options)
+    return adapters.analyze(model_or_function, example_inputs, hw=hw, **options)
 
 
 def analyze_file(path, hw: str = "H100-SXM", **options):
     """``analyze`` on a model file (docs/capture.md, docs/jax.md): a file that imports jax or
-    flax is a JAX model file, any other a PyTorch one (``solar.dispatch.analyze_file``)."""
-    from solar import dispatch
+    flax is a JAX model file, any other a PyTorch one (``solar.adapters.analyze_file``)."""
+    from solar import adapters
 
-    return dispatch.analyze_file(path, hw=hw, **options)
+    return adapters.analyze_file(path, hw=hw, **options)

@@ -3,7 +3,7 @@
 Subcommands implemented in C++ (``solar ir check|fmt|run``, ``sol``, ``--version``, ``help``, ...)
 run in-process through ``solar._core.run_cli``, the same code as the native ``solar`` executable.
 The subcommands that need PyTorch or JAX are here (docs/capture.md, docs/jax.md); a model file
-goes to its framework's adapter through ``solar.dispatch``, with every option:
+goes to its framework's adapter through ``solar.adapters``, with every option:
 
 - ``solar capture MODEL.py -o OUT.json [--golden OUT.npz]``: the capture document (or, with
   ``-o OUT.ir``, the lowered IR program), and optionally the golden data.
@@ -27,8 +27,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from solar import _core
+
+if TYPE_CHECKING:
+    from solar.options import AnalysisOptions, Options
 
 PYTHON_COMMANDS = ("capture", "analyze")
 
@@ -92,35 +96,44 @@ def _model_file_index(args: list[str]) -> int | None:
 
 def _run_on_model_file(args: list[str]) -> int:
     """``solar CMD MODEL.py ARGS...``: capture, lower and verify the model (whole program when it
-    fits, else per op), then run ``CMD`` on the lowered program in memory
-    (``_core.run_on_program``), with ARGS unchanged; the report shows the model file's name and
-    its capture, coverage and verification. A model that cannot be captured, lowered or
-    verified is a one-line error and exit code 1."""
+    fits, else per op: ``solar.stages.run`` up to ``Verified``), then run ``CMD`` on the lowered
+    program in memory (``_core.run_on_program``), with ARGS unchanged (the framework's default
+    policy added when ARGS give none); the report shows the model file's name and its capture,
+    coverage and verification. A model that cannot be captured, lowered or verified is a
+    one-line error and exit code 1."""
     import json
 
     command, index = args[0], _model_file_index(args)
     path = args[index]
     rest = args[1:index] + args[index + 1 :]
-    hw = _option_value(rest, "--hw")
     try:
-        from solar import dispatch, pipeline
+        from solar import adapters
+        from solar.options import Options
 
-        report = dispatch.analyze_file(
-            path,
-            hw=hw.split(",")[0] if hw else pipeline.DEFAULT_HW,
-            policy=_option_value(rest, "--policy"),
-        )
+        verified = adapters.run_file(path, Options(), until="verified")
     except (ValueError, OSError) as e:
         print(f"solar {command}: error: {_one_line(e)}", file=sys.stderr)
         return 1
-    v = report.verification
+    v = verified.verification
     if v["status"] == "failed":
         print(
             f"solar {command}: error: {path}: verification failed: {v['detail']}", file=sys.stderr
         )
         return 1
-    sections = {k: json.dumps(report.data[k]) for k in ("capture", "coverage", "verification")}
-    return _core.run_on_program(command, args[1:], report.ir, **sections)
+    lowered = verified.lowered
+    from solar.document import capture_section
+
+    sections = {
+        "capture": capture_section(lowered.captured.document),
+        "coverage": lowered.coverage(),
+        "verification": v,
+    }
+    text = {k: json.dumps(x, sort_keys=True, allow_nan=False) for k, x in sections.items()}
+    argv = args[1:]
+    policy = lowered.captured.default_policy
+    if policy and _option_value(rest, "--policy") is None:
+        argv = [*argv, "--policy", policy]
+    return _core.run_on_program(command, argv, lowered.ir, **text)
 
 
 def _option_value(args: list[str], name: str) -> str | None:
@@ -163,6 +176,8 @@ MODEL_HELP = (
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
+    from solar.options import OPTIMIZERS
+
     if command == "capture":
         p = _ArgumentParser(
             prog="solar capture",
@@ -238,7 +253,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--optimizer",
-        choices=("sgd", "adam", "adamw"),
+        choices=OPTIMIZERS,
         help="with --train: the optimizer whose update of every parameter ends the step",
     )
     p.add_argument(
@@ -294,19 +309,21 @@ def _run_python_command(command: str, argv: list[str]) -> int:
 
 
 def _capture(args: argparse.Namespace) -> int:
-    from solar import dispatch
+    """``solar capture MODEL.py -o OUT.json|OUT.ir [--golden OUT.npz]``: ``solar.stages.run``
+    up to the capture (a document) or the lowering (an IR program); the golden data from the
+    captured program's own run."""
+    from solar import adapters
     from solar._files import check_output_paths, write_atomic
     from solar.document import write_npz
-    from solar.pipeline import lower
+    from solar.options import Options
 
     check_output_paths(args.output, args.golden)
-    cap, golden = dispatch.capture_file(args.model, golden=bool(args.golden), prog="solar capture")
-    if args.output.endswith(".ir"):
-        write_atomic(args.output, lower(cap.to_json()))
-    else:
-        write_atomic(args.output, cap.to_json())
+    lowering = args.output.endswith(".ir")
+    stage = adapters.run_file(args.model, Options(), until="lowered" if lowering else "captured")
+    captured = stage.captured if lowering else stage
+    write_atomic(args.output, stage.ir if lowering else captured.to_json())
     if args.golden:
-        write_npz(args.golden, golden())
+        write_npz(args.golden, captured.golden([]))
     return 0
 
 
@@ -323,43 +340,79 @@ def _analyze(args: argparse.Namespace) -> int:
         args.stage_times,
         args.measure_out,
     )
-    if args.optimizer and not args.train:
-        raise ValueError("--optimizer needs --train (an optimizer updates a training step)")
-    if args.train and (args.llm or args.llm_fallback):
-        raise ValueError(
-            "--train captures the framework's joint graph; it cannot be given with --llm"
-        )
-    if (args.llm or args.llm_fallback) and args.stage_times:
-        raise ValueError("--stage-times times the capture pipeline; it cannot be given with --llm")
     from solar._modelfile import parse_sizes, size_overrides
 
     with size_overrides(parse_sizes(args.size)):
-        return _analyze_with_sizes(args)
+        options = options_of(args)
+        return _analyze_with_options(args, options)
 
 
-def _analyze_with_sizes(args: argparse.Namespace) -> int:
-    """``solar analyze`` once the sizes are set (``--size``) and the outputs checked."""
-    from solar import dispatch
+def options_of(args: argparse.Namespace) -> Options:
+    """The one ``Options`` of ``solar analyze``'s command line (every rule between options
+    checked by ``Options``; the flags of the LLM agent and of measuring, which the options
+    carry as their results, here)."""
+    from solar.options import (
+        LoweringOptions,
+        Options,
+        ProgramOptions,
+        VerificationOptions,
+        refused_with_serve,
+    )
+
+    llm = "program" if args.llm else ("fallback" if args.llm_fallback else None)
+    kind = "train" if args.train else "forward"
+    Options(program=ProgramOptions(kind, args.optimizer, llm=llm))  # the program's rules first
+    if llm and args.stage_times:
+        raise ValueError("--stage-times times the capture pipeline; it cannot be given with --llm")
+    if args.batch_sweep and not args.serve:
+        raise ValueError("--batch-sweep needs --serve prefill|decode")
+    if args.serve:
+        refused_with_serve(
+            ("--llm", llm is not None),
+            ("--measure", args.measure),
+            ("--measured-ms", args.measured_ms is not None),
+            ("--measurement", args.measurement is not None),
+            ("--train", args.train),
+            ("--parallel", args.parallel is not None or args.devices is not None),
+        )
+    if args.llm and args.llm_fallback:
+        raise ValueError("--llm and --llm-fallback exclude each other")
+    if args.serve:
+        from solar.serve import parse_batches
+
+        batches = tuple(parse_batches(args.batch_sweep) if args.batch_sweep else [args.batch])
+        program = ProgramOptions("serve", phase=args.serve, batches=batches, context=args.context)
+    elif llm:
+        from solar.llm.cli import config_from_args
+
+        program = ProgramOptions(kind, llm=llm, llm_config=config_from_args(args))
+    else:
+        program = ProgramOptions(kind, args.optimizer)
+    return Options(
+        program=program,
+        lowering=LoweringOptions(
+            args.allow_unsupported, tuple(args.llm_disable_rule) if llm == "fallback" else ()
+        ),
+        verification=VerificationOptions(
+            args.verify, args.verify_mode, args.verify_budget_mb, args.verify_budget_s
+        ),
+        analysis=analysis_options(args),
+    )
+
+
+def _analyze_with_options(args: argparse.Namespace, options: Options) -> int:
+    """``solar analyze`` once the sizes are set (``--size``) and the options made."""
+    from solar import adapters
     from solar._files import write_atomic
 
-    if args.serve or args.batch_sweep:
-        return _serve(args)
-    if args.llm or args.llm_fallback:
-        from solar.llm.cli import analyze as llm_analyze
-
-        report = llm_analyze(args)
-    else:
-        times: dict[str, float] = {}
-        try:
-            report = dispatch.analyze_file(
-                args.model,
-                stage_times=times,
-                **pipeline_options(args),
-                **({"train": True, "optimizer": args.optimizer} if args.train else {}),
-            )
-        finally:  # also after a failure: the stages reached so far
-            if args.stage_times:
-                write_stage_times(args.stage_times, times)
+    if options.program.kind == "serve":
+        return _serve(args, options)
+    times: dict[str, float] = {}
+    try:
+        report = adapters.run_file(args.model, options, stage_times=times)
+    finally:  # also after a failure: the stages reached so far
+        if args.stage_times:
+            write_stage_times(args.stage_times, times)
     if args.ir:
         write_atomic(args.ir, report.ir)
     outputs = [(k, getattr(args, k)) for k in REPORT_OUTPUTS if getattr(args, k, None)]
@@ -377,55 +430,15 @@ def _analyze_with_sizes(args: argparse.Namespace) -> int:
     return 1 if report.verification["status"] == "failed" else 0
 
 
-def pipeline_options(args: argparse.Namespace) -> dict:
-    """The capture pipeline's keywords from ``solar analyze``'s options (the device, the policy,
-    the verification, the fidelity, the report's options): one step or a serving sweep alike."""
-    return {
-        "hw": args.hw,
-        "policy": args.policy,
-        "verify": args.verify,
-        "allow_unsupported": args.allow_unsupported,
-        "verify_budget_mb": args.verify_budget_mb,
-        "verify_budget_s": args.verify_budget_s,
-        "verify_mode": args.verify_mode,
-        "fidelity": args.fidelity,
-        "sol_options": report_options(args),
-    }
-
-
-def _serve(args: argparse.Namespace) -> int:
+def _serve(args: argparse.Namespace, options: Options) -> int:
     """``solar analyze MODEL.py --serve PHASE ...`` (docs/serving.md): one step, or a sweep of
     batch sizes; the serving table (after the step's own report when there is one step)."""
-    from solar import serve
+    from solar import adapters
     from solar._files import write_atomic
 
-    if not args.serve:
-        raise ValueError("--batch-sweep needs --serve prefill|decode")
-    unsupported = [
-        name
-        for name, given in (
-            ("--llm", args.llm or args.llm_fallback),
-            ("--measure", args.measure),
-            ("--measured-ms", args.measured_ms is not None),
-            ("--measurement", args.measurement is not None),
-            ("--train", args.train),
-            ("--parallel", args.parallel is not None or args.devices is not None),
-        )
-        if given
-    ]
-    if unsupported:
-        raise ValueError(f"{unsupported[0]} cannot be given with --serve")
-    batches = serve.parse_batches(args.batch_sweep) if args.batch_sweep else [args.batch]
     times: dict[str, float] = {}
     try:
-        served = serve.analyze_serving(
-            args.model,
-            args.serve,
-            batches,
-            args.context,
-            stage_times=times,
-            **pipeline_options(args),
-        )
+        served = adapters.run_file(args.model, options, stage_times=times)
     finally:
         if args.stage_times:
             write_stage_times(args.stage_times, times)
@@ -439,7 +452,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 0
     if args.json:
         write_atomic(args.json, served.to_json())
-    if len(batches) == 1:
+    if len(options.program.batches) == 1:
         sys.stdout.write(first.summary() + "\n")
     sys.stdout.write(served.table)
     if outputs:
@@ -525,20 +538,16 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
 REPORT_OUTPUTS = ("html", "trace", "csv", "dot")
 
 
-def report_options(args: argparse.Namespace) -> dict:
-    """The ``_core.analyze`` keywords of ``add_report_arguments``' options; with ``--measure``,
-    times the model first (solar.measure) and passes the median, the device, the method and the
+def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
+    """The analysis group of the options (``solar.options.AnalysisOptions``): the device, the
+    policy, the fidelity and ``add_report_arguments``' options; with ``--measure``, times the
+    model first (solar.measure) and carries the median, the device, the method and the
     per-node times."""
+    from solar.options import AnalysisOptions
+
     options: dict = {}
-    if getattr(args, "routing", None):
-        options["routing"] = args.routing
-    if getattr(args, "parallel", None) or getattr(args, "devices", None) is not None:
-        if getattr(args, "devices", None) is not None and args.devices < 1:
-            raise ValueError(f"--devices must be at least 1, not {args.devices}")
-        options["parallel"] = getattr(args, "parallel", None) or ""
-        options["devices"] = getattr(args, "devices", None) or 0
-    for name in ("cache_state", "kernel_floor"):
-        if getattr(args, name, None):
+    for name in ("fidelity", "routing", "cache_state", "kernel_floor", "parallel", "devices"):
+        if getattr(args, name, None) is not None:
             options[name] = getattr(args, name)
     measure = getattr(args, "measure", False)
     recorded = getattr(args, "measurement", None)
@@ -551,6 +560,8 @@ def report_options(args: argparse.Namespace) -> dict:
         )
         if on
     ]
+    if getattr(args, "devices", None) is not None and args.devices < 1:
+        raise ValueError(f"--devices must be at least 1, not {args.devices}")
     if len(given) > 1:
         raise ValueError(
             f"give one of --measure, --measurement and --measured-ms, not {' and '.join(given)}"
@@ -561,7 +572,7 @@ def report_options(args: argparse.Namespace) -> dict:
         from solar.measure import same_device
 
         if measure:
-            from solar.dispatch import measure_file
+            from solar.adapters import measure_file
 
             timing, per_node = measure_file(args.model, device=args.measure_device)
             if args.measure_out:
@@ -584,7 +595,7 @@ def report_options(args: argparse.Namespace) -> dict:
         options["measured_ms"] = args.measured_ms
         if args.measured_on:
             options["measured_on"] = args.measured_on
-    return options
+    return AnalysisOptions(args.hw, args.policy, **options)
 
 
 if __name__ == "__main__":

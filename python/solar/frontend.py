@@ -1,135 +1,280 @@
-"""The PyTorch adapter (docs/capture.md): a torch module or function -> capture
-(``solar.capture``) -> ``solar.pipeline.analyze_capture`` (lower, verify, analyse, report).
-torch is imported only when a function here is called; ``solar.dispatch`` sends PyTorch
-programs here and JAX ones to ``solar.jax``.
+"""The PyTorch adapter (docs/capture.md): a torch module or function -> ``TorchCaptured`` (the
+capture of ``solar.capture`` with the model that makes its golden data) ->
+``solar.stages.run`` (lower, verify, analyse). torch is imported only when a function here is
+called; ``solar.adapters`` sends PyTorch programs here and JAX ones to ``solar.jax``.
 
 - ``analyze(model, example_inputs, hw="H100-SXM", **options)``: a ``solar.pipeline.Report`` for
-  ``model(*example_inputs)``.
+  ``model(*example_inputs)`` (``options``: ``solar.options.Options.of``'s keywords).
 - ``analyze_file(path, hw=..., **options)``: the same for a benchmark-style model file.
+- ``captured_file(path, options)``: a model file's forward or training step, captured (``solar
+  analyze`` runs it through ``solar.adapters.run_file``).
+- ``analyze_capture(cap, golden, hw, policy, **options)``: a capture made by hand, with its
+  golden data (a dict, a function of the wanted intermediates, or None).
 
-``options``: those of ``solar.pipeline.analyze_capture`` (``solar.dispatch.OPTIONS``). With real
-inputs, PyTorch runs once for the golden data (when the whole program is verified) and a failed
-check is rechecked in float64 (the model rebuilt with float64 weights and inputs).
+With real inputs, PyTorch runs once for the golden data (when the whole program is verified)
+and a failed check is rechecked in float64 (the model rebuilt with float64 weights and inputs).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from solar._modelfile import framework_of
-from solar.pipeline import DEFAULT_HW, AnalysisError, Report, analyze_capture, timed
+from solar.options import DEFAULT_HW, AnalysisError, Options
+from solar.pipeline import NO_FLOAT64_MODEL, Float64UnavailableError, Report
+from solar.stages import run
 
-__all__ = ["analyze", "analyze_file", "capture_file"]
+__all__ = ["TorchCaptured", "analyze", "analyze_capture", "analyze_file", "capture_file"]
+
+
+@dataclass
+class TorchCaptured:
+    """A PyTorch capture (``solar.capture.Capture`` or ``TrainCapture``) with what makes its
+    golden data: the ``model`` and ``inputs`` it traced (real, or FakeTensors), ``build()`` that
+    builds them for real (a model file), or ``given`` golden data (a dict or a function of the
+    wanted intermediates). ``recapture(model, inputs)``: the same program captured again (the
+    float64 rebuild, a capture of the real model)."""
+
+    capture: Any
+    recapture: Callable[[Any, tuple], Any]
+    model: Any = None
+    inputs: tuple = ()
+    build: Callable[[], tuple[Any, tuple]] | None = None
+    given: Any = None
+    agent: list[dict] | None = None  # --llm-fallback: the nodes the LLM agent wrote
+    default_policy: str | None = None
+    translation: Any = None
+    rechecks_in_float64: bool = True
+
+    @property
+    def document(self) -> dict:
+        return self.capture.document
+
+    @property
+    def golden_notes(self) -> list[str]:
+        return self.capture.golden_notes
+
+    def to_json(self) -> str:
+        return self.capture.to_json()
+
+    def _real(self) -> bool:
+        from solar.capture import is_fake
+
+        return self.model is not None and not is_fake(self.inputs)
+
+    @property
+    def has_data(self) -> bool:
+        return self.given is not None or self.build is not None or self._real()
+
+    def golden(self, wanted: list[str]) -> dict[str, np.ndarray]:
+        if self.given is not None:
+            return self.given(wanted) if callable(self.given) else self.given
+        if self._real():
+            return self.capture.golden(self.model, self.inputs, wanted)
+        model, inputs = self.build()  # a model file built with FakeTensors: now for real
+        real = self.capture
+        if self.capture.holds_fake_values():  # lifted constants were captured as FakeTensors
+            real = self.recapture(model, inputs)
+            if real.to_json() != self.capture.to_json():
+                source = self.document.get("source")
+                raise AnalysisError(
+                    f"{source}: the model captures differently when built for real "
+                    f"({differing_nodes(self.document, real.document)}); give a larger "
+                    "--verify-budget-mb to capture the real model from the start"
+                )
+        data = real.golden(model, inputs, wanted)
+        self.capture.golden_notes = real.golden_notes
+        return data
+
+    def in_float64(self) -> TorchCaptured:
+        from solar.capture import to_float64
+
+        if self.build is not None:
+            model, inputs = self.build()
+        elif self._real():
+            model, inputs = self.model, self.inputs
+        else:
+            raise Float64UnavailableError(NO_FLOAT64_MODEL)
+        model64, inputs64 = to_float64(model), to_float64(inputs)
+        return TorchCaptured(self.recapture(model64, inputs64), self.recapture, model64, inputs64)
+
+    def per_op_cases(self, skip, lower_one, run_and_compare, budget_bytes) -> list[dict]:  # noqa: ANN001
+        return self.capture.per_op_checks(skip, lower_one, run_and_compare, budget_bytes)
+
+
+def captured_call(
+    model: Any, example_inputs: Any, options: Options, source: str | None = None
+) -> TorchCaptured:
+    """``model(*example_inputs)``'s forward or training step (``options.program``), captured."""
+    from solar.capture import capture, capture_train
+
+    inputs = (
+        tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
+    )
+    program = options.program
+
+    def capture_with(m: Any, xs: tuple, name: str | None) -> Any:
+        if program.kind == "train":  # a training step (docs/training.md)
+            return capture_train(m, xs, name, program.loss, program.optimizer)
+        return capture(m, xs, source=name)
+
+    cap = capture_with(model, inputs, source)
+    named = cap.document.get("source")
+    return TorchCaptured(cap, lambda m, xs: capture_with(m, xs, named), model, inputs)
+
+
+def captured_file(path: str, options: Options, prog: str = "solar") -> TorchCaptured:
+    """A model file's forward or training step (``options.program``), captured with FakeTensors
+    when the model can be built so (no memory), else built for real (a note on stderr)."""
+    import sys
+
+    from solar.capture import (
+        CaptureError,
+        capture,
+        capture_train,
+        load_model_file,
+        model_module,
+    )
+
+    path = os.fspath(path)
+    source = os.path.basename(path)
+    program = options.program
+    if os.path.isfile(path) and framework_of(path) == "jax":
+        raise AnalysisError(f"{source} is a JAX model file: solar.analyze_file analyses it")
+    if program.kind == "train":
+        loss = _file_loss(path, model_module(path))
+
+        def recapture(m: Any, xs: tuple) -> Any:
+            return capture_train(m, xs, source, loss, program.optimizer)
+
+    else:
+
+        def recapture(m: Any, xs: tuple) -> Any:
+            return capture(m, xs, source=source)
+
+    try:
+        model, inputs = load_model_file(path, fake=True)
+        cap = recapture(model, inputs)
+    except CaptureError:
+        raise
+    except Exception as e:  # a model that cannot be built with FakeTensors: build it for real
+        print(
+            f"{prog}: note: building {source} with FakeTensors failed ({type(e).__name__});"
+            " building the model with real tensors",
+            file=sys.stderr,
+        )
+        model, inputs = load_model_file(path)
+        cap = recapture(model, inputs)
+    captured = TorchCaptured(cap, recapture, model, inputs, build=lambda: load_model_file(path))
+    return prefer_real(captured, options, prog)
+
+
+def differing_nodes(fake: dict, real: dict) -> str:
+    """Which nodes of two captures of one model differ: the count and the first three, each
+    as ``name (op)`` in the first capture against the second; or how the tensors differ."""
+
+    def key(node: dict) -> str:
+        return f"{node['name']} ({node['op']})"
+
+    a, b = fake["nodes"], real["nodes"]
+    differ = [(x, y) for x, y in zip(a, b, strict=False) if x != y]
+    if not differ and len(a) == len(b):
+        return "the same nodes; their tensors differ"
+    shown = ", ".join(f"{key(x)} / {key(y)}" for x, y in differ[:3])
+    more = f" and {len(differ) - 3} more" if len(differ) > 3 else ""
+    counts = f"{len(a)} node(s) built with FakeTensors, {len(b)} built for real"
+    if not differ:
+        return counts
+    return f"{counts}; {len(differ)} differ: {shown}{more} (FakeTensors / real)"
+
+
+def prefer_real(captured: TorchCaptured, options: Options, prog: str) -> TorchCaptured:
+    """A capture of FakeTensors that may hold fake values (``holds_fake_values``) is replaced by
+    the real model's capture when the whole program will be verified on it anyway (its tensors
+    fit the verification budget): the analysis then reads the program the golden run runs. When
+    the two captures differ, stderr names the nodes that do."""
+    import sys
+
+    from solar.capture import is_fake
+    from solar.document import graph_bytes
+
+    v = options.verification
+    fits = graph_bytes(captured.document) <= v.budget_mb * 1e6
+    if not (v.enabled and v.mode != "per_op" and fits) or not is_fake(captured.inputs):
+        return captured
+    if not captured.capture.holds_fake_values():
+        return captured
+    model, inputs = captured.build()
+    real = captured.recapture(model, inputs)
+    if real.to_json() != captured.to_json():
+        source = captured.document.get("source")
+        print(
+            f"{prog}: note: {source} captures differently when built for real "
+            f"({differing_nodes(captured.document, real.document)}); the real capture is analysed",
+            file=sys.stderr,
+        )
+    return TorchCaptured(real, captured.recapture, model, inputs, build=captured.build)
+
+
+def _file_loss(path: str, module: Any) -> Callable[..., Any] | None:
+    loss = getattr(module, "get_loss", None)
+    if loss is not None and not callable(loss):
+        raise AnalysisError(f"{path}: get_loss is not a function (get_loss(output, *inputs))")
+    return loss
 
 
 def analyze(
     model: Any,
     example_inputs: Any,
     hw: str = DEFAULT_HW,
-    policy: str | None = None,
     source: str | None = None,
+    stage_times: dict[str, float] | None = None,
     **options: Any,
 ) -> Report:
     """Captures ``model(*example_inputs)``, lowers it, verifies it against PyTorch and returns
     its SOL report on device ``hw``. ``model`` is an nn.Module or a function of tensors. With
     real inputs PyTorch runs once for the golden data (when the whole program is verified);
     with FakeTensor inputs (and a model built under the same FakeTensorMode) nothing is
-    allocated, and verification is per op at reduced size. ``options``: see the module doc."""
-    from solar.capture import capture, is_fake
-
-    if options.pop("train", False):  # a training step (docs/training.md)
-        from solar import training
-
-        return training.analyze(model, example_inputs, hw, policy, source, **options)
-    if options.get("optimizer") is not None or options.get("loss") is not None:
-        from solar.training import check_options
-
-        check_options(False, options.get("optimizer"), options.get("loss"))
-    options.pop("optimizer", None)
-    options.pop("loss", None)
-    inputs = (
-        tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
-    )
-    with timed(options.get("stage_times"), "capture"):
-        cap = capture(model, inputs, source=source)
-    if is_fake(inputs):
-        return analyze_capture(cap, None, hw, policy, **options)
-
-    def float64() -> tuple[Any, Callable[[list[str]], dict]]:
-        model64, inputs64 = _to_float64(model), _to_float64(inputs)
-        cap64 = capture(model64, inputs64, source=cap.document.get("source"))
-        return cap64, lambda wanted: cap64.golden(model64, inputs64, wanted)
-
-    options.setdefault("float64_rerun", float64)
-    return analyze_capture(
-        cap, lambda wanted: cap.golden(model, inputs, wanted), hw, policy, **options
-    )
-
-
-def _to_float64(value: Any) -> Any:
-    """``solar.capture.to_float64``."""
-    from solar.capture import to_float64
-
-    return to_float64(value)
+    allocated, and verification is per op at reduced size."""
+    opts = Options.of(hw, **options)
+    return run(lambda: captured_call(model, example_inputs, opts, source), opts, stage_times)
 
 
 def analyze_file(
-    path: str | os.PathLike, hw: str = DEFAULT_HW, policy: str | None = None, **options: Any
+    path: str | os.PathLike,
+    hw: str = DEFAULT_HW,
+    stage_times: dict[str, float] | None = None,
+    **options: Any,
 ) -> Report:
     """``analyze`` on a benchmark-style model file (``Model``, ``get_inputs``,
-    ``get_init_inputs``), built after ``torch.manual_seed(0)``. The model is first built with
+    ``get_init_inputs``), built after ``torch.manual_seed(0)``; a training step's loss is the
+    file's ``get_loss(output, *inputs)`` when it defines one. The model is first built with
     FakeTensors and captured (no memory); it is built for real only when the whole program is
     verified."""
-    from solar.capture import capture, capture_model_file, is_fake, load_model_file
-
-    source = os.path.basename(path)
-    if os.path.isfile(path) and framework_of(path) == "jax":
-        raise AnalysisError(f"{source} is a JAX model file: solar.analyze_file analyses it")
-    if options.pop("loss", None) is not None:
+    if "loss" in options:
         raise TypeError("analyze_file takes the loss from the model file's get_loss: no 'loss'")
-    if options.pop("train", False):  # a training step (docs/training.md)
-        from solar import training
-
-        return training.analyze_file(path, hw, policy, **options)
-    if options.pop("optimizer", None) is not None:
-        raise AnalysisError("--optimizer needs --train (an optimizer updates a training step)")
-    with timed(options.get("stage_times"), "capture"):
-        cap, model, inputs = capture_model_file(path)
-
-    def float64() -> tuple[Any, Callable[[list[str]], dict]]:
-        model64, inputs64 = load_model_file(path)
-        model64, inputs64 = _to_float64(model64), _to_float64(inputs64)
-        cap64 = capture(model64, inputs64, source=source)
-        return cap64, lambda wanted: cap64.golden(model64, inputs64, wanted)
-
-    options.setdefault("float64_rerun", float64)
-    if not is_fake(inputs):  # built for real: FakeTensors could not build it
-        return analyze_capture(
-            cap, lambda wanted: cap.golden(model, inputs, wanted), hw, policy, **options
-        )
-
-    def golden(wanted: list[str]) -> dict[str, np.ndarray]:
-        model, inputs = load_model_file(path)
-        real = cap
-        if _holds_fake_values(cap):  # lifted constants were captured as FakeTensors
-            real = capture(model, inputs, source=source)
-            if real.to_json() != cap.to_json():
-                raise AnalysisError(f"{source}: the model captures differently when built for real")
-        data = real.golden(model, inputs, wanted)
-        cap.golden_notes = real.golden_notes
-        return data
-
-    return analyze_capture(cap, golden, hw, policy, **options)
+    opts = Options.of(hw, **options)
+    return run(lambda: captured_file(os.fspath(path), opts), opts, stage_times)
 
 
-def _holds_fake_values(cap: Any) -> bool:
-    if cap.method != "torch.export":
-        return True  # make_fx keeps constants as attributes of its graph module
-    return any(b.kind == "constant" for b in cap.traced.placeholders.values())
+def analyze_capture(
+    cap: Any, golden: Any, hw: str = DEFAULT_HW, policy: str | None = None, **options: Any
+) -> Report:
+    """The report of a capture made by hand (``solar.capture.capture``), with its golden data:
+    a dict, a function ``golden(wanted_intermediates) -> dict``, or None (no real data: per-op
+    verification). Without its model, a failed check is not rechecked in float64 (the report
+    says so)."""
+    opts = Options.of(hw, policy=policy, **options)
+    return run(lambda: TorchCaptured(cap, _no_recapture, given=golden), opts)
+
+
+def _no_recapture(model: Any, inputs: tuple) -> Any:
+    raise Float64UnavailableError(NO_FLOAT64_MODEL)
 
 
 def capture_file(
@@ -138,11 +283,11 @@ def capture_file(
     """``(capture, golden)`` of a model file: with ``golden``, the model is built for real and
     ``golden()`` runs it once; without, it is built with FakeTensors when it can be (no memory;
     a note on stderr, prefixed with ``prog``, when it must be built for real)."""
-    from solar.capture import capture, capture_model_file, load_model_file
+    from solar.capture import capture, load_model_file
 
     if golden:
         model, inputs = load_model_file(path)
         cap = capture(model, inputs, source=os.path.basename(path))
-    else:
-        cap, model, inputs = capture_model_file(path, prog=prog)
-    return cap, lambda: cap.golden(model, inputs)
+        return cap, lambda: cap.golden(model, inputs)
+    captured = captured_file(os.fspath(path), Options(), prog)
+    return captured.capture, lambda: captured.capture.golden(captured.model, captured.inputs)

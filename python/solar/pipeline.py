@@ -1,28 +1,10 @@
-"""The framework-free half of the pipeline (docs/architecture.md): lower -> verify -> analyse
--> report, for a capture of any framework. No torch or jax here: the adapters (``solar.frontend``
-for PyTorch, ``solar.jax``) capture a program and call ``analyze_capture``; ``solar.dispatch``
-picks the adapter.
-
-A capture is any object with
-- ``document``: the capture document (docs/capture.md) and ``to_json()``, its text;
-- ``golden_notes`` (optional): how its last golden run was made (listed in the report);
-- ``per_op_checks(skip, lower_one, run_and_compare, budget_bytes) -> [check, ...]``
-  (optional): each distinct op configuration run alone by the framework and compared
-  (``verify_per_op``); without it, per-op verification is "not_run";
-- ``rebuilds_in_float64`` (optional, default False): whether a failed whole-program check is
-  rechecked in float64 (``recheck_in_float64``; the adapter passes ``float64_rerun``).
+"""The framework-free engine calls of one analysis (docs/architecture.md): lowering
+(``lower_detailed``), the whole-program check (``verify``) and its float64 recheck, the choice
+of verification mode, the SOL report (``sol_report``) and ``Report``. No torch or jax here; the
+sequence of the stages is ``solar.stages.run``, the only place it is written.
 
 Lowering, execution, comparison and analysis are the C++ core's
 (``_core.lower_capture_detailed``, ``solar.ir.run``, ``_core.compare_output``, ``_core.analyze``).
-
-Options of ``analyze_capture`` (keyword; every adapter takes them, ``solar.dispatch.OPTIONS``):
-``allow_unsupported`` (nodes without a rule are left out and listed in
-``report.data["coverage"]``; their outputs are fed from the framework's run), ``disabled_rules``
-(ops treated as having no rule), ``verify`` (False: verification "not_run"), ``verify_mode``
-("auto", "whole_program", "per_op"), ``verify_budget_mb`` and ``verify_budget_s`` (when "auto"
-runs the whole program), ``fidelity`` and ``sol_options`` (keywords of ``_core.analyze``:
-routing, capacity, measured_ms, ...), ``stage_times`` (a dict that gains the seconds of each of
-``STAGES``), and ``float64_rerun`` (the float64 recheck after a failed whole-program check).
 
 Verification compares outputs elementwise: ``|solar - framework| <= atol * max(1,
 max|framework|) + rtol * |framework|``, with (rtol, atol) from ``TOLERANCES`` by the output's
@@ -36,20 +18,19 @@ import io
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
 from solar import _core, ir
-from solar.document import capture_section, framework_name, graph_bytes
+from solar.document import framework_name, graph_bytes
+from solar.options import (
+    AnalysisError,
+)
 
-DEFAULT_HW = "H100-SXM"
-DEFAULT_VERIFY_BUDGET_MB = 2048.0  # MB (1e6 bytes) of the captured graph's tensors
-DEFAULT_VERIFY_BUDGET_S = 60.0  # estimated seconds of SOLAR's executor on the whole program
 # A conservative rate of SOLAR's reference executor (FLOP/s, 1 MAC = 2 FLOPs), for the estimate.
 EXECUTOR_FLOPS_PER_S = 1e8
-VERIFY_MODES = ("auto", "whole_program", "per_op")
 # The stages of one analysis, in order, as ``stage_times`` names them (seconds each).
 STAGES = ("capture", "lowering", "verification", "analysis")
 
@@ -63,8 +44,9 @@ __all__ = [
     "TOLERANCES",
     "AnalysisError",
     "GoldenUnavailableError",
+    "AgentReport",
+    "Float64UnavailableError",
     "Report",
-    "analyze_capture",
     "compare_output",
     "lower",
     "lower_detailed",
@@ -74,15 +56,15 @@ __all__ = [
 ]
 
 
-class AnalysisError(ValueError):
-    """A user error in analysis: a model that cannot be captured, an op with no lowering, an
-    unknown device. The message is one line."""
-
-
 class GoldenUnavailableError(Exception):
     """Raised by a capture's golden function when its framework cannot record a tensor the
     verification needs (e.g. an intermediate of JAX's jitted run); the verification is then
     "not_run" with the message as its reason."""
+
+
+class Float64UnavailableError(Exception):
+    """Raised by ``Captured.in_float64`` when the program cannot be rebuilt in float64 (the
+    message says why; the float64 recheck is then "not_possible")."""
 
 
 @dataclass
@@ -161,7 +143,7 @@ def lower_detailed(
 
 
 def verify(
-    ir_text: str,
+    ir_text: Any,
     document: dict,
     golden: dict[str, np.ndarray],
     fed: Sequence[str] = (),
@@ -253,31 +235,22 @@ def _core_array(a: Any, dtype: str) -> np.ndarray:
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)  # (keeps a 0-d array 0-d)
 
 
-verify_program = verify  # analyze_capture's ``verify`` keyword shadows the function
-
-
 _LOW_FLOATS = ("f32", "f16", "bf16", "f8e4m3", "f8e5m2")
 
 
 def recheck_in_float64(
-    verification: dict,
-    document: dict,
-    rerun: Callable[[], tuple[Any, Callable[[list[str]], dict]]] | None,
-    allow_unsupported: bool = False,
-    disabled_rules: Sequence[str] = (),
-    golden: dict[str, Any] | None = None,
+    verification: dict, document: dict, rerun: Callable[[], tuple[dict, dict]] | None
 ) -> None:
     """After a failed whole-program check, runs both sides again in float64: ``rerun()`` gives
-    the model captured with its floating-point weights and inputs made float64 and its golden
-    function; that capture is lowered, run by SOLAR's executor and compared with PyTorch's
-    float64 run (``TOLERANCES["f64"]``). If float64 agrees, the float32 disagreement is
-    rounding amplified by the problem (ill-conditioning) and ``verification`` becomes
-    ``passed``; if it disagrees too, it stays ``failed`` (a lowering bug). Either way, or when
-    float64 is not possible, ``verification["conditioning"]`` says so and ``detail`` gains one
-    clause. ``golden``: the framework's own low-precision outputs (the first check's golden
-    data); with them an output the float64 run fails is compared again with its rounding
-    allowance widened by the framework's own conditioning (``_conditioned_recheck``).
-    Changes ``verification`` in place."""
+    the verification of the model captured with its floating-point weights and inputs made
+    float64 (lowered, run by SOLAR's executor and compared with the framework's float64 run,
+    ``TOLERANCES["f64"]``; ``Float64UnavailableError`` when it cannot be), and the outputs whose
+    allowance was widened by the framework's own conditioning (``conditioned_recheck``: {output:
+    the framework's own float32 error}). If float64 agrees, the float32 disagreement is rounding
+    amplified by the problem (ill-conditioning) and ``verification`` becomes ``passed``; if it
+    disagrees too, it stays ``failed`` (a lowering bug). Either way, or when float64 is not
+    possible, ``verification["conditioning"]`` says so and ``detail`` gains one clause. Changes
+    ``verification`` in place."""
     compared = [o for o in verification["outputs"] if o["max_rel_err"] is not None]
     low = [o for o in compared if o["dtype"] in _LOW_FLOATS]
     entry: dict[str, Any] = {
@@ -289,20 +262,9 @@ def recheck_in_float64(
     widened: dict[str, float] = {}
     if reason is None:
         try:
-            cap64, golden64 = rerun()
-            reason = _float64_capture_differs(document, cap64.document)
-            if reason is None:
-                lowered = lower_detailed(cap64.to_json(), allow_unsupported, disabled_rules)
-                fed = [o for u in lowered["unsupported"] for o in u["outputs"]]
-                data64 = golden64(_recorded(lowered))
-                got64: dict[str, np.ndarray] = {}
-                v64 = verify_program(
-                    lowered["ir"], cap64.document, data64, fed, lowered["random"], got64
-                )
-                if v64["status"] == "failed" and golden is not None:
-                    widened = _conditioned_recheck(
-                        v64, document, cap64.document, golden, data64, got64
-                    )
+            v64, widened = rerun()
+        except Float64UnavailableError as e:
+            reason = str(e)
         except Exception as e:  # a diagnosis only: the float32 result stands, with the reason
             reason = f"the float64 run failed: {type(e).__name__}: {_first_line(str(e))}"
     if reason is not None:
@@ -353,7 +315,7 @@ _UNIT_ROUNDOFF = {
 CONDITIONING_SLACK = 1024.0
 
 
-def _conditioned_recheck(
+def conditioned_recheck(
     v64: dict, document: dict, document64: dict, golden: dict, golden64: dict, got64: dict
 ) -> dict[str, float]:
     """Compares each failed float64 output again with its absolute allowance widened by the
@@ -415,11 +377,14 @@ def _float64_impossible(document: dict, rerun: Any) -> str | None:
             return "the program already runs in float64"
         return "the program has no floating-point tensors"
     if rerun is None:
-        return "no model to rebuild in float64 (a capture given without its model)"
+        return NO_FLOAT64_MODEL
     return None
 
 
-def _float64_capture_differs(document: dict, document64: dict) -> str | None:
+NO_FLOAT64_MODEL = "no model to rebuild in float64 (a capture given without its model)"
+
+
+def float64_capture_differs(document: dict, document64: dict) -> str | None:
     """Why the float64 capture cannot stand for the original (None: it can): its outputs must
     correspond one to one, each floating-point output made float64."""
     outs, outs64 = document["outputs"], document64["outputs"]
@@ -445,7 +410,7 @@ def _first_line(text: str) -> str:
     return " ".join(lines[0].split()) if lines else ""
 
 
-def _coverage(lowered: dict) -> dict:
+def coverage(lowered: dict) -> dict:
     unsupported = [
         {k: u[k] for k in ("node", "op", "location", "reason", "inputs", "outputs", "output_bytes")}
         for u in lowered["unsupported"]
@@ -462,15 +427,13 @@ def _coverage(lowered: dict) -> dict:
     }
 
 
-def _choose_mode(
-    cap: Any, golden: Any, ir_text: str, budget_mb: float, budget_s: float
-) -> tuple[str, str]:
+def choose_mode(captured: Any, ir_text: Any, budget_mb: float, budget_s: float) -> tuple[str, str]:
     """ "whole_program" or "per_op", and why. The executor's time is estimated from the
-    program's FLOPs (``program_flops``: the einsum counts, not the SOL analysis, which
-    ``analyze_capture`` runs once, after verification)."""
-    if golden is None:
+    program's FLOPs (``program_flops``: the einsum counts, not the SOL analysis, which runs once,
+    after verification)."""
+    if not captured.has_data:
         return "per_op", "no real inputs to run the whole program on"
-    need = graph_bytes(cap.document)
+    need = graph_bytes(captured.document)
     if need > budget_mb * 1e6:
         return "per_op", (
             f"the whole program holds {_fmt_bytes(need)} of tensors, over the verification "
@@ -488,7 +451,7 @@ def _choose_mode(
     )
 
 
-def program_flops(ir_text: str) -> float:
+def program_flops(ir_text: Any) -> float:
     """The program's FLOPs (1 MAC = 2 FLOPs; FLOPs = 2 x MACs + other ops): the einsum graph's
     counts from the lift alone (``_core.totals``), the same as the report's ``totals.flops``,
     without the SOL analysis (fusion, cache search)."""
@@ -498,28 +461,8 @@ def program_flops(ir_text: str) -> float:
         raise AnalysisError(str(e)) from e
 
 
-def verify_per_op(
-    cap: Any, lowered: dict, disabled_rules: Sequence[str] = (), budget_mb: float = 2048.0
-) -> dict:
-    """Checks each distinct lowered op configuration alone at reduced size, by the capture's
-    ``per_op_checks`` (PyTorch: solar.capture._per_op); "not_run" for a capture without it."""
-    framework = framework_name(cap.document)
-    if not hasattr(cap, "per_op_checks"):
-        verification = not_run(f"per-op verification is not available for {framework} captures")
-        verification["mode"] = "per_op"
-        return verification
-
-    def lower_one(capture_json: str) -> str:
-        return lower_detailed(capture_json, False, disabled_rules)["ir"]
-
-    def run_and_compare(ir_text: str, feed: dict, expected: dict, dtypes: dict) -> list[dict]:
-        got = ir.run(ir_text, feed)
-        return [compare_output(n, dtypes[n], np.asarray(got[n]), e) for n, e in expected.items()]
-
-    # Not checked alone: nodes without a rule, and random draws (their values are the
-    # framework's, not computed by SOLAR).
-    skip = {u["node"] for u in lowered["unsupported"]} | {d["node"] for d in lowered["random"]}
-    ops = cap.per_op_checks(skip, lower_one, run_and_compare, int(budget_mb * 1e6))
+def per_op_verification(ops: list[dict], framework: str) -> dict:
+    """The verification of the op configurations each run alone (``Captured.per_op_cases``)."""
     failed = [c for c in ops if c["result"] == "failed"]
     unverified = [c for c in ops if c["result"] == "not_verified"]
     nodes = sum(c["nodes"] for c in ops)
@@ -538,171 +481,37 @@ def not_run(detail: str) -> dict:
     return {"status": "not_run", "mode": None, "detail": detail}
 
 
-def analyze_capture(
-    cap: Any,
-    golden: dict[str, np.ndarray] | Callable[[list[str]], dict] | None,
-    hw: str,
-    policy: str | None,
-    *,
-    allow_unsupported: bool = False,
-    disabled_rules: Sequence[str] = (),
-    verify: bool = True,
-    verify_mode: str = "auto",
-    verify_budget_mb: float = DEFAULT_VERIFY_BUDGET_MB,
-    verify_budget_s: float = DEFAULT_VERIFY_BUDGET_S,
-    fidelity: str | None = None,
-    sol_options: dict[str, Any] | None = None,
-    float64_rerun: Callable[[], tuple[Any, Callable[[list[str]], dict]]] | None = None,
-    stage_times: dict[str, float] | None = None,
-) -> Report:
-    """Lower, verify and analyse a capture (any framework): ``cap`` has ``.document`` (the
-    capture document, docs/capture.md) and ``.to_json()``; ``golden`` maps every input, weight
-    and output name (and, with unsupported nodes, their outputs) to its value, or is a function
-    ``golden(intermediate_names) -> dict`` called only when the whole program is verified, or
-    None (no real data: per-op verification). ``float64_rerun() -> (capture, golden)``: the
-    same program captured in float64, with its golden function; when whole-program verification
-    fails it tells ill-conditioning from a lowering bug (``recheck_in_float64``). Options: see
-    the module doc. ``stage_times``: a dict that gains the seconds of lowering, verification
-    and analysis (``STAGES``; the caller times capture)."""
-    if verify_mode not in VERIFY_MODES:
-        raise AnalysisError(
-            f"unknown verify mode '{verify_mode}' (valid: {', '.join(VERIFY_MODES)})"
-        )
-    capture_json = cap.to_json()
-    with timed(stage_times, "lowering"):
-        lowered = lower_detailed(capture_json, allow_unsupported, disabled_rules)
-    ir_text = lowered["ir"]
-    fed = [o for u in lowered["unsupported"] for o in u["outputs"]]
-    data_golden: dict[str, np.ndarray] = {}
-    if not verify:
-        verification = not_run(
-            "verification skipped (--no-verify): the lowered program was NOT "
-            "checked against the framework; the numbers are unverified"
-        )
-    else:
-        with timed(stage_times, "verification"):
-            verification = _verification(
-                cap,
-                golden,
-                lowered,
-                fed,
-                data_golden,
-                verify_mode,
-                verify_budget_mb,
-                verify_budget_s,
-                allow_unsupported,
-                disabled_rules,
-                float64_rerun,
-            )
-    if lowered.get("tensor_phases"):  # a training step: its phases (docs/training.md)
-        sol_options = {**(sol_options or {}), "phases": lowered["tensor_phases"]}
-    with timed(stage_times, "analysis"):
-        core = sol_report(
-            ir_text,
-            hw,
-            policy,
-            source=cap.document.get("source"),
-            capture=capture_section(cap.document),
-            coverage=_coverage(lowered),
-            verification=verification,
-            fidelity=fidelity,
-            sol_options=sol_options,
-        )
-    return report_of(core, ir_text, capture_json, data_golden)
-
-
-def _recorded(lowered: dict) -> list[str]:
-    """The intermediate tensors a golden run must record: the outputs of nodes without a rule
-    (fed to the program as inputs) and the framework's random draws, from the same run as the
-    outputs they are compared with."""
-    fed = [o for u in lowered["unsupported"] for o in u["outputs"]]
-    return fed + [d["value_of"] for d in lowered["random"] if d["value_of"] not in fed]
-
-
-def _verification(
-    cap: Any,
-    golden: Any,
-    lowered: dict,
-    fed: list[str],
-    data_golden: dict,
-    verify_mode: str,
-    verify_budget_mb: float,
-    verify_budget_s: float,
-    allow_unsupported: bool,
-    disabled_rules: Sequence[str],
-    float64_rerun: Any,
-) -> dict:
-    """``analyze_capture``'s verification dict (``data_golden`` gains the golden data of a
-    whole-program check)."""
-    ir_text = lowered["ir"]
-    mode, why = verify_mode, f"{verify_mode} verification requested"
-    if mode == "auto":
-        mode, why = _choose_mode(cap, golden, ir_text, verify_budget_mb, verify_budget_s)
-    if mode == "whole_program":
-        if golden is None:
-            raise AnalysisError("whole-program verification needs real inputs")
-        try:
-            data_golden.update(golden(_recorded(lowered)) if callable(golden) else golden)
-        except GoldenUnavailableError as e:
-            verification = not_run(f"{e}; the lowered program was NOT checked")
-            verification["mode"] = "whole_program"
-        else:
-            random = lowered["random"]
-            verification = verify_program(ir_text, cap.document, data_golden, fed, random)
-            if verification["status"] == "failed" and getattr(cap, "rebuilds_in_float64", False):
-                recheck_in_float64(
-                    verification,
-                    cap.document,
-                    float64_rerun,
-                    allow_unsupported,
-                    disabled_rules,
-                    data_golden,
-                )
-    else:
-        verification = verify_per_op(cap, lowered, disabled_rules, verify_budget_mb)
-    verification["why"] = why
-    notes = list(getattr(cap, "golden_notes", []) or [])
-    if notes:
-        verification["notes"] = notes
-    return verification
-
-
 def sol_report(
-    ir_text: str,
+    ir_text: Any,
     hw: str,
     policy: str | None = None,
-    *,
-    source: str | None = None,
-    capture: dict | None = None,
-    coverage: dict | None = None,
-    verification: dict | None = None,
-    fidelity: str | None = None,
-    sol_options: dict[str, Any] | None = None,
+    provenance: dict[str, Any] | None = None,
+    **keywords: Any,
 ) -> Any:
-    """The SOL report of an IR program (``_core.analyze``: the ``sol`` command's analysis, no
-    files): a ``_core.Report`` with ``to_json()``, ``render()``, ``render_output(kind)`` and
-    ``write([(kind, path), ...])``. ``capture``, ``coverage`` and ``verification``: the report's
-    sections (docs/report.md; None: an IR file's); ``source``: the name the report shows;
-    ``sol_options``: more keywords of ``_core.analyze`` (``routing``, ``capacity``, ``level``,
-    ``sizes``, ``sets``, ``top``, ``measured_ms``, ``measured_on``, ``measured_method``,
-    ``measured_nodes``)."""
+    """The SOL report of an IR program (text or ``solar.Program``; ``_core.analyze``: the
+    ``sol`` command's analysis, no files): a ``_core.Report`` with ``to_json()``, ``render()``,
+    ``render_output(kind)`` and ``write([(kind, path), ...])``. ``provenance``: the name the
+    report shows (``source``) and its ``capture``, ``coverage``, ``verification`` and ``agent``
+    sections (docs/report.md; absent: an IR file's, no agent); ``keywords``: those of
+    ``_core.analyze`` (``fidelity``, ``routing``, ``capacity``, ``level``, ``sizes``, ``sets``,
+    ``top``, ``measured_ms``, ``measured_on``, ``measured_method``, ``measured_nodes``, ...)."""
+    provenance = provenance or {}
 
-    def section(value: dict | None) -> str:
+    def section(name: str) -> str:
+        value = provenance.get(name)
         return "" if value is None else json.dumps(value, sort_keys=True, allow_nan=False)
 
-    options = dict(sol_options or {})
-    if fidelity:
-        options["fidelity"] = fidelity
     try:
         return _core.analyze(
             ir_text,
             hw,
             policy or "",
-            source=source or "",
-            capture=section(capture),
-            coverage=section(coverage),
-            verification=section(verification),
-            **options,
+            source=provenance.get("source") or "",
+            capture=section("capture"),
+            coverage=section("coverage"),
+            verification=section("verification"),
+            agent=section("agent"),
+            **keywords,
         )
     except _core.IRError as e:
         raise AnalysisError(str(e).removeprefix("solar: error: ")) from e
@@ -718,6 +527,28 @@ def report_of(core: Any, ir_text: str = "", capture_json: str = "", golden: dict
         golden=golden or {},
         core=core,
     )
+
+
+class AgentReport(Report):
+    """A Report whose summary starts with the parts the LLM agent wrote (its ``agent``
+    section, docs/llm.md)."""
+
+    @staticmethod
+    def of(report: Report) -> AgentReport:
+        return AgentReport(**{f.name: getattr(report, f.name) for f in fields(report)})
+
+    def summary(self) -> str:
+        lines = []
+        for a in self.data.get("agent", []):
+            what = a["name"] if a["scope"] == "program" else f"node '{a['name']}' ({a['op']})"
+            how = (
+                "from the cache, verified again"
+                if a["cached"]
+                else f"{a['attempts']} attempt(s), {a['prompt_tokens']} prompt + "
+                f"{a['completion_tokens']} completion tokens"
+            )
+            lines.append(f"agent: {what} written by the LLM agent ({how})")
+        return "".join(line + "\n" for line in lines) + super().summary()
 
 
 def run_cli_captured(args: list[str]) -> tuple[int, str, str]:

@@ -20,13 +20,15 @@ torch is imported only when a function here is called (as by ``solar.frontend``)
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from solar.pipeline import DEFAULT_HW, AnalysisError, analyze_capture, report_of, timed
+from solar.options import DEFAULT_HW, SERVE_PHASES, AnalysisError, Options
+from solar.pipeline import timed
+from solar.stages import run
 
-PHASES = ("prefill", "decode")
+PHASES = SERVE_PHASES
 HOOK = "get_serve_inputs"
 EXPECTED = (
     "--serve needs a decoder: a Model that is, or holds as a submodule, one Hugging Face "
@@ -79,13 +81,9 @@ def parse_batches(text: str) -> list[int]:
 
 
 def check_step(phase: str, batch: int, context: int) -> None:
-    """A user error (one line) for a phase, batch or context that cannot be served."""
-    if phase not in PHASES:
-        raise AnalysisError(f"unknown serving phase '{phase}' (valid: {', '.join(PHASES)})")
-    if batch < 1:
-        raise AnalysisError(f"--batch must be at least 1, not {batch}")
-    if context < 1:
-        raise AnalysisError(f"--context must be at least 1, not {context}")
+    """A user error (one line) for a phase, batch or context that cannot be served (the rules
+    of ``solar.options``)."""
+    Options.of(serve=phase, batch=batch, context=context)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -359,41 +357,53 @@ def analyze_serving(
     batches: Sequence[int],
     context: int,
     hw: str = DEFAULT_HW,
-    policy: str | None = None,
-    verify: bool = True,
     stage_times: dict[str, float] | None = None,
     **options: Any,
 ) -> ServingReport:
     """The serving report of a model file (module doc): one step of ``phase`` per batch size
-    in ``batches``, each captured, lowered and analysed; the first (smallest) batch is verified
-    as ``solar analyze`` verifies (``verify``, ``options``: ``analyze_capture``'s), the others
-    differ from it only in the batch size and are not run again (each says so)."""
+    in ``batches`` (``options``: ``solar.options.Options.of``'s keywords)."""
+    if not batches:
+        raise AnalysisError("no batch size to analyse")
+    opts = Options.of(hw, serve=phase, batches=tuple(batches), context=context, **options)
+    return run_serving(path, opts, stage_times)
+
+
+def run_serving(
+    path: str | os.PathLike, options: Options, stage_times: dict[str, float] | None = None
+) -> ServingReport:
+    """The serving report of a model file under ``options`` (``options.program``: the phase,
+    the batches, the context): one step per batch size, each captured, lowered and analysed by
+    ``solar.stages.run``; the first (smallest) batch is verified as ``solar analyze`` verifies
+    (a failed check rechecked in float64), the others differ from it only in the batch size and
+    are not run again (each says so)."""
     import json
 
     from solar import _core
     from solar.capture import capture
+    from solar.frontend import TorchCaptured
 
     path = os.fspath(path)
-    if not batches:
-        raise AnalysisError("no batch size to analyse")
-    for b in batches:
-        check_step(phase, b, context)
+    program = options.program
+    phase, batches, context = program.phase, program.batches, program.context
+    verify = options.verification.enabled
     source = os.path.basename(path)
     reports = []
     verifications = []
     with timed(stage_times, "capture"):
         decoder = load_decoder(path)
     for i, batch in enumerate(batches):
-        with timed(stage_times, "capture"):
+
+        def captured(batch: int = batch) -> TorchCaptured:
             step = decoder.step(phase, batch, context)
             cap = capture(step.module, step.inputs, source=source)
-        golden: Callable[[list[str]], dict] | None = None
-        if i == 0 and verify:
-            golden = _golden_of(cap, step)
-        step_options = dict(options)
+            return TorchCaptured(
+                cap, lambda m, xs: capture(m, xs, source=source), step.module, step.inputs
+            )
+
+        step_options = options
         if i > 0 or not verify:
-            step_options["verify"] = False
-        report = analyze_capture(cap, golden, hw, policy, stage_times=stage_times, **step_options)
+            step_options = options.replace(verification={"enabled": False})
+        report = run(captured, step_options, stage_times)
         verification = dict(report.verification)
         if i > 0 and verify:
             verification = {
@@ -417,10 +427,3 @@ def analyze_serving(
             [json.dumps(v, sort_keys=True) for v in verifications],
         )
     return ServingReport(json.loads(core.to_json()), core.render(), reports, core)
-
-
-def _golden_of(cap: Any, step: Step) -> Callable[[list[str]], dict]:
-    return lambda wanted: cap.golden(step.module, step.inputs, wanted)
-
-
-report_of = report_of  # (re-exported for the command line)

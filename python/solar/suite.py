@@ -35,6 +35,7 @@ from collections.abc import Sequence
 
 from solar._child import STAGES, Progress, run_analyze, run_local, write_json_atomic
 from solar._files import write_atomic
+from solar.options import add_child_arguments, child_flags
 
 TOP_LEVEL = "."
 TIMING_FIELDS = ("total_s", "stages_s")  # measured: in stages.*, not in problems.*
@@ -93,6 +94,7 @@ def run_problem(root: str, level: str, rel: str, args: argparse.Namespace, ms: f
     if args.policy:
         options += ["--policy", args.policy]
     options += ["--cache-state", args.cache_state]
+    options += child_flags(args, skip=("--cache-state",))  # --fidelity, --routing, ...
     if ms is not None:
         options += ["--measured-ms", repr(ms)]
     child = run_analyze(os.path.join(root, rel), options, args.timeout_s, stage_times=True)
@@ -122,6 +124,8 @@ def summarise(report: dict) -> dict:
         "sol_s": {f: sol.get(f"{f}_s") for f in fidelities},
         "headroom": headroom["by_fidelity"] if headroom else None,
         "violation": headroom["violation"] if headroom else None,
+        "precision_policy": report.get("precision_policy"),
+        "routing": report.get("routing"),  # stated for a program with data-dependent reads
     }
     if status == "failed":
         record["error"] = f"verification failed: {v.get('detail', '')}"
@@ -268,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the cache state of the bound (docs/cache-state.md): warm for --timings from loops "
         "that do not flush L2 between runs (default cold)",
     )
+    add_child_arguments(p, skip=("--cache-state",))  # --fidelity, --routing, --kernel-floor
     p.add_argument("--timeout-s", type=float, default=1800.0, help="per problem (default 1800)")
     try:
         args = p.parse_args(list(sys.argv[1:] if argv is None else argv))

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 from solar._child import Progress, run_child, run_local, write_json_atomic
 from solar._files import write_atomic
+from solar.options import add_child_arguments, child_flags
 
 SCHEMA_VERSION = 1
 STATUSES = ("analysed", "failed", "crashed", "timeout")
@@ -37,15 +38,26 @@ AXES = ("models", "hw", "policy", "size", "parallel")  # the keys of a --spec fi
 NO_LAYOUT = "none"
 
 
-def task_params(model: str, hw: str, policy: str | None, sizes: dict, parallel: str | None):
-    """A task's parameters, as recorded (``sizes`` sorted by name)."""
-    return {
+def task_params(
+    model: str,
+    hw: str,
+    policy: str | None,
+    sizes: dict,
+    parallel: str | None,
+    analysis: Sequence[str] = (),
+):
+    """A task's parameters, as recorded (``sizes`` sorted by name); ``analysis``: the analysis
+    options every task passes on (``solar.options.CHILD_FLAGS``; recorded only when given)."""
+    params = {
         "model": model,
         "hw": hw,
         "policy": policy,
         "sizes": dict(sorted(sizes.items())),
         "parallel": parallel,
     }
+    if analysis:
+        params["analysis"] = list(analysis)
+    return params
 
 
 def task_id(params: dict) -> str:
@@ -64,16 +76,16 @@ def task_id(params: dict) -> str:
     return f"{slug}_{digest}"
 
 
-def expand(axes: dict) -> list[dict]:
+def expand(axes: dict, analysis: Sequence[str] = ()) -> list[dict]:
     """Every task of the cross product, in order: models, then devices, policies, sizes,
-    layouts."""
+    layouts (each with the ``analysis`` options)."""
     tasks = []
     for model in axes["models"]:
         for hw in axes["hw"]:
             for policy in axes["policy"]:
                 for sizes in axes["size"]:
                     for parallel in axes["parallel"]:
-                        params = task_params(model, hw, policy, sizes, parallel)
+                        params = task_params(model, hw, policy, sizes, parallel, analysis)
                         tasks.append({"id": task_id(params), **params})
     return tasks
 
@@ -97,7 +109,7 @@ def analyze_options(task: dict) -> list[str]:
         options += ["--size", ",".join(f"{k}={v}" for k, v in task["sizes"].items())]
     if task["parallel"]:
         options += ["--parallel", task["parallel"]]  # docs/sweeps.md, "Parallel layouts"
-    return options
+    return options + list(task.get("analysis", []))  # --fidelity, --routing, ...
 
 
 def run_task(task: dict, timeout_s: float) -> dict:
@@ -278,6 +290,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace | int:
         metavar="LAYOUT",
         help="parallel layouts, passed to solar analyze/sol --parallel ('none': no option)",
     )
+    add_child_arguments(p)  # --fidelity, --routing, --cache-state, --kernel-floor
     p.add_argument("--out", required=True, metavar="DIR", help="the results folder")
     p.add_argument("--ray", metavar="local|ADDRESS", help="run on a Ray cluster")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="tasks at once (default 1)")
@@ -374,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError("--retries must be at least 0")
         if args.timeout_s <= 0:
             raise ValueError("--timeout-s must be positive")
-        tasks = expand(axes_of(args))
+        tasks = expand(axes_of(args), child_flags(args))
         if os.path.exists(args.out) and not os.path.isdir(args.out):
             raise ValueError(f"--out {args.out}: not a folder")
         os.makedirs(os.path.join(args.out, "results"), exist_ok=True)

@@ -209,10 +209,10 @@ class OpBlocks {
   std::set<std::string> used_;
 };
 
-// Joins the pieces; on a diagnostic, names the operator whose text holds its line.
-std::string join_and_check(const std::vector<Piece>& pieces, const json& nodes,
-                           const std::string& file) {
-  std::string text;
+// Joins the pieces into `text` and parses and checks them; on a diagnostic, names the operator
+// whose text holds its line.
+ir::Program join_and_check(const std::vector<Piece>& pieces, const json& nodes,
+                           const std::string& file, std::string& text) {
   std::vector<int> line_owner{-1};  // line numbers are 1-based
   for (const Piece& piece : pieces) {
     text += piece.text;
@@ -221,7 +221,9 @@ std::string join_and_check(const std::vector<Piece>& pieces, const json& nodes,
     }
   }
   try {
-    ir::check_or_throw(ir::parse(text, file));
+    ir::Program program = ir::parse(text, file);
+    ir::check_or_throw(program);
+    return program;
   } catch (const ir::DiagnosticError& e) {
     const size_t line = e.diagnostics().front().loc.line;
     const int owner = line < line_owner.size() ? line_owner[line] : -1;
@@ -229,7 +231,6 @@ std::string join_and_check(const std::vector<Piece>& pieces, const json& nodes,
         owner < 0 ? "the capture's tensors" : nodes[owner].at("op").get<std::string>();
     throw InternalError("internal error: lowering of " + op + " produced invalid IR: " + e.what());
   }
-  return text;
 }
 
 // The capture's JSON; a syntax error is a one-line UserError.
@@ -663,7 +664,7 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
     pieces.insert(pieces.end(), node_decls.begin(), node_decls.end());
     pieces.push_back({"\n", -1});
     pieces.insert(pieces.end(), stmts.begin(), stmts.end());
-    result.ir = join_and_check(pieces, nodes, file);
+    result.program = join_and_check(pieces, nodes, file, result.ir);
     log_fired_rules(fired);
     return result;
   } catch (const json::exception& e) {
@@ -676,7 +677,7 @@ std::string lower_capture_text(const std::string& json_text, const std::string& 
 }
 
 ir::Program lower_capture(const std::string& json_text, const std::string& file) {
-  return ir::parse(lower_capture_text(json_text, file), file);
+  return lower_capture_detailed(json_text, file, LowerOptions{}).program;
 }
 
 }  // namespace solar::frontend

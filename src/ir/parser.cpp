@@ -7,6 +7,7 @@
 #include "solar/ir/parser.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include <sstream>
 
 #include "lexer.h"
+#include "solar/ir/parse_count.h"
 #include "solar/util/error.h"
 #include "solar/util/text.h"
 
@@ -1021,9 +1023,16 @@ std::vector<ExprP> Parser::parse_call_args(const Token& name, size_t count) {
 
 }  // namespace
 
+namespace {
+std::atomic<int64_t> parses{0};
+}  // namespace
+
 Program parse(std::string_view text, const std::string& file) {
+  parses.fetch_add(1, std::memory_order_relaxed);
   return Parser(text, file).parse_program();
 }
+
+int64_t parse_count() { return parses.load(std::memory_order_relaxed); }
 
 Program parse_file(const std::string& path) {
   std::error_code ec;

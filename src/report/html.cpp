@@ -311,6 +311,21 @@ std::string provenance_section(const json& r) {
   }
   const Verification& v = p.verification;
   if (p.capture.framework == "ir") return s;
+  if (r.contains("agent") && r["agent"].is_array()) {  // what the LLM agent wrote (docs/llm.md)
+    std::vector<std::vector<std::string>> rows;
+    for (const json& a : r["agent"]) {
+      const bool cached = a.value("cached", false);
+      rows.push_back({str(a, "scope"), str(a, "name"), str(a, "op"),
+                      cached ? "from the cache, verified again"
+                             : std::to_string(a.value("attempts", 0)) + " attempt(s), " +
+                                   std::to_string(a.value("prompt_tokens", 0)) + " prompt + " +
+                                   std::to_string(a.value("completion_tokens", 0)) +
+                                   " completion tokens",
+                      str(a, "model")});
+    }
+    s += "<h2 id=\"agent\">Written by the LLM agent</h2>\n" +
+         simple_table("agent-table", {"scope", "name", "op", "how", "model"}, rows);
+  }
   s += "<h2 id=\"verification\">Verification</h2>\n<p class=\"meta\">" +
        html_escape(std::string(verification_status_name(v.status))) +
        (v.mode.empty() ? "" : " (" + html_escape(v.mode) + ")") + ": " + html_escape(v.detail) +

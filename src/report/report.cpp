@@ -420,6 +420,7 @@ nlohmann::json report_to_json(const Report& r) {
     j["warm_cache"] = warm_cache_json(r.analysis);
   }
   if (r.analysis.kernel_floor) j["kernel_floor"] = kernel_floor_json(r.analysis);
+  if (!r.provenance.agent.is_null()) j["agent"] = r.provenance.agent;
   if (r.step) j["training"] = step_to_json(r);
   if (r.parallel) j["parallel"] = parallel_to_json(r);
   const std::vector<std::string> assumptions = routing_assumptions(r.graph);

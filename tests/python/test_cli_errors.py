@@ -199,12 +199,12 @@ def test_analyze_writes_the_same_bytes_twice(workdir, capsys):
 def test_an_internal_error_is_one_line_and_exit_code_2(tmp_path, monkeypatch, capsys):
     # A bug inside the analysis (here: one made to happen) is no traceback: one line naming the
     # command, and exit code 2.
-    from solar import dispatch
+    from solar import adapters
 
     def broken(*args, **kwargs):
         raise RuntimeError("internal error: a broken invariant")
 
-    monkeypatch.setattr(dispatch, "analyze_file", broken)
+    monkeypatch.setattr(adapters, "run_file", broken)  # solar analyze's entry
     model = tmp_path / "m.py"
     model.write_text(GOOD)
     assert cli.main(["analyze", str(model)]) == 2

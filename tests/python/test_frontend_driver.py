@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import solar  # noqa: E402
-from solar import cli, dispatch, frontend, pipeline  # noqa: E402
+from solar import adapters, cli, frontend, pipeline  # noqa: E402
 from solar.capture import capture  # noqa: E402
 from solar.capture._golden import deterministic_dropout  # noqa: E402
 from solar.capture._per_op import config_key  # noqa: E402
@@ -68,7 +68,7 @@ def test_without_allow_unsupported_the_error_names_the_op_and_its_share(mlp):
 
 def test_allow_unsupported_feeds_the_outputs_and_lists_the_coverage(mlp):
     model, inputs, cap = mlp
-    report = pipeline.analyze_capture(
+    report = frontend.analyze_capture(
         cap,
         golden_of(model, inputs, cap),
         "H100-SXM",
@@ -103,7 +103,7 @@ def test_allow_unsupported_feeds_the_outputs_and_lists_the_coverage(mlp):
 
 def test_no_verify_says_so_plainly(mlp):
     _, _, cap = mlp
-    report = pipeline.analyze_capture(cap, None, "H100-SXM", None, verify=False)
+    report = frontend.analyze_capture(cap, None, "H100-SXM", None, verify=False)
     assert report.verification["status"] == "not_run"
     assert report.coverage["unsupported_ops"] == [] and report.coverage["lowered"] == 5
     assert "verification: not_run (verification skipped (--no-verify)" in report.summary()
@@ -112,7 +112,7 @@ def test_no_verify_says_so_plainly(mlp):
 
 def test_per_op_verification_checks_each_configuration(mlp):
     model, inputs, cap = mlp
-    report = pipeline.analyze_capture(
+    report = frontend.analyze_capture(
         cap, golden_of(model, inputs, cap), "H100-SXM", None, verify_mode="per_op"
     )
     v = report.verification
@@ -202,7 +202,7 @@ def test_dropout_in_training_mode_verifies_with_the_deterministic_mask():
     np.testing.assert_allclose(golden[out], expected, rtol=1e-6, atol=1e-6)
     assert "dropout made deterministic" in cap.golden_notes[0]
     # needs the native_dropout rule (src/frontend/rules*.cpp) to lower
-    report = pipeline.analyze_capture(
+    report = frontend.analyze_capture(
         cap, lambda wanted: cap.golden(model, (x,), wanted), "H100-SXM", None
     )
     v = report.verification
@@ -301,7 +301,7 @@ def test_top_level_analyze_and_jax_dispatch(monkeypatch, tmp_path):
         pass
 
     monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace(Array=Array))
-    # Every option reaches the JAX adapter unchanged (solar.dispatch.OPTIONS).
+    # Every option reaches the JAX adapter unchanged (solar.adapters.OPTIONS).
     every = {
         "policy": "p",
         "source": "s.py",
@@ -320,13 +320,13 @@ def test_top_level_analyze_and_jax_dispatch(monkeypatch, tmp_path):
         "cache_state": "warm",  # keywords of the analysis: carried in sol_options (below)
         "kernel_floor": "on",
     }
-    assert sorted(every) == sorted(dispatch.OPTIONS)
+    assert sorted(every) == sorted(adapters.OPTIONS)
     solar.analyze(lambda x: x, (Array(),), hw="B200", **every)
     jax_file = tmp_path / "jmodel.py"
     jax_file.write_text("import numpy\nfrom flax import nnx\n")
     file_options = {k: v for k, v in every.items() if k != "source"}
     solar.analyze_file(jax_file, hw="A6000", **file_options)
-    training = ("train", "optimizer", "loss", *dispatch.SOL_KEYWORDS)
+    training = ("train", "optimizer", "loss", *adapters.SOL_KEYWORDS)
     sol_options = {"routing": "concentrated", "cache_state": "warm", "kernel_floor": "on"}
     forwarded = {k: v for k, v in every.items() if k not in training} | {"sol_options": sol_options}
     file_forwarded = {k: v for k, v in file_options.items() if k not in training} | {

@@ -144,7 +144,7 @@ def test_value_returned_and_stored_is_one_output():
     cap = capture(model, inputs)
     assert [b.kind for _, b in cap.traced.outputs] == ["output", "attribute_update"]
     assert len(cap.document["outputs"]) == 1  # the same tensor, listed once
-    r = pipeline.analyze_capture(cap, lambda w: cap.golden(model, inputs, w), "H100-SXM", None)
+    r = frontend.analyze_capture(cap, lambda w: cap.golden(model, inputs, w), "H100-SXM", None)
     assert r.verification["status"] == "passed", r.summary()
 
 
@@ -180,7 +180,7 @@ def test_forward_with_keyword_arguments():
     cap = capture(model, inputs)
     assert cap.method == "torch.export"
     assert roles(cap.document) == {"x": "input", "c_bias": "constant", "add": "output"}
-    r = pipeline.analyze_capture(cap, lambda w: cap.golden(model, inputs, w), "H100-SXM", None)
+    r = frontend.analyze_capture(cap, lambda w: cap.golden(model, inputs, w), "H100-SXM", None)
     assert r.verification["status"] == "passed", r.summary()
 
 

@@ -78,6 +78,7 @@ def _changed_constant(monkeypatch, old: str, new: str) -> None:
         result = dict(real(*args, **kwargs))
         assert old in result["ir"]
         result["ir"] = result["ir"].replace(old, new)
+        result["program"] = solar.parse(result["ir"])  # the program the analysis reads
         return result
 
     monkeypatch.setattr(pipeline, "lower_detailed", lowered)
@@ -146,7 +147,7 @@ def _recheck(got: float, want: float, low: float) -> tuple[dict, dict[str, float
         "status": "failed",
         "outputs": [pipeline.compare_output("y", "f64", got64["y"], golden64["y"])],
     }
-    widened = pipeline._conditioned_recheck(v64, document, document, golden, golden64, got64)
+    widened = pipeline.conditioned_recheck(v64, document, document, golden, golden64, got64)
     return v64, widened
 
 

@@ -65,6 +65,7 @@ struct RandomDraw {
 
 struct LowerResult {
   std::string ir;                            // the checked IR text
+  ir::Program program;                       // ... parsed (the one parse of an analysis)
   std::vector<UnsupportedNode> unsupported;  // in node order
   std::vector<LoweredNode> lowered_nodes;    // the nodes that were lowered, in node order
   std::vector<RandomDraw> random;            // the random draws, in node order

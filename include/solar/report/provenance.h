@@ -95,11 +95,14 @@ struct Verification {
   nlohmann::json ops = nlohmann::json::array();
 };
 
-// The three sections together, as a frontend hands them to the analysis.
+// The sections together, as a frontend hands them to the analysis. `agent`: the parts the LLM
+// agent wrote (docs/llm.md: scope, name, op, attempts, tokens, cached, model), as the frontend
+// wrote them; null when no agent was asked (the report then has no `agent` key).
 struct Provenance {
   CaptureInfo capture;
   std::optional<Coverage> coverage;  // absent: the program was not lowered from a capture
   Verification verification;
+  nlohmann::json agent;
 };
 
 // JSON forms (docs/report.md): every key always present, null where absent.

@@ -73,6 +73,14 @@ class Capture:
         same bytes)."""
         return capture_document.to_json(self.document)
 
+    def holds_fake_values(self) -> bool:
+        """Whether a capture of FakeTensors may hold fake values (lifted constants; make_fx
+        keeps constants as attributes of its graph module): the real model is then captured
+        again for its golden run."""
+        if self.method != "torch.export":
+            return True
+        return any(b.kind == "constant" for b in self.traced.placeholders.values())
+
     def per_op_checks(
         self,
         skip: set[str],
@@ -186,6 +194,9 @@ class TrainCapture(Capture):
     loss_fn: Any = None
     optimizer: str | None = None
 
+    def holds_fake_values(self) -> bool:
+        return any(b.kind == "constant" for b in self.traced.placeholders.values())
+
     def golden(self, model: Any, inputs: tuple, intermediates: Any = ()) -> dict[str, np.ndarray]:
         """Every input, weight, buffer and optimizer state before the step, and the loss,
         gradients and new values PyTorch computes (``_train.golden_step``), by capture name."""
@@ -210,7 +221,7 @@ def capture_train(
 ) -> TrainCapture:
     """Traces one training step of ``model(*inputs)``: the loss ``loss_fn(output, *inputs)``
     (default: the sum of the outputs), its gradients, and ``optimizer``'s update (None: none;
-    "sgd", "adam", "adamw"); docs/training.md."""
+    one of ``solar.options.OPTIMIZERS``); docs/training.md."""
     from solar.capture._train import trace_train
 
     traced = trace_train(model, tuple(inputs), loss_fn, optimizer)

@@ -38,6 +38,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from solar import options
 from solar.capture._trace import (
     Binding,
     CaptureError,
@@ -49,7 +50,6 @@ from solar.capture._trace import (
     exported_placeholders,
 )
 
-OPTIMIZERS = ("sgd", "adam", "adamw")
 # PyTorch's defaults (torch.optim.SGD needs a learning rate: 1e-3, as Adam's).
 HYPERPARAMETERS = {
     "sgd": {"lr": 1e-3},
@@ -80,9 +80,7 @@ def default_loss(output: Any, *inputs: Any) -> torch.Tensor:
     return total
 
 
-def check_optimizer(optimizer: str | None) -> None:
-    if optimizer is not None and optimizer not in OPTIMIZERS:
-        raise CaptureError(f"unknown optimizer '{optimizer}' (valid: {', '.join(OPTIMIZERS)})")
+check_optimizer = options.check_optimizer  # the optimizers: solar.options.OPTIMIZERS
 
 
 def trainable(module: nn.Module) -> list[tuple[str, nn.Parameter]]:
@@ -451,7 +449,6 @@ def _torch_step(module: nn.Module, optimizer: str, states: dict) -> None:
 
 
 __all__ = [
-    "OPTIMIZERS",
     "STEP",
     "HYPERPARAMETERS",
     "default_loss",

@@ -12,7 +12,7 @@ This subpackage imports jax, never torch; ``import solar`` imports neither.
 - ``train=True`` (``analyze``, ``analyze_file``; ``capture_train``): one training step,
   ``jax.value_and_grad`` of the loss and ``optimizer``'s update (``_train``, docs/training.md).
 
-``options``: those of ``solar.pipeline.analyze_capture`` (``solar.dispatch.OPTIONS``), as for
+``options``: those of ``solar.pipeline.analyze_capture`` (``solar.adapters.OPTIONS``), as for
 PyTorch. Two differ in what they can do: per-op verification is not available for JAX (the
 verification is then "not_run", and says so), and with ``allow_unsupported`` the outputs of the
 nodes without a rule cannot be recorded from JAX's jitted run, so the rest of the program is
@@ -27,7 +27,7 @@ from __future__ import annotations
 import inspect
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import numpy as np
@@ -35,7 +35,9 @@ import numpy as np
 from solar import document as capture_document
 from solar._modelfile import call_model_code, import_model_file
 from solar.jax._capture import CaptureError, Draws, Leaf, flatten, record_draws, to_numpy
-from solar.pipeline import DEFAULT_HW, GoldenUnavailableError, Report, analyze_capture, timed
+from solar.options import DEFAULT_HW, DEFAULT_POLICIES, Options
+from solar.pipeline import GoldenUnavailableError, Report
+from solar.stages import run
 
 __all__ = [
     "CaptureError",
@@ -60,6 +62,20 @@ class JaxCapture:
     leaves: list[Leaf] = field(repr=False)
     leaf_names: list[str | None] = field(repr=False)  # capture names (None: a PRNG key)
     draws: Draws | None = field(default=None, repr=False)
+    # The Captured protocol (solar.stages): JAX runs the whole program only (no per-op check)
+    # and is not rebuilt in float64; its default precision policy is jax-default.
+    golden_notes: list[str] = field(default_factory=list, repr=False)
+    agent: ClassVar[list[dict] | None] = None
+    has_data: ClassVar[bool] = True
+    rechecks_in_float64: ClassVar[bool] = False
+    default_policy: ClassVar[str | None] = DEFAULT_POLICIES["jax"]
+    translation: ClassVar[Any] = None
+
+    def in_float64(self) -> None:
+        return None
+
+    def per_op_cases(self, *args: Any) -> None:
+        return None
 
     def to_json(self) -> str:
         return capture_document.to_json(self.document)
@@ -230,51 +246,50 @@ def _load_model_file(path: str | os.PathLike) -> tuple[Any, Any, Any, tuple, lis
 # XLA's default precision runs fp32 dots and convolutions on TF32 tensor cores (NVIDIA) or in
 # one bf16 pass (TPU); PyTorch's default runs fp32 matmuls at the fp32 rate. A JAX program is
 # analysed under JAX's default unless a policy is given (docs/precision.md).
-DEFAULT_POLICY = "jax-default"
+DEFAULT_POLICY = DEFAULT_POLICIES["jax"]
 
 
 def analyze(
     fn: Any,
     example_inputs: Any,
     hw: str = DEFAULT_HW,
-    policy: str | None = None,
     source: str | None = None,
-    train: bool = False,
-    loss: Any = None,
-    optimizer: str | None = None,
+    stage_times: dict[str, float] | None = None,
     **options: Any,
 ) -> Report:
     """Captures ``fn(*example_inputs)``, lowers it, verifies it against JAX on the same inputs
-    and returns its SOL report on device ``hw`` (``options``: the module doc). ``train``: one
-    training step instead, ``jax.value_and_grad`` of ``loss(output, *inputs)`` (default: the sum
-    of the outputs) with respect to an nnx Module's ``nnx.Param`` variables, then ``optimizer``'s
-    update (None: none) (docs/training.md)."""
-    with timed(options.get("stage_times"), "capture"):
-        if train:
-            cap = capture_train(fn, example_inputs, loss, optimizer, source)
-        else:
-            if loss is not None or optimizer is not None:
-                raise CaptureError("a loss function or an optimizer needs train=True")
-            cap = capture(fn, example_inputs, source=source)
-    return analyze_capture(cap, cap.golden, hw, policy or DEFAULT_POLICY, **options)
+    and returns its SOL report on device ``hw`` (``options``: ``solar.options.Options.of``'s
+    keywords). ``train=True``: one training step instead, ``jax.value_and_grad`` of
+    ``loss(output, *inputs)`` (default: the sum of the outputs) with respect to an nnx Module's
+    ``nnx.Param`` variables, then ``optimizer``'s update (None: none) (docs/training.md)."""
+    opts = Options.of(hw, **options)
+    program = opts.program
+
+    def captured() -> JaxCapture:
+        if program.kind == "train":
+            return capture_train(fn, example_inputs, program.loss, program.optimizer, source)
+        return capture(fn, example_inputs, source=source)
+
+    return run(captured, opts, stage_times)
 
 
 def analyze_file(
     path: str | os.PathLike,
     hw: str = DEFAULT_HW,
-    policy: str | None = None,
-    train: bool = False,
-    optimizer: str | None = None,
+    stage_times: dict[str, float] | None = None,
     **options: Any,
 ) -> Report:
     """``analyze`` on a JAX model file (docs/jax.md); ``train``: its training step, the loss
     being the file's ``get_loss(output, *inputs)`` when it defines one, and ``optimizer``'s
     update (docs/training.md)."""
-    if optimizer is not None and not train:
-        raise CaptureError("--optimizer needs --train (an optimizer updates a training step)")
-    with timed(options.get("stage_times"), "capture"):
-        cap, golden = capture_file(path, train=train, optimizer=optimizer)
-    return analyze_capture(cap, golden, hw, policy or DEFAULT_POLICY, **options)
+    opts = Options.of(hw, **options)
+    return run(lambda: captured_file(path, opts), opts, stage_times)
+
+
+def captured_file(path: str | os.PathLike, options: Options) -> JaxCapture:
+    """A JAX model file's forward or training step (``options.program``), captured."""
+    program = options.program
+    return capture_file(path, program.kind == "train", program.optimizer)[0]
 
 
 def capture_file(
@@ -290,7 +305,7 @@ def capture_file(
     loss = getattr(module, "get_loss", None)
     if loss is not None and not callable(loss):
         raise CaptureError(f"{path}: get_loss is not a function (get_loss(output, *inputs))")
-    cap = _capture_train(apply, weights, inputs, names, source, loss, optimizer)
+    cap = _capture_train(apply, weights, inputs, names, source, (loss, optimizer))
     return cap, cap.golden
 
 
@@ -320,7 +335,8 @@ def capture_train(
         return nnx.merge(graphdef, state)(*xs)
 
     names = _input_names(fn, len(inputs))
-    return _capture_train(apply, state, inputs, names, source or _source(fn), loss, optimizer)
+    step = (loss, optimizer)
+    return _capture_train(apply, state, inputs, names, source or _source(fn), step)
 
 
 def _capture_train(
@@ -329,9 +345,10 @@ def _capture_train(
     inputs: tuple,
     input_names: list[str],
     source: str | None,
-    loss: Any,
-    optimizer: str | None = None,
+    step: tuple[Any, str | None],
 ) -> JaxCapture:
+    """The training step of ``apply``: ``step`` is (the loss or None, the optimizer or None)."""
+    loss, optimizer = step
     from solar.jax._train import train_capture, trainable
 
     leaves, call = program_leaves(apply, weights, inputs, input_names)

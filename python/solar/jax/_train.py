@@ -39,8 +39,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from solar.jax._capture import CaptureError, Leaf, flatten
+from solar.options import check_optimizer
 
-OPTIMIZERS = ("sgd", "adam", "adamw")
 # PyTorch's defaults, as solar.capture._train.HYPERPARAMETERS (that module imports torch).
 HYPERPARAMETERS = {
     "sgd": {"lr": 1e-3},
@@ -154,8 +154,7 @@ def train_capture(
             " parameters are a Flax Model's: nnx.Param variables or linen's 'params';"
             " forward(*inputs) takes only inputs; docs/training.md)"
         )
-    if optimizer is not None and optimizer not in OPTIMIZERS:
-        raise CaptureError(f"unknown optimizer '{optimizer}' (valid: {', '.join(OPTIMIZERS)})")
+    check_optimizer(optimizer)
     loss_fn = default_loss if loss_fn is None else loss_fn
     n = len(leaves)
     stateful = optimizer in ("adam", "adamw")

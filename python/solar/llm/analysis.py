@@ -7,72 +7,120 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from solar import _core, pipeline
 from solar.llm.agent import report_entry, translate
 from solar.llm.config import LLMConfig, LLMError
 from solar.llm.tasks import op_task, program_task
+from solar.options import DEFAULT_HW, DEFAULT_POLICIES, Options
+from solar.pipeline import GoldenUnavailableError
+from solar.stages import Translation, run
 
 FRAGMENT_OP = "solar.ir_fragment"
+
+
+@dataclass
+class TranslatedProgram:
+    """The Captured (``solar.stages``) of a model file the agent translated whole: a capture
+    document with no nodes (the capture section says "llm"), and the verified program."""
+
+    document: dict
+    translation: Translation
+    agent: list[dict]
+    default_policy: str | None = None
+    golden_notes: list[str] = field(default_factory=list)
+    has_data: bool = False
+    rechecks_in_float64: bool = False
+
+    def to_json(self) -> str:
+        from solar.document import to_json
+
+        return to_json(self.document)
+
+    def golden(self, wanted: Any) -> dict:
+        raise GoldenUnavailableError("the agent's program was verified when it was written")
+
+    def in_float64(self) -> None:
+        return None
+
+    def per_op_cases(self, *args: Any) -> None:
+        return None
+
+
+def translated(path: str, config: LLMConfig, log: Callable[[str], None] | None = None):
+    """The model file translated by the agent (verified against the framework on the model's
+    own inputs), as a Captured."""
+    task, framework = program_task(path)
+    t = translate(task, config, log=log)
+    source = os.path.basename(path)
+    name = {"PyTorch": "torch", "JAX": "jax"}[framework]
+    detail = (
+        f"{len(t.verification)} output(s) compared with {framework} on the same inputs "
+        "(program written by the LLM agent)"
+    )
+    document = {
+        "framework": name,
+        "framework_version": _framework_version(framework),
+        "capture_method": "llm",
+        "source": source,
+        "tensors": [],
+        "nodes": [],
+        "outputs": [],
+    }
+    verification = {
+        "status": "passed",
+        "mode": "whole_program",
+        "detail": detail,
+        "outputs": t.verification,
+    }
+    return TranslatedProgram(
+        document,
+        Translation(t.ir, verification),
+        [report_entry(t, "program", source, None)],
+        DEFAULT_POLICIES.get(name),
+    )
 
 
 def analyze_translated(
     path: str,
     config: LLMConfig,
-    hw: str = pipeline.DEFAULT_HW,
-    policy: str | None = None,
+    hw: str = DEFAULT_HW,
     log: Callable[[str], None] | None = None,
+    **options: Any,
 ) -> pipeline.Report:
-    """The whole model file translated by the agent (verified against the framework on the
-    model's own inputs), then analysed."""
-    task, framework = program_task(path)
-    t = translate(task, config, log=log)
-    source = os.path.basename(path)
-    names = {"PyTorch": "torch", "JAX": "jax"}
-    detail = (
-        f"{len(t.verification)} output(s) compared with {framework} on the same inputs "
-        "(program written by the LLM agent)"
-    )
-    core = pipeline.sol_report(
-        t.ir,
-        hw,
-        policy,
-        source=source,
-        capture={
-            "framework": names[framework],
-            "framework_version": _framework_version(framework),
-            "method": "llm",
-            "source": source,
-        },
-        verification={
-            "status": "passed",
-            "mode": "whole_program",
-            "detail": detail,
-            "outputs": t.verification,
-        },
-    )
-    report = pipeline.report_of(core, t.ir)
-    report.data["agent"] = [report_entry(t, "program", source, None)]
-    return AgentReport(**{f.name: getattr(report, f.name) for f in dataclasses.fields(report)})
+    """The whole model file translated by the agent, then analysed (``options``:
+    ``solar.options.Options.of``'s keywords)."""
+    opts = Options.of(hw, **options).replace(program={"llm": "program", "llm_config": config})
+    return run_llm(path, opts, log)
 
 
-class AgentReport(pipeline.Report):
-    """A Report whose summary starts with the parts the agent wrote."""
+def run_llm(
+    path: str, options: Options, log: Callable[[str], None] | None = None
+) -> pipeline.Report:
+    """``solar analyze --llm`` (``options.program.llm`` "program": the agent writes the whole
+    program) or ``--llm-fallback`` ("fallback": it writes each operator without a rule), under
+    every other option, through ``solar.stages.run``."""
+    from solar.llm.agent import TranslationError
 
-    def summary(self) -> str:
-        lines = []
-        for a in self.data.get("agent", []):
-            what = a["name"] if a["scope"] == "program" else f"node '{a['name']}' ({a['op']})"
-            how = (
-                "from the cache, verified again"
-                if a["cached"]
-                else f"{a['attempts']} attempt(s), {a['prompt_tokens']} prompt + "
-                f"{a['completion_tokens']} completion tokens"
-            )
-            lines.append(f"agent: {what} written by the LLM agent ({how})")
-        return "".join(line + "\n" for line in lines) + super().summary()
+    config = options.program.llm_config
+    disabled = options.lowering.disabled_rules
+    try:
+        if options.program.llm == "program":
+            return run(lambda: translated(path, config, log), options)
+        return run(lambda: with_fallback(path, config, disabled, log), options)
+    except TranslationError as e:  # its attempts were logged as they ran
+        if e.last_feedback:
+            print("last diagnostics:\n" + e.last_feedback, file=sys.stderr)
+        raise
+
+
+def progress(line: str) -> None:
+    """The agent's progress, one line each, on stderr (``solar analyze --llm``)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _framework_version(framework: str) -> str:
@@ -88,26 +136,32 @@ def _framework_version(framework: str) -> str:
 def analyze_with_fallback(
     path: str,
     config: LLMConfig,
-    hw: str = pipeline.DEFAULT_HW,
-    policy: str | None = None,
-    disabled_rules: list[str] | None = None,
+    hw: str = DEFAULT_HW,
     log: Callable[[str], None] | None = None,
     **options: Any,
 ) -> pipeline.Report:
     """Capture and lower the model; every node without a lowering rule (or whose operator is in
     ``disabled_rules``) is translated by the agent on its own, verified against PyTorch's
     operator, and spliced in as a ``solar.ir_fragment`` node; then the whole program is verified
-    and analysed as usual (``options``: those of ``pipeline.analyze_capture``)."""
+    and analysed as usual (``options``: ``solar.options.Options.of``'s keywords)."""
+    opts = Options.of(hw, **options).replace(program={"llm": "fallback", "llm_config": config})
+    return run_llm(path, opts, log)
+
+
+def with_fallback(
+    path: str, config: LLMConfig, disabled_rules: Any, log: Callable[[str], None] | None = None
+):
+    """The model file captured, each node without a rule replaced by the agent's verified
+    fragment (``translate_unsupported``), as a Captured with the real model's golden data."""
     from solar.capture import capture, load_model_file
+    from solar.frontend import TorchCaptured, _no_recapture
 
     model, inputs = load_model_file(path)
     cap = capture(model, inputs, source=os.path.basename(path))
     golden = cap.golden(model, inputs)
-    document, entries = translate_unsupported(cap.document, config, disabled_rules or [], log)
+    document, entries = translate_unsupported(cap.document, config, list(disabled_rules), log)
     patched = dataclasses.replace(cap, document=document)
-    report = pipeline.analyze_capture(patched, golden, hw, policy, **options)
-    report.data["agent"] = entries
-    return AgentReport(**{f.name: getattr(report, f.name) for f in dataclasses.fields(report)})
+    return TorchCaptured(patched, _no_recapture, given=golden, agent=entries)
 
 
 def translate_unsupported(

@@ -2,8 +2,9 @@
 
 ``main(argv)`` is the ``translate`` subcommand (registered in ``solar.cli.MODULE_COMMANDS``):
 exit 0 with a verified program written, 1 on a user error or when no answer verified (the last
-diagnostics and every attempt are printed to stderr). ``add_analyze_arguments`` and ``analyze``
-are what ``solar analyze`` calls for ``--llm`` and ``--llm-fallback``.
+diagnostics and every attempt are printed to stderr). ``add_analyze_arguments`` and
+``config_from_args`` are what ``solar analyze`` takes for ``--llm`` and ``--llm-fallback`` (the
+analysis itself: ``solar.llm.analysis.run_llm``).
 """
 
 from __future__ import annotations
@@ -182,38 +183,6 @@ def _log_part(attempts: list, status: str, what: str) -> dict:
     from solar.llm.agent import attempts_as_dicts
 
     return {"status": status, "what": what, "attempts": attempts_as_dicts(attempts)}
-
-
-def analyze(args: argparse.Namespace):
-    """The report of ``solar analyze --llm`` / ``--llm-fallback``; raises LLMError (after printing
-    the attempts of a failed translation to stderr)."""
-    from solar.llm.agent import TranslationError
-    from solar.llm.analysis import analyze_translated, analyze_with_fallback
-
-    if args.llm and args.llm_fallback:
-        raise LLMError("--llm and --llm-fallback exclude each other")
-    config = config_from_args(args)
-    try:
-        if args.llm:
-            return analyze_translated(args.model, config, args.hw, args.policy, log=_progress)
-        options = {  # solar analyze's verification and fidelity options, when it has them
-            k: getattr(args, k)
-            for k in ("verify", "verify_mode", "verify_budget_mb", "verify_budget_s", "fidelity")
-            if hasattr(args, k)
-        }
-        return analyze_with_fallback(
-            args.model,
-            config,
-            args.hw,
-            args.policy,
-            args.llm_disable_rule,
-            log=_progress,
-            **options,
-        )
-    except TranslationError as e:  # its attempts were logged as they ran
-        if e.last_feedback:
-            print("last diagnostics:\n" + e.last_feedback, file=sys.stderr)
-        raise
 
 
 if __name__ == "__main__":

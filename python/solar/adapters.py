@@ -1,5 +1,5 @@
-"""One entry to the frontends: picks the adapter (``solar.frontend`` for PyTorch, ``solar.jax``
-for JAX) and forwards every option to it unchanged. Framework-free: the adapter's framework is
+"""The adapters' one entry: picks the adapter (``solar.frontend`` for PyTorch, ``solar.jax`` for
+JAX) and forwards every option to it unchanged. Framework-free: the adapter's framework is
 imported only when it is picked, so a JAX program never imports torch and a PyTorch one never
 imports jax.
 
@@ -9,9 +9,12 @@ imports jax.
   other to PyTorch.
 - ``capture_file(path)``: the capture of a model file, and its golden run.
 - ``measure_file(path, device)``: the model file's run, timed by its own framework.
+- ``run_file(path, options)``: a model file under one ``solar.options.Options`` (``solar
+  analyze`` and ``solar sol MODEL.py``): its forward, training step or serving steps, or the
+  LLM agent's translation, through ``solar.stages.run``.
 
-``OPTIONS``: the options every adapter takes (``solar.pipeline.analyze_capture``'s); another
-keyword is a ``TypeError`` that lists them.
+``OPTIONS``: the keywords every adapter takes (``solar.options.Options.of``'s, with ``source``
+and ``stage_times``); another keyword is a ``TypeError`` that lists them.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from collections.abc import Callable
 from typing import Any
 
 from solar._modelfile import framework_of
-from solar.pipeline import DEFAULT_HW, Report
+from solar.options import DEFAULT_HW, AnalysisError, Options
+from solar.pipeline import Report
+from solar.stages import run
 
 OPTIONS = (
     "policy",
@@ -54,6 +59,7 @@ __all__ = [
     "capture_file",
     "framework_of_call",
     "measure_file",
+    "run_file",
 ]
 
 
@@ -156,25 +162,16 @@ def framework_of_call(fn: Any, example_inputs: Any) -> str:
 
 
 def _jax_training(options: dict) -> None:
-    """The training options of a JAX program, checked before jax is imported (one line)."""
-    from solar.pipeline import AnalysisError
-
+    """The training options of a JAX program, checked (``Options``) before jax is imported,
+    passed on only for a training step."""
     train, optimizer, loss = (options.pop(k, None) for k in ("train", "optimizer", "loss"))
-    if optimizer is not None and not train:
-        raise AnalysisError("--optimizer needs --train (an optimizer updates a training step)")
-    if loss is not None and not train:
-        raise AnalysisError("a loss function needs train=True")
-    if optimizer is not None and optimizer not in _OPTIMIZERS:
-        raise AnalysisError(f"unknown optimizer '{optimizer}' (valid: {', '.join(_OPTIMIZERS)})")
+    Options.of(train=train, optimizer=optimizer, loss=loss)  # their one-line errors
     if train:
         options["train"] = True
         if optimizer is not None:
             options["optimizer"] = optimizer
         if loss is not None:
             options["loss"] = loss
-
-
-_OPTIMIZERS = ("sgd", "adam", "adamw")  # solar.jax._train.OPTIMIZERS (which imports jax)
 
 
 def _check_options(options: dict) -> None:
@@ -186,3 +183,37 @@ def _check_options(options: dict) -> None:
     keywords = {k: options.pop(k) for k in SOL_KEYWORDS if k in options}
     if keywords:
         options["sol_options"] = {**(options.get("sol_options") or {}), **keywords}
+
+
+def run_file(
+    path: str | os.PathLike,
+    options: Options,
+    stage_times: dict[str, float] | None = None,
+    until: str = "analysed",
+) -> Any:
+    """A model file under ``options``: the LLM agent's translation (``options.program.llm``),
+    the serving steps of a PyTorch decoder (``solar.serve``), else the file's forward or
+    training step captured by its framework's adapter; ``until``: ``solar.stages.run``'s."""
+    program = options.program
+    path = os.fspath(path)
+    jax_file = os.path.isfile(path) and framework_of(path) == "jax"
+    if program.llm is not None:
+        from solar.llm.analysis import progress, run_llm
+
+        return run_llm(path, options, log=progress)
+    if program.kind == "serve":
+        if jax_file:  # before anything imports torch
+            raise AnalysisError(
+                f"{os.path.basename(path)} is a JAX model file: --serve builds the steps of a "
+                "PyTorch decoder (docs/serving.md)"
+            )
+        from solar import serve
+
+        return serve.run_serving(path, options, stage_times)
+    if jax_file:
+        from solar import jax as solar_jax
+
+        return run(lambda: solar_jax.captured_file(path, options), options, stage_times, until)
+    from solar import frontend
+
+    return run(lambda: frontend.captured_file(path, options), options, stage_times, until)

@@ -1,0 +1,323 @@
+"""One analysis, written once (docs/architecture.md): ``Options`` -> ``Captured`` -> ``Lowered``
+-> ``Verified`` -> ``Analysed``. Framework-free: no torch or jax here.
+
+- ``Options`` (frozen): the program (a forward, a training step or a serving step; the LLM
+  agent's part), the lowering, the verification and the analysis options, built once from
+  keywords (``Options.of``) or from the command line (``solar.cli``), where every rule between
+  options is checked, once (``Options.__post_init__``).
+- ``Captured``: what every adapter (PyTorch, JAX, a training step, a serving step, the LLM
+  agent's translation) gives: the capture document, ``golden(wanted)``, ``in_float64()``,
+  ``per_op_cases(...)``.
+- ``lower(captured, options.lowering) -> Lowered``: the lowered program, held once, with its
+  coverage; ``verify(lowered, options.verification) -> Verified``; ``analyse(verified,
+  options.analysis) -> Analysed`` (``solar.pipeline.Report``: a handle on the engine's report).
+- ``run(capture, options)``: the one place the sequence is written; every entry point (``solar
+  analyze``, ``solar capture``, ``solar sol MODEL.py``, bench and sweep children, ``--serve``,
+  ``--train``, ``--llm``, ``--llm-fallback``, ``solar.analyze``) goes through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from solar import ir, pipeline
+from solar.document import capture_section, framework_name
+from solar.options import (
+    AnalysisError,
+    AnalysisOptions,
+    LoweringOptions,
+    Options,
+    VerificationOptions,
+)
+from solar.pipeline import Float64UnavailableError, GoldenUnavailableError, Report, timed
+
+# The stages ``run`` can stop after.
+UNTIL = ("captured", "lowered", "verified", "analysed")
+# The default option groups.
+LOWERING, VERIFICATION, ANALYSIS = LoweringOptions(), VerificationOptions(), AnalysisOptions()
+
+Analysed = Report  # the last stage: solar.pipeline.Report, over the engine's _core.Report
+
+__all__ = [
+    "Analysed",
+    "Captured",
+    "Float64UnavailableError",
+    "Lowered",
+    "Translation",
+    "Verified",
+    "analyse",
+    "lower",
+    "run",
+    "verify",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# The stages
+
+
+@dataclass(frozen=True)
+class Translation:
+    """A program the LLM agent wrote whole (``--llm``), verified as it was written."""
+
+    ir: str
+    verification: dict
+
+
+class Captured(Protocol):
+    """What an adapter gives for one program (module doc)."""
+
+    document: dict  # the capture document (docs/capture.md)
+    golden_notes: list[str]  # how the last golden run was made (listed in the report)
+    has_data: bool  # real values: whole-program verification possible
+    rechecks_in_float64: bool  # a failed whole-program check is rechecked in float64
+    default_policy: str | None  # the framework's precision policy (JAX: jax-default)
+    translation: Translation | None  # --llm: the program, already verified
+    agent: list[dict] | None  # the parts the LLM agent wrote (None: no agent asked)
+
+    def to_json(self) -> str: ...
+
+    def golden(self, wanted: Sequence[str]) -> dict[str, np.ndarray]:
+        """Every input, weight and output (and the ``wanted`` intermediates) by capture name,
+        from one run of the framework (``GoldenUnavailableError`` when it cannot)."""
+
+    def in_float64(self) -> Captured | None:
+        """The program rebuilt with float64 weights and inputs (None: the framework does not
+        recheck; ``Float64UnavailableError``: it cannot)."""
+
+    def per_op_cases(
+        self,
+        skip: set[str],
+        lower_one: Callable[[str], str],
+        run_and_compare: Callable[[str, dict, dict, dict], list[dict]],
+        budget_bytes: int,
+    ) -> list[dict] | None:
+        """Each distinct op configuration run alone by the framework and by SOLAR (None: per-op
+        verification is not available for this framework)."""
+
+
+@dataclass
+class Lowered:
+    """The lowered program of a capture, held once: ``result`` is
+    ``_core.lower_capture_detailed``'s (ir, unsupported, random, nodes, ...)."""
+
+    captured: Any
+    result: dict
+    options: LoweringOptions
+
+    @property
+    def ir(self) -> str:
+        return self.result["ir"]
+
+    @property
+    def program(self) -> Any:
+        """The checked ``solar.Program``: the one parse of the analysis (verification, the
+        mode's estimate and the analysis read it)."""
+        return self.result["program"]
+
+    @property
+    def fed(self) -> list[str]:
+        """The outputs of nodes without a rule (fed from the framework's run)."""
+        return [o for u in self.result["unsupported"] for o in u["outputs"]]
+
+    def coverage(self) -> dict | None:
+        return None if self.captured.translation is not None else pipeline.coverage(self.result)
+
+
+@dataclass
+class Verified:
+    """A lowered program and its verification (``golden``: the data of a whole-program
+    check)."""
+
+    lowered: Lowered
+    verification: dict
+    golden: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def lower(captured: Captured, options: LoweringOptions = LOWERING) -> Lowered:
+    """The lowered program of ``captured`` (``_core.lower_capture_detailed``)."""
+    if captured.translation is not None:
+        text = captured.translation.ir
+        empty = {"ir": text, "program": ir.parse(text), "unsupported": [], "random": []}
+        return Lowered(captured, empty, options)
+    result = pipeline.lower_detailed(
+        captured.to_json(), options.allow_unsupported, options.disabled_rules
+    )
+    return Lowered(captured, result, options)
+
+
+def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Verified:
+    """Checks the lowered program against the framework: the whole program on the framework's
+    golden data, or each op alone (``options.mode``; "auto" by the budgets); a failed
+    whole-program check is rechecked in float64 (``pipeline.recheck_in_float64``)."""
+    captured = lowered.captured
+    if captured.translation is not None:
+        return Verified(lowered, dict(captured.translation.verification))
+    if not options.enabled:
+        return Verified(
+            lowered,
+            pipeline.not_run(
+                "verification skipped (--no-verify): the lowered program was NOT "
+                "checked against the framework; the numbers are unverified"
+            ),
+        )
+    mode, why = options.mode, f"{options.mode} verification requested"
+    if mode == "auto":
+        budgets = (options.budget_mb, options.budget_s)
+        mode, why = pipeline.choose_mode(captured, lowered.program, *budgets)
+    golden: dict[str, np.ndarray] = {}
+    if mode == "whole_program":
+        if not captured.has_data:
+            raise AnalysisError("whole-program verification needs real inputs")
+        try:
+            golden.update(captured.golden(recorded(lowered.result)))
+        except GoldenUnavailableError as e:
+            verification = pipeline.not_run(f"{e}; the lowered program was NOT checked")
+            verification["mode"] = "whole_program"
+        else:
+            verification = pipeline.verify(
+                lowered.program, captured.document, golden, lowered.fed, lowered.result["random"]
+            )
+            if verification["status"] == "failed":
+                _recheck_in_float64(verification, lowered, golden)
+    else:
+        verification = _verify_per_op(lowered, options.budget_mb)
+    verification["why"] = why
+    notes = list(captured.golden_notes or [])
+    if notes:
+        verification["notes"] = notes
+    return Verified(lowered, verification, golden)
+
+
+def analyse(verified: Verified, options: AnalysisOptions = ANALYSIS) -> Analysed:
+    """The SOL report of a verified program (``_core.analyze``), on ``options.hw`` under
+    ``options.policy`` (None: the capture's default policy)."""
+    lowered = verified.lowered
+    captured = lowered.captured
+    keywords = options.keywords()
+    if lowered.result.get("tensor_phases"):  # a training step: its phases (docs/training.md)
+        keywords["phases"] = lowered.result["tensor_phases"]
+    document = captured.document
+    provenance = {
+        "source": document.get("source"),
+        "capture": capture_section(document),
+        "coverage": lowered.coverage(),
+        "verification": verified.verification,
+        "agent": captured.agent,  # the parts the LLM agent wrote (None: no agent asked)
+    }
+    policy = options.policy or captured.default_policy
+    core = pipeline.sol_report(lowered.program, options.hw, policy, provenance, **keywords)
+    capture_json = "" if captured.translation is not None else captured.to_json()
+    report = pipeline.report_of(core, lowered.ir, capture_json, verified.golden)
+    if captured.agent is not None:  # --llm, --llm-fallback: the summary names what it wrote
+        report = pipeline.AgentReport.of(report)
+    return report
+
+
+def run(
+    capture: Callable[[], Captured],
+    options: Options,
+    stage_times: dict[str, float] | None = None,
+    until: str = "analysed",
+) -> Any:
+    """The one sequence: ``capture()``, lower, verify, analyse, each stage timed into
+    ``stage_times`` (``pipeline.STAGES``). ``until``: the last stage made and returned,
+    "captured" (``solar capture -o OUT.json``), "lowered" (``-o OUT.ir``), "verified" (``solar
+    sol MODEL.py`` runs the C++ command on the verified program) or "analysed"."""
+    if until not in UNTIL:
+        raise ValueError(f"unknown stage '{until}' (valid: {', '.join(UNTIL)})")
+    with timed(stage_times, "capture"):
+        captured = capture()
+    if until == "captured":
+        return captured
+    with timed(stage_times, "lowering"):
+        lowered = lower(captured, options.lowering)
+    if until == "lowered":
+        return lowered
+    with timed(stage_times, "verification"):
+        verified = verify(lowered, options.verification)
+    if until == "verified":
+        return verified
+    with timed(stage_times, "analysis"):
+        return analyse(verified, options.analysis)
+
+
+# ---------------------------------------------------------------------------------------------
+# Verification helpers
+
+
+def recorded(lowered: Mapping[str, Any]) -> list[str]:
+    """The intermediate tensors a golden run must record: the outputs of nodes without a rule
+    (fed to the program as inputs) and the framework's random draws, from the same run as the
+    outputs they are compared with."""
+    fed = [o for u in lowered["unsupported"] for o in u["outputs"]]
+    return fed + [d["value_of"] for d in lowered["random"] if d["value_of"] not in fed]
+
+
+def _recheck_in_float64(verification: dict, lowered: Lowered, golden: dict) -> None:
+    """``pipeline.recheck_in_float64`` with the capture rebuilt in float64 (nothing when the
+    framework does not recheck); ``golden``: the first check's data, whose outputs give the
+    framework's own float32 error (``pipeline.conditioned_recheck``)."""
+    captured = lowered.captured
+
+    def rerun() -> tuple[dict, dict]:
+        captured64 = captured.in_float64()
+        reason = pipeline.float64_capture_differs(captured.document, captured64.document)
+        if reason is not None:
+            raise Float64UnavailableError(reason)
+        lowered64 = lower(captured64, lowered.options)
+        golden64 = captured64.golden(recorded(lowered64.result))
+        got64: dict[str, np.ndarray] = {}
+        v64 = pipeline.verify(
+            lowered64.program,
+            captured64.document,
+            golden64,
+            lowered64.fed,
+            lowered64.result["random"],
+            got64,
+        )
+        widened: dict[str, float] = {}
+        if v64["status"] == "failed":
+            widened = pipeline.conditioned_recheck(
+                v64, captured.document, captured64.document, golden, golden64, got64
+            )
+        return v64, widened
+
+    if not captured.rechecks_in_float64:
+        return
+    pipeline.recheck_in_float64(verification, captured.document, rerun)
+
+
+def _verify_per_op(lowered: Lowered, budget_mb: float) -> dict:
+    """Each distinct lowered op configuration alone at reduced size, by the capture's
+    ``per_op_cases``; "not_run" for a framework without it."""
+    captured = lowered.captured
+    framework = framework_name(captured.document)
+    disabled = lowered.options.disabled_rules
+
+    def lower_one(capture_json: str) -> str:
+        return pipeline.lower_detailed(capture_json, False, disabled)["ir"]
+
+    def run_and_compare(ir_text: str, feed: dict, expected: dict, dtypes: dict) -> list[dict]:
+        got = ir.run(ir_text, feed)
+        return [
+            pipeline.compare_output(n, dtypes[n], np.asarray(got[n]), e)
+            for n, e in expected.items()
+        ]
+
+    # Not checked alone: nodes without a rule, and random draws (their values are the
+    # framework's, not computed by SOLAR).
+    result = lowered.result
+    skip = {u["node"] for u in result["unsupported"]} | {d["node"] for d in result["random"]}
+    ops = captured.per_op_cases(skip, lower_one, run_and_compare, int(budget_mb * 1e6))
+    if ops is None:
+        verification = pipeline.not_run(
+            f"per-op verification is not available for {framework} captures"
+        )
+        verification["mode"] = "per_op"
+        return verification
+    return pipeline.per_op_verification(ops, framework)
