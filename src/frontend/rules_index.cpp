@@ -476,7 +476,7 @@ void upsample_linear_rule(NodeLowering& n) {
   // The scale factors: `scale_factors` (.vec), or scales_d/h/w and scales (.default).
   std::vector<double> scales = n.numbers_or("scale_factors", {});
   if (scales.empty()) {
-    static const char* const kNames[3][3] = {
+    constexpr const char* kNames[3][3] = {
         {"scales", "", ""}, {"scales_h", "scales_w", ""}, {"scales_d", "scales_h", "scales_w"}};
     if (spatial >= 1 && spatial <= 3) {
       for (int d = 0; d < spatial; ++d) scales.push_back(n.number_or(kNames[spatial - 1][d], 0.0));
