@@ -258,6 +258,15 @@ CASES = {
         ),
         (r(2, 3, 7), r(1, 2, 3, 4, 6)),
     ),
+    # cumsum with an integer dtype of a float input: PyTorch converts (truncates) each element
+    # first, then sums (transformers' Mixtral counts its tokens per expert so)
+    "cumsum_dtype": lambda: (
+        lambda x: (
+            torch.cumsum(x * 3.0, 0, dtype=torch.int32),
+            torch.cumsum(x, 1, dtype=torch.float64),
+        ),
+        (r(6, 3),),
+    ),
     "view_copy": lambda: (
         lambda x: torch.ops.aten.view_copy.default(x, [4, 6]) * 2.0,
         (r(2, 3, 4),),
