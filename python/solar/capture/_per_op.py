@@ -189,6 +189,20 @@ def _call(op_name: str, args: dict, tensors: dict[str, torch.Tensor]) -> Any:
     return op(**kwargs)
 
 
+# Ops whose output values are unspecified (uninitialised memory, which its consumers overwrite):
+# nothing to compare, so they are not checked alone (a check compared two arbitrary buffers, a
+# false mismatch on transformers' Mixtral, issue 29).
+_UNSPECIFIED_VALUES = frozenset(
+    {
+        "aten.empty.memory_format",
+        "aten.empty_like.default",
+        "aten.empty_permuted.default",
+        "aten.empty_strided.default",
+        "aten.new_empty.default",
+    }
+)
+
+
 def verify_per_op(
     document: dict,
     skip_nodes: set[str],
@@ -204,7 +218,7 @@ def verify_per_op(
     ranks = {n: len(s) for n, s in shapes.items()}
     groups: dict[str, list[dict]] = {}
     for node in document["nodes"]:
-        if node["name"] in skip_nodes:
+        if node["name"] in skip_nodes or node["op"] in _UNSPECIFIED_VALUES:
             continue
         groups.setdefault(config_key(node, dtypes, ranks), []).append(node)
     checks = []
