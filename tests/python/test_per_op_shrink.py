@@ -166,3 +166,24 @@ def test_an_empty_buffer_is_not_compared_alone():
     ops = [c["op"] for c in v["ops"]]
     assert "aten.empty.memory_format" not in ops
     assert len(ops) == 7 and sum(c["nodes"] for c in v["ops"]) == 8
+
+
+def test_grouped_mm_offsets_are_cumulative_row_counts():
+    from solar.capture._per_op import _grouped_offsets
+
+    # offs of transformers' grouped_mm_fallback: E = 4 cumulative row counts of S = 32 rows,
+    # each in 0..32 and nondecreasing (the 0/1 draw of other integers is not)
+    node = {
+        "op": "transformers.grouped_mm_fallback.default",
+        "args": {"input": {"tensor": "x"}, "weight": {"tensor": "w"}, "offs": {"tensor": "o"}},
+    }
+    inputs = {
+        "x": torch.zeros(32, 8),
+        "w": torch.zeros(4, 8, 2),
+        "o": torch.zeros(4, dtype=torch.int32),
+    }
+    _grouped_offsets(node, inputs, torch.Generator().manual_seed(0))
+    offs = inputs["o"].tolist()
+    assert inputs["o"].dtype == torch.int32 and len(offs) == 4
+    assert offs == sorted(offs) and 0 <= offs[0] and offs[-1] <= 32
+    assert len(set(offs)) > 1  # not all equal: experts with rows of their own

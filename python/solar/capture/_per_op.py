@@ -203,6 +203,22 @@ _UNSPECIFIED_VALUES = frozenset(
 )
 
 
+def _grouped_offsets(node: dict, inputs: dict[str, torch.Tensor], gen: torch.Generator) -> None:
+    """transformers' grouped_mm_fallback(input [S, K], weight [E, K, N], offs [E]): ``offs``
+    holds cumulative row counts, nondecreasing in 0..S (the rows are sorted by expert); a 0/1
+    draw is no such list (a false mismatch on transformers' Mixtral, issue 29), so ``offs`` is
+    redrawn sorted in 0..S."""
+    if node["op"] != "transformers.grouped_mm_fallback.default":
+        return
+    offs, x = node["args"].get("offs"), node["args"].get("input")
+    if not (isinstance(offs, dict) and isinstance(x, dict)):
+        return
+    rows = inputs[x["tensor"]].shape[0]
+    old = inputs[offs["tensor"]]
+    drawn = torch.randint(0, rows + 1, tuple(old.shape), generator=gen)
+    inputs[offs["tensor"]] = torch.sort(drawn).values.to(old.dtype)
+
+
 def verify_per_op(
     document: dict,
     skip_nodes: set[str],
@@ -351,6 +367,7 @@ def _check(nodes, k, shapes, dtypes, lower, run_and_compare, real_budget_bytes) 
             for n in dict.fromkeys(_refs(node["args"]))
         }
         _rnn_parameters(node, inputs, gen)
+        _grouped_offsets(node, inputs, gen)
         args = _map_args(node["args"], mapping)
         try:
             result = _call(node["op"], args, inputs)
