@@ -186,6 +186,7 @@ nb::dict check_dict(const exec::OutputCheck& c) {
   d["max_rel_err"] = c.max_rel_err;
   d["passed"] = c.passed;
   if (!c.error.empty()) d["error"] = c.error;
+  if (!c.err_reason.empty()) d["err_reason"] = c.err_reason;
   return d;
 }
 

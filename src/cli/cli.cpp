@@ -281,6 +281,7 @@ nlohmann::json check_json(const exec::OutputCheck& c) {
                       {"max_rel_err", number(c.max_rel_err)},
                       {"passed", c.passed}};
   if (!c.error.empty()) j["error"] = c.error;
+  if (!c.err_reason.empty()) j["err_reason"] = c.err_reason;
   return j;
 }
 

@@ -93,8 +93,20 @@ OutputCheck compare_output(const std::string& name, const Tensor& got, const Ten
     const bool finite = std::isfinite(g) && std::isfinite(e);
     if (!finite || !(diff <= c.tol.atol * scale + c.tol.rtol * std::abs(e))) passed = false;
   }
-  c.max_abs_err = max_abs;
-  c.max_rel_err = max_rel;
+  if (std::isnan(max_abs)) {
+    c.err_reason = "errors undefined: a NaN where the other side has a number";
+  } else if (std::isinf(max_abs)) {
+    c.err_reason =
+        "errors undefined: an infinity where the other side is finite or the opposite "
+        "infinity";
+  } else {
+    c.max_abs_err = max_abs;
+    if (std::isfinite(max_rel)) {
+      c.max_rel_err = max_rel;
+    } else {
+      c.err_reason = "relative error undefined: the outputs differ where the expected value is 0";
+    }
+  }
   c.passed = passed;
   return c;
 }
@@ -133,8 +145,11 @@ std::string render_checks(const std::vector<OutputCheck>& checks) {
       s += c.error + ": FAILED\n";
       continue;
     }
-    s += "max abs err " + short_number(*c.max_abs_err) + ", max rel err " +
-         short_number(*c.max_rel_err);
+    const auto number = [](const std::optional<double>& v) {
+      return v ? short_number(*v) : std::string("undefined");
+    };
+    s += "max abs err " + number(c.max_abs_err) + ", max rel err " + number(c.max_rel_err);
+    if (!c.err_reason.empty()) s += " (" + c.err_reason + ")";
     if (is_float(c.dtype)) {
       s += " (rtol " + short_number(c.tol.rtol) + ", atol " + short_number(c.tol.atol) + ")";
     } else {

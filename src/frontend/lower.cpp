@@ -333,6 +333,20 @@ std::vector<int64_t> NodeLowering::ints_or(const std::string& key,
   return v.get<std::vector<int64_t>>();
 }
 
+std::vector<double> NodeLowering::numbers_or(const std::string& key,
+                                             std::vector<double> fallback) const {
+  if (!has(key)) return fallback;
+  const json& v = arg(key);
+  if (v.is_number()) return {v.get<double>()};
+  if (!v.is_array()) throw UserError("argument '" + key + "' is not a list of numbers");
+  std::vector<double> out;
+  for (const json& e : v) {
+    if (!e.is_number()) throw UserError("argument '" + key + "' is not a list of numbers");
+    out.push_back(e.get<double>());
+  }
+  return out;
+}
+
 const TensorInfo& NodeLowering::out(size_t i) const {
   if (i >= outputs_.size()) {
     throw UserError("expected at least " + std::to_string(i + 1) + " outputs, got " +

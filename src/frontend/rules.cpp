@@ -90,6 +90,18 @@ void reshape_rule(NodeLowering& n) {
   n.stmt(n.out().name + " = reshape(" + n.tensor("self").name + ")");
 }
 
+// view_copy: the view (`reshape`) materialised, as its name says and as eager runs it: a copy
+// kernel over the view, which reads the input's bytes and writes as many (a plain `y = v` copy
+// statement would be a relabelling the analysis does not charge).
+void view_copy_rule(NodeLowering& n) {
+  const TensorInfo x = n.tensor("self");
+  const TensorInfo& y = n.out();
+  const TensorInfo v = n.temp("view", x.dtype, y.shape);
+  n.stmt(v.name + " = reshape(" + x.name + ")");
+  const std::string at = "[" + box_index(y.rank(), kI) + "]";
+  n.kernel("copy", box_loops(y.shape, kI), y.name + at, "=", v.name + at);
+}
+
 // expand: numpy broadcasting to the output shape.
 void expand_rule(NodeLowering& n) {
   n.stmt(n.out().name + " = broadcast(" + n.tensor("self").name + ")");
@@ -828,12 +840,12 @@ void sdpa_rule(NodeLowering& n) {
   }
   const TensorInfo acc = n.temp("acc", acc_dtype(q), y.shape);
   n.kernel("pv",
-           rows + ", d in 0.." + std::to_string(v.shape[r - 1]) + ", j in 0.." +
+           rows + ", d in 0.." + std::to_string(a.dv) + ", j in 0.." +
                (causal ? "i + 1" : std::to_string(len_k)),
            acc.name + "[" + bi + "i, d]",
-           "+=", pd.name + "[" + bi + "i, j] * " + v.name + "[" + bi + "j, d]");
-  n.kernel("out", rows + ", d in 0.." + std::to_string(v.shape[r - 1]), y.name + "[" + bi + "i, d]",
-           "=", acc.name + "[" + bi + "i, d] / " + l.name + row);
+           "+=", pd.name + "[" + bi + "i, j] * " + v.name + "[" + a.vi + "j, d]");
+  n.kernel("out", rows + ", d in 0.." + std::to_string(a.dv), y.name + "[" + bi + "i, d]", "=",
+           acc.name + "[" + bi + "i, d] / " + l.name + row);
   if (n.outputs() >= 2 && n.out(1).shape == row_shape) {
     n.kernel("lse", rows, n.out(1).name + row, "=", mx.name + row + " + log(" + l.name + row + ")");
   }
@@ -849,6 +861,7 @@ std::map<std::string, Rule> make_rules() {
                          "squeeze.dim", "squeeze.dims", "flatten.using_ints"}) {
     r[std::string("aten.") + op] = reshape_rule;
   }
+  r["aten.view_copy.default"] = view_copy_rule;
   r["aten.expand.default"] = expand_rule;
   r["aten.t.default"] = [](NodeLowering& n) { transpose_dims(n, 0, 1); };
   r["aten.transpose.int"] = [](NodeLowering& n) {
@@ -1094,16 +1107,36 @@ Attention attention_of(NodeLowering& n, const TensorInfo& q, const TensorInfo& k
   const int r = q.rank();
   Attention a;
   a.len_q = q.shape[r - 2];
-  a.len_k = k.shape[r - 2];
+  if (k.rank() < 2 || v.rank() < 2) throw UserError("key and value must have rank 2 or more");
+  a.len_k = k.shape[k.rank() - 2];
   a.e = q.shape[r - 1];
-  a.dv = v.shape[r - 1];
+  a.dv = v.shape[v.rank() - 1];
   a.causal = n.flag_or("is_causal", false);
   if (a.causal && a.len_q > a.len_k) throw UserError("is_causal with more queries than keys");
   a.batch.assign(q.shape.begin(), q.shape.end() - 2);
-  if (std::vector<int64_t>(k.shape.begin(), k.shape.end() - 2) != a.batch ||
-      std::vector<int64_t>(v.shape.begin(), v.shape.end() - 2) != a.batch) {
-    throw UserError("key and value must have the query's batch and head dims (no GQA)");
-  }
+  // Key and value may broadcast against the query's batch and head dims (numpy rules, as the
+  // framework's matmuls do): multi-query attention passes k, v [B, 1, Lk, E] with q [B, H, Lq, E].
+  // A broadcast dim is read at index 0: every head reads the same keys and values.
+  std::vector<std::string> names;
+  for (size_t d = 0; d < a.batch.size(); ++d) names.push_back("b" + std::to_string(d));
+  auto batch_index = [&](const TensorInfo& t) {
+    const std::vector<int64_t> dims(t.shape.begin(), t.shape.end() - 2);
+    bool fits = dims.size() <= a.batch.size();
+    for (size_t d = 0; fits && d < dims.size(); ++d) {
+      const int64_t want = a.batch[a.batch.size() - dims.size() + d];
+      fits = dims[d] == want || dims[d] == 1;
+    }
+    if (!fits) {
+      throw UserError(
+          "key and value must have the query's batch and head dims or broadcast to "
+          "them (grouped heads need enable_gqa, which has no rule yet)");
+    }
+    if (dims != a.batch) a.broadcast_kv = true;
+    const std::string index = bcast_names(dims, a.batch, names);
+    return index.empty() ? index : index + ", ";
+  };
+  a.ki = batch_index(k);
+  a.vi = batch_index(v);
   a.scale = n.number_or("scale", 1.0 / std::sqrt(static_cast<double>(a.e)));
   a.bl = box_loops(a.batch, "b");
   a.bi = box_index(r - 2, "b");
@@ -1124,7 +1157,7 @@ std::string attention_logits(NodeLowering& n, const Attention& a, const TensorIn
                              const TensorInfo& k) {
   const TensorInfo sc = n.temp("scores", acc_dtype(q), a.s_shape);
   n.kernel("qk", a.cols + ", e in 0.." + std::to_string(a.e), sc.name + a.ij(),
-           "+=", q.name + "[" + a.bi + "i, e] * " + k.name + "[" + a.bi + "j, e]");
+           "+=", q.name + "[" + a.bi + "i, e] * " + k.name + "[" + a.ki + "j, e]");
   std::string logits = sc.name + a.ij() + " * " + lit(a.scale);
   if (n.has("attn_mask")) {
     const TensorInfo m = n.tensor("attn_mask");

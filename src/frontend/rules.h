@@ -53,6 +53,8 @@ class NodeLowering {
   std::string string_or(const std::string& key, const std::string& fallback) const;
   // An int list argument (a single int is a list of one); absent or null gives `fallback`.
   std::vector<int64_t> ints_or(const std::string& key, std::vector<int64_t> fallback) const;
+  // A float list argument (a single number is a list of one); absent or null gives `fallback`.
+  std::vector<double> numbers_or(const std::string& key, std::vector<double> fallback) const;
   // True when the argument is a tensor reference (not a Scalar).
   bool is_tensor(const std::string& key) const;
 
@@ -186,8 +188,9 @@ void moments(NodeLowering& n, const TensorInfo& x, const std::vector<bool>& redu
              const TensorInfo& mean, const TensorInfo& var, int64_t count);
 
 // Scaled-dot-product attention over q [.., Lq, E], k [.., Lk, E], v [.., Lk, Dv] (rules.cpp's
-// forward rule and rules_train.cpp's backward): the shared batch and head dims (no GQA: a
-// UserError otherwise), the loops over the rows (`.., i`) and over the scores (`.., i, j`, the
+// forward rule and rules_train.cpp's backward): the query's batch and head dims, which the key's
+// and value's equal or broadcast to (size 1 or absent: multi-query attention; grouped heads are a
+// UserError), the loops over the rows (`.., i`) and over the scores (`.., i, j`, the
 // causal triangle j <= i with is_causal), and the scale (the `scale` argument, else 1/sqrt(E)).
 struct Attention {
   int64_t len_q = 0, len_k = 0, e = 0, dv = 0;
@@ -197,6 +200,8 @@ struct Attention {
   std::vector<int64_t> row_shape;  // batch + [Lq]
   std::vector<int64_t> s_shape;    // batch + [Lq, Lk]
   std::string bl, bi;              // "b0 in 0..B, b1 in 0..H, " and "b0, b1, " (or "")
+  std::string ki, vi;              // the key's and value's batch index ("b0, 0, " broadcast)
+  bool broadcast_kv = false;       // key or value broadcast against the query's batch dims
   std::string rows, cols;          // the loops over the rows, over the scores
   std::string ij() const { return "[" + bi + "i, j]"; }
   std::string row() const { return "[" + bi + "i]"; }

@@ -2,6 +2,8 @@
 // index_put, index_select, gather, scatter, unfold, diagonal, repeat, nearest upsampling, and
 // the trilinear contraction of nn.Bilinear. See docs/lowering.md.
 #include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -361,57 +363,154 @@ void upsample_nearest_rule(NodeLowering& n) {
   n.kernel("nearest", loops, y.name + "[" + out_index + "]", "=", x.name + "[" + in_index + "]");
 }
 
-// Linear interpolation of `src` along `dim` by an integer factor `s` (align_corners=False):
-// output s*h + a reads the source at h + c, c = (a + 0.5) / s - 0.5, clamped at the edges; one
-// kernel per phase a, whose weights are then constants.
-TensorInfo interpolate_dim(NodeLowering& n, const TensorInfo& src, int dim, int64_t s,
-                           const std::vector<int64_t>& out_shape, const TensorInfo* into) {
+// The source step of linear resampling along one dim, as the ratio `q / p` of two integers: output
+// o reads the source at o * q/p (align_corners) or (o + 0.5) * q/p - 0.5 (clamped at 0), where
+// q/p is PyTorch's scale (area_pixel_compute_scale): (in - 1)/(out - 1) with align_corners (0
+// when out is 1), else 1/scale when the op was given a scale factor, else in/out.
+struct Step {
+  int64_t q = 1, p = 1;
+};
+
+Step reduced(int64_t q, int64_t p) {
+  const int64_t g = std::gcd(q, p);
+  return g == 0 ? Step{0, 1} : Step{q / g, p / g};
+}
+
+// 1/scale as q/p: the fraction p/q equal to `scale` (to 1e-9 relative), q and p at most 4096,
+// from the continued fraction of `scale`; a scale that is no such fraction is a UserError.
+Step inverse_scale(double scale) {
+  int64_t h0 = 0, h1 = 1, k0 = 1, k1 = 0;  // convergents h/k
+  double x = scale;
+  for (int it = 0; it < 40; ++it) {
+    const double a = std::floor(x);
+    const int64_t ai = static_cast<int64_t>(a);
+    const int64_t h2 = ai * h1 + h0;
+    const int64_t k2 = ai * k1 + k0;
+    if (h2 > 4096 || k2 > 4096) break;
+    h0 = h1, h1 = h2, k0 = k1, k1 = k2;
+    if (std::abs(static_cast<double>(h1) / static_cast<double>(k1) - scale) <= 1e-9 * scale) {
+      return reduced(k1, h1);
+    }
+    if (x - a < 1e-12) break;
+    x = 1.0 / (x - a);
+  }
+  throw UserError("linear resampling by the scale factor " + lit(scale) +
+                  ", which is no ratio of integers up to 4096, is not supported");
+}
+
+// Linear interpolation of `src` along `dim` to `out_shape[dim]` points with source step `step`.
+// Output p*h + a (one kernel per phase a in 0..p) reads the source at q*h + c, c the phase's
+// constant offset: x[q*h + f] * (1 - w) + x[q*h + f + 1] * w with f = floor(c) and w = c - f,
+// so the weights of a kernel are constants. At the upper edge the right neighbour is the source
+// itself (PyTorch's `h1p`), a `select` where some h reaches it; a negative offset (first outputs,
+// align_corners=False) is clamped to x[0] at h = 0.
+TensorInfo interpolate_dim(NodeLowering& n, const TensorInfo& src, int dim, Step step,
+                           bool align_corners, const std::vector<int64_t>& out_shape,
+                           const TensorInfo* into) {
   const TensorInfo t = into ? *into : n.temp("interp", acc_dtype(src), out_shape);
   const int64_t size = src.shape[dim];
+  const int64_t out = out_shape[dim];
+  const int64_t q = step.q;
+  const int64_t p = step.p;
+  const int64_t phases = std::min(p, out);
+  if (phases > 256) {
+    throw UserError("linear resampling of dim " + std::to_string(dim) + " from " +
+                    std::to_string(size) + " to " + std::to_string(out) + " needs " +
+                    std::to_string(phases) + " phases (at most 256 are lowered)");
+  }
   const std::string h = kI + std::to_string(dim);
-  for (int64_t a = 0; a < s; ++a) {
-    const double c = (static_cast<double>(a) + 0.5) / static_cast<double>(s) - 0.5;
+  const std::string qh = q == 0 ? std::string("0") : q == 1 ? h : std::to_string(q) + "*" + h;
+  auto at = [&](const std::string& pos) {
+    std::string index;
+    for (int d = 0; d < src.rank(); ++d) {
+      index += (d ? ", " : "") + (d == dim ? pos : kI + std::to_string(d));
+    }
+    return src.name + "[" + index + "]";
+  };
+  auto plus = [&](int64_t f) {
+    return f == 0 ? qh : f > 0 ? qh + " + " + std::to_string(f) : qh + " - " + std::to_string(-f);
+  };
+  for (int64_t a = 0; a < phases; ++a) {
+    const int64_t count = (out - a + p - 1) / p;  // the h with p*h + a < out
+    // c = num / den exactly: a*q/p, or ((2a + 1) q - p) / (2p)
+    const int64_t num = align_corners ? a * q : (2 * a + 1) * q - p;
+    const int64_t den = align_corners ? p : 2 * p;
+    const int64_t f = num >= 0 ? num / den : -((-num + den - 1) / den);
+    const double w = static_cast<double>(num - f * den) / static_cast<double>(den);
     std::string out_index;
-    auto at = [&](const std::string& pos) {
-      std::string index;
-      for (int d = 0; d < src.rank(); ++d) {
-        index += (d ? ", " : "") + (d == dim ? pos : kI + std::to_string(d));
-      }
-      return src.name + "[" + index + "]";
-    };
     for (int d = 0; d < src.rank(); ++d) {
       out_index +=
-          (d ? ", " : "") + (d == dim ? std::to_string(s) + "*" + h + " + " + std::to_string(a)
+          (d ? ", " : "") + (d == dim ? std::to_string(p) + "*" + h + " + " + std::to_string(a)
                                       : kI + std::to_string(d));
     }
     std::string value;
-    if (c >= 0) {
-      value = "select(" + h + " + 1 < " + std::to_string(size) + ", " + at(h) + " * " +
-              lit(1.0 - c) + " + " + at(h + " + 1") + " * " + lit(c) + ", " + at(h) + ")";
-    } else {
-      value = "select(" + h + " >= 1, " + at(h + " - 1") + " * " + lit(-c) + " + " + at(h) + " * " +
-              lit(1.0 + c) + ", " + at(h) + ")";
+    if (w == 0.0) {
+      value = at(plus(f));
+    } else if (f >= 0) {
+      const std::string both =
+          at(plus(f)) + " * " + lit(1.0 - w) + " + " + at(plus(f + 1)) + " * " + lit(w);
+      const bool edge = q * (count - 1) + f + 1 >= size;  // the last h has no right neighbour
+      value = edge ? "select(" + plus(f + 1) + " < " + std::to_string(size) + ", " + both + ", " +
+                         at(plus(f)) + ")"
+                   : both;
+    } else {  // f = -1: clamped to the source's first element at h = 0
+      value = "select(" + h + " >= 1, " + at(plus(-1)) + " * " + lit(1.0 - w) + " + " + at(qh) +
+              " * " + lit(w) + ", " + at(qh) + ")";
     }
-    n.kernel("phase", box_loops(src.shape, kI), t.name + "[" + out_index + "]", "=", value);
+    std::vector<int64_t> box = src.shape;
+    box[dim] = count;
+    n.kernel("phase", box_loops(box, kI), t.name + "[" + out_index + "]", "=", value);
   }
   return t;
 }
 
-// upsample_bilinear2d / upsample_linear1d / upsample_trilinear3d with align_corners=False and
-// integer factors: separable, one spatial dim after the other (interpolate_dim).
+// upsample_bilinear2d / upsample_linear1d / upsample_trilinear3d, either align_corners, to any
+// size: separable, one resized spatial dim after the other (interpolate_dim). The source step is
+// PyTorch's (Step): with a scale factor and no output size (the `.vec` form of
+// F.interpolate(scale_factor=s)), the output size is floor(in * s) and the step 1/s.
 void upsample_linear_rule(NodeLowering& n) {
   const TensorInfo x = n.tensor(n.has("input") ? "input" : "self");
   const TensorInfo& y = n.out();
-  if (n.flag_or("align_corners", false)) {
-    throw UserError("linear upsampling with align_corners=True is not supported");
+  const bool align_corners = n.flag_or("align_corners", false);
+  const int spatial = x.rank() - 2;
+  // The scale factors: `scale_factors` (.vec), or scales_d/h/w and scales (.default).
+  std::vector<double> scales = n.numbers_or("scale_factors", {});
+  if (scales.empty()) {
+    constexpr const char* kNames[3][3] = {
+        {"scales", "", ""}, {"scales_h", "scales_w", ""}, {"scales_d", "scales_h", "scales_w"}};
+    if (spatial >= 1 && spatial <= 3) {
+      for (int d = 0; d < spatial; ++d) scales.push_back(n.number_or(kNames[spatial - 1][d], 0.0));
+    }
+  } else if (static_cast<int>(scales.size()) == 1 && spatial > 1) {
+    scales.assign(spatial, scales[0]);
+  }
+  if (!scales.empty() && static_cast<int>(scales.size()) != spatial) {
+    throw UserError("linear upsampling: " + std::to_string(scales.size()) + " scale factors for " +
+                    std::to_string(spatial) + " spatial dims");
   }
   std::vector<int> dims;
+  std::vector<Step> steps;
   for (int d = 2; d < x.rank(); ++d) {
-    if (y.shape[d] == x.shape[d]) continue;
-    if (x.shape[d] == 0 || y.shape[d] % x.shape[d] != 0) {
-      throw UserError("linear upsampling by a non-integer factor is not supported");
+    const int64_t in = x.shape[d];
+    const int64_t out = y.shape[d];
+    const double scale = scales.empty() ? 0.0 : scales[d - 2];
+    if (!n.has("output_size") && scale > 0.0 &&
+        static_cast<int64_t>(std::floor(static_cast<double>(in) * scale)) != out) {
+      throw UserError("linear upsampling of size " + std::to_string(in) + " by " + lit(scale) +
+                      " gives " + std::to_string(out) + " points, not floor(in * scale)");
     }
+    if (in == 0 || out == 0) throw UserError("linear upsampling of an empty dim");
+    Step step;
+    if (align_corners) {
+      step = out > 1 ? reduced(in - 1, out - 1) : Step{0, 1};
+    } else if (scale > 0.0) {
+      step = inverse_scale(scale);
+    } else {
+      step = reduced(in, out);
+    }
+    if (out == in && step.q == step.p) continue;  // the identity
     dims.push_back(d);
+    steps.push_back(step);
   }
   if (dims.empty()) return n.stmt(y.name + " = " + x.name);
   TensorInfo cur = x;
@@ -419,8 +518,7 @@ void upsample_linear_rule(NodeLowering& n) {
     std::vector<int64_t> shape = cur.shape;
     shape[dims[k]] = y.shape[dims[k]];
     const bool last = k + 1 == dims.size();
-    cur = interpolate_dim(n, cur, dims[k], y.shape[dims[k]] / x.shape[dims[k]], shape,
-                          last ? &y : nullptr);
+    cur = interpolate_dim(n, cur, dims[k], steps[k], align_corners, shape, last ? &y : nullptr);
   }
 }
 

@@ -17,12 +17,21 @@ std::string repeat_index(NodeLowering& n, const std::string& hint) {
   return n.out().name + "_" + hint;
 }
 
-// cumsum (`op` "+") and cumprod ("*") along `dim`: scan() (a 0-d tensor is copied).
+// cumsum (`op` "+") and cumprod ("*") along `dim`: scan() (a 0-d tensor is copied). With a
+// `dtype` other than the input's, the input is converted first, as PyTorch does (a float input
+// of an integer cumsum is truncated element by element, then summed: cumsum([0.6, 0.6], dtype
+// int32) is [0, 0], not [0, 1]).
 Rule scan_rule(const std::string& op) {
   return [op](NodeLowering& n) {
-    const TensorInfo x = n.tensor("self");
+    TensorInfo x = n.tensor("self");
+    const TensorInfo& y = n.out();
+    if (x.dtype != y.dtype && x.rank() > 0) {
+      const TensorInfo converted = n.temp("converted", y.dtype, x.shape);
+      n.stmt(converted.name + " = " + x.name);
+      x = converted;
+    }
     if (x.rank() == 0) return pointwise(n, x.name + "[]");
-    scan(n, x, n.out(), norm_dim(n.integer("dim"), x.rank()), false, op);
+    scan(n, x, y, norm_dim(n.integer("dim"), x.rank()), false, op);
   };
 }
 

@@ -127,6 +127,9 @@ void sdpa_backward_rule(NodeLowering& n) {
     throw UserError("attention backward with dropout has no rule yet");
   }
   const Attention a = attention_of(n, q, k, v);
+  if (a.broadcast_kv) {
+    throw UserError("attention backward with keys or values broadcast over heads has no rule yet");
+  }
   const int64_t len_q = a.len_q;
   const int64_t len_k = a.len_k;
   const int64_t e = a.e;

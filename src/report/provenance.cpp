@@ -36,6 +36,7 @@ nlohmann::json output_to_json(const OutputCheck& o) {
                       {"max_rel_err", nullable(o.max_rel_err)},
                       {"passed", o.passed},
                       {"error", nullable(o.error)}};
+  if (!o.err_reason.empty()) j["err_reason"] = o.err_reason;
   return j;
 }
 
@@ -67,6 +68,7 @@ OutputCheck output_from_json(const nlohmann::json& j) {
   o.max_rel_err = opt_double(j, "max_rel_err");
   o.passed = j.at("passed").get<bool>();
   o.error = str_or_empty(j, "error");
+  o.err_reason = str_or_empty(j, "err_reason");
   return o;
 }
 
@@ -103,10 +105,13 @@ std::string short_bytes(double n) {
 }
 
 std::string output_line(const OutputCheck& o) {
-  const std::string errors = !o.error.empty()
-                                 ? o.error
-                                 : "max_abs_err=" + fmt("%.3g", o.max_abs_err.value_or(0)) +
-                                       " max_rel_err=" + fmt("%.3g", o.max_rel_err.value_or(0));
+  const auto err = [](const std::optional<double>& x) {
+    return x ? fmt("%.3g", *x) : std::string("undefined");
+  };
+  std::string errors =
+      !o.error.empty() ? o.error
+                       : "max_abs_err=" + err(o.max_abs_err) + " max_rel_err=" + err(o.max_rel_err);
+  if (o.error.empty() && !o.err_reason.empty()) errors += " (" + o.err_reason + ")";
   return o.name + ": " + o.dtype + shape_text(o.shape) + " " + errors +
          " rtol=" + fmt("%g", o.rtol) + " atol=" + fmt("%g", o.atol) + " " +
          (o.passed ? "ok" : "MISMATCH");

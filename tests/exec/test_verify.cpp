@@ -53,12 +53,41 @@ TEST(Verify, EqualInfinitiesAndNaNsAgreeOtherNaNsFail) {
   EXPECT_EQ(*same.max_abs_err, 0.0);
   const OutputCheck nan = compare_output("y", f32({2}, {kNaN, 1}), f32({2}, {1, 1}));
   EXPECT_FALSE(nan.passed);
-  EXPECT_TRUE(std::isnan(*nan.max_abs_err));
+  // a NaN against 1: no error is a number (JSON would have no way to write it)
+  EXPECT_FALSE(nan.max_abs_err.has_value());
+  EXPECT_FALSE(nan.max_rel_err.has_value());
+  EXPECT_EQ(nan.err_reason, "errors undefined: a NaN where the other side has a number");
   const OutputCheck inf = compare_output("y", f32({1}, {kInf}), f32({1}, {-kInf}));
   EXPECT_FALSE(inf.passed);
   // rtol * |inf| = inf would let any finite value through: an infinity agrees only with itself
   EXPECT_FALSE(compare_output("y", f32({1}, {1}), f32({1}, {kInf})).passed);
   EXPECT_FALSE(compare_output("y", f32({1}, {kInf}), f32({1}, {1})).passed);
+}
+
+TEST(Verify, AnErrorThatIsNoFiniteNumberIsEmptyWithItsReason) {
+  // inf against -inf: the difference is infinite, so are both errors
+  const OutputCheck inf = compare_output("y", f32({1}, {kInf}), f32({1}, {-kInf}));
+  EXPECT_FALSE(inf.max_abs_err.has_value());
+  EXPECT_FALSE(inf.max_rel_err.has_value());
+  EXPECT_EQ(inf.err_reason,
+            "errors undefined: an infinity where the other side is finite or the opposite "
+            "infinity");
+  // i64 indices [0, 28] against [0, 0] (a sort's indices among ties): |28 - 0| = 28 is the
+  // absolute error; the relative one, 28 / max(0, 2.2e-308), overflows: undefined
+  const OutputCheck zero =
+      compare_output("i", make(ir::DType::I64, {2}, {0, 28}), make(ir::DType::I64, {2}, {0, 0}));
+  EXPECT_FALSE(zero.passed);
+  EXPECT_EQ(*zero.max_abs_err, 28.0);
+  EXPECT_FALSE(zero.max_rel_err.has_value());
+  EXPECT_EQ(zero.err_reason,
+            "relative error undefined: the outputs differ where the expected value is 0");
+  EXPECT_EQ(render_checks({zero}),
+            "i i64[2]: max abs err 28, max rel err undefined (relative error undefined: the "
+            "outputs differ where the expected value is 0) (exact): FAILED\n");
+  // agreeing outputs keep both errors and no reason
+  const OutputCheck ok = compare_output("y", f32({1}, {2}), f32({1}, {2}));
+  EXPECT_EQ(*ok.max_rel_err, 0.0);
+  EXPECT_EQ(ok.err_reason, "");
 }
 
 TEST(Verify, IntegersAreExactAndShapesMustMatch) {

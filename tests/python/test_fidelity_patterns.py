@@ -48,6 +48,15 @@ HAND_UNFUSED_BYTES = {
     # JAX: x * 2.0, one primitive: read x 32768, write 32768 = 65536; the jitted softmax_rows,
     # one operation of five primitives: read 32768, write 32768 = 65536. Total 131072.
     "jax_jit_softmax": 131072,
+    # relu(x @ w1) @ w2 under @torch.no_grad() (x [256, 512], w1 [512, 1024], w2 [1024, 256]),
+    # three operations, each alone: x @ w1 reads x 256*512*4 = 524,288 and w1 512*1024*4 =
+    # 2,097,152, writes h 256*1024*4 = 1,048,576 (3,670,016); relu reads h and writes r,
+    # 2 x 1,048,576 = 2,097,152; r @ w2 reads r 1,048,576 and w2 1024*256*4 = 1,048,576, writes
+    # y 256*256*4 = 262,144 (2,359,296). Total 8,126,464, as without no_grad (fused, only x, w1,
+    # w2 and y: 524,288 + 2,097,152 + 1,048,576 + 262,144 = 3,932,160).
+    "no_grad_decorated": 8126464,
+    # the same three operations, the first two in a `with torch.no_grad():` block: 8,126,464
+    "no_grad_block": 8126464,
 }
 
 
@@ -214,3 +223,58 @@ def test_cache_aware_never_above_unfused_when_every_op_fits(path):
             continue
         assert data["bytes"]["cache_aware"] <= data["bytes"]["unfused"], path.name
         assert data["sol"]["cache_aware_s"] <= data["sol"]["unfused_s"] * (1 + 1e-12), path.name
+
+
+@pytest.mark.parametrize("name", ["no_grad_decorated", "no_grad_block"])
+def test_no_grad_keeps_one_operation_per_framework_op(reports, name):
+    data = reports[name]
+    # x @ w1, relu, @ w2: three operations (not one for the no_grad wrapper); fused 3,932,160 B
+    # (above: the graph's inputs and output only)
+    assert len(data["ops"]) == 3, [o["name"] for o in data["ops"]]
+    assert data["bytes"]["fused"] == 3932160
+
+
+def test_no_grad_nodes_name_their_own_op_and_line():
+    from solar.capture import capture_model_file
+
+    # no_grad_block.py: line 12 is `h = torch.relu(x @ w1)` (in the no_grad block), line 13
+    # `return h @ w2`: each node's origin is the matmul it comes from, not the wrapper, and its
+    # location the user's line (export records the forward's frames).
+    cap, _, _ = capture_model_file(PATTERNS / "no_grad_block.py")
+    got = [
+        (n["op"], n.get("origin", {}).get("op"), n.get("location")) for n in cap.document["nodes"]
+    ]
+    assert got == [
+        ("aten.mm.default", "aten.matmul.default", "no_grad_block.py:12 in forward"),
+        ("aten.relu.default", None, "no_grad_block.py:12 in forward"),
+        ("aten.mm.default", "aten.matmul.default", "no_grad_block.py:13 in forward"),
+    ]
+    # no_grad_decorated.py: the forward's line 17 calls the decorated function
+    cap, _, _ = capture_model_file(PATTERNS / "no_grad_decorated.py")
+    got = [(n.get("origin", {}).get("name"), n.get("location")) for n in cap.document["nodes"]]
+    where = "no_grad_decorated.py:17 in forward"
+    assert got == [("matmul", where), (None, where), ("matmul_1", where)]
+
+
+class _Autocast(torch.nn.Module):
+    def forward(self, x, w1, w2):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            h = torch.relu(x @ w1)
+        return h.float() @ w2
+
+
+def test_autocast_nodes_name_their_own_op():
+    from solar.capture import capture
+
+    # torch.export wraps the autocast block in wrap_with_autocast; its nodes (the two casts to
+    # bf16 and the product, then relu) come from the block's matmul and relu, not the wrapper.
+    cap = capture(_Autocast(), (torch.randn(8, 16), torch.randn(16, 32), torch.randn(32, 4)))
+    got = [(n["op"], n.get("origin", {}).get("op")) for n in cap.document["nodes"]]
+    assert got == [
+        ("aten._to_copy.default", "aten.matmul.default"),
+        ("aten._to_copy.default", "aten.matmul.default"),
+        ("aten.mm.default", "aten.matmul.default"),
+        ("aten.relu.default", None),
+        ("aten._to_copy.default", "aten.to.dtype"),
+        ("aten.mm.default", "aten.matmul.default"),
+    ]

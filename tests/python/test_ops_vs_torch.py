@@ -236,6 +236,41 @@ CASES = {
         ),
         (r(1, 2, 6, 7),),
     ),
+    # linear resampling by scale factors (the `.vec` form: output_size None, scale_factors
+    # given; the output is floor(in * scale) points), both align_corners, up and down, 1-3 dims
+    "upsample_scale_factors": lambda: (
+        lambda x: (
+            F.interpolate(x, scale_factor=1.5, mode="bilinear"),
+            F.interpolate(x, scale_factor=1.5, mode="bilinear", align_corners=True),
+            F.interpolate(x, scale_factor=0.5, mode="bilinear"),
+            F.interpolate(x, scale_factor=(2.5, 1.7), mode="bilinear", align_corners=True),
+            F.interpolate(x, scale_factor=(1.7, 0.75), mode="bilinear"),
+        ),
+        (r(1, 2, 6, 7),),
+    ),
+    # (export decomposes the 1-d and 3-d linear modes into gathers and arithmetic: these check
+    # that decomposition with both align_corners, not the upsample rule)
+    "upsample_linear_trilinear": lambda: (
+        lambda a, b: (
+            F.interpolate(a, scale_factor=1.5, mode="linear"),
+            F.interpolate(a, size=4, mode="linear", align_corners=True),
+            F.interpolate(b, scale_factor=(2.0, 1.5, 0.5), mode="trilinear", align_corners=True),
+        ),
+        (r(2, 3, 7), r(1, 2, 3, 4, 6)),
+    ),
+    # cumsum with an integer dtype of a float input: PyTorch converts (truncates) each element
+    # first, then sums (transformers' Mixtral counts its tokens per expert so)
+    "cumsum_dtype": lambda: (
+        lambda x: (
+            torch.cumsum(x * 3.0, 0, dtype=torch.int32),
+            torch.cumsum(x, 1, dtype=torch.float64),
+        ),
+        (r(6, 3),),
+    ),
+    "view_copy": lambda: (
+        lambda x: torch.ops.aten.view_copy.default(x, [4, 6]) * 2.0,
+        (r(2, 3, 4),),
+    ),
     # convolutions and contractions
     "conv3d_depthwise": lambda: (nn.Conv3d(4, 4, 3, padding=1, groups=4), (r(1, 4, 3, 4, 4),)),
     "convolutions": lambda: (Convs(), (r(1, 4, 3, 5, 5), r(1, 3, 3, 4), r(2, 3, 7))),
@@ -260,6 +295,16 @@ CASES = {
             F.scaled_dot_product_attention(q, k, v, attn_mask=f, scale=0.3),
         ),
         (r(1, 2, 3, 4), r(1, 2, 5, 4), r(1, 2, 5, 4), torch.rand(3, 5) > 0.3, r(1, 1, 3, 5)),
+    ),
+    # multi-query attention without enable_gqa: k and v of one head broadcast over the query's
+    # four (Falcon's call); and k, v of rank 3 against rank 4, broadcast over the batch
+    "sdpa_multi_query": lambda: (
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
+        (r(2, 4, 8, 16), r(2, 1, 8, 16), r(2, 1, 8, 16)),
+    ),
+    "sdpa_multi_query_causal_rank3": lambda: (
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        (r(2, 4, 8, 16), r(4, 8, 16), r(1, 8, 12)),
     ),
     "sdpa_causal": lambda: (
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
@@ -371,3 +416,46 @@ def test_sdpa_dropout_drops_weights_with_the_weyl_mask():
     keep = ((step - torch.floor(step)) >= 0.25).reshape(w.shape)
     want = torch.where(keep, w / 0.75, 0.0) @ v.double()
     np.testing.assert_allclose(got[cap.document["outputs"][0]], want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_multi_query_attention_reads_the_shared_keys_once():
+    # q [2, 4, 8, 16], k and v [2, 1, 8, 16] (one key/value head for four query heads): every
+    # query head contracts with the same keys. MACs: q k^T is 2*4 heads * 8*8 scores * 16 =
+    # 8192; the weights times v 2*4 * 8*8 * 16 = 8192: 16384 in all (the same as with four real
+    # key heads). Bytes (one operation; the scores stay on chip): q 2*4*8*16*4 B = 4096, k and v
+    # 2*1*8*16*4 B = 1024 each (read once, not once per head: 4096 each), the output
+    # 2*4*8*16*4 B = 4096: 4096 + 1024 + 1024 + 4096 = 10,240 B, unfused and fused.
+    data = analyzed("sdpa_multi_query").data
+    assert data["totals"]["macs"] == 16384
+    assert data["bytes"]["unfused"] == 10240
+    assert data["bytes"]["fused"] == 10240
+
+
+def test_view_copy_is_a_copy():
+    # view_copy of x [2, 3, 4] f32 (24 elements, 96 B) to [4, 6], then * 2.0. Unfused, the
+    # view_copy is a copy, as eager runs it: read x 96 B, write the copy 96 B; the multiply reads
+    # the copy 96 B and writes y 96 B: 96 * 4 = 384 B. Fused: x in, y out: 192 B. The multiply is
+    # the only arithmetic: 24 other ops.
+    data = analyzed("view_copy").data
+    assert data["bytes"]["unfused"] == 384
+    assert data["bytes"]["fused"] == 192
+    assert data["totals"]["other_ops"] == 24
+
+
+def test_bilinear_by_a_scale_factor_counts_its_bytes_once():
+    # F.interpolate(x, scale_factor=1.5, mode="bilinear") of x [1, 2, 6, 7] f32: the output has
+    # floor(6 * 1.5) = 9 by floor(7 * 1.5) = 10 points (PyTorch's size). One operation: read x
+    # 1*2*6*7*4 B = 336, write y 1*2*9*10*4 B = 720: 1056 B; the rows interpolated first stay
+    # on chip.
+    from solar.capture import capture
+
+    model = Fn(lambda x: F.interpolate(x, scale_factor=1.5, mode="bilinear"))
+    torch.manual_seed(0)
+    (node,) = capture(model, (r(1, 2, 6, 7),)).document["nodes"]
+    assert node["op"] == "aten.upsample_bilinear2d.vec"
+    assert node["args"]["output_size"] is None and node["args"]["scale_factors"] == [1.5, 1.5]
+    report = frontend.analyze(model, (r(1, 2, 6, 7),))
+    assert report.verification["status"] == "passed", report.summary()
+    data = report.data
+    assert data["bytes"]["unfused"] == 1056
+    assert data["bytes"]["fused"] == 1056

@@ -65,3 +65,24 @@ def test_solar_ir_verify_exits_0_when_equal_and_3_when_an_output_differs(tmp_pat
     # |8 - 9| = 1, relative 1 / 9 = 0.111
     assert "y f32[2, 2]: max abs err 1, max rel err 0.111" in bad.stdout
     assert "FAILED" in bad.stdout and bad.stderr == ""
+
+
+def test_an_undefined_error_is_null_with_a_reason_and_json_compliant():
+    import json
+
+    # i64 indices [0, 28] against [0, 0] (a sort's indices among ties, as the per-op check of
+    # transformers' Mixtral met them): absolute error |28 - 0| = 28; the relative one divides
+    # by 0 (by the smallest normal double: beyond the double range), so it is undefined.
+    check = pipeline.compare_output("i", "i64", np.array([0, 28]), np.array([0, 0]))
+    assert check["max_abs_err"] == 28.0
+    assert check["max_rel_err"] is None
+    assert check["err_reason"] == (
+        "relative error undefined: the outputs differ where the expected value is 0"
+    )
+    # a NaN against 1.0: neither error is a number
+    nan = pipeline.compare_output(
+        "y", "f32", np.array([np.nan], np.float32), np.ones(1, np.float32)
+    )
+    assert nan["max_abs_err"] is None and nan["max_rel_err"] is None
+    assert nan["err_reason"] == "errors undefined: a NaN where the other side has a number"
+    json.dumps([check, nan], allow_nan=False)  # what the reports write: no NaN, no infinity

@@ -97,6 +97,34 @@ TEST(Provenance, JsonHoldsEverySectionWithOneSchema) {
   EXPECT_EQ(coverage_to_json(back.coverage), kCoverage);
 }
 
+TEST(Provenance, AnUndefinedErrorIsNullWithItsReason) {
+  // A sort's i64 indices [0, 28] against [0, 0]: the relative error is no number (exec/verify.h);
+  // the report writes null and the reason, reads them back, and prints "undefined".
+  json v = kVerification;
+  v["status"] = "failed";
+  v["outputs"][0] = {{"name", "idx"},
+                     {"dtype", "i64"},
+                     {"shape", {2}},
+                     {"rtol", 0.0},
+                     {"atol", 0.0},
+                     {"max_abs_err", 28.0},
+                     {"max_rel_err", nullptr},
+                     {"passed", false},
+                     {"err_reason",
+                      "relative error undefined: the outputs differ where the "
+                      "expected value is 0"}};
+  const Provenance p = provenance_from_json(kCapture, kCoverage, v);
+  const json out = verification_to_json(p.verification)["outputs"][0];
+  EXPECT_TRUE(out["max_rel_err"].is_null());
+  EXPECT_EQ(out["max_abs_err"], 28.0);
+  EXPECT_EQ(out["err_reason"], v["outputs"][0]["err_reason"]);
+  EXPECT_NE(render_provenance(p).find(
+                "  idx: i64[2] max_abs_err=28 max_rel_err=undefined (relative error undefined: "
+                "the outputs differ where the expected value is 0) rtol=0 atol=0 MISMATCH\n"),
+            std::string::npos)
+      << render_provenance(p);
+}
+
 TEST(Provenance, TerminalListsUnsupportedOpsFirstThenTheVerification) {
   const std::string s = render_report(captured_report());
   // 1 of 4 nodes = 25.0%; 64 of 512 bytes = 12.5%.

@@ -31,7 +31,10 @@ Tolerance tolerance(ir::DType dtype);
 
 // One output compared. `max_abs_err` and `max_rel_err` are empty when the shapes differ (then
 // `error` says how); elements that agree exactly count 0 in both, and the relative error divides
-// by max(|expected|, the smallest normal double). A NaN difference makes both NaN.
+// by max(|expected|, the smallest normal double). An error that is no finite number is empty
+// too, with `err_reason` saying why (JSON has no NaN or infinity): a NaN or an infinity against
+// a different value leaves both undefined; outputs that differ where the expected value is 0 (a
+// quotient beyond the double range) leave the relative error undefined.
 struct OutputCheck {
   std::string name;
   ir::DType dtype = ir::DType::F32;  // the program's dtype of the output
@@ -40,7 +43,8 @@ struct OutputCheck {
   std::optional<double> max_abs_err;
   std::optional<double> max_rel_err;
   bool passed = false;
-  std::string error;  // "" unless the output could not be compared
+  std::string error;       // "" unless the output could not be compared
+  std::string err_reason;  // why an error above is empty though the shapes agree, or ""
 };
 
 // `got` (the program's output) against `expected`, read as values of `got`'s dtype: an expected

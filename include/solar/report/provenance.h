@@ -65,7 +65,8 @@ struct OutputCheck {
   std::optional<double> max_abs_err;
   std::optional<double> max_rel_err;
   bool passed = false;
-  std::string error;  // empty: none
+  std::string error;       // empty: none
+  std::string err_reason;  // why an error is null though the shapes agree (exec/verify.h)
 };
 
 // The float64 recheck after a failed whole-program check: `result` "float64_agrees" (the

@@ -310,6 +310,42 @@ def exported_placeholders(
     return out
 
 
+@contextlib.contextmanager
+def _bodies_interpreted(gm: torch.fx.GraphModule):
+    """While active, the subgraphs of ``gm``'s higher-order ops run node by node (a
+    torch.fx.Interpreter) instead of as compiled code, at any depth.
+
+    torch.export wraps the ops of a ``torch.no_grad()`` block or decorated function, of a
+    ``torch.enable_grad()`` or ``torch.autocast`` block, in one higher-order op
+    (``torch.ops.higher_order.wrap_with_set_grad_enabled``, ``wrap_with_autocast``) whose body is
+    a submodule. ``run_decompositions`` calls that body as generated code, so every node it makes
+    from the body has the wrapper as its provenance (``from_node``) and a line of the generated
+    code as its stack trace: the capture saw one framework operation where the program ran
+    several (issue 29: the unfused fidelity of ``relu(x @ w1) @ w2`` under no_grad was its fused
+    one). Run by an Interpreter, each body node is the current node while it runs (torch.fx's
+    preserved node meta, which run_decompositions turns on), so the nodes made from it name it
+    as their origin and carry its stack trace, as the nodes outside any wrapper do. Interpreting
+    a graph computes what its code computes: the values are the same."""
+    patched: list[torch.fx.GraphModule] = []
+
+    def patch(owner: torch.fx.GraphModule) -> None:
+        for node in owner.graph.nodes:
+            if node.op != "get_attr":
+                continue
+            sub = getattr(owner, node.target, None)
+            if isinstance(sub, torch.fx.GraphModule) and "forward" not in sub.__dict__:
+                patch(sub)
+                sub.forward = lambda *a, _sub=sub: torch.fx.Interpreter(_sub).run(*a)
+                patched.append(sub)
+
+    try:
+        patch(gm)
+        yield
+    finally:
+        for sub in patched:
+            del sub.forward
+
+
 def _trace_export(module: nn.Module, args: tuple, attributes: list[Attribute] = ()) -> Traced:
     from torch.export.graph_signature import OutputKind
 
@@ -318,7 +354,8 @@ def _trace_export(module: nn.Module, args: tuple, attributes: list[Attribute] = 
             ep, wrapped = _export_with_attributes(module, args, attributes)
         else:
             ep, wrapped = torch.export.export(module, args), None
-        ep = ep.run_decompositions(_decompositions())
+        with _bodies_interpreted(ep.graph_module):
+            ep = ep.run_decompositions(_decompositions())
     sig = ep.graph_signature
     by_input = {attr.input_name: attr.path for attr in attributes}
     traced = Traced(graph=ep.graph, method="torch.export", module=ep.graph_module)

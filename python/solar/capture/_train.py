@@ -44,6 +44,7 @@ from solar.capture._trace import (
     CaptureError,
     Traced,
     _aten,
+    _bodies_interpreted,
     _decompositions,
     _first_line,
     _FunctionModule,
@@ -167,17 +168,19 @@ def _joint(ep: Any) -> Traced:
     from torch.export.graph_signature import OutputKind
 
     try:
-        joint = _decompose_exported_program(
-            ep,
-            cia_to_decomp={},
-            python_decomp_table={},
-            joint_loss_index=0,
-            decompose_custom_triton_ops=False,
-        )
+        with _bodies_interpreted(ep.graph_module):  # no_grad/autocast bodies: their own ops
+            joint = _decompose_exported_program(
+                ep,
+                cia_to_decomp={},
+                python_decomp_table={},
+                joint_loss_index=0,
+                decompose_custom_triton_ops=False,
+            )
         table = _decompositions()
         for name in _KEPT_IN_TRAINING:
             table.pop(_aten(name), None)
-        joint = joint.run_decompositions(table)
+        with _bodies_interpreted(joint.graph_module):
+            joint = joint.run_decompositions(table)
     except Exception as e:
         raise CaptureError(
             f"capture failed: the joint forward-backward graph: {type(e).__name__}: "

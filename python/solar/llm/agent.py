@@ -266,15 +266,21 @@ def _contract_problems(program: _core.Program, task: Task) -> list[str]:
     return problems
 
 
+def _err(value: float | None) -> str:
+    """An error of a comparison, or "undefined" where it is no number (its ``err_reason``)."""
+    return "undefined" if value is None else f"{value:.3g}"
+
+
 def _mismatch_line(v: dict, got: np.ndarray, expected: np.ndarray) -> str:
     head = f"- {v['name']} {v['dtype']}{v['shape']}: "
     if v.get("error"):
         return head + v["error"] + " MISMATCH"
+    reason = f" ({v['err_reason']})" if v.get("err_reason") else ""
     if v["passed"]:
-        return head + f"max_abs_err={v['max_abs_err']:.3g} ok"
+        return head + f"max_abs_err={_err(v['max_abs_err'])}{reason} ok"
     text = (
-        head + f"max_abs_err={v['max_abs_err']:.3g} max_rel_err={v['max_rel_err']:.3g} "
-        f"(rtol={v['rtol']:g} atol={v['atol']:g}) MISMATCH"
+        head + f"max_abs_err={_err(v['max_abs_err'])} max_rel_err={_err(v['max_rel_err'])}"
+        f"{reason} (rtol={v['rtol']:g} atol={v['atol']:g}) MISMATCH"
     )
     try:
         g = got.astype(np.float64)

@@ -166,7 +166,8 @@ def main(argv: Sequence[str]) -> int:
     _write_log(args.llm_log, config, [_log_part(t.attempts, "verified", t.label)])
     for v in t.verification:
         print(
-            f"verified: {v['name']} {v['dtype']}{v['shape']} max_abs_err={v['max_abs_err']:.3g}"
+            f"verified: {v['name']} {v['dtype']}{v['shape']} max_abs_err="
+            f"{'undefined' if v['max_abs_err'] is None else format(v['max_abs_err'], '.3g')}"
             f" rtol={v['rtol']:g} atol={v['atol']:g} ok"
         )
     how = (
