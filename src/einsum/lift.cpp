@@ -100,10 +100,40 @@ class Lifter {
         compose(i);
       }
     }
+    remove_dead();
     return std::move(g_);
   }
 
  private:
+  // Dead code (docs/einsum.md, "Dead code"): a node whose values reach no graph output, through
+  // any chain of later readers, is removed; its name goes to Graph::dead_nodes. Backwards over
+  // the nodes: a node is live when it writes a graph output or a tensor a later live node reads
+  // (a later write that overwrites the whole tensor does not make it dead: kept, erring toward
+  // more bytes, never fewer than a real run needs).
+  void remove_dead() {
+    std::set<std::string> needed;
+    for (const TensorInfo& t : g_.tensors) {
+      if (t.role == ir::TensorRole::Output) needed.insert(t.name);
+    }
+    std::vector<bool> live(g_.nodes.size(), false);
+    for (size_t i = g_.nodes.size(); i-- > 0;) {
+      const Node& n = g_.nodes[i];
+      live[i] = std::any_of(n.writes.begin(), n.writes.end(),
+                            [&](const Access& a) { return needed.contains(a.tensor); });
+      if (!live[i]) continue;
+      for (const Access& a : n.reads) needed.insert(a.tensor);
+    }
+    std::vector<Node> kept;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (live[i]) {
+        kept.push_back(std::move(g_.nodes[i]));
+      } else {
+        g_.dead_nodes.push_back(g_.nodes[i].name);
+      }
+    }
+    g_.nodes = std::move(kept);
+  }
+
   // ------------------------------------------------------------------------------------------
   // Where each tensor is read and written, for the folding rule.
 

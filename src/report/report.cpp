@@ -11,6 +11,8 @@
 
 #include "format.h"
 #include "json_parts.h"
+#include "solar/ir/dtype.h"
+#include "solar/util/text.h"
 
 namespace solar::report {
 namespace {
@@ -118,6 +120,11 @@ std::string header(const Report& r) {
        format_count(static_cast<double>(t.other_ops())) + " other ops, " +
        format_count(static_cast<double>(t.flops()), "FLOP") + " (" + std::string(kFlopsConvention) +
        "), " + std::to_string(r.graph.nodes.size()) + " nodes\n";
+  if (!r.graph.dead_nodes.empty()) {
+    s += "  dead code: " + std::to_string(r.graph.dead_nodes.size()) +
+         " node(s) computed and discarded (no output reads them), not counted: " +
+         join(r.graph.dead_nodes, ", ") + "\n";
+  }
   return s;
 }
 

@@ -170,6 +170,9 @@ struct Graph {
   ir::SymbolValues sizes;               // the bound sizes
   std::vector<TensorInfo> tensors;      // declaration order
   std::vector<Node> nodes;              // program order, repeats unrolled
+  // Nodes the lift removed as dead code: their values reach no graph output (docs/einsum.md,
+  // "Dead code"); they cost nothing at any fidelity. Program order.
+  std::vector<std::string> dead_nodes;
 
   const TensorInfo* find_tensor(std::string_view name) const;
 };
