@@ -522,6 +522,7 @@ class Lifter {
     if (v && alias_into_output(i, c.dst, *v)) return;
     Movement m = movement(c, s, v);
     const TensorInfo& y = tensor(c.dst);
+    const bool expanded = v && expanded_output(*v, y, m);
     Node n;
     n.name = unique_name(std::string(ir::compose_op_name(c.op)) + ":" + c.dst + s.suffix);
     n.kind = NodeKind::Movement;
@@ -534,7 +535,7 @@ class Lifter {
     n.writes = group(m.writes);
     n.out_dtype = y.dtype;
     n.compute_dtype = y.dtype;
-    n.relabel = c.op == ir::ComposeOp::Reshape &&
+    n.relabel = (c.op == ir::ComposeOp::Reshape || expanded) &&
                 tensor(binding(c.srcs.at(0)).base).role == ir::TensorRole::Intermediate;
     for (const Access& a : n.reads)
       n.compute_dtype = detail::promote(n.compute_dtype, tensor(a.tensor).dtype);
@@ -563,6 +564,27 @@ class Lifter {
 
   std::pair<std::string, AccessMap> whole(const std::string& name) const {
     return box(detail::whole_view(tensor(name)));
+  }
+
+  // A graph output that is an expanded (broadcast) view of a smaller tensor, `y = expand(b)`:
+  // PyTorch returns it as a view with stride 0 along the broadcast dimensions, so the output's
+  // storage holds only the base's elements (docs/einsum.md, "Expanded outputs"). Its write map
+  // gets stride 0 there: it touches as many elements as the base has, and costs the base's
+  // bytes. When the base is an intermediate, the node is a relabelling (Node::relabel): the
+  // kernel that writes the base writes the output's storage, and the view itself moves nothing.
+  bool expanded_output(const View& v, const TensorInfo& y, Movement& m) const {
+    if (y.role != ir::TensorRole::Output || v.padded() || v.shape != y.shape) return false;
+    View w = detail::whole_view(y);
+    bool broadcast = false;
+    for (size_t d = 0; d < v.shape.size(); ++d) {
+      if (v.strides[d] == 0 && v.shape[d] > 1) {
+        w.strides[d] = 0;
+        broadcast = true;
+      }
+    }
+    if (!broadcast || m.writes.size() != 1) return false;
+    m.writes[0] = box(w);
+    return true;
   }
 
   // A data-dependent map: `moved` elements of `name`, printed as `text`.
