@@ -98,6 +98,19 @@ nlohmann::json overrides_json(const hw::Device& d) {
   return j;
 }
 
+// "one-kernel floor: 5 us (min_kernel_s) sets fused, cache" or "" (no figure, or no work).
+std::string program_floor_line(const sol::Analysis& a) {
+  if (a.program_floor_s <= 0) return "";
+  std::vector<std::string> floored;
+  for (const sol::FidelityResult& f : a.results) {
+    if (f.floored) floored.emplace_back(sol::fidelity_name(f.fidelity));
+  }
+  return "one-kernel floor: " + format_seconds(a.program_floor_s) +
+         " (min_kernel_s) under the fused and cache-aware times; " +
+         (floored.empty() ? std::string("binds none")
+                          : "binds " + join(floored, ", ") + " (the model's time is below it)");
+}
+
 std::string header(const Report& r) {
   std::string s = "SOL of " + source_name(r.graph.source) + " on " + r.device.name + " (DRAM " +
                   format_bandwidth(r.analysis.dram_bandwidth_bytes_per_s) + ")\n";
@@ -114,6 +127,8 @@ std::string header(const Report& r) {
   s += "  " + cache_state_line(r.analysis.memory) + "\n";
   const std::string floor = kernel_floor_line(r.analysis);
   if (!floor.empty()) s += "  " + floor + "\n";
+  const std::string one = program_floor_line(r.analysis);
+  if (!one.empty()) s += "  " + one + "\n";
   s += "  " + verification_line(r.provenance.verification) + "\n";
   const einsum::OpCounts& t = r.analysis.totals;
   s += "  work: " + format_count(static_cast<double>(t.macs), "MAC") + ", " +

@@ -86,6 +86,26 @@ FidelityResult evaluate_cache(const EvalContext& ctx) {
   return t.result;
 }
 
+// One kernel: a program that does work (bytes or compute) runs at least one kernel, which takes
+// at least the device's min_kernel_s, when its file (or --set) has that figure. With the kernel
+// floor on (--kernel-floor on), the fused and cache-aware times (and the cache-aware sequential
+// variant) are never below it; the unfused one is floored per operation. docs/cache-state.md,
+// "One kernel".
+void apply_program_floor(const einsum::Graph& g, const hw::Device& d, Analysis& a) {
+  if (!a.kernel_floor || !d.min_kernel_s) return;
+  const bool works = std::any_of(g.nodes.begin(), g.nodes.end(), [](const einsum::Node& n) {
+    return n.counts.flops() > 0 || n.bytes_read() + n.bytes_written() > 0;
+  });
+  if (!works) return;
+  a.program_floor_s = d.min_kernel_s->value;
+  for (FidelityResult& r : a.results) {
+    if (r.fidelity == Fidelity::Unfused || r.time_s >= a.program_floor_s) continue;
+    r.time_s = a.program_floor_s;
+    r.floored = true;
+  }
+  if (a.cache) a.cache_sequential_s = std::max(a.cache_sequential_s, a.program_floor_s);
+}
+
 using Evaluator = FidelityResult (*)(const EvalContext&);
 
 struct FidelityInfo {
@@ -371,6 +391,7 @@ Analysis analyze(const einsum::Graph& g, const hw::Device& d, const PrecisionPol
     }
     a.results.push_back(evaluate(EvalContext{g, d, a.nodes, a.memory, options, a}));
   }
+  apply_program_floor(g, d, a);
   return a;
 }
 

@@ -158,6 +158,9 @@ struct FidelityResult {
   int64_t bytes = 0;       // DRAM traffic of the model (cold); warm: traffic below the LLC
   int64_t warm_bytes = 0;  // of `bytes`, those served from the last-level cache (warm only)
   Bottleneck bottleneck = Bottleneck::Memory;
+  // Fused and cache-aware: the device's min_kernel_s set time_s (a program that runs at least
+  // one kernel takes at least one kernel's minimum duration; docs/cache-state.md).
+  bool floored = false;
 };
 
 // The cost of one group of the cache-aware schedule.
@@ -200,6 +203,10 @@ struct Analysis {
   bool kernel_floor = false;         // asked for (AnalysisOptions::kernel_floor)
   double kernel_floor_s = 0;         // the floor applied to the unfused operations; 0: none
   std::string kernel_floor_skipped;  // asked for but the device has no min_kernel_s: why
+  // The floor of the fused and cache-aware times, with the kernel floor on: the device's
+  // min_kernel_s when its file (or --set) has one and the program does work; 0: none
+  // (docs/cache-state.md, "One kernel").
+  double program_floor_s = 0;
 
   // The result of `f`; InternalError when it was not requested.
   const FidelityResult& result(Fidelity f) const;
