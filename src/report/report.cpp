@@ -331,6 +331,40 @@ std::string fallback_notes(const Report& r) {
   return s.empty() ? s : "* precision fallbacks (the device lacks the wanted rate):\n" + s;
 }
 
+// The products priced at their operands' origin precision (docs/precision.md, "Origin
+// precision"), in node order: one line each.
+std::vector<std::string> origin_lines(const Report& r) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < r.analysis.nodes.size(); ++i) {
+    const sol::NodeCost& c = r.analysis.nodes[i];
+    if (!c.origin_mac_rate) continue;
+    const einsum::Node& n = r.graph.nodes[i];
+    out.push_back(n.name + ": " + std::string(ir::dtype_name(*n.mac_lhs_dtype)) + " x " +
+                  std::string(ir::dtype_name(*n.mac_rhs_dtype)) + " operands upcast from " +
+                  std::string(ir::dtype_name(*n.mac_lhs_origin)) + " x " +
+                  std::string(ir::dtype_name(*n.mac_rhs_origin)) + ": " + c.origin_mac_rate->label +
+                  " (unfused: " + c.mac_rate->label + ")");
+  }
+  return out;
+}
+
+nlohmann::json origin_json(const Report& r) {
+  nlohmann::json j = nlohmann::json::array();
+  for (size_t i = 0; i < r.analysis.nodes.size(); ++i) {
+    const sol::NodeCost& c = r.analysis.nodes[i];
+    if (!c.origin_mac_rate) continue;
+    const einsum::Node& n = r.graph.nodes[i];
+    j.push_back({{"node", n.name},
+                 {"operands", {ir::dtype_name(*n.mac_lhs_dtype), ir::dtype_name(*n.mac_rhs_dtype)}},
+                 {"origin", {ir::dtype_name(*n.mac_lhs_origin), ir::dtype_name(*n.mac_rhs_origin)}},
+                 {"precision", c.origin_mac_rate->label},
+                 {"rate_flops_per_s", c.origin_mac_rate->flops_per_s},
+                 {"unfused_precision", c.mac_rate->label},
+                 {"fused_compute_s", c.fused_compute_s}});
+  }
+  return j;
+}
+
 }  // namespace
 
 std::vector<std::string> routing_assumptions(const einsum::Graph& g) {
@@ -442,6 +476,17 @@ nlohmann::json report_to_json(const Report& r) {
     j["warm_cache"] = warm_cache_json(r.analysis);
   }
   if (r.analysis.kernel_floor) j["kernel_floor"] = kernel_floor_json(r.analysis);
+  if (!r.graph.dead_nodes.empty()) j["dead_nodes"] = r.graph.dead_nodes;
+  const nlohmann::json origin = origin_json(r);
+  if (!origin.empty()) j["origin_priced"] = origin;
+  if (r.analysis.program_floor_s > 0) {
+    nlohmann::json floored = nlohmann::json::array();
+    for (const sol::FidelityResult& f : r.analysis.results) {
+      if (f.floored) floored.push_back(sol::fidelity_key(f.fidelity));
+    }
+    j["one_kernel_floor"] = {{"min_kernel_s", r.analysis.program_floor_s},
+                             {"floored", std::move(floored)}};
+  }
   if (r.step) j["training"] = step_to_json(r);
   if (r.parallel) j["parallel"] = parallel_to_json(r);
   const std::vector<std::string> assumptions = routing_assumptions(r.graph);
@@ -505,6 +550,12 @@ std::string render_report(const Report& r, size_t top_nodes) {
   if (!r.graph.nodes.empty()) s += "\n" + op_table(r, top_nodes);
   const std::string notes = fallback_notes(r);
   if (!notes.empty()) s += "\n" + notes;
+  const std::vector<std::string> origin = origin_lines(r);
+  if (!origin.empty()) {
+    s += "\n* products priced at their operands' origin precision (fused and cache-aware; "
+         "unfused keeps eager's rate):\n";
+    for (const std::string& line : origin) s += "  " + line + "\n";
+  }
   const std::vector<std::string> assumptions = routing_assumptions(r.graph);
   if (!assumptions.empty()) {
     s += "\n* routing assumption (data-dependent reads):\n";

@@ -86,9 +86,14 @@ struct NodeCost {
   double mac_s = 0;                // 2 x MACs / mac rate
   double other_s = 0;              // other ops / other-ops rate
   double compute_s = 0;            // max(mac_s, other_s)
-  int64_t bytes = 0;               // bytes read + bytes written
-  double memory_s = 0;             // bytes / DRAM bandwidth
-  double time_s = 0;               // max(compute_s, memory_s)
+  // The rate of the node's MACs at their operands' origin precision (Node::mac_lhs_origin),
+  // when that is faster than mac_rate: the fused and cache-aware fidelities price the product
+  // there (docs/precision.md, "Origin precision"); the unfused one keeps mac_rate.
+  std::optional<Rate> origin_mac_rate;
+  double fused_compute_s = 0;  // compute_s, with the MACs at origin_mac_rate when present
+  int64_t bytes = 0;           // bytes read + bytes written
+  double memory_s = 0;         // bytes / DRAM bandwidth
+  double time_s = 0;           // max(compute_s, memory_s)
   Bottleneck bottleneck = Bottleneck::Memory;
 
   // The rate of the node's main work: its MACs when it has any, else its other ops; nullptr for
