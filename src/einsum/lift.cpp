@@ -62,6 +62,43 @@ void collect_reads(const ir::Expr& e, std::vector<std::string>& names) {
   for (const ir::ExprP& a : e.args) collect_reads(*a, names);
 }
 
+// Whether every value of dtype `o` is exactly a value of dtype `t` (docs/precision.md, "Origin
+// precision"): a narrower float in a wider one (f8 in f16, bf16 and f32; f16 and bf16 in f32),
+// 8-bit integers and bool in every float of 16 bits or more (bf16 holds 8 significant bits).
+bool fits_exactly(ir::DType o, ir::DType t) {
+  if (o == t) return true;
+  const bool byte = o == ir::DType::F8E4M3 || o == ir::DType::F8E5M2 || o == ir::DType::I8 ||
+                    o == ir::DType::U8 || o == ir::DType::Bool;
+  switch (t) {
+    case ir::DType::F64:
+      return o != ir::DType::I64;
+    case ir::DType::F32:
+      return byte || o == ir::DType::F16 || o == ir::DType::BF16;
+    case ir::DType::F16:
+    case ir::DType::BF16:
+      return byte;
+    default:
+      return false;
+  }
+}
+
+// The origin of a value of origin `o` stored in (or cast to) dtype `t`: `o` when t holds it
+// exactly, else t (a cast to a narrower dtype makes values of that dtype).
+ir::DType stored_origin(ir::DType o, ir::DType t) { return fits_exactly(o, t) ? o : t; }
+
+// The origin of a tensor written twice, with origins a then b: the wider when one holds the
+// other, else `t` (the tensor's own dtype).
+ir::DType joined_origin(ir::DType a, ir::DType b, ir::DType t) {
+  if (fits_exactly(a, b)) return b;
+  return fits_exactly(b, a) ? a : t;
+}
+
+bool has_read_or_index(const ir::Expr& e) {
+  if (e.kind == ir::ExprKind::Read || e.kind == ir::ExprKind::Index) return true;
+  return std::any_of(e.args.begin(), e.args.end(),
+                     [](const ir::ExprP& a) { return has_read_or_index(*a); });
+}
+
 // The lifted program, built step by step.
 class Lifter {
  public:
@@ -100,10 +137,40 @@ class Lifter {
         compose(i);
       }
     }
+    remove_dead();
     return std::move(g_);
   }
 
  private:
+  // Dead code (docs/einsum.md, "Dead code"): a node whose values reach no graph output, through
+  // any chain of later readers, is removed; its name goes to Graph::dead_nodes. Backwards over
+  // the nodes: a node is live when it writes a graph output or a tensor a later live node reads
+  // (a later write that overwrites the whole tensor does not make it dead: kept, erring toward
+  // more bytes, never fewer than a real run needs).
+  void remove_dead() {
+    std::set<std::string> needed;
+    for (const TensorInfo& t : g_.tensors) {
+      if (t.role == ir::TensorRole::Output) needed.insert(t.name);
+    }
+    std::vector<bool> live(g_.nodes.size(), false);
+    for (size_t i = g_.nodes.size(); i-- > 0;) {
+      const Node& n = g_.nodes[i];
+      live[i] = std::any_of(n.writes.begin(), n.writes.end(),
+                            [&](const Access& a) { return needed.contains(a.tensor); });
+      if (!live[i]) continue;
+      for (const Access& a : n.reads) needed.insert(a.tensor);
+    }
+    std::vector<Node> kept;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (live[i]) {
+        kept.push_back(std::move(g_.nodes[i]));
+      } else {
+        g_.dead_nodes.push_back(g_.nodes[i].name);
+      }
+    }
+    g_.nodes = std::move(kept);
+  }
+
   // ------------------------------------------------------------------------------------------
   // Where each tensor is read and written, for the folding rule.
 
@@ -195,6 +262,217 @@ class Lifter {
   std::string unique_name(const std::string& base) {
     const int n = ++name_counts_[base];
     return n == 1 ? base : base + "#" + std::to_string(n);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Origin precision (docs/precision.md, "Origin precision"): per storage tensor, the narrowest
+  // dtype of which its values are exact upcasts (origin_; absent: its own dtype), and whether its
+  // values are copies of fewer elements (expanded_: a broadcast or repeat materialised, such as
+  // a per-block scale repeated over its block).
+
+  ir::DType tensor_origin(const std::string& base) const {
+    const auto it = origin_.find(base);
+    return it == origin_.end() ? tensor(base).dtype : it->second;
+  }
+
+  void set_origin(const std::string& name, ir::DType o) {
+    const ir::DType t = tensor(name).dtype;
+    o = stored_origin(o, t);
+    const auto it = origin_.find(name);
+    if (it != origin_.end()) o = joined_origin(it->second, o, t);
+    origin_[name] = o;
+  }
+
+  // The loops (nonzero coefficient) by which the reads of `e` reach their storage.
+  std::set<std::string> read_loops(const ir::Expr& e, const Step& s,
+                                   const ir::AffineDomain& domain) const {
+    std::vector<std::pair<std::string, AccessMap>> maps;
+    read_maps(e, s, domain, false, maps);
+    std::set<std::string> loops;
+    for (const auto& entry : maps) {
+      const AccessMap& m = entry.second;
+      if (m.data_dependent) continue;
+      for (const auto& [var, c] : m.flat().coeffs) {
+        if (c != 0) loops.insert(var);
+      }
+    }
+    return loops;
+  }
+
+  // The read under casts and negations of `e`, or nullptr.
+  static const ir::Expr* stripped_read(const ir::Expr& e) {
+    const ir::Expr* x = &e;
+    while (x->kind == ir::ExprKind::Cast ||
+           (x->kind == ir::ExprKind::Unary && x->unary_op == ir::UnaryOp::Neg)) {
+      x = x->args[0].get();
+    }
+    return x->kind == ir::ExprKind::Read ? x : nullptr;
+  }
+
+  // Whether `f` scales `of`: the same at every point (a constant), a read of an expanded
+  // tensor, or a read that reaches its storage with fewer loops than `of` does (a per-tensor,
+  // per-row, per-channel or per-block scale: constant over a block of `of`'s elements).
+  bool is_scale(const ir::Expr& f, const ir::Expr& of, const Step& s,
+                const ir::AffineDomain& domain) const {
+    if (!has_read_or_index(f)) return true;
+    const ir::Expr* r = stripped_read(f);
+    if (r == nullptr) return false;
+    if (expanded_.contains(binding(r->tensor).base)) return true;
+    const std::set<std::string> a = read_loops(*r, s, domain);
+    const std::set<std::string> b = read_loops(of, s, domain);
+    return a.size() < b.size() && std::includes(b.begin(), b.end(), a.begin(), a.end());
+  }
+
+  // The origin of an expression's value: a read's tensor origin; a cast keeps its operand's
+  // origin when the target holds it exactly; a product or quotient by a scale keeps the other
+  // operand's; anything else has its own dtype. nullopt for constants and indices.
+  std::optional<ir::DType> origin_of(const ir::Expr& e, const Step& s,
+                                     const ir::AffineDomain& domain) const {
+    switch (e.kind) {
+      case ir::ExprKind::Const:
+      case ir::ExprKind::Index:
+        return std::nullopt;
+      case ir::ExprKind::Read:
+        return tensor_origin(binding(e.tensor).base);
+      case ir::ExprKind::Cast: {
+        const std::optional<ir::DType> o = origin_of(*e.args[0], s, domain);
+        return o ? stored_origin(*o, e.cast_to) : e.cast_to;
+      }
+      case ir::ExprKind::Unary:
+        if (e.unary_op == ir::UnaryOp::Neg) return origin_of(*e.args[0], s, domain);
+        break;
+      case ir::ExprKind::Binary: {
+        const ir::Expr& a = *e.args[0];
+        const ir::Expr& b = *e.args[1];
+        const bool mul = e.binary_op == ir::BinaryOp::Mul;
+        if ((mul || e.binary_op == ir::BinaryOp::Div) && has_read_or_index(a) &&
+            is_scale(b, a, s, domain)) {
+          return origin_of(a, s, domain);
+        }
+        if (mul && has_read_or_index(b) && is_scale(a, b, s, domain)) {
+          return origin_of(b, s, domain);
+        }
+        break;
+      }
+      case ir::ExprKind::Select:
+        break;
+    }
+    return detail::value_dtype(e, [&](const std::string& t) { return tensor(t).dtype; });
+  }
+
+  // The origins of a contraction's two operands, when its factors are two operands and scales
+  // of them (constants, expanded tensors, reads with fewer loops than the operand they scale).
+  std::optional<std::pair<ir::DType, ir::DType>> mac_origins(const detail::MacOperands& m,
+                                                             const Step& s,
+                                                             const ir::AffineDomain& domain) const {
+    std::vector<const ir::Expr*> factors = {m.lhs, m.rhs};
+    factors.insert(factors.end(), m.others.begin(), m.others.end());
+    std::vector<const ir::Expr*> rest;
+    for (const ir::Expr* f : factors) {
+      const ir::Expr* r = stripped_read(*f);
+      const bool always_scale =
+          !has_read_or_index(*f) || (r != nullptr && expanded_.contains(binding(r->tensor).base));
+      if (!always_scale) rest.push_back(f);
+    }
+    if (rest.size() < 2) return std::nullopt;
+    std::vector<size_t> loops;
+    for (const ir::Expr* f : rest) loops.push_back(read_loops(*f, s, domain).size());
+    std::vector<size_t> order(rest.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return loops[x] > loops[y]; });
+    const ir::Expr* lhs = rest[std::min(order[0], order[1])];
+    const ir::Expr* rhs = rest[std::max(order[0], order[1])];
+    for (size_t k = 2; k < order.size(); ++k) {
+      const ir::Expr& f = *rest[order[k]];
+      if (!is_scale(f, *lhs, s, domain) && !is_scale(f, *rhs, s, domain)) return std::nullopt;
+    }
+    const std::optional<ir::DType> a = origin_of(*lhs, s, domain);
+    const std::optional<ir::DType> b = origin_of(*rhs, s, domain);
+    if (!a || !b) return std::nullopt;
+    return std::pair{*a, *b};
+  }
+
+  // After kernel k wrote its output: the output's origin, and whether it is expanded (every
+  // read of the right side a scale of the write: fewer loops, or an expanded tensor).
+  void track_kernel(const ir::Kernel& k, const Step& s, const ir::AffineDomain& domain) {
+    const std::string& out = k.out;
+    if (k.op != ir::AssignOp::Assign) {
+      origin_[out] = tensor(out).dtype;
+      expanded_.erase(out);
+      return;
+    }
+    const std::optional<ir::DType> o = origin_of(*k.rhs, s, domain);
+    set_origin(out, o ? *o : tensor(out).dtype);
+    std::set<std::string> written;
+    for (const ir::AffineForm& f : affine_all(k.out_indices, s.values)) {
+      for (const auto& [var, c] : f.coeffs) {
+        if (c != 0) written.insert(var);
+      }
+    }
+    std::vector<std::string> names;
+    collect_reads(*k.rhs, names);
+    bool expanded = !names.empty();
+    for (const std::string& name : names) {
+      if (expanded_.contains(binding(name).base)) continue;
+      const std::set<std::string> loops = [&] {
+        std::vector<std::pair<std::string, AccessMap>> maps;
+        read_maps(*k.rhs, s, domain, false, maps);
+        std::set<std::string> l;
+        for (const auto& [t, m] : maps) {
+          if (t != binding(name).base || m.data_dependent) continue;
+          for (const auto& [var, c] : m.flat().coeffs) {
+            if (c != 0) l.insert(var);
+          }
+        }
+        return l;
+      }();
+      if (!(loops.size() < written.size() &&
+            std::includes(written.begin(), written.end(), loops.begin(), loops.end()))) {
+        expanded = false;
+      }
+    }
+    if (expanded) {
+      expanded_.insert(out);
+    } else {
+      expanded_.erase(out);
+    }
+  }
+
+  // After a movement node wrote `dst` from `srcs` (the data sources: for take and gather the
+  // first only): the origin of its values, and whether they are expanded.
+  void track_movement(const ir::Compose& c, const Node& n) {
+    const std::string& dst = c.dst;
+    if (c.op == ir::ComposeOp::Scatter || c.op == ir::ComposeOp::Argsort) {
+      origin_[dst] = tensor(dst).dtype;
+      expanded_.erase(dst);
+      return;
+    }
+    const bool indexed = c.op == ir::ComposeOp::Take || c.op == ir::ComposeOp::Gather;
+    const size_t sources = indexed ? 1 : c.srcs.size();
+    std::optional<ir::DType> o;
+    bool expanded_source = false;
+    for (size_t i = 0; i < sources; ++i) {
+      const std::string base = binding(c.srcs[i]).base;
+      const ir::DType so = stored_origin(tensor_origin(base), tensor(dst).dtype);
+      o = o ? joined_origin(*o, so, tensor(dst).dtype) : so;
+      expanded_source = expanded_source || expanded_.contains(base);
+    }
+    if (!c.dst_region.empty()) {
+      set_origin(dst, o ? *o : tensor(dst).dtype);
+    } else {
+      origin_.erase(dst);
+      origin_[dst] = o ? *o : tensor(dst).dtype;
+    }
+    int64_t read = 0, written = 0;
+    for (const Access& a : n.reads) read += a.footprint;
+    for (const Access& a : n.writes) written += a.footprint;
+    const bool copies = c.op != ir::ComposeOp::Concat && !indexed && c.dst_region.empty();
+    if (copies && (expanded_source || read < written)) {
+      expanded_.insert(dst);
+    } else {
+      expanded_.erase(dst);
+    }
   }
 
   // ------------------------------------------------------------------------------------------
@@ -323,7 +601,14 @@ class Lifter {
       n.mac_lhs_dtype = a ? a : b ? b : out.dtype;
       n.mac_rhs_dtype = b ? b : a ? a : out.dtype;
       n.conv_like = sliding_window(reads, out_index);
+      if (const auto o = mac_origins(*m, s, n.domain)) {
+        if (o->first != *n.mac_lhs_dtype || o->second != *n.mac_rhs_dtype) {
+          n.mac_lhs_origin = o->first;
+          n.mac_rhs_origin = o->second;
+        }
+      }
     }
+    track_kernel(k, s, n.domain);
     g_.nodes.push_back(std::move(n));
     materialise(k.out);
   }
@@ -478,6 +763,8 @@ class Lifter {
     View alias = detail::whole_view(base);
     alias.base = dst;
     bindings_[v.base] = alias;
+    origin_[dst] = tensor_origin(v.base);
+    if (expanded_.contains(v.base)) expanded_.insert(dst);
     return true;
   }
 
@@ -492,6 +779,7 @@ class Lifter {
     if (v && alias_into_output(i, c.dst, *v)) return;
     Movement m = movement(c, s, v);
     const TensorInfo& y = tensor(c.dst);
+    const bool expanded = v && expanded_output(*v, y, m);
     Node n;
     n.name = unique_name(std::string(ir::compose_op_name(c.op)) + ":" + c.dst + s.suffix);
     n.kind = NodeKind::Movement;
@@ -504,10 +792,11 @@ class Lifter {
     n.writes = group(m.writes);
     n.out_dtype = y.dtype;
     n.compute_dtype = y.dtype;
-    n.relabel = c.op == ir::ComposeOp::Reshape &&
+    n.relabel = (c.op == ir::ComposeOp::Reshape || expanded) &&
                 tensor(binding(c.srcs.at(0)).base).role == ir::TensorRole::Intermediate;
     for (const Access& a : n.reads)
       n.compute_dtype = detail::promote(n.compute_dtype, tensor(a.tensor).dtype);
+    track_movement(c, n);
     g_.nodes.push_back(std::move(n));
     materialise(c.dst);
   }
@@ -533,6 +822,27 @@ class Lifter {
 
   std::pair<std::string, AccessMap> whole(const std::string& name) const {
     return box(detail::whole_view(tensor(name)));
+  }
+
+  // A graph output that is an expanded (broadcast) view of a smaller tensor, `y = expand(b)`:
+  // PyTorch returns it as a view with stride 0 along the broadcast dimensions, so the output's
+  // storage holds only the base's elements (docs/einsum.md, "Expanded outputs"). Its write map
+  // gets stride 0 there: it touches as many elements as the base has, and costs the base's
+  // bytes. When the base is an intermediate, the node is a relabelling (Node::relabel): the
+  // kernel that writes the base writes the output's storage, and the view itself moves nothing.
+  bool expanded_output(const View& v, const TensorInfo& y, Movement& m) const {
+    if (y.role != ir::TensorRole::Output || v.padded() || v.shape != y.shape) return false;
+    View w = detail::whole_view(y);
+    bool broadcast = false;
+    for (size_t d = 0; d < v.shape.size(); ++d) {
+      if (v.strides[d] == 0 && v.shape[d] > 1) {
+        w.strides[d] = 0;
+        broadcast = true;
+      }
+    }
+    if (!broadcast || m.writes.size() != 1) return false;
+    m.writes[0] = box(w);
+    return true;
   }
 
   // A data-dependent map: `moved` elements of `name`, printed as `text`.
@@ -700,6 +1010,8 @@ class Lifter {
   std::map<std::string, size_t> tensor_index_;  // g_.tensors by name (first declaration)
   std::map<std::string, std::vector<size_t>> reads_at_, writes_at_;
   std::map<std::string, View> bindings_;
+  std::map<std::string, ir::DType> origin_;  // origin precision of a storage tensor's values
+  std::set<std::string> expanded_;           // storage tensors holding copies of fewer elements
   std::map<std::string, int> name_counts_;
   std::vector<std::string> random_;                      // the `random` tensors
   std::map<size_t, std::vector<std::string>> draws_at_;  // step -> draws first read there

@@ -133,6 +133,11 @@ std::string print_graph(const Graph& g) {
   out += "\n\n";
   print_tensors(g, out);
   for (const Node& n : g.nodes) print_node(n, out);
+  if (!g.dead_nodes.empty()) {
+    out += "dead code (removed, values reach no output):";
+    for (const std::string& name : g.dead_nodes) out += " " + name;
+    out += "\n\n";
+  }
   print_touched(g, out);
   print_totals(g, out);
   return out;

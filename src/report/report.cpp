@@ -11,6 +11,8 @@
 
 #include "format.h"
 #include "json_parts.h"
+#include "solar/ir/dtype.h"
+#include "solar/util/text.h"
 
 namespace solar::report {
 namespace {
@@ -96,6 +98,19 @@ nlohmann::json overrides_json(const hw::Device& d) {
   return j;
 }
 
+// "one-kernel floor: 5 us (min_kernel_s) sets fused, cache" or "" (no figure, or no work).
+std::string program_floor_line(const sol::Analysis& a) {
+  if (a.program_floor_s <= 0) return "";
+  std::vector<std::string> floored;
+  for (const sol::FidelityResult& f : a.results) {
+    if (f.floored) floored.emplace_back(sol::fidelity_name(f.fidelity));
+  }
+  return "one-kernel floor: " + format_seconds(a.program_floor_s) +
+         " (min_kernel_s) under the fused and cache-aware times; " +
+         (floored.empty() ? std::string("binds none")
+                          : "binds " + join(floored, ", ") + " (the model's time is below it)");
+}
+
 std::string header(const Report& r) {
   std::string s = "SOL of " + source_name(r.graph.source) + " on " + r.device.name + " (DRAM " +
                   format_bandwidth(r.analysis.dram_bandwidth_bytes_per_s) + ")\n";
@@ -112,12 +127,19 @@ std::string header(const Report& r) {
   s += "  " + cache_state_line(r.analysis.memory) + "\n";
   const std::string floor = kernel_floor_line(r.analysis);
   if (!floor.empty()) s += "  " + floor + "\n";
+  const std::string one = program_floor_line(r.analysis);
+  if (!one.empty()) s += "  " + one + "\n";
   s += "  " + verification_line(r.provenance.verification) + "\n";
   const einsum::OpCounts& t = r.analysis.totals;
   s += "  work: " + format_count(static_cast<double>(t.macs), "MAC") + ", " +
        format_count(static_cast<double>(t.other_ops())) + " other ops, " +
        format_count(static_cast<double>(t.flops()), "FLOP") + " (" + std::string(kFlopsConvention) +
        "), " + std::to_string(r.graph.nodes.size()) + " nodes\n";
+  if (!r.graph.dead_nodes.empty()) {
+    s += "  dead code: " + std::to_string(r.graph.dead_nodes.size()) +
+         " node(s) computed and discarded (no output reads them), not counted: " +
+         join(r.graph.dead_nodes, ", ") + "\n";
+  }
   return s;
 }
 
@@ -309,6 +331,40 @@ std::string fallback_notes(const Report& r) {
   return s.empty() ? s : "* precision fallbacks (the device lacks the wanted rate):\n" + s;
 }
 
+// The products priced at their operands' origin precision (docs/precision.md, "Origin
+// precision"), in node order: one line each.
+std::vector<std::string> origin_lines(const Report& r) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < r.analysis.nodes.size(); ++i) {
+    const sol::NodeCost& c = r.analysis.nodes[i];
+    if (!c.origin_mac_rate) continue;
+    const einsum::Node& n = r.graph.nodes[i];
+    out.push_back(n.name + ": " + std::string(ir::dtype_name(*n.mac_lhs_dtype)) + " x " +
+                  std::string(ir::dtype_name(*n.mac_rhs_dtype)) + " operands upcast from " +
+                  std::string(ir::dtype_name(*n.mac_lhs_origin)) + " x " +
+                  std::string(ir::dtype_name(*n.mac_rhs_origin)) + ": " + c.origin_mac_rate->label +
+                  " (unfused: " + c.mac_rate->label + ")");
+  }
+  return out;
+}
+
+nlohmann::json origin_json(const Report& r) {
+  nlohmann::json j = nlohmann::json::array();
+  for (size_t i = 0; i < r.analysis.nodes.size(); ++i) {
+    const sol::NodeCost& c = r.analysis.nodes[i];
+    if (!c.origin_mac_rate) continue;
+    const einsum::Node& n = r.graph.nodes[i];
+    j.push_back({{"node", n.name},
+                 {"operands", {ir::dtype_name(*n.mac_lhs_dtype), ir::dtype_name(*n.mac_rhs_dtype)}},
+                 {"origin", {ir::dtype_name(*n.mac_lhs_origin), ir::dtype_name(*n.mac_rhs_origin)}},
+                 {"precision", c.origin_mac_rate->label},
+                 {"rate_flops_per_s", c.origin_mac_rate->flops_per_s},
+                 {"unfused_precision", c.mac_rate->label},
+                 {"fused_compute_s", c.fused_compute_s}});
+  }
+  return j;
+}
+
 }  // namespace
 
 std::vector<std::string> routing_assumptions(const einsum::Graph& g) {
@@ -421,6 +477,17 @@ nlohmann::json report_to_json(const Report& r) {
   }
   if (r.analysis.kernel_floor) j["kernel_floor"] = kernel_floor_json(r.analysis);
   if (!r.provenance.agent.is_null()) j["agent"] = r.provenance.agent;
+  if (!r.graph.dead_nodes.empty()) j["dead_nodes"] = r.graph.dead_nodes;
+  const nlohmann::json origin = origin_json(r);
+  if (!origin.empty()) j["origin_priced"] = origin;
+  if (r.analysis.program_floor_s > 0) {
+    nlohmann::json floored = nlohmann::json::array();
+    for (const sol::FidelityResult& f : r.analysis.results) {
+      if (f.floored) floored.push_back(sol::fidelity_key(f.fidelity));
+    }
+    j["one_kernel_floor"] = {{"min_kernel_s", r.analysis.program_floor_s},
+                             {"floored", std::move(floored)}};
+  }
   if (r.step) j["training"] = step_to_json(r);
   if (r.parallel) j["parallel"] = parallel_to_json(r);
   const std::vector<std::string> assumptions = routing_assumptions(r.graph);
@@ -484,6 +551,12 @@ std::string render_report(const Report& r, size_t top_nodes) {
   if (!r.graph.nodes.empty()) s += "\n" + op_table(r, top_nodes);
   const std::string notes = fallback_notes(r);
   if (!notes.empty()) s += "\n" + notes;
+  const std::vector<std::string> origin = origin_lines(r);
+  if (!origin.empty()) {
+    s += "\n* products priced at their operands' origin precision (fused and cache-aware; "
+         "unfused keeps eager's rate):\n";
+    for (const std::string& line : origin) s += "  " + line + "\n";
+  }
   const std::vector<std::string> assumptions = routing_assumptions(r.graph);
   if (!assumptions.empty()) {
     s += "\n* routing assumption (data-dependent reads):\n";

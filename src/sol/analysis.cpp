@@ -59,9 +59,11 @@ FidelityResult overlapped(Fidelity f, double compute_s, int64_t bytes, const Mem
   return r;
 }
 
+// The compute of the fused and cache-aware models: each node's MACs at their origin precision
+// where that is faster (NodeCost::fused_compute_s).
 double total_compute(const std::vector<NodeCost>& nodes) {
   double compute = 0;
-  for (const NodeCost& c : nodes) compute += c.compute_s;
+  for (const NodeCost& c : nodes) compute += c.fused_compute_s;
   return compute;
 }
 
@@ -84,6 +86,26 @@ FidelityResult evaluate_cache(const EvalContext& ctx) {
   ctx.out.cache_groups = std::move(t.groups);
   ctx.out.cache_sequential_s = t.sequential_s;
   return t.result;
+}
+
+// One kernel: a program that does work (bytes or compute) runs at least one kernel, which takes
+// at least the device's min_kernel_s, when its file (or --set) has that figure. With the kernel
+// floor on (--kernel-floor on), the fused and cache-aware times (and the cache-aware sequential
+// variant) are never below it; the unfused one is floored per operation. docs/cache-state.md,
+// "One kernel".
+void apply_program_floor(const einsum::Graph& g, const hw::Device& d, Analysis& a) {
+  if (!a.kernel_floor || !d.min_kernel_s) return;
+  const bool works = std::any_of(g.nodes.begin(), g.nodes.end(), [](const einsum::Node& n) {
+    return n.counts.flops() > 0 || n.bytes_read() + n.bytes_written() > 0;
+  });
+  if (!works) return;
+  a.program_floor_s = d.min_kernel_s->value;
+  for (FidelityResult& r : a.results) {
+    if (r.fidelity == Fidelity::Unfused || r.time_s >= a.program_floor_s) continue;
+    r.time_s = a.program_floor_s;
+    r.floored = true;
+  }
+  if (a.cache) a.cache_sequential_s = std::max(a.cache_sequential_s, a.program_floor_s);
 }
 
 using Evaluator = FidelityResult (*)(const EvalContext&);
@@ -234,6 +256,17 @@ NodeCost node_cost(const einsum::Node& n, const hw::Device& d, const PrecisionPo
     c.other_s = static_cast<double>(n.counts.other_ops()) / c.other_rate->flops_per_s;
   }
   c.compute_s = std::max(c.mac_s, c.other_s);
+  c.fused_compute_s = c.compute_s;
+  if (c.mac_rate) {
+    c.origin_mac_rate = origin_mac_rate(n, d, policy);
+    if (c.origin_mac_rate && c.origin_mac_rate->flops_per_s > c.mac_rate->flops_per_s) {
+      const double origin_mac_s =
+          2.0 * static_cast<double>(n.counts.macs) / c.origin_mac_rate->flops_per_s;
+      c.fused_compute_s = std::max(origin_mac_s, c.other_s);
+    } else {
+      c.origin_mac_rate.reset();
+    }
+  }
   c.bytes = n.relabel ? 0 : n.bytes_read() + n.bytes_written();
   c.memory_s = static_cast<double>(c.bytes) / d.dram_bandwidth_bytes_per_s();
   c.time_s = std::max(c.compute_s, c.memory_s);
@@ -308,7 +341,7 @@ CacheTime cache_time(const CacheSchedule& s, const std::vector<NodeCost>& nodes,
   t.result = overlapped(Fidelity::Cache, total_compute(nodes), s.traffic_bytes, memory);
   for (const CacheGroup& grp : s.groups) {
     CacheGroupCost c;
-    for (size_t i = grp.first; i < grp.last; ++i) c.compute_s += nodes[i].compute_s;
+    for (size_t i = grp.first; i < grp.last; ++i) c.compute_s += nodes[i].fused_compute_s;
     c.memory_s = memory.time_s(grp.traffic_bytes);
     c.time_s = std::max(c.compute_s, c.memory_s);
     t.sequential_s += c.time_s;
@@ -371,6 +404,7 @@ Analysis analyze(const einsum::Graph& g, const hw::Device& d, const PrecisionPol
     }
     a.results.push_back(evaluate(EvalContext{g, d, a.nodes, a.memory, options, a}));
   }
+  apply_program_floor(g, d, a);
   return a;
 }
 

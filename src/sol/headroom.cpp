@@ -103,6 +103,9 @@ NodeHeadrooms compute_node_headroom(const einsum::Graph& g, const Analysis& a,
     if (!one) continue;
     (owner ? out.nodes[*owner].sol_s : out.unattributed_sol_s) += op.time_s - op.nodes_alone_s;
   }
+  // A kernel the lift removed as dead code (einsum::Graph::dead_nodes) is in the program: it
+  // costs nothing.
+  for (const std::string& dead : g.dead_nodes) found.insert(kernel_of(dead));
   for (const auto& [kernel, i] : by_kernel) {
     if (found.count(kernel) == 0) {
       throw UserError("measured node '" + measured[i].node + "' names kernel '" + kernel +

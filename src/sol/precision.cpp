@@ -278,6 +278,22 @@ Rate mac_rate(const einsum::Node& n, const hw::Device& d, const PrecisionPolicy&
                           std::string(policy.name) + ")");
 }
 
+std::optional<Rate> origin_mac_rate(const einsum::Node& n, const hw::Device& d,
+                                    const PrecisionPolicy& policy) {
+  if (!n.mac_lhs_origin || !n.mac_rhs_origin) return std::nullopt;
+  ir::DType lhs = *n.mac_lhs_origin;
+  ir::DType rhs = *n.mac_rhs_origin;
+  // An integer origin with a floating one: the integer values are exact in bf16.
+  if (float_width(lhs) == 0 && float_width(rhs) != 0) lhs = ir::DType::BF16;
+  if (float_width(rhs) == 0 && float_width(lhs) != 0) rhs = ir::DType::BF16;
+  const ContractionClass c = contraction_class(lhs, rhs, n.conv_like);
+  try {
+    return resolve_rate(d, policy.wanted(c), "origin precision");
+  } catch (const UserError&) {
+    return std::nullopt;  // no rate for the origin precision: the node keeps its own
+  }
+}
+
 Rate other_ops_rate(const einsum::Node& n, const hw::Device& d, const PrecisionPolicy& policy) {
   const Target wanted = vector_target(n.compute_dtype);
   return resolve_rate(d, wanted,

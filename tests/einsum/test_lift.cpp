@@ -833,11 +833,18 @@ input src : f32[4, 3]
 tensor acc : f32[4, 6]
 output picked : f32[4, 2]
 output y : f32[4, 6]
+output z : f32[4, 6]
 picked = gather(x, idx, dim=1)
 acc = x
 acc = scatter(acc, idx, src, dim=1, reduce=add)
 y = scatter(x, idx, src, dim=1)
+kernel use {
+  for i in 0..4, j in 0..6:
+    z[i, j] = acc[i, j] + 1.0
+}
 )");
+  // (`use` reads acc into an output, so the scatter is live: a value that reaches no output is
+  // dead code, removed by the lift; docs/einsum.md, "Dead code".)
   // gather: idx (8 * 8 bytes), one x element per output (8 * 4), writes picked (8 * 4).
   EXPECT_EQ(read(g, "gather:picked", "idx").bytes, 64);
   EXPECT_EQ(read(g, "gather:picked", "x").bytes, 32);

@@ -162,7 +162,9 @@ const std::string kTinyChain = read_text_file(SOLAR_SOURCE_DIR "/tests/fixtures/
 TEST(KernelFloor, ChainOfTinyOps) {
   // Without the floor: each op moves 128 B, 128 B / 1e12 = 128 ps; unfused = 3 x 128 ps = 384 ps.
   // With it: each op takes max(128 ps, 5 us) = 5 us; unfused = 3 x 5 us = 15 us. The fused and
-  // cache-aware bounds never take it: fused = (64 + 64) B / 1e12 = 128 ps either way.
+  // cache-aware bounds take it once, for the whole program (one kernel at least): fused =
+  // (64 + 64) B / 1e12 = 128 ps off, max(128 ps, 5 us) = 5 us on (issue 29: before, the
+  // fused and cache-aware times stayed at 128 ps with the floor on).
   const einsum::Graph g = lift_text(kTinyChain);
   const Analysis off = analyze(g, round_gpu(), policy());
   const Analysis on =
@@ -175,9 +177,17 @@ TEST(KernelFloor, ChainOfTinyOps) {
     EXPECT_DOUBLE_EQ(c.time_s, 5e-6);
   }
   EXPECT_DOUBLE_EQ(on.result(Fidelity::Unfused).time_s, 15e-6);
-  EXPECT_DOUBLE_EQ(on.result(Fidelity::Fused).time_s, off.result(Fidelity::Fused).time_s);
-  EXPECT_DOUBLE_EQ(on.result(Fidelity::Fused).time_s, 128e-12);
-  EXPECT_DOUBLE_EQ(on.result(Fidelity::Cache).time_s, off.result(Fidelity::Cache).time_s);
+  EXPECT_DOUBLE_EQ(off.result(Fidelity::Fused).time_s, 128e-12);
+  EXPECT_FALSE(off.result(Fidelity::Fused).floored);
+  EXPECT_DOUBLE_EQ(off.program_floor_s, 0);
+  EXPECT_DOUBLE_EQ(on.program_floor_s, 5e-6);
+  EXPECT_DOUBLE_EQ(on.result(Fidelity::Fused).time_s, 5e-6);
+  EXPECT_TRUE(on.result(Fidelity::Fused).floored);
+  // Cache-aware: 128 B of traffic as well (the L2 holds the whole chain), 128 ps off, 5 us on.
+  EXPECT_DOUBLE_EQ(off.result(Fidelity::Cache).time_s, 128e-12);
+  EXPECT_DOUBLE_EQ(on.result(Fidelity::Cache).time_s, 5e-6);
+  EXPECT_TRUE(on.result(Fidelity::Cache).floored);
+  EXPECT_DOUBLE_EQ(on.cache_sequential_s, 5e-6);
 }
 
 TEST(KernelFloor, AnOpLongerThanTheFloorKeepsItsTime) {

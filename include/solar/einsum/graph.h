@@ -122,6 +122,12 @@ struct Node {
   OpCounts counts;
   // What decides the precision the node runs in (the SOL engine's precision policy):
   std::optional<ir::DType> mac_lhs_dtype, mac_rhs_dtype;  // operands of the product (macs > 0)
+  // Origin precision of the product's operands (docs/precision.md, "Origin precision"): set
+  // when both operands are exact upcasts of narrower values (through casts, per-block scale
+  // multiplies, reshapes and copies), to the dtypes of those narrower values: a dequantised
+  // fp8 GEMM (`cast<f32>(a_fp8) * scale` times `cast<f32>(b_fp8) * scale`) has f32 operands
+  // of origin f8e4m3. Unset otherwise, or when the origins are the operands' own dtypes.
+  std::optional<ir::DType> mac_lhs_origin, mac_rhs_origin;
   ir::DType out_dtype = ir::DType::F32;
   ir::DType compute_dtype = ir::DType::F32;  // widest floating dtype among operands and output
   // An `=` kernel whose value is one tensor read scaled by factors that are the same at every
@@ -170,6 +176,9 @@ struct Graph {
   ir::SymbolValues sizes;               // the bound sizes
   std::vector<TensorInfo> tensors;      // declaration order
   std::vector<Node> nodes;              // program order, repeats unrolled
+  // Nodes the lift removed as dead code: their values reach no graph output (docs/einsum.md,
+  // "Dead code"); they cost nothing at any fidelity. Program order.
+  std::vector<std::string> dead_nodes;
 
   const TensorInfo* find_tensor(std::string_view name) const;
 };

@@ -86,9 +86,14 @@ struct NodeCost {
   double mac_s = 0;                // 2 x MACs / mac rate
   double other_s = 0;              // other ops / other-ops rate
   double compute_s = 0;            // max(mac_s, other_s)
-  int64_t bytes = 0;               // bytes read + bytes written
-  double memory_s = 0;             // bytes / DRAM bandwidth
-  double time_s = 0;               // max(compute_s, memory_s)
+  // The rate of the node's MACs at their operands' origin precision (Node::mac_lhs_origin),
+  // when that is faster than mac_rate: the fused and cache-aware fidelities price the product
+  // there (docs/precision.md, "Origin precision"); the unfused one keeps mac_rate.
+  std::optional<Rate> origin_mac_rate;
+  double fused_compute_s = 0;  // compute_s, with the MACs at origin_mac_rate when present
+  int64_t bytes = 0;           // bytes read + bytes written
+  double memory_s = 0;         // bytes / DRAM bandwidth
+  double time_s = 0;           // max(compute_s, memory_s)
   Bottleneck bottleneck = Bottleneck::Memory;
 
   // The rate of the node's main work: its MACs when it has any, else its other ops; nullptr for
@@ -158,6 +163,9 @@ struct FidelityResult {
   int64_t bytes = 0;       // DRAM traffic of the model (cold); warm: traffic below the LLC
   int64_t warm_bytes = 0;  // of `bytes`, those served from the last-level cache (warm only)
   Bottleneck bottleneck = Bottleneck::Memory;
+  // Fused and cache-aware: the device's min_kernel_s set time_s (a program that runs at least
+  // one kernel takes at least one kernel's minimum duration; docs/cache-state.md).
+  bool floored = false;
 };
 
 // The cost of one group of the cache-aware schedule.
@@ -200,6 +208,10 @@ struct Analysis {
   bool kernel_floor = false;         // asked for (AnalysisOptions::kernel_floor)
   double kernel_floor_s = 0;         // the floor applied to the unfused operations; 0: none
   std::string kernel_floor_skipped;  // asked for but the device has no min_kernel_s: why
+  // The floor of the fused and cache-aware times, with the kernel floor on: the device's
+  // min_kernel_s when its file (or --set) has one and the program does work; 0: none
+  // (docs/cache-state.md, "One kernel").
+  double program_floor_s = 0;
 
   // The result of `f`; InternalError when it was not requested.
   const FidelityResult& result(Fidelity f) const;

@@ -120,4 +120,11 @@ const std::vector<Target>& fallback_chain(Target wanted);
 Rate mac_rate(const einsum::Node& n, const hw::Device& d, const PrecisionPolicy& policy);
 Rate other_ops_rate(const einsum::Node& n, const hw::Device& d, const PrecisionPolicy& policy);
 
+// The rate of a node's MACs at its operands' origin precision (einsum::Node::mac_lhs_origin):
+// the policy's target for the contraction class of the two origin dtypes (an integer origin
+// paired with a floating one counts as bf16, which holds every int8 value exactly). nullopt
+// when the node has no origin, or the device has no rate for it.
+std::optional<Rate> origin_mac_rate(const einsum::Node& n, const hw::Device& d,
+                                    const PrecisionPolicy& policy);
+
 }  // namespace solar::sol
