@@ -599,10 +599,11 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
     const std::string index_prefix(prefix, '_');
     LowerResult result;
     result.nodes = static_cast<int64_t>(nodes.size());
-    std::set<std::string> fed;     // outputs of unsupported nodes: program inputs
-    std::set<std::string> random;  // outputs that are random draws
-    std::set<std::string> read;    // tensors some node reads
-    std::set<std::string> fired;   // operators whose rule lowered a node (SOLAR_RULE_LOG)
+    std::set<std::string> fed;      // outputs of unsupported nodes: program inputs
+    std::set<std::string> leaving;  // inputs of unsupported nodes: a lowered node's are outputs
+    std::set<std::string> random;   // outputs that are random draws
+    std::set<std::string> read;     // tensors some node reads
+    std::set<std::string> fired;    // operators whose rule lowered a node (SOLAR_RULE_LOG)
     for (const json& node : nodes) {
       std::vector<std::string> refs;
       for (const auto& [key, value] : node.at("args").items()) collect_refs(value, refs);
@@ -659,17 +660,22 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
         if (name.is_string()) u.outputs.push_back(name.get<std::string>());
       }
       fed.insert(u.outputs.begin(), u.outputs.end());
+      leaving.insert(u.inputs.begin(), u.inputs.end());
       u.output_bytes = output_bytes(node, tensors);
       result.unsupported.push_back(std::move(u));
     }
     blocks.close(stmts);
     std::vector<Piece> pieces;
     for (const auto& [info, role] : declared) {
-      // An output of an unsupported node is read from the caller, like a graph input.
-      const std::string keyword = fed.count(info.name) != 0 ? "input"
-                                  : random.count(info.name) != 0
-                                      ? "random"
-                                      : role_keyword(role, graph_outputs.count(info.name) != 0);
+      // An output of an unsupported node is read from the caller, like a graph input; an
+      // intermediate it reads leaves the program for it, like a graph output (so the nodes
+      // that compute it are counted, never removed as dead code: docs/capture.md).
+      const bool leaves =
+          graph_outputs.count(info.name) != 0 ||
+          (leaving.count(info.name) != 0 && (role == "intermediate" || role == "output"));
+      const std::string keyword = fed.count(info.name) != 0      ? "input"
+                                  : random.count(info.name) != 0 ? "random"
+                                                                 : role_keyword(role, leaves);
       pieces.push_back({keyword + " " + info.name + " : " +
                             std::string(ir::dtype_name(info.dtype)) + "[" + join_ints(info.shape) +
                             "]\n",

@@ -46,6 +46,11 @@ TEST(LowerDetailed, UnsupportedNodeOutputsBecomeProgramInputs) {
   const TensorMap out = exec::run(ir::parse(r.ir, "u.ir"),
                                   {{"x", f32({2}, {-1.5, 2.0})}, {"z", f32({2}, {7.0, 8.0})}});
   EXPECT_EQ(out.count("z"), 0u);  // z is an input now, not an output
+  // y, which relu computes and only foo reads, leaves the program for foo: an output, so relu
+  // is counted (not dead code), and its value comes back: max(-1.5, 0) = 0, max(2, 0) = 2.
+  EXPECT_NE(r.ir.find("output y : f32[2]"), std::string::npos) << r.ir;
+  ASSERT_EQ(out.count("y"), 1u);
+  EXPECT_EQ(values(out.at("y")), (std::vector<double>{0.0, 2.0}));
 }
 
 TEST(LowerDetailed, DisabledRuleIsUnsupported) {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 import torch
@@ -325,4 +326,12 @@ def test_docs_output_block_is_a_real_run(capsys):
     rc = cli.main(["analyze", os.path.join(MODELS, "mlp.py"), "--train", "--optimizer", "adamw"])
     assert rc == 0
     out = capsys.readouterr().out
-    assert out.startswith(expected + "\n")
+    # The error figures of the verification lines are the reference run's float32 rounding,
+    # which depends on the CPU's kernels (grad_fc1_bias: max_rel_err 2.72e-07 on one machine,
+    # 2.04e-07 on another, both far under rtol=0.0001): compared as "ok" against the tolerance,
+    # not digit by digit; every other character of the block is.
+    assert _errors_masked(out).startswith(_errors_masked(expected) + "\n")
+
+
+def _errors_masked(text: str) -> str:
+    return re.sub(r"(max_(?:abs|rel)_err=)\S+", r"\1*", text)
