@@ -240,7 +240,7 @@ class RuleTable {
   class Slot {
    public:
     Slot(RuleTable& table, std::string name) : table_(table), name_(std::move(name)) {}
-    void operator=(Rule rule) { table_.add(name_, std::move(rule)); }  // NOLINT
+    void operator=(Rule rule) { table_.add(name_, std::move(rule)); }
 
    private:
     RuleTable& table_;
