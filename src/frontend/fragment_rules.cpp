@@ -220,8 +220,6 @@ void fragment_rule(NodeLowering& n) {
 
 }  // namespace
 
-void register_fragment_rules(std::map<std::string, Rule>& r) {
-  r["solar.ir_fragment"] = fragment_rule;
-}
+void register_fragment_rules(RuleTable& r) { r["solar.ir_fragment"] = fragment_rule; }
 
 }  // namespace solar::frontend

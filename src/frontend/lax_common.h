@@ -26,6 +26,6 @@ void map_kernel(NodeLowering& n, const TensorInfo& y, const std::string& rhs);
 std::vector<bool> axes_mask(const std::vector<int64_t>& axes, int rank);
 
 // The contraction, reduction, sorting and indexing rules (lax_contract.cpp).
-void register_lax_contract_rules(std::map<std::string, Rule>& r);
+void register_lax_contract_rules(RuleTable& r);
 
 }  // namespace solar::frontend::lax

@@ -411,7 +411,7 @@ Rule reduce_window_rule(const std::string& assign, const std::string& identity) 
 
 }  // namespace
 
-void register_lax_contract_rules(std::map<std::string, Rule>& r) {
+void register_lax_contract_rules(RuleTable& r) {
   r["jax.dot_general"] = dot_general_rule;
   r["jax.conv_general_dilated"] = conv_rule;
   r["jax.reduce_sum"] = reduce_rule("+=");

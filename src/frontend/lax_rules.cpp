@@ -353,7 +353,7 @@ void random_draw_rule(NodeLowering& n) {
 
 }  // namespace
 
-void register_lax_rules(std::map<std::string, Rule>& r) {
+void register_lax_rules(RuleTable& r) {
   r["jax.neg"] =
       elementwise([](NodeLowering&, const std::vector<std::string>& x) { return "-" + x.at(0); });
   for (const char* f : {"exp", "exp2", "log", "log1p", "expm1", "tanh", "erf", "rsqrt", "sqrt",

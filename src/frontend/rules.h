@@ -1,5 +1,5 @@
 // Private to the frontend: the context a lowering rule writes its node's IR into, and the rule
-// registry (rules.cpp). See docs/lowering.md.
+// registry (rules.cpp); the shared helpers are defined in rules_shared.cpp. See docs/lowering.md.
 #pragma once
 
 #include <cstdint>
@@ -136,7 +136,8 @@ int64_t norm_dim(int64_t dim, int rank);
 
 using Rule = std::function<void(NodeLowering&)>;
 
-// ---- helpers shared by the rule files (rules.cpp) ----------------------------------------------
+// ---- helpers shared by the rule files (rules_shared.cpp)
+// ----------------------------------------------
 
 inline const std::string kI = "i";  // index prefix of the output box of a rule
 
@@ -187,11 +188,12 @@ void scan(NodeLowering& n, const TensorInfo& x, const TensorInfo& y, int64_t dim
 void moments(NodeLowering& n, const TensorInfo& x, const std::vector<bool>& reduced,
              const TensorInfo& mean, const TensorInfo& var, int64_t count);
 
-// Scaled-dot-product attention over q [.., Lq, E], k [.., Lk, E], v [.., Lk, Dv] (rules.cpp's
-// forward rule and rules_train.cpp's backward): the query's batch and head dims, which the key's
-// and value's equal or broadcast to (size 1 or absent: multi-query attention; grouped heads are a
-// UserError), the loops over the rows (`.., i`) and over the scores (`.., i, j`, the
-// causal triangle j <= i with is_causal), and the scale (the `scale` argument, else 1/sqrt(E)).
+// Scaled-dot-product attention over q [.., Lq, E], k [.., Lk, E], v [.., Lk, Dv]
+// (rules_attention.cpp's forward rule and rules_train.cpp's backward): the query's batch and head
+// dims, which the key's and value's equal or broadcast to (size 1 or absent: multi-query attention;
+// grouped heads are a UserError), the loops over the rows (`.., i`) and over the scores (`.., i,
+// j`, the causal triangle j <= i with is_causal), and the scale (the `scale` argument, else
+// 1/sqrt(E)).
 struct Attention {
   int64_t len_q = 0, len_k = 0, e = 0, dv = 0;
   bool causal = false;
@@ -214,7 +216,8 @@ Attention attention_of(NodeLowering& n, const TensorInfo& q, const TensorInfo& k
 std::string attention_logits(NodeLowering& n, const Attention& a, const TensorInfo& q,
                              const TensorInfo& k);
 
-// Convolution helpers of rules.cpp, shared with rules_train.cpp's backward rules.
+// Convolution helpers (rules_shared.cpp, rules_linalg.cpp), shared with rules_train.cpp's backward
+// rules.
 // A list argument of one entry per spatial dim (a single entry repeats).
 std::vector<int64_t> per_dim(NodeLowering& n, const std::string& key, size_t dims,
                              std::vector<int64_t> fallback);
@@ -228,17 +231,46 @@ void conv_transposed(NodeLowering& n, const TensorInfo& y, const TensorInfo& x, 
                      const std::vector<int64_t>& s, const std::vector<int64_t>& p,
                      const std::vector<int64_t>& dl, int64_t groups);
 
-// The registry: operator name -> rule. Rule families kept in their own files add themselves
-// through these (each called once by the registry; a name registered twice is an internal error).
-void register_lax_rules(std::map<std::string, Rule>& r);       // lax_rules.cpp: JAX primitives
-void register_fragment_rules(std::map<std::string, Rule>& r);  // fragment_rules.cpp: IR fragments
-void register_index_rules(std::map<std::string, Rule>& r);  // rules_index.cpp: indexing, movement
-void register_reduction_rules(std::map<std::string, Rule>& r);  // rules_reduce.cpp: scans, norms
-void register_data_rules(std::map<std::string, Rule>& r);   // rules_data.cpp: random, bits, sort
-void register_model_rules(std::map<std::string, Rule>& r);  // rules_models.cpp: model code
-void register_rnn_rules(std::map<std::string, Rule>& r);    // rules_rnn.cpp: LSTM, GRU, RNN
-void register_train_rules(std::map<std::string, Rule>& r);  // rules_train.cpp: backward ops
+// The registry under construction: operator name -> rule. `table[name] = rule` adds a rule; a
+// name added twice is an internal error (InternalError), so no family silently replaces another's
+// rule.
+class RuleTable {
+ public:
+  // The target of `table[name] = rule`.
+  class Slot {
+   public:
+    Slot(RuleTable& table, std::string name) : table_(table), name_(std::move(name)) {}
+    void operator=(Rule rule) { table_.add(name_, std::move(rule)); }
 
+   private:
+    RuleTable& table_;
+    std::string name_;
+  };
+
+  Slot operator[](std::string name) { return Slot(*this, std::move(name)); }
+  void add(const std::string& name, Rule rule);  // rules.cpp
+  const std::map<std::string, Rule>& table() const { return rules_; }
+  std::map<std::string, Rule> take() && { return std::move(rules_); }
+
+ private:
+  std::map<std::string, Rule> rules_;
+};
+
+// The rule families, one per file, each called once by the registry (rules.cpp).
+void register_view_rules(RuleTable& r);         // rules_views.cpp: views, copies, constants
+void register_elementwise_rules(RuleTable& r);  // rules_elementwise.cpp: arithmetic, activations
+void register_linalg_rules(RuleTable& r);       // rules_linalg.cpp: products, convolutions
+void register_reduction_rules(RuleTable& r);    // rules_reduce.cpp: reductions, norms, pooling
+void register_attention_rules(RuleTable& r);    // rules_attention.cpp: attention
+void register_lax_rules(RuleTable& r);          // lax_rules.cpp: JAX primitives
+void register_fragment_rules(RuleTable& r);     // fragment_rules.cpp: IR fragments
+void register_index_rules(RuleTable& r);        // rules_index.cpp: indexing, movement
+void register_data_rules(RuleTable& r);         // rules_data.cpp: random, bits, sort
+void register_model_rules(RuleTable& r);        // rules_models.cpp: model code
+void register_rnn_rules(RuleTable& r);          // rules_rnn.cpp: LSTM, GRU, RNN
+void register_train_rules(RuleTable& r);        // rules_train.cpp: backward ops
+
+// The registry: every family's rules, built once.
 const std::map<std::string, Rule>& rules();
 
 }  // namespace solar::frontend

@@ -219,7 +219,7 @@ void histc_rule(NodeLowering& n) {
 
 }  // namespace
 
-void register_data_rules(std::map<std::string, Rule>& r) {
+void register_data_rules(RuleTable& r) {
   for (const char* op : {"aten.rand.default",         "aten.rand.generator",
                          "aten.randn.default",        "aten.randn.generator",
                          "aten.randint.default",      "aten.randint.low",

@@ -644,7 +644,7 @@ std::vector<TensorInfo> NodeLowering::tensor_list_or_null(const std::string& key
   return result;
 }
 
-void register_index_rules(std::map<std::string, Rule>& r) {
+void register_index_rules(RuleTable& r) {
   r["aten.flip.default"] = flip_rule;
   r["aten.roll.default"] = roll_rule;
   r["aten.index_select.default"] = index_select_rule;

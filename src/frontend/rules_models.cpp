@@ -47,7 +47,7 @@ void grouped_mm_rule(NodeLowering& n) {
 
 }  // namespace
 
-void register_model_rules(std::map<std::string, Rule>& r) {
+void register_model_rules(RuleTable& r) {
   r["transformers.grouped_mm_fallback.default"] = grouped_mm_rule;
 }
 

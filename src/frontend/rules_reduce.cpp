@@ -1,5 +1,6 @@
-// Lowering rules for reductions with indices, scans, norms, group norm, adaptive pooling and
-// dropout. See docs/lowering.md ("Reductions and normalisation", "Dropout").
+// Lowering rules for reductions (sum, mean, any/all, logsumexp, softmax, with indices), scans,
+// norms, layer/batch/group norm, pooling (max, average, adaptive) and dropout. See docs/lowering.md
+// ("Reductions and normalisation", "Dropout").
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -288,7 +289,266 @@ void scan(NodeLowering& n, const TensorInfo& x, const TensorInfo& y, int64_t dim
   n.stmt("}");
 }
 
-void register_reduction_rules(std::map<std::string, Rule>& r) {
+namespace {
+
+// sum, amax, amin: one reduction kernel over `dim` (keepdim from the output's rank).
+Rule reduce_rule(const std::string& assign) {
+  return [assign](NodeLowering& n) {
+    const TensorInfo x = n.tensor("self");
+    reduce_into(n, n.out(), x, reduced_dims(n, x.rank()), assign, at_box(x));
+  };
+}
+
+// any (`max=`) and all (`min=`) of `x != 0` over `dim` (all dims when absent).
+Rule any_all_rule(const std::string& assign) {
+  return [assign](NodeLowering& n) {
+    const TensorInfo x = n.tensor("self");
+    reduce_into(n, n.out(), x, reduced_dims(n, x.rank()), assign, "(" + at_box(x) + " != 0.0)");
+  };
+}
+
+// logsumexp over `dim`: max m (0 where m is infinite, as torch does), then
+// `log(sum(exp(x - m))) + m`.
+void logsumexp_rule(NodeLowering& n) {
+  const TensorInfo x = n.tensor("self");
+  const TensorInfo& y = n.out();
+  const std::vector<bool> reduced = reduced_dims(n, x.rank());
+  std::vector<int64_t> kept_shape;
+  std::string kept;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (reduced[d]) continue;
+    kept_shape.push_back(x.shape[d]);
+    kept += (kept.empty() ? "" : ", ") + kI + std::to_string(d);
+  }
+  const TensorInfo mx = n.temp("max", acc_dtype(x), kept_shape);
+  const TensorInfo s = n.temp("sum", acc_dtype(x), kept_shape);
+  reduce_into(n, mx, x, reduced, "max=", at_box(x));
+  const std::string m = mx.name + "[" + kept + "]";
+  const std::string shift = "select(abs(" + m + ") == inf, 0.0, " + m + ")";
+  reduce_into(n, s, x, reduced, "+=", "exp(" + at_box(x) + " - " + shift + ")");
+  // y has x's rank (keepdim) or drops the reduced dims; read the stats by y's kept indices.
+  const bool keep = y.rank() == x.rank();
+  std::string yk;
+  for (int d = 0; d < y.rank(); ++d) {
+    if (keep && reduced[d]) continue;
+    yk += (yk.empty() ? "" : ", ") + kI + std::to_string(d);
+  }
+  const std::string ms = mx.name + "[" + yk + "]";
+  pointwise(n, "log(" + s.name + "[" + yk + "]) + select(abs(" + ms + ") == inf, 0.0, " + ms + ")");
+}
+
+// mean: the sum, then one division by the number of reduced elements.
+void mean_rule(NodeLowering& n) {
+  const TensorInfo x = n.tensor("self");
+  const TensorInfo& y = n.out();
+  const std::vector<bool> reduced = reduced_dims(n, x.rank());
+  int64_t count = 1;
+  for (int d = 0; d < x.rank(); ++d) count *= reduced[d] ? x.shape[d] : 1;
+  const TensorInfo sum = n.temp("sum", y.dtype, y.shape);
+  reduce_into(n, sum, x, reduced, "+=", at_box(x));
+  pointwise(n, at_box(sum) + " / " + std::to_string(count));
+}
+
+// Softmax (or log-softmax) along `dim`: max, e = exp(x - max), sum of e; then e / sum (or
+// x - max - log(sum)).
+void softmax_like(NodeLowering& n, bool log) {
+  const TensorInfo x = n.tensor("self");
+  std::vector<bool> reduced(x.rank(), false);
+  reduced[norm_dim(n.integer("dim"), x.rank())] = true;
+  std::vector<int64_t> kept_shape;
+  std::string kept;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (reduced[d]) continue;
+    kept_shape.push_back(x.shape[d]);
+    kept += (kept.empty() ? "" : ", ") + kI + std::to_string(d);
+  }
+  const TensorInfo mx = n.temp("max", acc_dtype(x), kept_shape);
+  const TensorInfo e = n.temp("exp", acc_dtype(x), x.shape);
+  const TensorInfo s = n.temp("sum", acc_dtype(x), kept_shape);
+  reduce_into(n, mx, x, reduced, "max=", at_box(x));
+  const std::string m = mx.name + "[" + kept + "]";
+  n.kernel("exp", box_loops(x.shape, kI), at_box(e), "=", "exp(" + at_box(x) + " - " + m + ")");
+  reduce_into(n, s, e, reduced, "+=", at_box(e));
+  const std::string sum = s.name + "[" + kept + "]";
+  pointwise(n, log ? at_box(x) + " - " + m + " - log(" + sum + ")" : at_box(e) + " / " + sum);
+}
+
+// native_layer_norm over the trailing normalized_shape dims; outputs out, mean, rstd.
+void layer_norm_rule(NodeLowering& n) {
+  const TensorInfo x = n.tensor("input");
+  const int64_t norm_rank = static_cast<int64_t>(n.ints_or("normalized_shape", {}).size());
+  const int64_t batch_rank = x.rank() - norm_rank;
+  std::vector<bool> reduced(x.rank(), false);
+  std::vector<int64_t> stat_shape = x.shape;
+  int64_t count = 1;
+  for (int d = static_cast<int>(batch_rank); d < x.rank(); ++d) {
+    reduced[d] = true;
+    stat_shape[d] = 1;
+    count *= x.shape[d];
+  }
+  const bool stats_out = n.outputs() == 3 && n.out(1).shape == stat_shape;
+  const TensorInfo mean = stats_out ? n.out(1) : n.temp("mean", acc_dtype(x), stat_shape);
+  const TensorInfo var = n.temp("var", acc_dtype(x), stat_shape);
+  moments(n, x, reduced, mean, var, count);
+  const TensorInfo rstd = stats_out ? n.out(2) : n.temp("rstd", acc_dtype(x), stat_shape);
+  const std::string eps = lit(n.number_or("eps", 1e-5));
+  n.kernel("rstd", box_loops(stat_shape, kI), at_box(rstd), "=",
+           "rsqrt(" + at_box(var) + " + " + eps + ")");
+  const std::string stat_index = bcast_index(stat_shape, x.shape, kI);
+  std::string e = "(" + at_box(x) + " - " + mean.name + "[" + stat_index + "]) * " + rstd.name +
+                  "[" + stat_index + "]";
+  if (n.has("weight")) e += " * " + read(n, "weight", x);
+  if (n.has("bias")) e += " + " + read(n, "bias", x);
+  pointwise(n, e);
+}
+
+// Batch norm, channel dim 1. Training: batch statistics (outputs 1, 2 are mean and rstd; the
+// functional form adds updated running mean and var as outputs 3, 4). Eval: running statistics.
+void batch_norm(NodeLowering& n, bool training) {
+  const TensorInfo x = n.tensor("input");
+  const TensorInfo& y = n.out();
+  const int64_t channels = x.shape.at(1);
+  const std::vector<int64_t> c_shape{channels};
+  const std::string c = kI + "1";
+  const std::string eps = lit(n.number_or("eps", 1e-5));
+  std::string mean_read;
+  std::string rstd_read;
+  if (training) {
+    std::vector<bool> reduced(x.rank(), true);
+    reduced[1] = false;
+    const int64_t count = x.numel() / std::max<int64_t>(channels, 1);
+    const bool stats_out = n.outputs() >= 3 && n.out(1).shape == c_shape;
+    const TensorInfo mean = stats_out ? n.out(1) : n.temp("mean", acc_dtype(x), c_shape);
+    const TensorInfo var = n.temp("var", acc_dtype(x), c_shape);
+    moments(n, x, reduced, mean, var, count);
+    const TensorInfo rstd = stats_out ? n.out(2) : n.temp("rstd", acc_dtype(x), c_shape);
+    n.kernel("rstd", "c in 0.." + std::to_string(channels), rstd.name + "[c]", "=",
+             "rsqrt(" + var.name + "[c] + " + eps + ")");
+    if (n.outputs() == 5 && n.has("running_mean")) {
+      const std::string m = lit(n.number_or("momentum", 0.1));
+      const std::string keep = lit(1.0 - n.number_or("momentum", 0.1));
+      const std::string unbias = lit(static_cast<double>(count) / std::max<int64_t>(count - 1, 1));
+      n.kernel(
+          "run_mean", "c in 0.." + std::to_string(channels), n.out(3).name + "[c]", "=",
+          keep + " * " + n.tensor("running_mean").name + "[c] + " + m + " * " + mean.name + "[c]");
+      n.kernel("run_var", "c in 0.." + std::to_string(channels), n.out(4).name + "[c]", "=",
+               keep + " * " + n.tensor("running_var").name + "[c] + " + m + " * " + var.name +
+                   "[c] * " + unbias);
+    }
+    mean_read = mean.name + "[" + c + "]";
+    rstd_read = rstd.name + "[" + c + "]";
+  } else {
+    mean_read = n.tensor("running_mean").name + "[" + c + "]";
+    rstd_read = "rsqrt(" + n.tensor("running_var").name + "[" + c + "] + " + eps + ")";
+  }
+  std::string e = "(" + at_box(x) + " - " + mean_read + ") * " + rstd_read;
+  if (n.has("weight")) e += " * " + n.tensor("weight").name + "[" + c + "]";
+  if (n.has("bias")) e += " + " + n.tensor("bias").name + "[" + c + "]";
+  n.kernel("norm", box_loops(y.shape, kI), at_box(y), "=", e);
+}
+
+// Window geometry of a pooling node: kernel, stride, padding, dilation per spatial dim.
+struct Window {
+  std::vector<int64_t> k, s, p, d;
+};
+
+// The pooling window of a node (an empty stride means the kernel size).
+Window window(NodeLowering& n, size_t sp) {
+  Window w;
+  w.k = per_dim(n, "kernel_size", sp, {});
+  w.s = per_dim(n, "stride", sp, {});
+  if (w.s.empty()) w.s = w.k;
+  w.p = per_dim(n, "padding", sp, {0});
+  w.d = per_dim(n, "dilation", sp, {1});
+  return w;
+}
+
+// Pools x (spatial dims last, `sp` of them) into y: `assign` over each window of the padded x,
+// with loops "i0.." over y's box and "k0.." over the window. Returns the window read.
+std::string pool(NodeLowering& n, const TensorInfo& x, const TensorInfo& y, const Window& w,
+                 const std::string& assign, const std::string& pad_value) {
+  const size_t sp = w.k.size();
+  const size_t lead = x.rank() - sp;
+  std::vector<int64_t> need(sp);
+  for (size_t d = 0; d < sp; ++d) {
+    need[d] = (y.shape[lead + d] - 1) * w.s[d] + w.d[d] * (w.k[d] - 1) + 1;
+  }
+  const TensorInfo xp = pad_spatial(n, x, w.p, need, pad_value);
+  std::string loops = box_loops(y.shape, kI);
+  std::string index;
+  for (size_t d = 0; d < lead; ++d) index += kI + std::to_string(d) + ", ";
+  for (size_t d = 0; d < sp; ++d) {
+    const std::string k = "k" + std::to_string(d);
+    loops += ", " + k + " in 0.." + std::to_string(w.k[d]);
+    index += (d ? ", " : "") + std::to_string(w.s[d]) + "*" + kI + std::to_string(lead + d) +
+             " + " + std::to_string(w.d[d]) + "*" + k;
+  }
+  const std::string window_read = xp.name + "[" + index + "]";
+  n.kernel("pool", loops, at_box(y), assign, window_read);
+  return window_read;
+}
+
+// max_pool{1,2,3}d_with_indices: the max, and the flat index (within each plane of the unpadded
+// input) of its first occurrence in row-major window order.
+Rule max_pool_rule(size_t sp) {
+  return [sp](NodeLowering& n) {
+    const TensorInfo x = n.tensor("self");
+    const TensorInfo& y = n.out();
+    const Window w = window(n, sp);
+    const std::string xread = pool(n, x, y, w, "max=", "-inf");
+    if (n.outputs() < 2) return;
+    const size_t lead = x.rank() - sp;
+    std::string flat;
+    for (size_t d = 0; d < sp; ++d) {
+      const std::string pos = "(" + std::to_string(w.s[d]) + " * " + kI + std::to_string(lead + d) +
+                              " + " + std::to_string(w.d[d]) + " * k" + std::to_string(d) + " - " +
+                              std::to_string(w.p[d]) + ")";
+      flat = d == 0 ? pos : "(" + flat + ") * " + std::to_string(x.shape[lead + d]) + " + " + pos;
+    }
+    std::string loops = box_loops(y.shape, kI);
+    for (size_t d = 0; d < sp; ++d) {
+      loops += ", k" + std::to_string(d) + " in 0.." + std::to_string(w.k[d]);
+    }
+    n.kernel("argmax", loops, at_box(n.out(1)),
+             "min=", "select(" + xread + " == " + at_box(y) + ", " + flat + ", inf)");
+  };
+}
+
+// avg_pool{2,3}d: the window sum over the zero-padded input over the divisor: divisor_override,
+// else the window clipped to the padded input (count_include_pad) or to the input.
+Rule avg_pool_rule(size_t sp) {
+  return [sp](NodeLowering& n) {
+    const TensorInfo x = n.tensor("self");
+    const TensorInfo& y = n.out();
+    Window w = window(n, sp);
+    w.d.assign(sp, 1);
+    const TensorInfo sum = n.temp("sum", acc_dtype(x), y.shape);
+    pool(n, x, sum, w, "+=", "0.0");
+    std::string divisor;
+    if (n.has("divisor_override")) {
+      divisor = std::to_string(n.integer("divisor_override"));
+    } else {
+      const bool include_pad = n.flag_or("count_include_pad", true);
+      const size_t lead = x.rank() - sp;
+      for (size_t d = 0; d < sp; ++d) {
+        const int64_t size = x.shape[lead + d];
+        const std::string start = "(" + std::to_string(w.s[d]) + " * " + kI +
+                                  std::to_string(lead + d) + " - " + std::to_string(w.p[d]) + ")";
+        const std::string end = "min(" + start + " + " + std::to_string(w.k[d]) + ", " +
+                                std::to_string(size + (include_pad ? w.p[d] : 0)) + ")";
+        const std::string len =
+            "(" + end + " - " + (include_pad ? start : "max(" + start + ", 0)") + ")";
+        divisor += (d ? " * " : "") + len;
+      }
+      divisor = "(" + divisor + ")";
+    }
+    pointwise(n, at_box(sum) + " / " + divisor);
+  };
+}
+
+}  // namespace
+
+void register_reduction_rules(RuleTable& r) {
   r["aten.cumsum.default"] = scan_rule("+");
   r["aten.cumprod.default"] = scan_rule("*");
   r["aten.max.dim"] = extremum_rule("max=", true, true);
@@ -305,6 +565,40 @@ void register_reduction_rules(std::map<std::string, Rule>& r) {
   r["aten._adaptive_avg_pool2d.default"] = adaptive_avg_rule;
   r["aten._adaptive_avg_pool3d.default"] = adaptive_avg_rule;
   r["aten.native_dropout.default"] = dropout_rule;
+  r["aten.sum.dim_IntList"] = reduce_rule("+=");
+  r["aten.sum.default"] = reduce_rule("+=");
+  r["aten.prod.dim_int"] = reduce_rule("*=");
+  r["aten.prod.default"] = reduce_rule("*=");
+  r["aten.amax.default"] = reduce_rule("max=");
+  r["aten.amin.default"] = reduce_rule("min=");
+  r["aten.mean.dim"] = mean_rule;
+  for (const char* op : {"aten.any.default", "aten.any.dim", "aten.any.dims"}) {
+    r[op] = any_all_rule("max=");
+  }
+  for (const char* op : {"aten.all.default", "aten.all.dim", "aten.all.dims"}) {
+    r[op] = any_all_rule("min=");
+  }
+  r["aten.logsumexp.default"] = logsumexp_rule;
+  r["aten.mean.default"] = mean_rule;
+  r["aten._softmax.default"] = [](NodeLowering& n) { softmax_like(n, false); };
+  r["aten._log_softmax.default"] = [](NodeLowering& n) { softmax_like(n, true); };
+
+  r["aten.native_layer_norm.default"] = layer_norm_rule;
+  r["aten._native_batch_norm_legit_no_training.default"] = [](NodeLowering& n) {
+    batch_norm(n, false);
+  };
+  for (const char* op :
+       {"aten._native_batch_norm_legit.default", "aten._native_batch_norm_legit_functional.default",
+        "aten.native_batch_norm.default"}) {
+    r[op] = [](NodeLowering& n) { batch_norm(n, n.flag_or("training", true)); };
+  }
+  r["aten._native_batch_norm_legit.no_stats"] = [](NodeLowering& n) {
+    batch_norm(n, n.flag_or("training", true));
+  };
+  r["aten.max_pool2d_with_indices.default"] = max_pool_rule(2);
+  r["aten.max_pool3d_with_indices.default"] = max_pool_rule(3);
+  r["aten.avg_pool2d.default"] = avg_pool_rule(2);
+  r["aten.avg_pool3d.default"] = avg_pool_rule(3);
 }
 
 }  // namespace solar::frontend

@@ -222,7 +222,7 @@ void rnn_rule(NodeLowering& n, Cell cell) {
 
 }  // namespace
 
-void register_rnn_rules(std::map<std::string, Rule>& r) {
+void register_rnn_rules(RuleTable& r) {
   r["aten.lstm.input"] = [](NodeLowering& n) { rnn_rule(n, Cell::Lstm); };
   r["aten.gru.input"] = [](NodeLowering& n) { rnn_rule(n, Cell::Gru); };
   r["aten.rnn_tanh.input"] = [](NodeLowering& n) { rnn_rule(n, Cell::Tanh); };

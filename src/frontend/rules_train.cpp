@@ -178,7 +178,7 @@ void sdpa_backward_rule(NodeLowering& n) {
 
 }  // namespace
 
-void register_train_rules(std::map<std::string, Rule>& r) {
+void register_train_rules(RuleTable& r) {
   r["aten.convolution_backward.default"] = convolution_backward_rule;
   r["aten.max_pool2d_with_indices_backward.default"] = max_pool2d_backward_rule;
   r["aten._scaled_dot_product_flash_attention_for_cpu_backward.default"] = sdpa_backward_rule;

@@ -1,5 +1,5 @@
-// The cache-aware optimiser's search (src/sol/cache.cpp, try_optimize) against the same search
-// without its shortcuts (try_optimize_exhaustive: every segment searched, every untiled cost
+// The cache-aware optimiser's search (src/sol/cache_search.cpp, try_optimize) against the same
+// search without its shortcuts (try_optimize_exhaustive: every segment searched, every untiled cost
 // recounted, as before the shortcuts existed): the same schedule, group by group, on every example
 // program, the golden SOL programs and two programs of bench/gen_large_ir.py, over capacities from
 // 256 B to 1 TiB.

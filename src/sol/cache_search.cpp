@@ -1,0 +1,811 @@
+// The cache-aware optimiser's search (cache_internal.h): untiled and streamed segments, and the
+// dynamic programming over segments (CacheOptimizer::search).
+#include "cache_internal.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "solar/ir/affine.h"
+#include "solar/ir/dtype.h"
+#include "solar/sol/analysis.h"
+#include "solar/util/checked.h"
+#include "solar/util/error.h"
+#include "solar/util/text.h"
+
+namespace solar::sol {
+
+// The untiled segment [start, end) kept as a sliding window over the node list: nodes join at the
+// end and leave at the start, each changing only the terms of the tensors it touches (as in the
+// search's incremental segments; a tensor's first access in the window is found from its list of
+// touching nodes). Its working set and traffic are untiled_cost(start, end)'s, except for the
+// whole graph (the fused bytes: the caller's case).
+struct CacheOptimizer::Impl::Window {
+  explicit Window(const Impl& impl) : im_(impl) {
+    const size_t tensors = im_.g.tensors.size();
+    touches_.resize(tensors);
+    state_.resize(tensors);
+    for (size_t n = 0; n < im_.g.nodes.size(); ++n) {
+      for (const auto* list : {&im_.node_reads[n], &im_.node_writes[n]}) {
+        for (const auto& [t, e] : *list) {
+          if (touches_[t].empty() || touches_[t].back().first != n) {
+            touches_[t].emplace_back(n, list == &im_.node_reads[n]);
+          }
+        }
+      }
+    }
+  }
+
+  // Drops the nodes before `j` (an empty window starts again at j).
+  void start_at(size_t j) {
+    if (end <= j) {
+      for (size_t n = start; n < end; ++n) apply(n, -1);  // leaves every tensor untouched
+      start = end = j;
+      return;
+    }
+    while (start < j) {
+      const size_t n = start++;
+      apply(n, -1);
+    }
+  }
+  // Appends node `end`.
+  void push() {
+    const size_t n = end++;
+    apply(n, 1);
+  }
+  // Removes the last node (a push that did not fit).
+  void pop() {
+    const size_t n = --end;
+    apply(n, -1);
+  }
+  int64_t ws() const { return clamp(ws_sum_); }
+  int64_t traffic() const { return clamp(traffic_sum_); }
+
+  size_t start = 0, end = 0;
+
+ private:
+  struct TensorState {
+    Int128 read = 0, write = 0;  // exact sums of the window's accesses (elements)
+    int64_t accesses = 0;
+    size_t head = 0;  // into touches_: the first touching node not before `start`, once advanced
+    std::pair<int64_t, int64_t> term{0, 0};  // (ws, traffic) in the sums
+  };
+
+  static int64_t clamp(Int128 v) { return static_cast<int64_t>(v < kInf ? v : kInf); }
+
+  // Adds (+1) or removes (-1) node n's accesses, then recounts the terms of the tensors it
+  // touches (needed_after changes with `end` only for the tensors of the node at `end`).
+  void apply(size_t n, int sign) {
+    for (const auto* list : {&im_.node_reads[n], &im_.node_writes[n]}) {
+      const bool read = list == &im_.node_reads[n];
+      for (const auto& [t, e] : *list) {
+        TensorState& st = state_[t];
+        (read ? st.read : st.write) += sign * static_cast<Int128>(e);
+        st.accesses += sign;
+      }
+    }
+    for (const auto* list : {&im_.node_reads[n], &im_.node_writes[n]}) {
+      for (const auto& [t, e] : *list) recount(t);
+    }
+  }
+
+  void recount(size_t t) {
+    TensorState& st = state_[t];
+    std::pair<int64_t, int64_t> term{0, 0};
+    if (st.accesses > 0) {
+      while (touches_[t][st.head].first < start) ++st.head;
+      const UntiledUse u{t, clamp(st.read), clamp(st.write), touches_[t][st.head].second};
+      term = im_.untiled_terms(u, end);
+    }
+    ws_sum_ += term.first - st.term.first;
+    traffic_sum_ += term.second - st.term.second;
+    st.term = term;
+  }
+
+  const Impl& im_;
+  std::vector<std::vector<std::pair<size_t, bool>>> touches_;  // per tensor: (node, reads it)
+  std::vector<TensorState> state_;
+  Int128 ws_sum_ = 0, traffic_sum_ = 0;
+};
+
+std::vector<UntiledUse> CacheOptimizer::Impl::untiled_uses(size_t first, size_t last) const {
+  std::vector<UntiledUse> uses;
+  std::map<size_t, size_t> slot;
+  const auto use = [&](size_t t, bool read) -> UntiledUse& {
+    const auto [it, fresh] = slot.emplace(t, uses.size());
+    if (fresh) uses.push_back({t, 0, 0, read});
+    return uses[it->second];
+  };
+  for (size_t n = first; n < last; ++n) {
+    for (const auto& [t, e] : node_reads[n]) {
+      UntiledUse& u = use(t, true);
+      u.read = sat_add(u.read, e);
+    }
+    for (const auto& [t, e] : node_writes[n]) {
+      UntiledUse& u = use(t, false);
+      u.write = sat_add(u.write, e);
+    }
+  }
+  return uses;
+}
+
+// untiled_tensor's footprint and traffic (bytes) alone, with no name: the search's inner loop.
+std::pair<int64_t, int64_t> CacheOptimizer::Impl::untiled_terms(const UntiledUse& u,
+                                                                size_t last) const {
+  const int64_t numel = g.tensors[u.tensor].numel, size = elem_sizes[u.tensor];
+  const int64_t ws = sat_mul(std::min(numel, sat_add(u.read, u.write)), size);
+  int64_t traffic = u.first_read ? sat_mul(std::min(numel, u.read), size) : 0;
+  if (u.write > 0 && needed_after(u.tensor, last)) {
+    traffic = sat_add(traffic, sat_mul(std::min(numel, u.write), size));
+  }
+  return {ws, traffic};
+}
+
+// One tensor of an untiled segment: its footprint, DRAM traffic, role.
+GroupTensor CacheOptimizer::Impl::untiled_tensor(const UntiledUse& u, size_t last) const {
+  const int64_t numel = g.tensors[u.tensor].numel, size = elem_size(u.tensor);
+  GroupTensor gt;
+  gt.name = g.tensors[u.tensor].name;
+  gt.footprint_bytes = sat_mul(std::min(numel, sat_add(u.read, u.write)), size);
+  const bool out = u.write > 0 && needed_after(u.tensor, last);
+  gt.fetches = 0;
+  if (u.first_read) {
+    gt.role = TensorRole::Input;
+    gt.traffic_bytes = sat_mul(std::min(numel, u.read), size);
+    gt.fetches = 1;
+  } else {
+    gt.role = out ? (u.read > 0 ? TensorRole::OnChipOut : TensorRole::Output) : TensorRole::OnChip;
+  }
+  if (out) {
+    gt.traffic_bytes = sat_add(gt.traffic_bytes, sat_mul(std::min(numel, u.write), size));
+    gt.fetches = 1;
+  }
+  return gt;
+}
+
+std::pair<int64_t, int64_t> CacheOptimizer::Impl::untiled_cost(size_t first, size_t last) const {
+  int64_t ws = 0, traffic = 0;
+  for (const UntiledUse& u : untiled_uses(first, last)) {
+    const GroupTensor t = untiled_tensor(u, last);
+    ws = sat_add(ws, t.footprint_bytes);
+    traffic = sat_add(traffic, t.traffic_bytes);
+  }
+  // The whole graph at once: each input, weight and output exactly once (the fused model).
+  if (first == 0 && last == g.nodes.size()) traffic = fused;
+  return {ws, traffic};
+}
+
+// A stream segment (docs/fidelities.md, "Streaming chains"), grown one node at a time from its
+// first node: add(n) is false once the segment [first, n] is not a stream within the capacity;
+// every longer segment from the same first node is not one either (a second pass, a node that
+// cannot stream, or a resident state above the capacity stay when nodes are appended).
+//   - No second pass: a node that reads a statistic (a tensor depending, inside the segment, on
+//     a reduction R) and data that R read (an input of the segment that R depends on, reached
+//     through no reduction's output) would read that data again once R is complete, unless it
+//     is itself a reduction over R's domain: then both are combined in one pass (Welford's mean
+//     and variance).
+//   - Resident state: every tensor a kernel other than a contraction reads with a broadcast (a
+//     loop of its write missing from the read: a rotary table, a norm weight, a per-block scale,
+//     a statistic), the sources of a copy that writes more elements than it reads (repeat_kv's
+//     expand), and one step's write of a scan (its carry), counted once each, within the
+//     capacity.
+//   - A contraction reads only tensors from outside the segment, tensors the segment computes
+//     from those without a reduction (a materialised view: repeat_kv's expand + reshape; a
+//     prologue: an fp8 operand dequantised by its block scales), recomputed from their sources
+//     per tile, or, as the second reduction of a one-pass pair, a statistic of the first; and
+//     alone reaches its own least traffic within the capacity.
+struct CacheOptimizer::Impl::StreamScan {
+  StreamScan(Impl& impl, int64_t capacity) : im_(impl), capacity_(capacity) {
+    const size_t tensors = im_.g.tensors.size();
+    written_.assign(tensors, 0);
+    rereadable_.assign(tensors, 0);
+    reds_.resize(tensors);
+    exts_.resize(tensors);
+    counted_.assign(tensors, 0);
+  }
+
+  void reset() {
+    for (const size_t t : touched_) {
+      written_[t] = rereadable_[t] = counted_[t] = 0;
+      reds_[t].clear();
+      exts_[t].clear();
+    }
+    touched_.clear();
+    red_exts_.clear();
+    carried_.clear();
+    resident = 0;
+  }
+
+  bool add(size_t n) {
+    const einsum::Node& node = im_.g.nodes[n];
+    for (const auto* list : {&node.reads, &node.writes}) {
+      for (const einsum::Access& a : *list) {
+        for (const einsum::AccessMap& m : a.maps) {
+          if (m.data_dependent || m.data_dim >= 0) return false;
+        }
+      }
+    }
+    const bool contraction = node.counts.macs > 0;
+    if (contraction && !im_.contraction_streams(n, capacity_)) return false;
+    std::vector<size_t> reds, exts, derived;
+    bool rereadable = node.reduction == einsum::Reduction::None && !contraction;
+    for (const auto& [t, e] : im_.node_reads[n]) {
+      if (written_[t]) {
+        rereadable = rereadable && rereadable_[t];
+        if (contraction && !rereadable_[t]) derived.push_back(t);
+        reds.insert(reds.end(), reds_[t].begin(), reds_[t].end());
+        exts.insert(exts.end(), exts_[t].begin(), exts_[t].end());
+      } else {
+        exts.push_back(t);
+      }
+    }
+    sort_unique(reds);
+    sort_unique(exts);
+    const bool reduction = node.reduction != einsum::Reduction::None;
+    const auto again = [&](size_t r) {
+      const std::vector<size_t>& seen = red_exts_.at(r);
+      return std::any_of(exts.begin(), exts.end(),
+                         [&](size_t t) { return std::binary_search(seen.begin(), seen.end(), t); });
+    };
+    const auto paired = [&](size_t r) {  // one pass with R (Welford)
+      return reduction && same_extents(im_.g.nodes[r], node);
+    };
+    for (const size_t r : reds) {
+      if (again(r) && !paired(r)) return false;
+    }
+    // A contraction reads another kernel's output only as the second reduction of a one-pass
+    // pair: `Σ (x - mean)^2` beside `Σ x` (its product counts as a MAC).
+    for (const size_t t : derived) {
+      if (std::none_of(reds_[t].begin(), reds_[t].end(),
+                       [&](size_t r) { return again(r) && paired(r); })) {
+        return false;
+      }
+    }
+    if (node.kind == einsum::NodeKind::Movement) {
+      // A copy that writes more elements than it reads (its maps are over the source's and the
+      // destination's own boxes): a broadcast of its sources, held on chip.
+      int64_t read = 0;
+      for (const auto& [t, e] : im_.node_reads[n]) read = sat_add(read, e);
+      for (const auto& [t, e] : im_.node_reads[n]) {
+        if (read < node.points && !counted_[t]) count(t, sat_mul(e, im_.elem_size(t)));
+      }
+    } else if (!contraction) {
+      for (size_t k = 0; k < node.reads.size(); ++k) {
+        if (broadcast(node, node.reads[k]) && !counted_[im_.node_reads[n][k].first]) {
+          const auto [t, e] = im_.node_reads[n][k];
+          count(t, sat_mul(e, im_.elem_size(t)));
+        }
+      }
+    }
+    const size_t run = im_.run_start[n];
+    if (im_.run_end[n] - run > 1 &&
+        std::find(carried_.begin(), carried_.end(), run) == carried_.end()) {
+      carried_.push_back(run);
+      int64_t step = 0;
+      for (const auto& [t, e] : im_.node_writes[n])
+        step = sat_add(step, sat_mul(e, im_.elem_size(t)));
+      resident = sat_add(resident, step);
+    }
+    if (resident > capacity_) return false;
+    if (reduction) {
+      reds.push_back(n);
+      red_exts_[n] = exts;
+    }
+    for (const auto& [t, e] : im_.node_writes[n]) {
+      touch(t);
+      written_[t] = 1;
+      rereadable_[t] = rereadable ? 1 : 0;
+      reds_[t] = reds;
+      if (reduction) {
+        exts_[t].clear();  // a statistic: what reads it re-reads none of R's inputs through it
+      } else {
+        exts_[t] = exts;
+      }
+    }
+    return true;
+  }
+
+  int64_t resident = 0;
+
+ private:
+  static void sort_unique(std::vector<size_t>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  }
+  static bool same_extents(const einsum::Node& a, const einsum::Node& b) {
+    if (a.domain.size() != b.domain.size()) return false;
+    for (size_t k = 0; k < a.domain.size(); ++k) {
+      if (a.domain[k].lo.constant != b.domain[k].lo.constant ||
+          a.domain[k].hi.constant != b.domain[k].hi.constant) {
+        return false;
+      }
+    }
+    return true;
+  }
+  // A read whose maps miss a loop (of extent above 1) that the node's writes use.
+  static bool broadcast(const einsum::Node& node, const einsum::Access& read) {
+    for (const ir::AffineLoop& l : node.domain) {
+      if (l.hi.constant - l.lo.constant <= 1 || !l.hi.coeffs.empty() || !l.lo.coeffs.empty()) {
+        continue;
+      }
+      const auto uses = [&](const std::vector<einsum::Access>& list) {
+        for (const einsum::Access& a : list) {
+          for (const einsum::AccessMap& m : a.maps) {
+            for (const ir::AffineForm& f : m.index) {
+              if (f.coeff(l.var) != 0) return true;
+            }
+          }
+        }
+        return false;
+      };
+      if (uses(node.writes) && !uses({read})) return true;
+    }
+    return false;
+  }
+  void touch(size_t t) { touched_.push_back(t); }
+  void count(size_t t, int64_t bytes) {
+    touch(t);
+    counted_[t] = 1;
+    resident = sat_add(resident, bytes);
+  }
+
+  Impl& im_;
+  int64_t capacity_;
+  std::vector<char> written_, rereadable_, counted_;
+  std::vector<std::vector<size_t>> reds_, exts_;    // per written tensor: reductions, inputs
+  std::map<size_t, std::vector<size_t>> red_exts_;  // per reduction node: the inputs it read
+  std::vector<size_t> touched_, carried_;
+};
+
+bool CacheOptimizer::Impl::contraction_streams(size_t n, int64_t capacity) {
+  const auto [ws, traffic] = untiled_cost(n, n + 1);
+  if (ws <= capacity) return true;
+  const FrontierPoint* p = frontier(n, n + 1).query(capacity);
+  return p != nullptr && p->traffic <= traffic;
+}
+
+CacheGroup CacheOptimizer::Impl::stream_group(size_t first, size_t last) {
+  CacheGroup grp = untiled_group(first, last);
+  grp.mode = GroupMode::Stream;
+  StreamScan scan(*this, kInf);
+  for (size_t n = first; n < last; ++n) scan.add(n);
+  grp.working_set_bytes = scan.resident;
+  grp.lower_bound = true;
+  grp.lower_bound_reason =
+      "a stream: each tensor from outside read once, each tensor needed after written once; "
+      "broadcast tensors, statistics and scan carries held on chip (docs/fidelities.md, "
+      "\"Streaming chains\")";
+  return grp;
+}
+
+CacheGroup CacheOptimizer::Impl::untiled_group(size_t first, size_t last) const {
+  CacheGroup grp;
+  grp.first = first;
+  grp.last = last;
+  grp.mode = GroupMode::Untiled;
+  for (const UntiledUse& u : untiled_uses(first, last))
+    grp.tensors.push_back(untiled_tensor(u, last));
+  std::tie(grp.working_set_bytes, grp.traffic_bytes) = untiled_cost(first, last);
+  return grp;
+}
+
+int64_t CacheOptimizer::Impl::streamed_traffic(size_t n) const {
+  if (g.nodes[n].relabel) return 0;  // as streamed_group
+  int64_t traffic = 0;
+  for (const auto* list : {&node_reads[n], &node_writes[n]}) {
+    for (const auto& [t, e] : *list) traffic = sat_add(traffic, sat_mul(e, elem_size(t)));
+  }
+  return traffic;
+}
+
+CacheGroup CacheOptimizer::Impl::streamed_group(size_t n) const {
+  CacheGroup grp;
+  grp.first = n;
+  grp.last = n + 1;
+  grp.mode = GroupMode::Streamed;
+  // A relabelling reshape (einsum::Node::relabel) alone moves nothing: any implementation can have
+  // its producer write the layout its consumer reads.
+  const bool relabel = g.nodes[n].relabel;
+  for (const auto* list : {&node_reads[n], &node_writes[n]}) {
+    for (const auto& [t, e] : *list) {
+      GroupTensor gt{g.tensors[t].name,
+                     list == &node_reads[n] ? TensorRole::Input : TensorRole::Output, 0, 1,
+                     relabel ? 0 : sat_mul(e, elem_size(t))};
+      grp.traffic_bytes = sat_add(grp.traffic_bytes, gt.traffic_bytes);
+      grp.tensors.push_back(std::move(gt));
+    }
+  }
+  return grp;
+}
+
+std::optional<CacheGroup> CacheOptimizer::Impl::best(size_t first, size_t last, int64_t capacity,
+                                                     bool untiled) {
+  if (last - first == 1 && g.nodes[first].kind == einsum::NodeKind::Movement) {
+    return streamed_group(first);
+  }
+  std::optional<CacheGroup> out;
+  if (const FrontierPoint* p = frontier(first, last).query(capacity)) {
+    out = tiled_group(first, last, *p);
+  }
+  if (untiled) {
+    const auto [ws, traffic] = untiled_cost(first, last);
+    if (ws <= capacity && (!out || traffic < out->traffic_bytes)) out = untiled_group(first, last);
+  }
+  return out;
+}
+
+void CacheOptimizer::Impl::set_min_traffic(CacheGroup& grp) {
+  int64_t min_traffic = grp.traffic_bytes, min_ws = grp.working_set_bytes;
+  const auto consider = [&](int64_t traffic, int64_t ws) {
+    if (traffic < min_traffic || (traffic == min_traffic && ws < min_ws)) {
+      min_traffic = traffic;
+      min_ws = ws;
+    }
+  };
+  if (grp.mode != GroupMode::Streamed) {
+    for (const FrontierPoint& p : frontier(grp.first, grp.last).points()) {
+      consider(p.traffic, p.ws);
+    }
+    const auto [ws, traffic] = untiled_cost(grp.first, grp.last);
+    consider(traffic, ws);
+  }
+  grp.min_traffic_bytes = min_traffic;
+  grp.capacity_for_min_traffic_bytes = min_ws;
+  grp.capacity_limited = grp.traffic_bytes > min_traffic;
+}
+
+CacheSchedule CacheOptimizer::optimize(int64_t capacity_bytes) {
+  std::optional<CacheSchedule> s = try_optimize(capacity_bytes);
+  if (!s) {
+    throw UserError("no cache-aware schedule fits in an on-chip capacity of " +
+                    std::to_string(capacity_bytes) +
+                    " bytes (some node's smallest tile is larger; give a larger --capacity)");
+  }
+  return std::move(*s);
+}
+
+std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes) {
+  return search(capacity_bytes, false);
+}
+
+std::optional<CacheSchedule> CacheOptimizer::try_optimize_exhaustive(int64_t capacity_bytes) {
+  return search(capacity_bytes, true);
+}
+
+std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool exhaustive) {
+  Impl& im = *impl_;
+  const size_t n = im.g.nodes.size();
+  // choice[e]: the segment [first, e) ending the best schedule of the first e nodes.
+  struct Choice {
+    size_t first = 0;
+    GroupMode mode = GroupMode::Untiled;
+    const FrontierPoint* point = nullptr;  // tiled
+  };
+  std::vector<int64_t> best(n + 1, kInf);
+  std::vector<Choice> choice(n + 1);
+  best[0] = 0;
+  // Bytes that every untiled segment moves in proportion to its nodes: per node the reads of the
+  // tensors no node writes and no segment reads more of than they hold (a read-only tensor is
+  // fetched whenever it is read, and below its size its term is the sum of its reads), as prefix
+  // sums; and best[e] - prefix[e] per e, for the range maxima of the skip rule below.
+  std::vector<Int128> prefix(n + 1, 0);
+  MaxTree excess(exhaustive ? 0 : n + 1);
+  if (!exhaustive) {
+    std::vector<Int128> reads(im.g.tensors.size(), 0);
+    std::vector<bool> written(im.g.tensors.size(), false);
+    for (size_t k = 0; k < n; ++k) {
+      for (const auto& [t, e] : im.node_reads[k]) reads[t] += e;
+      for (const auto& [t, e] : im.node_writes[k]) written[t] = true;
+    }
+    std::vector<bool> proportional(im.g.tensors.size(), false);
+    for (size_t t = 0; t < im.g.tensors.size(); ++t) {
+      proportional[t] =
+          !written[t] && reads[t] <= im.g.tensors[t].numel && reads[t] * im.elem_size(t) < kInf;
+    }
+    for (size_t k = 0; k < n; ++k) {
+      prefix[k + 1] = prefix[k];
+      for (const auto& [t, e] : im.node_reads[k]) {
+        if (proportional[t]) prefix[k + 1] += static_cast<Int128>(e) * im.elem_size(t);
+      }
+    }
+    for (size_t e = 0; e <= n; ++e) excess.set(e, static_cast<Int128>(best[e]) - prefix[e]);
+  }
+  const auto relax = [&](size_t j, size_t e, int64_t traffic, Choice c) {
+    if (sat_add(best[j], traffic) < best[e]) {
+      best[e] = sat_add(best[j], traffic);
+      choice[e] = c;
+      if (!exhaustive) excess.set(e, static_cast<Int128>(best[e]) - prefix[e]);
+    }
+  };
+  // The untiled segments from j, grown one node at a time (the uses of untiled_uses, kept), with
+  // the sums of their tensors' working sets and traffic kept too: a node changes the terms of
+  // the tensors it touches only (untiled_tensor depends on `last` through needed_after, which
+  // changes at a tensor's last reader: a tensor the node reads). Every term is in [0, kInf], so
+  // the sat_add fold over the uses equals min(kInf, their exact sum), kept in 128 bits.
+  std::vector<UntiledUse> uses;
+  std::vector<int64_t> use_of(im.g.tensors.size(), -1);
+  std::vector<std::pair<int64_t, int64_t>> term;  // per use: its (ws, traffic) terms
+  std::vector<size_t> touched;                    // uses the current node changes
+  Int128 ws_sum = 0, traffic_sum = 0;
+  // A lower bound on the traffic of every tiling of the same segment, kept the same way: per
+  // tensor the widest access of one node, read (a tensor the segment does not write: every
+  // element read is fetched at least once) or written (a tensor the segment writes and that is
+  // needed after it: every element written leaves the chip at least once). A tiled candidate
+  // whose bound cannot beat the best schedule found so far of its prefix is not searched: it
+  // would not be taken (relax takes strictly less traffic only).
+  struct Widest {
+    int64_t read = 0, write = 0, term = 0;
+    bool written = false;
+  };
+  std::vector<Widest> widest;  // per use
+  Int128 bound_sum = 0;
+  // Untiled segments from j that the scan below does not reach. The window holds [j, reach) for
+  // the largest reach seen so far whose segment fits: every [j, e) with e <= reach fits (the
+  // working set grows with the segment). A scan from j relaxes [j, e) for e up to where it stops;
+  // the window relaxes the longer ones that fit, beyond `reach`, and those in between are
+  // skipped when none can be taken. For e' in (e, reach], the traffic of [j, e') is at least
+  // the floor: per tensor of [j, e) its traffic term with `reach` as the end (floor_sum: a read
+  // tensor is fetched at least as much as in [j, e), a written one needed after reach is needed
+  // after e'), raised for a written tensor needed after e' but not after reach (`dying`) to its
+  // term with its last reader as the end, plus prefix[e'] - prefix[e] (the proportional reads of
+  // the nodes added). When best[j] + floor - prefix[e] >= best[e'] - prefix[e'], [j, e') is not
+  // below best[e'] (relax takes strictly less traffic only; best only decreases).
+  Impl::Window window(im);
+  Impl::Window swin(im);  // the stream segments' traffic
+  Impl::StreamScan stream(im, capacity_bytes);
+  size_t reach = 0;
+  std::vector<int64_t> floor_term;  // per use: its term of floor_sum
+  Int128 floor_sum = 0;
+  std::vector<size_t> dying;  // uses written and needed after some end before reach, not after it
+  std::vector<bool> listed;   // per use: in `dying`
+  // The first end in (e, reach] whose [j, end) the floor does not rule out; reach + 1 if none.
+  const auto first_not_ruled_out = [&](size_t j, size_t e) {
+    std::vector<std::pair<int64_t, int64_t>> raise;  // (last reader, floor raise) per dying use
+    size_t kept = 0;
+    for (const size_t k : dying) {
+      const int64_t last_reader = im.last_reader[uses[k].tensor];
+      if (last_reader <= static_cast<int64_t>(e)) {
+        listed[k] = false;  // needed after no end beyond e
+        continue;
+      }
+      dying[kept++] = k;
+      raise.emplace_back(
+          last_reader,
+          im.untiled_terms(uses[k], static_cast<size_t>(last_reader)).second - floor_term[k]);
+    }
+    dying.resize(kept);
+    std::sort(raise.begin(), raise.end());
+    const Int128 base = static_cast<Int128>(best[j]) + floor_sum - prefix[e];
+    Int128 raised = 0;
+    for (const auto& [last_reader, r] : raise) raised += r;
+    size_t lo = e + 1;
+    for (const auto& [last_reader, r] : raise) {  // ends up to last_reader: raised by r
+      const auto hi = static_cast<size_t>(last_reader) + 1;
+      if (lo < hi) {
+        const size_t p = excess.first_above(lo, hi, base + raised);
+        if (p < hi) return p;
+        lo = hi;
+      }
+      raised -= r;
+    }
+    return excess.first_above(lo, reach + 1, base);
+  };
+  const auto untiled_step = [&](size_t node, size_t last) {
+    touched.clear();
+    const auto use = [&](size_t t, bool read) -> UntiledUse& {
+      if (use_of[t] < 0) {
+        use_of[t] = static_cast<int64_t>(uses.size());
+        uses.push_back({t, 0, 0, read});
+        term.emplace_back(0, 0);
+        widest.emplace_back();
+        floor_term.push_back(0);
+        listed.push_back(false);
+      }
+      const auto k = static_cast<size_t>(use_of[t]);
+      if (std::find(touched.begin(), touched.end(), k) == touched.end()) touched.push_back(k);
+      return uses[k];
+    };
+    for (const auto& [t, e] : im.node_reads[node]) {
+      UntiledUse& u = use(t, true);
+      u.read = sat_add(u.read, e);
+      Widest& w = widest[static_cast<size_t>(use_of[t])];
+      w.read = std::max(w.read, e);
+    }
+    for (const auto& [t, e] : im.node_writes[node]) {
+      UntiledUse& u = use(t, false);
+      u.write = sat_add(u.write, e);
+      Widest& w = widest[static_cast<size_t>(use_of[t])];
+      w.write = std::max(w.write, e);
+      w.written = true;
+    }
+    for (const size_t k : touched) {
+      const std::pair<int64_t, int64_t> t = im.untiled_terms(uses[k], last);
+      ws_sum += t.first - term[k].first;
+      traffic_sum += t.second - term[k].second;
+      term[k] = t;
+      const UntiledUse& u = uses[k];
+      Widest& w = widest[k];
+      const int64_t elems = w.written ? (im.needed_after(u.tensor, last) ? w.write : 0) : w.read;
+      const int64_t b = sat_mul(elems, im.elem_size(u.tensor));
+      bound_sum += b - w.term;
+      w.term = b;
+      if (!exhaustive) {
+        const int64_t f = im.untiled_terms(u, reach).second;
+        floor_sum += f - floor_term[k];
+        floor_term[k] = f;
+        if (!listed[k] && u.write > 0 && im.needed_after(u.tensor, last) &&
+            !im.needed_after(u.tensor, reach)) {
+          listed[k] = true;
+          dying.push_back(k);
+        }
+      }
+    }
+    const auto clamp = [](Int128 v) { return static_cast<int64_t>(v < kInf ? v : kInf); };
+    return std::make_pair(clamp(ws_sum), clamp(traffic_sum));
+  };
+  // Stream candidates, by end: relaxed once every other segment ending there has been, so that
+  // at a tie in traffic a schedule wins over a stream (a bound).
+  std::vector<std::vector<std::pair<size_t, int64_t>>> pending(n + 1);
+  const auto relax_streams = [&](size_t e) {
+    for (const auto& [first, traffic] : pending[e]) {
+      relax(first, e, traffic, {first, GroupMode::Stream, nullptr});
+    }
+  };
+  for (size_t j = 0; j < n; ++j) {
+    relax_streams(j);
+    // No schedule moves less than the fused bytes (docs/fidelities.md, "Laws": each graph input
+    // and weight is read, each output written, at least once), so once the whole graph has a
+    // schedule of fused traffic no segment from j or later can replace it: they would only be
+    // candidates that come later in the search's order at no lower traffic, and the schedule is
+    // read back from choice[n] through segments that start before j, already final.
+    if (!exhaustive && best[n] == im.fused) break;
+    if (best[j] >= kInf) continue;
+    for (const UntiledUse& u : uses) use_of[u.tensor] = -1;
+    uses.clear();
+    term.clear();
+    widest.clear();
+    floor_term.clear();
+    dying.clear();
+    listed.clear();
+    ws_sum = traffic_sum = bound_sum = floor_sum = 0;
+    if (!exhaustive) window.start_at(j);
+    reach = window.end;
+    size_t scanned = j;       // the last end the scan relaxed
+    size_t tail = reach + 1;  // the first end past the scan the skip rule leaves (none: reach + 1)
+    // Tiled segments from j: until a structural failure that no longer segment escapes
+    // (docs/fidelities.md, "The search").
+    bool tiled_alive = true;
+    const auto tiled_ahead = [&](size_t e) {
+      return tiled_alive && im.unit_count(j, e) <= kMaxTiledUnits &&
+             (e - j < kMaxTiledGroup || !im.inside_run(j));
+    };
+    for (size_t e = j + 1; e <= n; ++e) {
+      auto [ws, traffic] = untiled_step(e - 1, e);  // the state of [j, e); relaxed below
+      if (exhaustive) std::tie(ws, traffic) = im.untiled_cost(j, e);  // recounted
+      if (e - j == 1 && im.g.nodes[j].kind == einsum::NodeKind::Movement) {
+        relax(j, e, im.streamed_traffic(j), {j, GroupMode::Streamed, nullptr});
+      }
+      const bool cut = im.inside_run(e);  // e splits a run
+      // Not searched: a segment whose every tiling moves at least best[e] - best[j]. Its frontier
+      // is not needed for the extension either: when it is tileable the extension goes on, and
+      // when it fails for a reason that no longer segment escapes, the longer ones have no
+      // tiling (the pruning rule above), so searching them adds no candidate.
+      const bool hopeless = !exhaustive && static_cast<Int128>(best[j]) + bound_sum >= best[e];
+      if (!hopeless && tiled_ahead(e) && (e - j <= kMaxTiledGroup || !cut)) {
+        const Frontier& fr = im.frontier(j, e);
+        if (const FrontierPoint* p = fr.query(capacity_bytes)) {
+          relax(j, e, p->traffic, {j, GroupMode::Tiled, p});
+        }
+        if (!cut && !fr.extendable) tiled_alive = false;
+      }
+      // The whole graph at once: each input, weight and output exactly once (the fused model).
+      if (j == 0 && e == n) traffic = im.fused;
+      scanned = e;
+      if (ws <= capacity_bytes) {
+        relax(j, e, traffic, {j, GroupMode::Untiled, nullptr});
+      } else if (e == n || !tiled_ahead(e + 1)) {
+        break;  // longer segments hold all of this one: their working set is larger still
+      }
+      // Only untiled segments remain (checked at every end for 16 nodes, then every 16th): stop
+      // once the window holds the rest, those the skip rule leaves from the first end p where
+      // it does not hold (when counting them back from reach costs less than scanning to p).
+      if (!exhaustive && j > 0 && e < n && !tiled_ahead(e + 1) &&
+          (e - j < 16 || (e - j) % 16 == 0 || e >= reach)) {
+        if (e >= reach) break;
+        const size_t p = first_not_ruled_out(j, e);
+        if (reach + 1 - p <= p - e) {
+          tail = p;
+          break;
+        }
+      }
+    }
+    // Stream segments from j (docs/fidelities.md, "Streaming chains"): a lower bound, taken only
+    // where no untiled segment of the same nodes fits (an untiled one is a schedule).
+    stream.reset();
+    if (!exhaustive) {
+      swin.start_at(j);
+      while (swin.end > j) swin.pop();
+    }
+    for (size_t e = j + 1; e <= n && stream.add(e - 1); ++e) {
+      int64_t ws = 0, traffic = 0;
+      if (exhaustive) {
+        std::tie(ws, traffic) = im.untiled_cost(j, e);
+      } else {
+        swin.push();
+        ws = swin.ws();
+        traffic = j == 0 && e == n ? im.fused : swin.traffic();
+      }
+      if (ws <= capacity_bytes || e - j < 2) continue;
+      if (j == 0 && e == n) {  // the fused bytes: nothing beats it; taken now, ending the search
+        relax(j, e, traffic, {j, GroupMode::Stream, nullptr});
+      } else {
+        pending[e].emplace_back(j, traffic);
+      }
+    }
+    if (exhaustive) continue;
+    // The untiled segments [j, e) for e from tail to reach: the window taken back to tail, then
+    // forward again.
+    if (tail <= reach) {
+      while (window.end > tail) window.pop();
+      while (true) {
+        relax(j, window.end, j == 0 && window.end == n ? im.fused : window.traffic(),
+              {j, GroupMode::Untiled, nullptr});
+        if (window.end == reach) break;
+        window.push();
+      }
+    }
+    // The untiled segments beyond the scan and the window that fit, through the window.
+    while (window.end < n) {
+      window.push();
+      if (window.ws() > capacity_bytes) {
+        window.pop();
+        break;
+      }
+      if (window.end <= scanned) continue;
+      const int64_t traffic = j == 0 && window.end == n ? im.fused : window.traffic();
+      relax(j, window.end, traffic, {j, GroupMode::Untiled, nullptr});
+    }
+  }
+  relax_streams(n);
+  if (best[n] >= kInf) return std::nullopt;
+  CacheSchedule sched;
+  sched.capacity_bytes = capacity_bytes;
+  sched.traffic_bytes = best[n];
+  for (size_t e = n; e > 0; e = choice[e].first) {
+    const Choice& c = choice[e];
+    switch (c.mode) {
+      case GroupMode::Tiled:
+        sched.groups.push_back(im.tiled_group(c.first, e, *c.point));
+        break;
+      case GroupMode::Untiled:
+        sched.groups.push_back(im.untiled_group(c.first, e));
+        break;
+      case GroupMode::Streamed:
+        sched.groups.push_back(im.streamed_group(c.first));
+        break;
+      case GroupMode::Stream:
+        sched.groups.push_back(im.stream_group(c.first, e));
+        break;
+    }
+  }
+  std::reverse(sched.groups.begin(), sched.groups.end());
+  for (CacheGroup& grp : sched.groups) im.set_min_traffic(grp);
+  return sched;
+}
+
+std::optional<CacheGroup> CacheOptimizer::best_group(size_t first, size_t last,
+                                                     int64_t capacity_bytes, bool allow_untiled) {
+  SOLAR_CHECK(first < last && last <= impl_->g.nodes.size(), "bad segment");
+  return impl_->best(first, last, capacity_bytes, allow_untiled);
+}
+
+}  // namespace solar::sol

@@ -1,0 +1,245 @@
+// The cache-aware optimiser's units (cache_internal.h): a node, or a run of translated nodes
+// folded into one unit whose last loop counts the steps; CacheOptimizer::Impl::unit.
+#include "cache_internal.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "solar/ir/affine.h"
+#include "solar/ir/dtype.h"
+#include "solar/sol/analysis.h"
+#include "solar/util/checked.h"
+#include "solar/util/error.h"
+#include "solar/util/text.h"
+
+namespace solar::sol {
+
+inline namespace cache_detail {
+
+void add_term(Lin& f, uint32_t v, int64_t c) {
+  if (c == 0) return;
+  auto it = std::lower_bound(f.terms.begin(), f.terms.end(), std::make_pair(v, int64_t{0}),
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (it != f.terms.end() && it->first == v) {
+    it->second += c;
+    if (it->second == 0) f.terms.erase(it);
+  } else {
+    f.terms.insert(it, {v, c});
+  }
+}
+
+std::pair<int64_t, int64_t> lin_range(const Lin& f, const std::vector<UVar>& vars) {
+  int64_t lo = f.constant, hi = f.constant;
+  for (const auto& [v, c] : f.terms) {
+    const int64_t a = sat_mul(c < 0 ? -c : c, vars[v].extent - 1);
+    const int64_t at_lo = smul(c, vars[v].lo);
+    lo = sat_add(lo, c < 0 ? at_lo - a : at_lo);
+    hi = sat_add(hi, c < 0 ? at_lo : at_lo + a);
+  }
+  return {lo, hi};
+}
+
+bool same_domain(const ir::AffineDomain& a, const ir::AffineDomain& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k].var != b[k].var || !(a[k].lo == b[k].lo) || !(a[k].hi == b[k].hi)) return false;
+  }
+  return true;
+}
+
+bool copies_over_own_elements(const einsum::Node& n) {
+  if (n.kind != einsum::NodeKind::Movement) return false;
+  for (const auto* list : {&n.reads, &n.writes}) {
+    for (const einsum::Access& a : *list) {
+      for (const einsum::AccessMap& m : a.maps) {
+        const bool chosen = m.data_dependent && m.data_dim >= 0 && list == &n.reads;
+        if ((m.data_dependent && !chosen) || !same_domain(m.domain, n.domain)) return false;
+      }
+    }
+  }
+  return true;
+}
+
+std::optional<std::vector<int64_t>> translation(const einsum::Node& a, const einsum::Node& b) {
+  if (a.kind != einsum::NodeKind::Einsum || b.kind != einsum::NodeKind::Einsum ||
+      a.reduction != b.reduction || !same_domain(a.domain, b.domain) ||
+      a.reads.size() != b.reads.size() || a.writes.size() != b.writes.size()) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> delta;
+  bool moves = false;
+  for (const bool write : {false, true}) {
+    const auto& xs = write ? a.writes : a.reads;
+    const auto& ys = write ? b.writes : b.reads;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (xs[i].tensor != ys[i].tensor || xs[i].maps.size() != ys[i].maps.size()) {
+        return std::nullopt;
+      }
+      for (size_t k = 0; k < xs[i].maps.size(); ++k) {
+        const einsum::AccessMap& x = xs[i].maps[k];
+        const einsum::AccessMap& y = ys[i].maps[k];
+        if (x.data_dependent || y.data_dependent || x.guarded != y.guarded ||
+            x.strides != y.strides || x.extent != y.extent || x.index.size() != y.index.size()) {
+          return std::nullopt;
+        }
+        delta.push_back(y.offset - x.offset);
+        moves = moves || (write && y.offset != x.offset);
+        for (size_t d = 0; d < x.index.size(); ++d) {
+          if (x.index[d].coeffs != y.index[d].coeffs) return std::nullopt;
+          delta.push_back(y.index[d].constant - x.index[d].constant);
+          moves = moves || (write && delta.back() != 0);
+        }
+      }
+    }
+  }
+  if (!moves) return std::nullopt;
+  return delta;
+}
+
+std::string step_name(const einsum::Node& n) {
+  std::string name = "step";
+  const size_t open = n.name.rfind('[');
+  if (open != std::string::npos && n.name.back() == ']') {
+    const std::string inner = n.name.substr(open + 1, n.name.size() - open - 2);
+    const size_t comma = inner.rfind(',');
+    const std::string last = inner.substr(comma == std::string::npos ? 0 : comma + 1);
+    const size_t eq = last.find('=');
+    if (eq != std::string::npos && eq > 0) name = last.substr(0, eq);
+  }
+  const auto taken = [&](const std::string& v) {
+    return std::any_of(n.domain.begin(), n.domain.end(),
+                       [&](const ir::AffineLoop& l) { return l.var == v; });
+  };
+  while (taken(name)) name += "'";
+  return name;
+}
+
+}  // namespace cache_detail
+
+const Unit& CacheOptimizer::Impl::unit(size_t a, size_t b) {
+  const auto key = std::make_pair(a, b);
+  const auto found = units.find(key);
+  if (found != units.end()) return found->second;
+  const einsum::Node& node = g.nodes[a];
+  Unit u;
+  u.first = a;
+  u.last = b;
+  u.reduction = node.reduction != einsum::Reduction::None;
+  u.tileable = node.kind == einsum::NodeKind::Einsum || copies_over_own_elements(node);
+  std::map<std::string, uint32_t> local;
+  std::vector<bool> varying(node.domain.size(), false);  // a loop with a non-constant bound
+  for (size_t k = 0; k < node.domain.size(); ++k) {
+    const ir::AffineLoop& l = node.domain[k];
+    varying[k] = !l.lo.coeffs.empty() || !l.hi.coeffs.empty();
+    ir::AffineForm width = l.hi;
+    width.constant -= l.lo.constant;
+    for (const auto& [v, c] : l.lo.coeffs) {
+      width.coeffs[v] -= c;
+      if (width.coeffs[v] == 0) width.coeffs.erase(v);
+    }
+    if (ir::affine_min(width, node.domain).value < 1) u.full_writes = false;
+  }
+  for (const einsum::Access& acc : node.writes) {
+    for (const einsum::AccessMap& m : acc.maps) {
+      for (size_t k = 0; k < node.domain.size(); ++k) {
+        for (const ir::AffineForm& f : m.index) {
+          if (varying[k] && f.coeff(node.domain[k].var) != 0) u.full_writes = false;
+        }
+      }
+    }
+  }
+  for (const ir::AffineLoop& l : node.domain) {
+    ir::AffineForm f;
+    f.coeffs[l.var] = 1;
+    const int64_t lo = ir::affine_min(f, node.domain).value;
+    const int64_t hi = ir::affine_max(f, node.domain).value + 1;
+    if (hi <= lo) u.tileable = false;
+    const auto bound = [&](const ir::AffineForm& form) {
+      Lin out;
+      out.constant = form.constant;
+      for (const auto& [name, c] : form.coeffs) add_term(out, local.at(name), c);
+      return out;
+    };
+    UVar v{l.var, lo, hi - lo, bound(l.lo), bound(l.hi)};
+    local[l.var] = static_cast<uint32_t>(u.vars.size());
+    u.vars.push_back(std::move(v));
+  }
+  if (!u.tileable) return units.emplace(key, std::move(u)).first->second;  // its maps: unused
+  const std::vector<int64_t>* delta = nullptr;
+  uint32_t step = 0;
+  if (b - a > 1) {
+    delta = &run_delta.at(run_start[a]);
+    u.run = true;
+    step = static_cast<uint32_t>(u.vars.size());
+    UVar v{step_name(node), 0, static_cast<int64_t>(b - a), {}, {}};
+    v.hi_form.constant = v.extent;
+    u.vars.push_back(std::move(v));
+  }
+  size_t at = 0;  // position in *delta
+  const auto convert = [&](const einsum::Access& acc) {
+    UAccess ua;
+    ua.tensor = index_of(acc.tensor);
+    for (const einsum::AccessMap& m : acc.maps) {
+      UMap um;
+      um.offset = m.offset;
+      um.guarded = m.guarded;
+      um.data_dependent = m.data_dependent && m.data_dim < 0;
+      um.chosen = m.data_dim >= 0;
+      if (!um.data_dependent) {
+        um.flat.constant = m.offset;
+        const int64_t moved = delta ? (*delta)[at] : 0;
+        for (size_t d = 0; d < m.index.size(); ++d) {
+          Lin f;
+          f.constant = m.index[d].constant;
+          for (const auto& [name, c] : m.index[d].coeffs) add_term(f, local.at(name), c);
+          if (static_cast<int64_t>(d) == m.data_dim) {  // the chosen index: a loop of its own
+            add_term(f, static_cast<uint32_t>(u.vars.size()), 1);
+            u.vars.push_back({"#" + std::to_string(d), 0, m.extent[d], {}, {}, true});
+            u.vars.back().hi_form.constant = m.extent[d];
+          }
+          if (delta) add_term(f, step, (*delta)[at + 1 + d]);
+          um.index.push_back(f);
+          um.strides.push_back(m.strides[d]);
+          um.extent.push_back(m.extent[d]);
+        }
+        if (moved != 0) {  // the run moves the map's offset: one more dimension, its step
+          Lin f;
+          add_term(f, step, 1);
+          um.index.push_back(f);
+          um.strides.push_back(moved);
+          um.extent.push_back(static_cast<int64_t>(b - a));
+        }
+        if (delta) at += 1 + m.index.size();
+        // A guard that every point passes (a read in a select branch that stays in bounds).
+        bool inside = true;
+        for (size_t d = 0; d < um.index.size(); ++d) {
+          const auto [lo, hi] = lin_range(um.index[d], u.vars);
+          inside = inside && lo >= 0 && hi < um.extent[d];
+        }
+        if (inside) um.guarded = false;
+        for (size_t d = 0; d < um.index.size(); ++d) {
+          um.flat.constant = sat_add(um.flat.constant, smul(um.strides[d], um.index[d].constant));
+          for (const auto& [v, c] : um.index[d].terms) add_term(um.flat, v, smul(c, um.strides[d]));
+        }
+      }
+      ua.maps.push_back(std::move(um));
+    }
+    return ua;
+  };
+  for (const einsum::Access& acc : node.reads) u.reads.push_back(convert(acc));
+  for (const einsum::Access& acc : node.writes) u.writes.push_back(convert(acc));
+  if (node.kind == einsum::NodeKind::Movement && u.tileable) coalesce_copy(u, g);
+  return units.emplace(key, std::move(u)).first->second;
+}
+
+}  // namespace solar::sol
