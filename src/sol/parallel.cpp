@@ -664,6 +664,7 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, c
   const auto& costs = planner.costs();
   struct UnitCost {
     double compute = 0, bytes = 0, time = 0;
+    double fused_compute = 0;  // with products at their origin precision (NodeCost)
   };
   std::vector<UnitCost> unit_costs;
   std::vector<size_t> unit_of(g.nodes.size());
@@ -674,6 +675,7 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, c
     for (size_t i = units[u].first; i < units[u].last; ++i) {
       unit_of[i] = u;
       c.compute += costs[i].compute_s * planner.node_fraction(i);
+      c.fused_compute += costs[i].fused_compute_s * planner.node_fraction(i);
       const einsum::Node& n = g.nodes[i];
       size_t k = 0;
       for (const einsum::Access& a : n.reads) {
@@ -757,9 +759,11 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, c
     st.last = s + 1 < starts.size() ? units[starts[s + 1]].first : g.nodes.size();
     const size_t u_end = s + 1 < starts.size() ? starts[s + 1] : units.size();
     double compute = 0, unfused_memory = 0, comm = 0;
+    double fused_compute = 0;  // the fused fidelity's: products at their origin precision
     double unfused_bytes = 0;
     for (size_t u = starts[s]; u < u_end; ++u) {
       compute += unit_costs[u].compute;
+      fused_compute += unit_costs[u].fused_compute;
       unfused_bytes += unit_costs[u].bytes;
       unfused_memory += mem_s(unit_costs[u].bytes);
     }
@@ -815,7 +819,7 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, c
     }
     for (Fidelity f : asked) {
       ParallelTerms t;
-      t.compute_s = compute;
+      t.compute_s = f == Fidelity::Unfused ? compute : fused_compute;
       t.comm_s = comm;
       if (f == Fidelity::Unfused) {
         t.memory_s = unfused_memory;
@@ -829,7 +833,7 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, c
       st.terms.push_back(t);
     }
     // Fused terms for the link needed, whether or not fused was asked.
-    const double others = std::max(compute, mem_s(fused_bytes));
+    const double others = std::max(fused_compute, mem_s(fused_bytes));
     double sent = 0;
     for (const Communication& c : comms) {
       if (c.stage == s) sent += c.sent_bytes;
@@ -902,7 +906,7 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, c
 
   // The floor of any layout on the devices.
   double compute = 0;
-  for (const NodeCost& c : costs) compute += c.compute_s;
+  for (const NodeCost& c : costs) compute += c.fused_compute_s;
   const double n = static_cast<double>(l.devices());
   out.floor_s = std::max(compute / n, mem_s(static_cast<double>(fused_bytes(g)) / n));
   return out;

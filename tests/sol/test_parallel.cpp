@@ -180,6 +180,51 @@ TEST(Parallel, DataParallelAllReducesTheGradient) {
   EXPECT_NEAR(p.link_needed_bytes_per_s, 917511 / compute, 1);
 }
 
+// A reference fp8 GEMM (tests/fixtures/fp8_dequant_gemm.ir's program): fp8 operands
+// dequantised to f32 by per-row and per-column scales, multiplied in f32.
+constexpr const char* kFp8Gemm = R"(input a : f8e4m3[256, 512]
+input sa : f32[256]
+input b : f8e4m3[512, 128]
+input sb : f32[128]
+tensor ad : f32[256, 512]
+tensor bd : f32[512, 128]
+output c : f32[256, 128]
+kernel deq_a { for i in 0..256, k in 0..512: ad[i, k] = f32(a[i, k]) * sa[i] }
+kernel deq_b { for k in 0..512, j in 0..128: bd[k, j] = f32(b[k, j]) * sb[j] }
+kernel gemm { for i in 0..256, j in 0..128, k in 0..512: c[i, j] += ad[i, k] * bd[k, j] }
+)";
+
+TEST(Parallel, FusedComputePricesProductsAtTheirOriginPrecision) {
+  // The per-device fused fidelity and the floor take the one-device fused compute (products of
+  // upcast operands at their origin precision, docs/precision.md), not the unfused one's.
+  hw::Device d = testing::make_device("fp8",
+                                      {{hw::ComputeUnit::Vector, hw::Precision::Fp32, 1e13},
+                                       {hw::ComputeUnit::Tensor, hw::Precision::Fp8, 1e15}},
+                                      1e15);
+  d.link(hw::Link::ScaleUp) = {"test link", hw::Figure{200e9, "test"}, ""};
+  const einsum::Graph g = testing::lift_text(kFp8Gemm);
+  const ParallelAnalysis p = parallel(g, d, "dp=2", {Fidelity::Unfused, Fidelity::Fused});
+  // The gemm: 256 x 128 x 512 = 16,777,216 MACs; at the fp8 tensor rate 33,554,432 / 1e15 =
+  // 33.554432 ns, at the f32 vector rate 33,554,432 / 1e13 = 3.3554432 us. The scale
+  // multiplies: deq_a 256 x 512 = 131,072 ops, deq_b 512 x 128 = 65,536 ops, at 1e13: 13.1072
+  // and 6.5536 ns. One-device fused compute 33.554432 + 19.6608 = 53.215232 ns; bytes a 131,072
+  // + sa 1,024 + b 65,536 + sb 512 + c 131,072 = 329,216 B = 0.329216 ns at 1e15 B/s.
+  // The floor of any layout on 2 devices: max(53.215232 / 2, 0.329216 / 2) = 26.607616 ns (the
+  // f32 rate would give (3.3554432 us + 19.6608 ns) / 2 = 1.687552 us).
+  EXPECT_NEAR(p.floor_s, 26.607616e-9, 1e-18);
+  // dp splits the rows i of deq_a and of the gemm; deq_b (no i) runs whole on each replica:
+  // fused compute per device 13.1072 / 2 + 6.5536 + 33.554432 / 2 = 29.884416 ns.
+  EXPECT_EQ(p.nodes[0].dp_loop, "i");
+  EXPECT_EQ(p.nodes[1].dp_loop, "");
+  EXPECT_EQ(p.nodes[2].dp_loop, "i");
+  ASSERT_EQ(p.results.size(), 2U);
+  EXPECT_EQ(p.results[1].fidelity, Fidelity::Fused);
+  EXPECT_NEAR(p.results[1].terms.compute_s, 29.884416e-9, 1e-18);
+  // Unfused keeps eager's f32 rate: 6.5536 + 6.5536 + 3.3554432 us / 2 = 1.6908288 us.
+  EXPECT_EQ(p.results[0].fidelity, Fidelity::Unfused);
+  EXPECT_NEAR(p.results[0].terms.compute_s, 1.6908288e-6, 1e-15);
+}
+
 // Four layers of 64 x 128 by 128 x 128.
 constexpr const char* kLayers = R"(input x : f32[64, 128]
 weight w1 : f32[128, 128]
