@@ -131,11 +131,9 @@ def captured_call(
 def captured_file(path: str, options: Options, prog: str = "solar") -> TorchCaptured:
     """A model file's forward or training step (``options.program``), captured with FakeTensors
     when the model can be built so (no memory), else built for real (a note on stderr)."""
-    import sys
-
     from solar.capture import (
-        CaptureError,
         capture,
+        capture_model_file,
         capture_train,
         load_model_file,
         model_module,
@@ -157,19 +155,7 @@ def captured_file(path: str, options: Options, prog: str = "solar") -> TorchCapt
         def recapture(m: Any, xs: tuple) -> Any:
             return capture(m, xs, source=source)
 
-    try:
-        model, inputs = load_model_file(path, fake=True)
-        cap = recapture(model, inputs)
-    except CaptureError:
-        raise
-    except Exception as e:  # a model that cannot be built with FakeTensors: build it for real
-        print(
-            f"{prog}: note: building {source} with FakeTensors failed ({type(e).__name__});"
-            " building the model with real tensors",
-            file=sys.stderr,
-        )
-        model, inputs = load_model_file(path)
-        cap = recapture(model, inputs)
+    cap, model, inputs = capture_model_file(path, prog, recapture)
     captured = TorchCaptured(cap, recapture, model, inputs, build=lambda: load_model_file(path))
     return prefer_real(captured, options, prog)
 

@@ -233,15 +233,25 @@ def capture_train(
     )
 
 
-def capture_model_file(path: str | os.PathLike, prog: str = "solar") -> tuple[Capture, Any, tuple]:
+def capture_model_file(
+    path: str | os.PathLike,
+    prog: str = "solar",
+    recapture: Callable[[Any, tuple], Any] | None = None,
+) -> tuple[Any, Any, tuple]:
     """Captures a benchmark-style model file without building it for real: the model and inputs
     are FakeTensors (no memory). A model that cannot be built that way is built for real (a note
-    on stderr, prefixed with ``prog``). Returns the capture and the model and inputs it traced
-    (fake or real: ``Capture.is_fake`` tells)."""
+    on stderr, prefixed with ``prog``). ``recapture(model, inputs)``: how to capture it (default:
+    ``capture`` of the forward). Returns the capture and the model and inputs it traced (fake or
+    real: ``Capture.is_fake`` tells)."""
     source = os.path.basename(os.fspath(path))
+    if recapture is None:
+
+        def recapture(m: Any, xs: tuple) -> Any:
+            return capture(m, xs, source=source)
+
     try:
         model, inputs = load_model_file(path, fake=True)
-        return capture(model, inputs, source=source), model, inputs
+        return recapture(model, inputs), model, inputs
     except CaptureError:
         raise
     except Exception as e:  # a model that cannot be built with FakeTensors: build it for real
@@ -251,7 +261,7 @@ def capture_model_file(path: str | os.PathLike, prog: str = "solar") -> tuple[Ca
             file=sys.stderr,
         )
     model, inputs = load_model_file(path)
-    return capture(model, inputs, source=source), model, inputs
+    return recapture(model, inputs), model, inputs
 
 
 def is_fake(inputs: tuple) -> bool:
