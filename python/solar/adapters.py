@@ -25,27 +25,17 @@ from collections.abc import Callable
 from typing import Any
 
 from solar._modelfile import framework_of
-from solar.options import DEFAULT_HW, AnalysisError, Options
+from solar.options import DEFAULT_HW, KEYWORDS, AnalysisError, Options
 from solar.pipeline import Report
 from solar.stages import run
 
+_NOT_ADAPTER_KEYWORDS = ("serve", "batch", "batches", "context", "routing", "parallel", "devices")
+# Options.of's keywords less the serving step's and the layouts' (solar analyze's flags, not
+# solar.analyze's), with the entry points' ``source`` and ``stage_times``.
 OPTIONS = (
-    "policy",
     "source",
-    "allow_unsupported",
-    "disabled_rules",
-    "verify",
-    "verify_mode",
-    "verify_budget_mb",
-    "verify_budget_s",
-    "fidelity",
-    "sol_options",
     "stage_times",
-    "train",  # a training step (docs/training.md)
-    "optimizer",
-    "loss",
-    "cache_state",  # "cold" (the default) or "warm" (docs/cache-state.md)
-    "kernel_floor",  # "off" (the default) or "on": the unfused per-kernel floor
+    *(k for k in KEYWORDS if k not in _NOT_ADAPTER_KEYWORDS),
 )
 
 # The options that are keywords of the analysis itself (``_core.analyze``), carried in
