@@ -283,18 +283,29 @@ class Lifter {
     origin_[name] = o;
   }
 
-  // The loops (nonzero coefficient) by which the reads of `e` reach their storage.
-  std::set<std::string> read_loops(const ir::Expr& e, const Step& s,
-                                   const ir::AffineDomain& domain) const {
+  // The loops (nonzero coefficient) by which the reads of `e` reach their storage, per storage
+  // tensor.
+  std::map<std::string, std::set<std::string>> read_loops_by_tensor(
+      const ir::Expr& e, const Step& s, const ir::AffineDomain& domain) const {
     std::vector<std::pair<std::string, AccessMap>> maps;
     read_maps(e, s, domain, false, maps);
-    std::set<std::string> loops;
-    for (const auto& entry : maps) {
-      const AccessMap& m = entry.second;
+    std::map<std::string, std::set<std::string>> loops;
+    for (const auto& [t, m] : maps) {
+      std::set<std::string>& l = loops[t];
       if (m.data_dependent) continue;
       for (const auto& [var, c] : m.flat().coeffs) {
-        if (c != 0) loops.insert(var);
+        if (c != 0) l.insert(var);
       }
+    }
+    return loops;
+  }
+
+  // The loops by which the reads of `e` reach their storage, all tensors together.
+  std::set<std::string> read_loops(const ir::Expr& e, const Step& s,
+                                   const ir::AffineDomain& domain) const {
+    std::set<std::string> loops;
+    for (const auto& entry : read_loops_by_tensor(e, s, domain)) {
+      loops.insert(entry.second.begin(), entry.second.end());
     }
     return loops;
   }
@@ -413,20 +424,14 @@ class Lifter {
     std::vector<std::string> names;
     collect_reads(*k.rhs, names);
     bool expanded = !names.empty();
+    const std::map<std::string, std::set<std::string>> by_tensor =
+        read_loops_by_tensor(*k.rhs, s, domain);
     for (const std::string& name : names) {
-      if (expanded_.contains(binding(name).base)) continue;
-      const std::set<std::string> loops = [&] {
-        std::vector<std::pair<std::string, AccessMap>> maps;
-        read_maps(*k.rhs, s, domain, false, maps);
-        std::set<std::string> l;
-        for (const auto& [t, m] : maps) {
-          if (t != binding(name).base || m.data_dependent) continue;
-          for (const auto& [var, c] : m.flat().coeffs) {
-            if (c != 0) l.insert(var);
-          }
-        }
-        return l;
-      }();
+      const std::string& base = binding(name).base;
+      if (expanded_.contains(base)) continue;
+      const auto it = by_tensor.find(base);
+      const std::set<std::string> loops =
+          it == by_tensor.end() ? std::set<std::string>{} : it->second;
       if (!(loops.size() < written.size() &&
             std::includes(written.begin(), written.end(), loops.begin(), loops.end()))) {
         expanded = false;
