@@ -25,9 +25,10 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from solar import frontend, pipeline
+from solar import pipeline
+from solar import torch as solar_torch
 from solar._modelfile import import_model_file
-from solar.capture import capture
+from solar.torch.capture import capture
 
 MODELS = Path(__file__).resolve().parent.parent / "tests" / "python" / "models"
 
@@ -131,7 +132,9 @@ def bench_model(
         return cap.golden(model, inputs, wanted)
 
     options = {"verify_mode": args.verify_mode}
-    report, t_rest = timed(lambda: frontend.analyze_capture(cap, golden, args.hw, None, **options))
+    report, t_rest = timed(
+        lambda: solar_torch.analyze_capture(cap, golden, args.hw, None, **options)
+    )
     v = report.verification
     total = t_cap + t_rest
     macs = report.data["totals"]["macs"]
@@ -177,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hw", default="H100-SXM")
     args = p.parse_args(argv)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; solar analyze_capture"
-          f"{inspect.signature(frontend.analyze_capture)}")  # fmt: skip
+          f"{inspect.signature(solar_torch.analyze_capture)}")  # fmt: skip
     print(f"load average (1 min) at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     for name in args.only.split(","):
         if name == "resnet50":

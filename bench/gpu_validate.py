@@ -419,7 +419,7 @@ def time_problem(path: str, timer: Timer, compile_too: bool, budget_s: float) ->
     """Eager and torch.compile timings of one model file, within one budget."""
     import torch
 
-    from solar.capture import load_model_file
+    from solar.torch.capture import load_model_file
 
     started = time.perf_counter()
     result: dict = {k: {"status": "not_run"} for k in KINDS}

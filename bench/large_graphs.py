@@ -12,7 +12,7 @@ is the lift in the same run: analysis time / lift time, and the target is absolu
 lift + all three fidelities).
 
 torch models (bench/models/*.py, model files as `solar analyze` takes them): capture
-(solar.capture.capture), lower (pipeline.lower_detailed), verify (frontend's per-op or
+(solar.torch.capture.capture), lower (pipeline.lower_detailed), verify (frontend's per-op or
 whole-program verification, as analyze_capture chooses it), then the `sol` analysis once per
 fidelity and once with all three, each through pipeline.sol_report as `solar analyze` runs it;
 the peer is torch.utils.flop_counter.FlopCounterMode on one forward of the same model (after an
@@ -95,9 +95,10 @@ def bench_torch(name: str, args) -> None:
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    from solar import frontend, pipeline
+    from solar import pipeline
+    from solar import torch as solar_torch
     from solar._modelfile import import_model_file
-    from solar.capture import capture
+    from solar.torch.capture import capture
 
     path = MODELS / f"{name}.py"
     module = import_model_file(str(path), "_bench_" + name, RuntimeError)
@@ -128,8 +129,8 @@ def bench_torch(name: str, args) -> None:
     # that analysis timed apart.
     (_, t_unf_alone) = timed(lambda: pipeline.sol_report(ir_text, args.hw, None,
                                                          extra_args=["--fidelity", "unfused"]))  # fmt: skip
-    report, t_lva = timed(lambda: frontend.analyze_capture(cap, golden, args.hw, None,
-                                                           fidelity="unfused"))  # fmt: skip
+    report, t_lva = timed(lambda: solar_torch.analyze_capture(cap, golden, args.hw, None,
+                                                              fidelity="unfused"))  # fmt: skip
     v = report.verification
     t_verify = max(0.0, t_lva - t_lower - t_unf_alone)
     print(f"  verify: about {t_verify:.2f} s ({v['status']}, {v.get('mode')}: {v['detail']}); "

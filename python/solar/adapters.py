@@ -1,4 +1,4 @@
-"""The adapters' one entry: picks the adapter (``solar.frontend`` for PyTorch, ``solar.jax`` for
+"""The adapters' one entry: picks the adapter (``solar.torch`` for PyTorch, ``solar.jax`` for
 JAX) and forwards every option to it unchanged. Framework-free: the adapter's framework is
 imported only when it is picked, so a JAX program never imports torch and a PyTorch one never
 imports jax.
@@ -9,12 +9,17 @@ imports jax.
   other to PyTorch.
 - ``capture_file(path)``: the capture of a model file, and its golden run.
 - ``measure_file(path, device)``: the model file's run, timed by its own framework.
+- ``measured_keywords(path, hw, ...)``: the analysis's keywords of the model file's measured
+  run (``--measure``, or a measurement file).
+- ``run_command(verified, command, argv, model_at)``: ``solar sol|compare|provision|curve
+  MODEL.py``'s C++ command on the verified model file's program.
 - ``run_file(path, options)``: a model file under one ``solar.options.Options`` (``solar
   analyze`` and ``solar sol MODEL.py``): its forward, training step or serving steps, or the
   LLM agent's translation, through ``solar.stages.run``.
 
 ``OPTIONS``: the keywords every adapter takes (``solar.options.Options.of``'s, with ``source``
-and ``stage_times``); another keyword is a ``TypeError`` that lists them.
+and ``stage_times``, less the serving step's); another keyword is a ``TypeError`` that lists
+them.
 """
 
 from __future__ import annotations
@@ -25,22 +30,22 @@ from collections.abc import Callable
 from typing import Any
 
 from solar._modelfile import framework_of
-from solar.options import DEFAULT_HW, KEYWORDS, AnalysisError, Options
+from solar.options import (
+    DEFAULT_HW,
+    KEYWORDS,
+    SERVING_KEYWORDS,
+    SOL_KEYWORDS,
+    AnalysisError,
+    Options,
+)
 from solar.pipeline import Report
 from solar.stages import run
 
-_NOT_ADAPTER_KEYWORDS = ("serve", "batch", "batches", "context", "routing", "parallel", "devices")
-# Options.of's keywords less the serving step's and the layouts' (solar analyze's flags, not
-# solar.analyze's), with the entry points' ``source`` and ``stage_times``.
-OPTIONS = (
-    "source",
-    "stage_times",
-    *(k for k in KEYWORDS if k not in _NOT_ADAPTER_KEYWORDS),
-)
-
-# The options that are keywords of the analysis itself (``_core.analyze``), carried in
-# ``sol_options``.
-SOL_KEYWORDS = ("cache_state", "kernel_floor")
+# Options.of's keywords, with the entry points' ``source`` and ``stage_times``, less the serving
+# step's alone: a serving step is no program of the caller's but one SOLAR builds from a model
+# file's decoder, and its report is a ``solar.serving.ServingReport``, not a ``Report``
+# (``solar.torch.serve.analyze_serving`` takes them).
+OPTIONS = ("source", "stage_times", *(k for k in KEYWORDS if k not in SERVING_KEYWORDS))
 
 __all__ = [
     "OPTIONS",
@@ -49,6 +54,8 @@ __all__ = [
     "capture_file",
     "framework_of_call",
     "measure_file",
+    "measured_keywords",
+    "run_command",
     "run_file",
 ]
 
@@ -61,9 +68,9 @@ def analyze(fn: Any, example_inputs: Any, hw: str = DEFAULT_HW, **options: Any) 
         from solar import jax as solar_jax
 
         return solar_jax.analyze(fn, example_inputs, hw=hw, **options)
-    from solar import frontend
+    from solar import torch as solar_torch
 
-    return frontend.analyze(fn, example_inputs, hw=hw, **options)
+    return solar_torch.analyze(fn, example_inputs, hw=hw, **options)
 
 
 def analyze_file(path: str | os.PathLike, hw: str = DEFAULT_HW, **options: Any) -> Report:
@@ -79,9 +86,9 @@ def analyze_file(path: str | os.PathLike, hw: str = DEFAULT_HW, **options: Any) 
         from solar import jax as solar_jax
 
         return solar_jax.analyze_file(path, hw=hw, **options)
-    from solar import frontend
+    from solar import torch as solar_torch
 
-    return frontend.analyze_file(path, hw=hw, **options)
+    return solar_torch.analyze_file(path, hw=hw, **options)
 
 
 def capture_file(
@@ -95,9 +102,9 @@ def capture_file(
         from solar import jax as solar_jax
 
         return solar_jax.capture_file(path)
-    from solar import frontend
+    from solar import torch as solar_torch
 
-    return frontend.capture_file(path, golden=golden, prog=prog)
+    return solar_torch.capture_file(path, golden=golden, prog=prog)
 
 
 def measure_file(path: str | os.PathLike, device: str | None = None) -> tuple[Any, str | None]:
@@ -109,20 +116,9 @@ def measure_file(path: str | os.PathLike, device: str | None = None) -> tuple[An
         from solar import jax as solar_jax
 
         return solar_jax.measure_file(path, device=device), None
-    import json
+    from solar import torch as solar_torch
 
-    from solar.measure import measure_model_file
-    from solar.node_timing import time_nodes
-
-    timing = measure_model_file(path, device=device)
-    try:
-        nodes = time_nodes(path, device=device)
-    except (ValueError, OSError):
-        raise
-    except Exception as e:  # torch failing to run the graph node by node: one line, not a crash
-        text = " ".join(str(e).split("\n")[0].split()) or type(e).__name__
-        raise ValueError(f"per-node timing failed: {type(e).__name__}: {text}") from e
-    return timing, json.dumps(nodes, allow_nan=False)
+    return solar_torch.measure_file(path, device=device)
 
 
 def framework_of_call(fn: Any, example_inputs: Any) -> str:
@@ -165,7 +161,8 @@ def _jax_training(options: dict) -> None:
 
 
 def _check_options(options: dict) -> None:
-    """Rejects an unknown option; moves ``cache_state`` and ``kernel_floor`` into
+    """Rejects an unknown option; moves the analysis's own keywords (``SOL_KEYWORDS``:
+    ``cache_state``, ``kernel_floor``, ``routing``, ``parallel``, ``devices``) into
     ``sol_options`` (in place)."""
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
@@ -182,7 +179,7 @@ def run_file(
     until: str = "analysed",
 ) -> Any:
     """A model file under ``options``: the LLM agent's translation (``options.program.llm``),
-    the serving steps of a PyTorch decoder (``solar.serve``), else the file's forward or
+    the serving steps of a PyTorch decoder (``solar.torch.serve``), else the file's forward or
     training step captured by its framework's adapter; ``until``: ``solar.stages.run``'s."""
     program = options.program
     path = os.fspath(path)
@@ -197,13 +194,80 @@ def run_file(
                 f"{os.path.basename(path)} is a JAX model file: --serve builds the steps of a "
                 "PyTorch decoder (docs/serving.md)"
             )
-        from solar import serve
+        from solar.torch import serve
 
         return serve.run_serving(path, options, stage_times)
     if jax_file:
         from solar import jax as solar_jax
 
         return run(lambda: solar_jax.captured_file(path, options), options, stage_times, until)
-    from solar import frontend
+    from solar import torch as solar_torch
 
-    return run(lambda: frontend.captured_file(path, options), options, stage_times, until)
+    return run(lambda: solar_torch.captured_file(path, options), options, stage_times, until)
+
+
+def measured_keywords(
+    path: str | os.PathLike,
+    hw: str,
+    device: str | None = None,
+    out: str | None = None,
+    recorded: str | None = None,
+) -> dict[str, Any]:
+    """The analysis's keywords of a measured run of the model file (``solar analyze
+    --measure``): ``measured_ms`` (the median), ``measured_on`` (``hw`` when the run was on
+    that device, else the device it ran on), ``measured_method`` and ``measured_nodes`` (the
+    per-node times, when the framework has them). The run is timed here (``measure_file`` on
+    ``device``; written to the measurement file ``out`` when given), or read from the
+    measurement file ``recorded`` (``--measurement``)."""
+    from solar import measurement
+    from solar.timing import same_device
+
+    if recorded is None:
+        timing, per_node = measure_file(path, device=device)
+        if out:
+            measurement.write(out, timing, per_node, path)
+    else:
+        timing, per_node = measurement.load(recorded, path)
+    on = hw if same_device(hw, timing.device) else timing.device
+    keywords = {
+        "measured_ms": timing.median_s * 1e3,
+        "measured_on": on,
+        "measured_method": timing.describe(),
+    }
+    if per_node is not None:
+        keywords["measured_nodes"] = per_node
+    return keywords
+
+
+def run_command(verified: Any, command: str, argv: list[str], model_at: int) -> int:
+    """``solar CMD MODEL.py ARGS...`` once the model file is verified (``run_file`` up to
+    ``Verified``): the C++ command ``command`` on the lowered program in memory
+    (``_core.run_on_program``) with ``argv`` (``argv[model_at]`` is the model file) unchanged,
+    the framework's default policy added when they give none; the report shows the model
+    file's capture, coverage and verification. Returns the command's exit code."""
+    import json
+
+    from solar import _core
+    from solar.document import capture_section
+
+    lowered = verified.lowered
+    sections = {
+        "capture": capture_section(lowered.captured.document),
+        "coverage": lowered.coverage(),
+        "verification": verified.verification,
+    }
+    text = {k: json.dumps(x, sort_keys=True, allow_nan=False) for k, x in sections.items()}
+    rest = argv[:model_at] + argv[model_at + 1 :]
+    policy = lowered.captured.default_policy
+    if policy and _option_value(rest, "--policy") is None:
+        argv = [*argv, "--policy", policy]
+    return _core.run_on_program(command, argv, lowered.ir, **text)
+
+
+def _option_value(args: list[str], name: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None

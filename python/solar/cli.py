@@ -12,7 +12,7 @@ goes to its framework's adapter through ``solar.adapters``, with every option:
   [--verify-mode M] [--stage-times OUT.json]``: capture, lower, verify against the framework,
   and the SOL report (``--stage-times``: the seconds each stage took, for ``solar bench``).
   With ``--serve prefill|decode [--batch B] [--context T] [--batch-sweep LIST]``, one serving
-  step of a decoder instead (solar.serve, docs/serving.md).
+  step of a decoder instead (solar.torch.serve, docs/serving.md).
 - ``solar calibrate -o FILE.yaml`` (solar.calibrate) and ``solar bench DIR --hw NAME --out DIR``
   (solar.suite): docs/calibrate.md. ``analyze`` also takes ``--measure``, ``--measured-ms``,
   ``--html``, ``--trace``, ``--csv`` and ``--dot``.
@@ -101,11 +101,8 @@ def _run_on_model_file(args: list[str]) -> int:
     policy added when ARGS give none); the report shows the model file's name and its capture,
     coverage and verification. A model that cannot be captured, lowered or verified is a
     one-line error and exit code 1."""
-    import json
-
     command, index = args[0], _model_file_index(args)
     path = args[index]
-    rest = args[1:index] + args[index + 1 :]
     try:
         from solar import adapters
         from solar.options import Options
@@ -120,29 +117,7 @@ def _run_on_model_file(args: list[str]) -> int:
             f"solar {command}: error: {path}: verification failed: {v['detail']}", file=sys.stderr
         )
         return 1
-    lowered = verified.lowered
-    from solar.document import capture_section
-
-    sections = {
-        "capture": capture_section(lowered.captured.document),
-        "coverage": lowered.coverage(),
-        "verification": v,
-    }
-    text = {k: json.dumps(x, sort_keys=True, allow_nan=False) for k, x in sections.items()}
-    argv = args[1:]
-    policy = lowered.captured.default_policy
-    if policy and _option_value(rest, "--policy") is None:
-        argv = [*argv, "--policy", policy]
-    return _core.run_on_program(command, argv, lowered.ir, **text)
-
-
-def _option_value(args: list[str], name: str) -> str | None:
-    for i, arg in enumerate(args):
-        if arg == name and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
-    return None
+    return adapters.run_command(verified, command, args[1:], index - 1)
 
 
 def _one_line(e: BaseException) -> str:
@@ -378,7 +353,7 @@ def options_of(args: argparse.Namespace) -> Options:
     if args.llm and args.llm_fallback:
         raise ValueError("--llm and --llm-fallback exclude each other")
     if args.serve:
-        from solar.serve import parse_batches
+        from solar.serving import parse_batches
 
         batches = tuple(parse_batches(args.batch_sweep) if args.batch_sweep else [args.batch])
         program = ProgramOptions("serve", phase=args.serve, batches=batches, context=args.context)
@@ -540,9 +515,9 @@ REPORT_OUTPUTS = ("html", "trace", "csv", "dot")
 
 def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
     """The analysis group of the options (``solar.options.AnalysisOptions``): the device, the
-    policy, the fidelity and ``add_report_arguments``' options; with ``--measure``, times the
-    model first (solar.measure) and carries the median, the device, the method and the
-    per-node times."""
+    policy, the fidelity and ``add_report_arguments``' options; with ``--measure`` or
+    ``--measurement``, the median, the device, the method and the per-node times of the model's
+    run (``solar.adapters.measured_keywords``)."""
     from solar.options import AnalysisOptions
 
     options: dict = {}
@@ -569,28 +544,10 @@ def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
     if getattr(args, "measure_out", None) and not measure:
         raise ValueError("--measure-out writes the times --measure takes: give --measure too")
     if measure or recorded:
-        from solar.measure import same_device
+        from solar.adapters import measured_keywords
 
-        if measure:
-            from solar.adapters import measure_file
-
-            timing, per_node = measure_file(args.model, device=args.measure_device)
-            if args.measure_out:
-                from solar import measurement
-
-                measurement.write(args.measure_out, timing, per_node, args.model)
-        else:
-            from solar import measurement
-
-            timing, per_node = measurement.load(recorded, args.model)
-        on = args.hw if same_device(args.hw, timing.device) else timing.device
-        options.update(
-            measured_ms=timing.median_s * 1e3,
-            measured_on=on,
-            measured_method=timing.describe(),
-        )
-        if per_node is not None:
-            options["measured_nodes"] = per_node
+        how = {"recorded": recorded} if recorded else {"device": args.measure_device}
+        options.update(measured_keywords(args.model, args.hw, out=args.measure_out, **how))
     elif getattr(args, "measured_ms", None) is not None:
         options["measured_ms"] = args.measured_ms
         if args.measured_on:

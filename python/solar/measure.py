@@ -11,8 +11,8 @@ function here is called. ``Timing`` and the device names are ``solar.timing``'s 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
+from typing import Any
 
 from solar.timing import (
     MIN_SAMPLE_S,
@@ -29,7 +29,7 @@ __all__ = [
     "Timing",
     "cpu_model",
     "local_device_name",
-    "measure_model_file",
+    "measure_model",
     "pick_device",
     "same_device",
     "sanitize_name",
@@ -89,18 +89,20 @@ def time_function(
     return Timing(samples, local_device_name(device), method)
 
 
-def measure_model_file(
-    path: str | os.PathLike, device: str | None = None, warmup: int = 3, repeats: int = 20
+def measure_model(
+    build: Callable[[], tuple[Any, tuple]],
+    device: str | None = None,
+    warmup: int = 3,
+    repeats: int = 20,
 ) -> Timing:
-    """Times one forward pass of a benchmark-style model file (``Model``, ``get_inputs``,
-    ``get_init_inputs``) under ``torch.no_grad()``, in the mode it was built in (as captured),
-    on ``device`` (default: CUDA when available, else the CPU)."""
+    """Times one forward pass of the model ``build()`` returns with its inputs (a model file
+    built by the PyTorch adapter, ``solar.torch.measure_file``) under ``torch.no_grad()``, in
+    the mode it was built in (as captured), on ``device`` (default: CUDA when available, else
+    the CPU)."""
     import torch
 
-    from solar.capture import load_model_file
-
     dev = pick_device(device)
-    model, inputs = load_model_file(path)
+    model, inputs = build()
     if hasattr(model, "to"):
         model = model.to(dev)
     inputs = tuple(x.to(dev) if isinstance(x, torch.Tensor) else x for x in inputs)

@@ -25,6 +25,7 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 LABEL = "solar.node:"
@@ -69,26 +70,31 @@ def _placeholder_args(cap: Any, model: Any, inputs: tuple) -> list:
 
 
 def time_nodes(
-    path: str | os.PathLike, device: str | None = None, warmup: int = 3, repeats: int = 20
+    build: Callable[[], tuple[Any, tuple]],
+    source: str,
+    device: str | None = None,
+    warmup: int = 3,
+    repeats: int = 20,
 ) -> dict:
-    """The per-node times of a model file: the ``--measured-nodes`` document, {"device",
-    "method", "nodes": [{"node", "op", "measured_s", "lowered", "kernels", "tensors"}]} with
-    the captured nodes in program order."""
+    """The per-node times of the model ``build()`` returns with its inputs (the model file
+    ``source``, built by the PyTorch adapter, ``solar.torch.measure_file``): the
+    ``--measured-nodes`` document, {"device", "method", "nodes": [{"node", "op", "measured_s",
+    "lowered", "kernels", "tensors"}]} with the captured nodes in program order."""
     if warmup < 0 or repeats < 1:
         raise ValueError("warm-up must be >= 0 and repeats >= 1")
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
     from solar import pipeline
-    from solar.capture import capture, load_model_file
     from solar.measure import local_device_name, pick_device
+    from solar.torch.capture import capture
 
     dev = pick_device(device)
-    model, inputs = load_model_file(path)
+    model, inputs = build()
     if hasattr(model, "to"):
         model = model.to(dev)
     inputs = tuple(x.to(dev) if isinstance(x, torch.Tensor) else x for x in inputs)
-    cap = capture(model, inputs, source=os.path.basename(os.fspath(path)))
+    cap = capture(model, inputs, source=source)
     lowered = pipeline.lower_detailed(cap.to_json(), allow_unsupported=True)
     labels = _label_of_fx(cap)
     module = cap.traced.module.to(dev)

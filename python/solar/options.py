@@ -27,6 +27,8 @@ DEFAULT_POLICIES = {"jax": "jax-default"}
 
 __all__ = [
     "KEYWORDS",
+    "SERVING_KEYWORDS",
+    "SOL_KEYWORDS",
     "OPTIMIZERS",
     "AnalysisError",
     "AnalysisOptions",
@@ -167,7 +169,7 @@ class Options:
             )
         get = options.get
         sol = dict(get("sol_options") or {})
-        for name in ("cache_state", "kernel_floor", "routing", "parallel", "devices"):
+        for name in SOL_KEYWORDS:
             if get(name) is not None:
                 sol[name] = options[name]
         fidelity = get("fidelity") or sol.pop("fidelity", None)
@@ -220,6 +222,11 @@ KEYWORDS = (
     "parallel",
     "devices",
 )
+# The keywords of ``KEYWORDS`` that are keywords of the analysis itself (``_core.analyze``): also
+# accepted inside ``sol_options``, where ``Options.of`` folds them.
+SOL_KEYWORDS = ("cache_state", "kernel_floor", "routing", "parallel", "devices")
+# The keywords of ``KEYWORDS`` that describe a serving step (docs/serving.md).
+SERVING_KEYWORDS = ("serve", "batch", "batches", "context")
 
 
 def _check(options: Options) -> None:

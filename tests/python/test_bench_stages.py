@@ -14,7 +14,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import solar  # noqa: E402
-from solar import _core, cli, frontend, pipeline, suite  # noqa: E402
+from solar import _core, cli, pipeline, suite  # noqa: E402
+from solar import torch as solar_torch  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not hasattr(solar._core, "lower_capture_detailed"),
@@ -89,7 +90,9 @@ def test_the_time_budget_reads_the_flops_without_the_analysis(commands):
     def f(a, b):
         return a @ b
 
-    report = frontend.analyze(f, (torch.randn(64, 32), torch.randn(32, 16)), verify_budget_s=1e-4)
+    report = solar_torch.analyze(
+        f, (torch.randn(64, 32), torch.randn(32, 16)), verify_budget_s=1e-4
+    )
     v = report.verification
     assert v["mode"] == "per_op"
     assert "about 0.000655 s in SOLAR's executor" in v["why"]

@@ -15,9 +15,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from solar import cli, frontend, pipeline  # noqa: E402
+from solar import cli, pipeline  # noqa: E402
+from solar import torch as solar_torch  # noqa: E402
 from solar._names import RESERVED, NameTable, sanitize  # noqa: E402
-from solar.capture import _trace, capture, load_model_file  # noqa: E402
+from solar.torch import _trace  # noqa: E402
+from solar.torch.capture import capture, load_model_file  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "models"
 MODEL_NAMES = ["mlp", "cnn", "transformer", "lstm"]
@@ -46,7 +48,7 @@ def non_intermediate(doc: dict) -> list[tuple[str, str, list[int]]]:
 
 def test_importing_solar_does_not_import_torch():
     code = (
-        "import sys, solar, solar.cli, solar.frontend, solar.adapters, solar.pipeline, "
+        "import sys, solar, solar.cli, solar.torch, solar.adapters, solar.pipeline, "
         "solar.document, solar.ir; print('torch' in sys.modules)"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -389,7 +391,7 @@ def test_analyze_mlp_end_to_end(tmp_path, capsys):
     assert report["capture"]["method"] == "torch.export"
     assert report["hardware"]["name"] == "H100-SXM"
     assert sum(n["macs"] for n in report["nodes"]) == 4 * 32 * 16 + 4 * 8 * 32
-    api = frontend.analyze_file(MODELS / "mlp.py")
+    api = solar_torch.analyze_file(MODELS / "mlp.py")
     assert json.loads(api.to_json()) == report
 
 
@@ -401,6 +403,6 @@ def test_analyze_mlp_end_to_end(tmp_path, capsys):
 def test_analyze_split_models_verify(model):
     # chunk (split_with_sizes) in attention and the LSTM's gates; causal-mask ops (arange,
     # logical_and/not, any) in the transformer.
-    report = frontend.analyze_file(MODELS / model)
+    report = solar_torch.analyze_file(MODELS / model)
     assert report.verification["status"] == "passed", report.summary()
     assert report.data["source"] == model

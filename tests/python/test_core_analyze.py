@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import solar
-from solar import _core, cli, frontend, pipeline
+from solar import _core, cli, pipeline
+from solar import torch as solar_torch
 
 ROOT = Path(__file__).resolve().parents[2]
 MLP_IR = ROOT / "examples" / "mlp.ir"
@@ -114,7 +115,7 @@ def test_jax_and_torch_reports_have_one_verification_schema():
     pytest.importorskip("jax")
     from solar import jax as solar_jax
 
-    torch_report = frontend.analyze_file(ROOT / "tests" / "python" / "models" / "mlp.py")
+    torch_report = solar_torch.analyze_file(ROOT / "tests" / "python" / "models" / "mlp.py")
     jax_report = solar_jax.analyze_file(ROOT / "tests" / "python" / "jax_models" / "mlp.py")
     t, j = torch_report.data, jax_report.data
     assert sorted(t) == sorted(j)

@@ -13,14 +13,14 @@ torch = pytest.importorskip("torch")
 
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from solar import frontend  # noqa: E402
-from solar.capture import load_model_file  # noqa: E402
+from solar import torch as solar_torch  # noqa: E402
+from solar.torch.capture import load_model_file  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "models" / "data"
 
 
 def analyze(name: str, **options) -> dict:
-    return frontend.analyze_file(DATA / f"{name}.py", hw="H100-SXM", **options).data
+    return solar_torch.analyze_file(DATA / f"{name}.py", hw="H100-SXM", **options).data
 
 
 def nodes_of(data: dict, op: str) -> list[dict]:

@@ -170,7 +170,7 @@ _last_serving_steps: list = []
 @pytest.fixture(autouse=True)
 def _keep_serving_steps(monkeypatch):
     """Keeps the steps of the serving runs (their reports) for the checks above."""
-    from solar import serve
+    from solar.torch import serve
 
     original = serve.run_serving
 
@@ -294,7 +294,7 @@ def _document(*ops: str) -> dict:
 
 
 class _Capture:
-    """A stand-in for solar.capture.Capture: its document, and fake values in it."""
+    """A stand-in for solar.torch.capture.Capture: its document, and fake values in it."""
 
     def __init__(self, document: dict) -> None:
         self.document = document
@@ -314,7 +314,7 @@ def test_a_model_that_captures_differently_names_the_nodes_and_the_real_capture_
     # node differs.
     import torch
 
-    from solar.frontend import TorchCaptured, differing_nodes, prefer_real
+    from solar.torch import TorchCaptured, differing_nodes, prefer_real
 
     fake = _document("aten.add.Tensor", "aten.mul.Tensor")
     real = _document("aten.add.Tensor", "aten.mul.Scalar")

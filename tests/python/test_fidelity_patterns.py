@@ -236,7 +236,7 @@ def test_no_grad_keeps_one_operation_per_framework_op(reports, name):
 
 
 def test_no_grad_nodes_name_their_own_op_and_line():
-    from solar.capture import capture_model_file
+    from solar.torch.capture import capture_model_file
 
     # no_grad_block.py: line 12 is `h = torch.relu(x @ w1)` (in the no_grad block), line 13
     # `return h @ w2`: each node's origin is the matmul it comes from, not the wrapper, and its
@@ -265,7 +265,7 @@ class _Autocast(torch.nn.Module):
 
 
 def test_autocast_nodes_name_their_own_op():
-    from solar.capture import capture
+    from solar.torch.capture import capture
 
     # torch.export wraps the autocast block in wrap_with_autocast; its nodes (the two casts to
     # bf16 and the product, then relu) come from the block's matmul and relu, not the wrapper.

@@ -16,10 +16,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import solar  # noqa: E402
-from solar import adapters, cli, frontend, pipeline  # noqa: E402
-from solar.capture import capture  # noqa: E402
-from solar.capture._golden import deterministic_dropout  # noqa: E402
-from solar.capture._per_op import config_key  # noqa: E402
+from solar import adapters, cli, pipeline  # noqa: E402
+from solar import torch as solar_torch  # noqa: E402
+from solar.torch._golden import deterministic_dropout  # noqa: E402
+from solar.torch._per_op import config_key  # noqa: E402
+from solar.torch.capture import capture  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not hasattr(solar._core, "lower_capture_detailed"),
@@ -68,7 +69,7 @@ def test_without_allow_unsupported_the_error_names_the_op_and_its_share(mlp):
 
 def test_allow_unsupported_feeds_the_outputs_and_lists_the_coverage(mlp):
     model, inputs, cap = mlp
-    report = frontend.analyze_capture(
+    report = solar_torch.analyze_capture(
         cap,
         golden_of(model, inputs, cap),
         "H100-SXM",
@@ -103,7 +104,7 @@ def test_allow_unsupported_feeds_the_outputs_and_lists_the_coverage(mlp):
 
 def test_no_verify_says_so_plainly(mlp):
     _, _, cap = mlp
-    report = frontend.analyze_capture(cap, None, "H100-SXM", None, verify=False)
+    report = solar_torch.analyze_capture(cap, None, "H100-SXM", None, verify=False)
     assert report.verification["status"] == "not_run"
     assert report.coverage["unsupported_ops"] == [] and report.coverage["lowered"] == 5
     assert "verification: not_run (verification skipped (--no-verify)" in report.summary()
@@ -112,7 +113,7 @@ def test_no_verify_says_so_plainly(mlp):
 
 def test_per_op_verification_checks_each_configuration(mlp):
     model, inputs, cap = mlp
-    report = frontend.analyze_capture(
+    report = solar_torch.analyze_capture(
         cap, golden_of(model, inputs, cap), "H100-SXM", None, verify_mode="per_op"
     )
     v = report.verification
@@ -136,7 +137,7 @@ def test_per_op_shrinks_sizes_and_keeps_attributes():
     fake = torch._subclasses.fake_tensor.FakeTensorMode()
     with fake:
         args = (torch.randn(256, 512), torch.randn(512, 1024), torch.randn(1024))
-    report = frontend.analyze(f, args, verify_mode="auto")
+    report = solar_torch.analyze(f, args, verify_mode="auto")
     v = report.verification
     (check,) = v["ops"]
     assert v["mode"] == "per_op" and check["result"] == "passed", report.summary()
@@ -202,7 +203,7 @@ def test_dropout_in_training_mode_verifies_with_the_deterministic_mask():
     np.testing.assert_allclose(golden[out], expected, rtol=1e-6, atol=1e-6)
     assert "dropout made deterministic" in cap.golden_notes[0]
     # needs the native_dropout rule (src/frontend/rules*.cpp) to lower
-    report = frontend.analyze_capture(
+    report = solar_torch.analyze_capture(
         cap, lambda wanted: cap.golden(model, (x,), wanted), "H100-SXM", None
     )
     v = report.verification
@@ -238,7 +239,7 @@ def get_init_inputs():
 def test_a_model_of_two_billion_parameters_is_analysed_without_its_memory(tmp_path):
     path = tmp_path / "big.py"
     path.write_text(BIG_MODEL)
-    report = frontend.analyze_file(path)
+    report = solar_torch.analyze_file(path)
     v = report.verification
     assert v["mode"] == "per_op" and v["status"] == "passed", report.summary()
     assert "over the verification budget" in v["why"]
@@ -319,6 +320,9 @@ def test_top_level_analyze_and_jax_dispatch(monkeypatch, tmp_path):
         "loss": None,
         "cache_state": "warm",  # keywords of the analysis: carried in sol_options (below)
         "kernel_floor": "on",
+        "routing": "balanced",  # given twice: the keyword wins over sol_options'
+        "parallel": "tp=2",
+        "devices": 2,
     }
     assert sorted(every) == sorted(adapters.OPTIONS)
     solar.analyze(lambda x: x, (Array(),), hw="B200", **every)
@@ -327,7 +331,13 @@ def test_top_level_analyze_and_jax_dispatch(monkeypatch, tmp_path):
     file_options = {k: v for k, v in every.items() if k != "source"}
     solar.analyze_file(jax_file, hw="A6000", **file_options)
     training = ("train", "optimizer", "loss", *adapters.SOL_KEYWORDS)
-    sol_options = {"routing": "concentrated", "cache_state": "warm", "kernel_floor": "on"}
+    sol_options = {
+        "routing": "balanced",
+        "cache_state": "warm",
+        "kernel_floor": "on",
+        "parallel": "tp=2",
+        "devices": 2,
+    }
     forwarded = {k: v for k, v in every.items() if k not in training} | {"sol_options": sol_options}
     file_forwarded = {k: v for k, v in file_options.items() if k not in training} | {
         "sol_options": sol_options
@@ -344,7 +354,7 @@ def test_top_level_analyze_and_jax_dispatch(monkeypatch, tmp_path):
 
 def test_the_example_transformer_block_verifies():
     example = Path(__file__).resolve().parents[2] / "examples" / "models" / "transformer_block.py"
-    report = frontend.analyze_file(example)
+    report = solar_torch.analyze_file(example)
     assert report.verification["status"] == "passed", report.summary()
     assert report.verification["mode"] == "whole_program"
     # q, k, v, out projections: 4 * (2*16 tokens * 64 * 64) = 524288; MLP: 2 * (32 * 64 * 256)
@@ -362,7 +372,7 @@ def test_training_encoder_layer_with_attention_dropout_verifies():
 
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.1, batch_first=True)
-    report = frontend.analyze(layer, (torch.randn(2, 5, 16),))
+    report = solar_torch.analyze(layer, (torch.randn(2, 5, 16),))
     ops = {node["op"] for node in json.loads(report.capture_json)["nodes"]}
     assert "aten.scaled_dot_product_attention.default" in ops
     assert "aten.native_dropout.default" in ops

@@ -24,8 +24,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from solar import frontend, pipeline  # noqa: E402
-from solar.capture import CaptureError, _trace, capture_model_file  # noqa: E402
+from solar import pipeline  # noqa: E402
+from solar import torch as solar_torch  # noqa: E402
+from solar.torch import _trace  # noqa: E402
+from solar.torch.capture import CaptureError, capture_model_file  # noqa: E402
 
 if not pipeline.has_lowering():
     pytest.skip("this build of solar has no lowering", allow_module_level=True)
@@ -59,7 +61,7 @@ RNNS = {
 
 @pytest.mark.parametrize("name", sorted(RNNS))
 def test_recurrent_models_analyse_and_verify_with_macs_by_hand(name):
-    report = frontend.analyze_file(path(name))
+    report = solar_torch.analyze_file(path(name))
     assert report.verification["status"] == "passed", report.summary()
     assert report.data["totals"]["macs"] == RNNS[name]
 
@@ -119,7 +121,7 @@ SCANS = {
 @pytest.mark.parametrize("name", sorted(SCANS))
 def test_scans_over_128_by_4000_analyse_and_verify(name):
     # (the issue's >150 s is a speed target: bench/, not a timed test)
-    report = frontend.analyze_file(path(name))
+    report = solar_torch.analyze_file(path(name))
     assert report.verification["status"] == "passed", report.summary()
     other, dram = SCANS[name]
     assert report.data["totals"]["macs"] == 0

@@ -145,7 +145,7 @@ def test_translate_loop_feeds_back_syntax_then_values_then_verifies(env, capsys)
     # The written program computes the model: check it against the golden run here.
     import torch
 
-    from solar.capture import load_model_file
+    from solar.torch.capture import load_model_file
 
     model, (x,) = load_model_file(env / "model.py")
     feed = {

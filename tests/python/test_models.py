@@ -46,8 +46,9 @@ torch = pytest.importorskip("torch")
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from solar import frontend, pipeline  # noqa: E402
-from solar.capture import load_model_file  # noqa: E402
+from solar import pipeline  # noqa: E402
+from solar import torch as solar_torch  # noqa: E402
+from solar.torch.capture import load_model_file  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "models"
 
@@ -167,7 +168,7 @@ COUNT_EXPORTED_GRAPH = {"lstm", "lstm_bidirectional"}  # aten.lstm has no formul
 
 @functools.cache
 def report(name: str) -> pipeline.Report:
-    return frontend.analyze_file(MODELS / f"{name}.py")
+    return solar_torch.analyze_file(MODELS / f"{name}.py")
 
 
 @functools.cache

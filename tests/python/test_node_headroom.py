@@ -20,7 +20,7 @@ H100_BW = 3.35e12  # H100-SXM's DRAM bandwidth (B/s), data/hw/H100-SXM.yaml
 
 
 def test_lowering_lists_each_nodes_kernels_and_tensors() -> None:
-    from solar.capture import capture_model_file
+    from solar.torch.capture import capture_model_file
 
     cap, _, _ = capture_model_file(MLP)
     lowered = pipeline.lower_detailed(cap.to_json())

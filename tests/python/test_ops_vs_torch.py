@@ -1,6 +1,6 @@
 """Lowering rules against PyTorch: small modules and functions, one or more per operator family
 and per attribute that changes the work (docs/lowering.md), each captured with torch.export,
-lowered, run by SOLAR's executor and compared with PyTorch (solar.frontend.analyze)."""
+lowered, run by SOLAR's executor and compared with PyTorch (solar.torch.analyze)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402, N812
 
-from solar import frontend, pipeline  # noqa: E402
+from solar import pipeline  # noqa: E402
+from solar import torch as solar_torch  # noqa: E402
 
 if not pipeline.has_lowering():
     pytest.skip("this build of solar has no lowering", allow_module_level=True)
@@ -337,13 +338,13 @@ def build(name: str):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_lowering_matches_torch(name: str) -> None:
     model, inputs = build(name)
-    report = frontend.analyze(model, inputs)
+    report = solar_torch.analyze(model, inputs)
     assert report.verification["status"] == "passed", report.summary()
 
 
 def analyzed(name: str):
     model, inputs = build(name)
-    report = frontend.analyze(model, inputs)
+    report = solar_torch.analyze(model, inputs)
     assert report.verification["status"] == "passed", report.summary()
     return report
 
@@ -400,7 +401,7 @@ def test_sdpa_dropout_drops_weights_with_the_weyl_mask():
     import numpy as np
 
     import solar
-    from solar.capture import capture
+    from solar.torch.capture import capture
 
     torch.manual_seed(0)
     q, k, v = r(1, 2, 3, 4), r(1, 2, 5, 4), r(1, 2, 5, 3)
@@ -447,14 +448,14 @@ def test_bilinear_by_a_scale_factor_counts_its_bytes_once():
     # floor(6 * 1.5) = 9 by floor(7 * 1.5) = 10 points (PyTorch's size). One operation: read x
     # 1*2*6*7*4 B = 336, write y 1*2*9*10*4 B = 720: 1056 B; the rows interpolated first stay
     # on chip.
-    from solar.capture import capture
+    from solar.torch.capture import capture
 
     model = Fn(lambda x: F.interpolate(x, scale_factor=1.5, mode="bilinear"))
     torch.manual_seed(0)
     (node,) = capture(model, (r(1, 2, 6, 7),)).document["nodes"]
     assert node["op"] == "aten.upsample_bilinear2d.vec"
     assert node["args"]["output_size"] is None and node["args"]["scale_factors"] == [1.5, 1.5]
-    report = frontend.analyze(model, (r(1, 2, 6, 7),))
+    report = solar_torch.analyze(model, (r(1, 2, 6, 7),))
     assert report.verification["status"] == "passed", report.summary()
     data = report.data
     assert data["bytes"]["unfused"] == 1056

@@ -1,6 +1,8 @@
 """The Python package is cut along the pipeline (docs/architecture.md): its import graph has no
-cycle; the framework-free modules import neither torch nor jax, not even lazily; the JAX adapter
-never imports torch, and runs in a virtual environment that has no torch at all."""
+cycle; the framework-free modules import neither torch nor jax, not even lazily; nothing outside
+the PyTorch adapter (``solar.torch``) imports torch when it is imported, and nothing outside the
+adapters loads a model file; the JAX adapter never imports torch, and runs in a virtual
+environment that has no torch at all."""
 
 from __future__ import annotations
 
@@ -19,6 +21,10 @@ import solar
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "solar"
 MODELS = Path(__file__).resolve().parent / "jax_models"
 
+# The PyTorch adapter's modules that a framework-free module may import (lazily): its entries,
+# which import torch only when a function of theirs is called.
+ADAPTER_ENTRIES = {"solar.torch.serve"}
+
 # Modules no framework may reach: every import in them, at any depth, is checked.
 FRAMEWORK_FREE = (
     "solar",
@@ -28,6 +34,7 @@ FRAMEWORK_FREE = (
     "solar.options",
     "solar.stages",
     "solar.adapters",
+    "solar.serving",
     "solar._files",
     "solar.measurement",
     "solar.timing",
@@ -124,10 +131,7 @@ def test_import_graph_has_no_cycle():
 
 
 # Functions that take more than MAX_PARAMETERS, with why (none may be added).
-WIDE_FUNCTIONS = {
-    # being edited in parallel (per-op shrinking); to be narrowed after that lands
-    "solar.capture._per_op._check",
-}
+WIDE_FUNCTIONS: set[str] = set()
 MAX_PARAMETERS = 6  # besides self/cls and **options (docs/architecture.md)
 
 
@@ -161,8 +165,69 @@ def test_framework_free_modules_never_import_a_framework():
         frameworks = sorted({i for i in found if re.match(r"(torch|jax|flax)(\.|$)", i)})
         assert frameworks == [], f"{name} imports {frameworks}"
         # ... nor the PyTorch capture, which imports torch (the dispatcher may pick the
-        # adapters, each only when its framework is the program's).
-        assert not {i for i in found if i.startswith("solar.capture")}, name
+        # adapters' entries, each only when its framework is the program's).
+        inside = {i for i in found if i.startswith("solar.torch.")} - ADAPTER_ENTRIES
+        assert not inside, (name, inside)
+
+
+def _module_level_imports(tree: ast.Module) -> list[str]:
+    """The modules imported when the module is (its top-level statements, those inside a
+    top-level ``if`` or ``try`` too; not inside a function or class, nor under
+    ``if TYPE_CHECKING``)."""
+    found: list[str] = []
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import):
+            found.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.append(node.module or "")
+        elif isinstance(node, ast.If):
+            if not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+                todo.extend(node.body + node.orelse)
+        elif isinstance(node, ast.Try):
+            todo.extend(node.body + node.orelse + node.finalbody)
+            for handler in node.handlers:
+                todo.extend(handler.body)
+    return found
+
+
+def test_the_checker_finds_a_module_level_import():
+    # The checker itself: the import at the top and the one in a try count; the one in a
+    # function and the one under TYPE_CHECKING do not.
+    code = (
+        "import numpy\ntry:\n    import torch.fx\nexcept ImportError:\n    pass\n"
+        "if TYPE_CHECKING:\n    import jax\ndef f():\n    import flax\n"
+    )
+    assert sorted(_module_level_imports(ast.parse(code))) == ["numpy", "torch.fx"]
+
+
+def test_only_the_torch_adapter_imports_torch_at_module_level():
+    eager = []
+    for name, path in sorted(modules().items()):
+        if name == "solar.torch" or name.startswith("solar.torch."):
+            continue
+        found = _module_level_imports(ast.parse(path.read_text()))
+        eager += [f"{name}: {i}" for i in found if re.match(r"torch(\.|$)", i)]
+    assert eager == []
+
+
+# What loads a model file (imports it and builds its model): the adapters' own loaders.
+LOADERS = ("import_model_file", "load_model_file", "model_module", "capture_model_file")
+
+
+def test_nothing_outside_the_adapters_loads_a_model_file():
+    loading = []
+    for name, path in sorted(modules().items()):
+        if name.startswith(("solar.torch", "solar.jax")) or name == "solar._modelfile":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                f = node.func
+                called = f.id if isinstance(f, ast.Name) else getattr(f, "attr", None)
+                if called in LOADERS:
+                    loading.append(f"{name}: {called}")
+    assert loading == []
 
 
 def test_the_jax_adapter_never_reaches_torch():
@@ -175,7 +240,7 @@ def test_the_jax_adapter_never_reaches_torch():
             continue
         reached.add(m)
         todo.extend(edges[m])
-    assert not {m for m in reached if m.startswith(("solar.capture", "solar.frontend"))}
+    assert not {m for m in reached if m.startswith("solar.torch")}
     for m in reached:
         assert not [i for i in imports(m, mods[m], set(mods)) if re.match(r"torch(\.|$)", i)], m
 

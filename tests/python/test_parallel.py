@@ -116,3 +116,18 @@ def test_bad_layouts_are_one_line_errors(args, message):
     assert message in err.getvalue(), err.getvalue()
     assert "Traceback" not in err.getvalue()
     assert len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
+
+
+def test_analyze_file_takes_the_layout_and_the_routing():
+    # solar.analyze_file takes --parallel, --devices and --routing as keywords
+    # (solar.adapters.OPTIONS, derived from solar.options.KEYWORDS): the same two all-reduces
+    # of 1,024 B as test_megatron_block_all_reduces_twice; the routing of an embedding's
+    # data-dependent read stated.
+    import solar
+
+    cli = analyze(str(MODELS / "transformer.py"), "--devices", "2", "--parallel", "tp=2")
+    r = solar.analyze_file(MODELS / "transformer.py", devices=2, parallel="tp=2").data
+    assert [c["buffer_bytes"] for c in r["parallel"]["communication"]] == [1024, 1024]
+    assert r["parallel"] == cli["parallel"]
+    routed = solar.analyze_file(MODELS / "embedding_scan.py", routing="concentrated").data
+    assert routed["routing"] == "concentrated"

@@ -14,8 +14,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import solar  # noqa: E402
-from solar import frontend  # noqa: E402
-from solar.capture._per_op import _candidates  # noqa: E402
+from solar import torch as solar_torch  # noqa: E402
+from solar.torch._per_op import _candidates  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not hasattr(solar._core, "lower_capture_detailed"),
@@ -27,7 +27,7 @@ MODELS = Path(__file__).resolve().parent / "models" / "verify"
 
 def test_group_norm_of_a_7_5_gb_input_keeps_its_channels_and_passes():
     # GroupNorm(8, 64) over x f32[112, 64, 512, 512]: 112 * 64 * 512 * 512 * 4 B = 7.5 GB.
-    report = frontend.analyze_file(MODELS / "group_norm_large.py")
+    report = solar_torch.analyze_file(MODELS / "group_norm_large.py")
     v = report.verification
     assert v["mode"] == "per_op" and v["status"] == "passed", report.summary()
     (check,) = v["ops"]
@@ -95,7 +95,7 @@ def test_a_grouped_convolution_keeps_its_channels():
 
     with torch._subclasses.fake_tensor.FakeTensorMode():
         args = (torch.randn(8, 64, 256, 256), torch.randn(128, 8, 3, 3), torch.randn(128))
-    report = frontend.analyze(f, args)
+    report = solar_torch.analyze(f, args)
     v = report.verification
     (check,) = v["ops"]
     assert v["status"] == "passed", report.summary()
@@ -117,7 +117,7 @@ def test_a_pixel_shuffle_view_shrinks_only_batch_and_spatial_dims():
 
     with torch._subclasses.fake_tensor.FakeTensorMode():
         args = (torch.randn(64, 48, 512, 512),)
-    report = frontend.analyze(f, args)
+    report = solar_torch.analyze(f, args)
     v = report.verification
     assert v["status"] == "passed", report.summary()
     first = v["ops"][0]
@@ -135,7 +135,7 @@ def test_eval_batch_norm_checks_alone_without_its_empty_statistics():
     # zero-element tensors (the statistics it did not compute). The one-node program leaves the
     # empty ones out: there is nothing in them to compare.
     bn = torch.nn.BatchNorm2d(8).eval()
-    report = frontend.analyze(bn, (torch.randn(2, 8, 5, 5),), verify_mode="per_op")
+    report = solar_torch.analyze(bn, (torch.randn(2, 8, 5, 5),), verify_mode="per_op")
     v = report.verification
     assert v["status"] == "passed", report.summary()
     (check,) = [c for c in v["ops"] if "batch_norm" in c["op"]]
@@ -183,7 +183,7 @@ def test_a_4d_tensor_matrix_einsum_verifies_every_configuration():
     # KernelBench level1/11-style: einsum("bijl,lk->bijk") of a[16, 256, 512, 256] (2 GiB)
     # and m[256, 768]: per op; its two views that merge b, i, j (2097152 = 16 * 256 * 512) and
     # split them back were "NOT verified" before the merged dims followed their parts.
-    report = frontend.analyze_file(MODELS / "einsum_4d_matrix.py")
+    report = solar_torch.analyze_file(MODELS / "einsum_4d_matrix.py")
     v = report.verification
     assert v["mode"] == "per_op" and v["status"] == "passed", report.summary()
     assert len(v["ops"]) == 11
@@ -196,7 +196,7 @@ def test_a_4d_tensor_matrix_einsum_verifies_every_configuration():
 def test_a_spatial_softmax_after_a_transposed_conv3d_verifies_every_configuration():
     # KernelBench level2/38-style: avg pool, ConvTranspose3d, clamp, softmax over each
     # channel's 32 * 64 * 64 = 131072 voxels (a view to [32, 64, 131072] and back), scale.
-    report = frontend.analyze_file(MODELS / "convtranspose3d_spatial_softmax.py")
+    report = solar_torch.analyze_file(MODELS / "convtranspose3d_spatial_softmax.py")
     v = report.verification
     assert v["mode"] == "per_op" and v["status"] == "passed", report.summary()
     assert len(v["ops"]) == 7
@@ -216,7 +216,7 @@ def test_an_integer_sort_is_checked_on_distinct_keys():
     # keys and SOLAR's (position order) differed, a false mismatch of the indices (by 28, where
     # the expected index was 0: a relative error that is no number, issue 29). Keys drawn as a
     # permutation of 0..31 have one sorted order.
-    report = frontend.analyze_file(MODELS / "sort_int_keys.py", verify_mode="per_op")
+    report = solar_torch.analyze_file(MODELS / "sort_int_keys.py", verify_mode="per_op")
     v = report.verification
     assert v["status"] == "passed", report.summary()
     assert [c["op"] for c in v["ops"]] == ["aten.view.default", "aten.sort.default"]
@@ -228,7 +228,7 @@ def test_an_empty_buffer_is_not_compared_alone():
     # torch.empty's values are whatever memory held (Mixtral's empty_permuted i64[32] "differed"
     # by 8.8e18 from SOLAR's): not checked alone; the 8 other nodes (7 configurations: the two
     # copies are one) are.
-    report = frontend.analyze_file(MODELS / "empty_then_fill.py", verify_mode="per_op")
+    report = solar_torch.analyze_file(MODELS / "empty_then_fill.py", verify_mode="per_op")
     v = report.verification
     assert v["status"] == "passed", report.summary()
     ops = [c["op"] for c in v["ops"]]
@@ -237,7 +237,7 @@ def test_an_empty_buffer_is_not_compared_alone():
 
 
 def test_grouped_mm_offsets_are_cumulative_row_counts():
-    from solar.capture._per_op import _grouped_offsets
+    from solar.torch._per_op import _grouped_offsets
 
     # offs of transformers' grouped_mm_fallback: E = 4 cumulative row counts of S = 32 rows,
     # each in 0..32 and nondecreasing (the 0/1 draw of other integers is not)

@@ -21,8 +21,9 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from solar import frontend, pipeline  # noqa: E402
-from solar.capture import capture  # noqa: E402
+from solar import pipeline  # noqa: E402
+from solar import torch as solar_torch  # noqa: E402
+from solar.torch.capture import capture  # noqa: E402
 
 if not pipeline.has_lowering():
     pytest.skip("this build of solar has no lowering", allow_module_level=True)
@@ -103,7 +104,7 @@ def test_the_layer_is_one_node_of_the_capture(name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_verifies_whole_and_counts_macs_by_hand(name):
     model, inputs = build(name)
-    report = frontend.analyze(model, inputs)
+    report = solar_torch.analyze(model, inputs)
     assert report.verification["status"] == "passed", report.summary()
     assert report.verification["mode"] == "whole_program"
     assert report.data["totals"]["macs"] == CASES[name][2]
@@ -112,7 +113,7 @@ def test_verifies_whole_and_counts_macs_by_hand(name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_verifies_per_op(name):
     model, inputs = build(name)
-    report = frontend.analyze(model, inputs, verify_mode="per_op")
+    report = solar_torch.analyze(model, inputs, verify_mode="per_op")
     assert report.verification["status"] == "passed", report.summary()
 
 
@@ -142,7 +143,7 @@ def test_training_mode_inter_layer_dropout_is_refused_naming_the_op():
     torch.manual_seed(0)
     model = Recurrent(nn.LSTM(4, 8, num_layers=2, dropout=0.5))  # training mode: dropout on
     with pytest.raises(ValueError) as info:
-        frontend.analyze(model, (r(3, 2, 4),))
+        solar_torch.analyze(model, (r(3, 2, 4),))
     message = str(info.value)
     assert "\n" not in message
     assert "aten.lstm.input" in message
@@ -152,5 +153,5 @@ def test_training_mode_inter_layer_dropout_is_refused_naming_the_op():
 def test_eval_mode_dropout_verifies():
     torch.manual_seed(0)
     model = Recurrent(nn.LSTM(4, 8, num_layers=2, dropout=0.5)).eval()
-    report = frontend.analyze(model, (r(3, 2, 4),))
+    report = solar_torch.analyze(model, (r(3, 2, 4),))
     assert report.verification["status"] == "passed", report.summary()

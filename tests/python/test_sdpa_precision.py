@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from solar import frontend  # noqa: E402
+from solar import torch as solar_torch  # noqa: E402
 
 
 def attention(q, k, v):
@@ -20,7 +20,7 @@ def attention(q, k, v):
 def test_pv_runs_at_the_inputs_precision(dtype, precision):
     dt = getattr(torch, dtype)
     q, k, v = (torch.randn(2, 4, 64, 32, dtype=dt) for _ in range(3))
-    report = frontend.analyze(attention, (q, k, v))
+    report = solar_torch.analyze(attention, (q, k, v))
     assert report.verification["status"] == "passed", report.summary()
     nodes = {n["name"]: n for n in report.data["nodes"]}
     (pv,) = [n for name, n in nodes.items() if name.endswith("_pv")]

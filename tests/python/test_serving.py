@@ -11,8 +11,9 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from solar import cli, serve  # noqa: E402
+from solar import cli, serving  # noqa: E402
 from solar.pipeline import AnalysisError  # noqa: E402
+from solar.torch import serve  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "models" / "serve"
 H100_BANDWIDTH = 3.35e12  # bytes/s (data/devices/H100-SXM.yaml)
@@ -135,12 +136,12 @@ def test_mla_decoder_reads_its_latent_cache():
 
 
 def test_parse_batches():
-    assert serve.parse_batches("1..512") == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
-    assert serve.parse_batches("3..20") == [3, 4, 8, 16, 20]
-    assert serve.parse_batches("1,4,16") == [1, 4, 16]
+    assert serving.parse_batches("1..512") == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    assert serving.parse_batches("3..20") == [3, 4, 8, 16, 20]
+    assert serving.parse_batches("1,4,16") == [1, 4, 16]
     for bad in ("0,1", "4,2", "a", "8..2"):
         with pytest.raises(AnalysisError):
-            serve.parse_batches(bad)
+            serving.parse_batches(bad)
 
 
 def one_line_error(capsys, args: list[str]) -> str:

@@ -21,9 +21,11 @@ torch = pytest.importorskip("torch")
 
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from solar import frontend, pipeline  # noqa: E402
-from solar.capture import _trace, capture, load_model_file  # noqa: E402
-from solar.capture._trace import tensor_attributes  # noqa: E402
+from solar import pipeline  # noqa: E402
+from solar import torch as solar_torch  # noqa: E402
+from solar.torch import _trace  # noqa: E402
+from solar.torch._trace import tensor_attributes  # noqa: E402
+from solar.torch.capture import capture, load_model_file  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "models" / "attributes"
 
@@ -45,7 +47,7 @@ RNN = {"lstm_state", "gru_state"}  # aten.lstm/aten.gru have no FlopCounterMode 
 
 @functools.cache
 def report(name: str) -> pipeline.Report:
-    return frontend.analyze_file(MODELS / f"{name}.py")
+    return solar_torch.analyze_file(MODELS / f"{name}.py")
 
 
 def captured(name: str, fake: bool = False):
@@ -144,7 +146,7 @@ def test_value_returned_and_stored_is_one_output():
     cap = capture(model, inputs)
     assert [b.kind for _, b in cap.traced.outputs] == ["output", "attribute_update"]
     assert len(cap.document["outputs"]) == 1  # the same tensor, listed once
-    r = frontend.analyze_capture(cap, lambda w: cap.golden(model, inputs, w), "H100-SXM", None)
+    r = solar_torch.analyze_capture(cap, lambda w: cap.golden(model, inputs, w), "H100-SXM", None)
     assert r.verification["status"] == "passed", r.summary()
 
 
@@ -154,7 +156,7 @@ def test_make_fx_fallback_traces_attributes_too(monkeypatch, name):
         raise RuntimeError("export refused")
 
     monkeypatch.setattr(_trace, "_trace_export", refuse)
-    r = frontend.analyze_file(MODELS / f"{name}.py")
+    r = solar_torch.analyze_file(MODELS / f"{name}.py")
     assert r.data["capture"]["method"] == "make_fx"
     assert r.verification["status"] == "passed", r.summary()
     assert r.data["totals"]["macs"] == HAND_MACS[name]
@@ -180,7 +182,7 @@ def test_forward_with_keyword_arguments():
     cap = capture(model, inputs)
     assert cap.method == "torch.export"
     assert roles(cap.document) == {"x": "input", "c_bias": "constant", "add": "output"}
-    r = frontend.analyze_capture(cap, lambda w: cap.golden(model, inputs, w), "H100-SXM", None)
+    r = solar_torch.analyze_capture(cap, lambda w: cap.golden(model, inputs, w), "H100-SXM", None)
     assert r.verification["status"] == "passed", r.summary()
 
 
@@ -194,7 +196,7 @@ class Int16Attribute(torch.nn.Module):
 
 
 def test_attribute_of_a_dtype_without_a_solar_name_is_one_line_naming_it():
-    from solar.capture import CaptureError
+    from solar.torch.capture import CaptureError
 
     with pytest.raises(CaptureError, match=r"^tensor 'c_k': dtype torch.int16 has no SOLAR dtype"):
         capture(Int16Attribute(), (torch.randn(2, 4),))
@@ -218,7 +220,7 @@ def test_attributes_in_a_golden_run_of_the_graph():
     # placeholders, the unused one too, are fed from the model, and the new state is compared
     torch.manual_seed(0)
     model = DropoutState()
-    r = frontend.analyze(model, (torch.randn(2, 8),))
+    r = solar_torch.analyze(model, (torch.randn(2, 8),))
     assert r.verification["status"] == "passed", r.summary()
     assert [o["name"] for o in r.verification["outputs"]] == ["mul", "tanh"]
     assert any("dropout made deterministic" in note for note in r.verification["notes"])

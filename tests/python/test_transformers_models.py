@@ -27,8 +27,9 @@ pytest.importorskip("transformers")
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from solar import frontend, pipeline  # noqa: E402
-from solar.capture import load_model_file  # noqa: E402
+from solar import pipeline  # noqa: E402
+from solar import torch as solar_torch  # noqa: E402
+from solar.torch.capture import load_model_file  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "models" / "hf"
 
@@ -90,7 +91,7 @@ NOT_COUNTED = {
 
 @functools.cache
 def report(name: str) -> pipeline.Report:
-    return frontend.analyze_file(MODELS / f"{name}.py")
+    return solar_torch.analyze_file(MODELS / f"{name}.py")
 
 
 @functools.cache
@@ -142,7 +143,7 @@ def test_grouped_mm_fallback_rule(offs):
     x = torch.randn(10, 6, generator=gen)  # S=10 rows, K=6
     w = torch.randn(4, 6, 5, generator=gen)  # E=4 experts, N=5
     o = torch.tensor(offs, dtype=torch.int32)
-    r = frontend.analyze(grouped_mm, (x, w, o))
+    r = solar_torch.analyze(grouped_mm, (x, w, o))
     assert r.verification["status"] == "passed", r.summary()
     # S*K*N = 10*6*5 = 300: each row by its own expert's matrix
     assert r.data["totals"]["macs"] == 300

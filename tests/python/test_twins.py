@@ -17,7 +17,7 @@ pytest.importorskip("flax")
 pytest.importorskip("torch")
 
 import solar.jax as solar_jax  # noqa: E402
-from solar import frontend  # noqa: E402
+from solar import torch as solar_torch  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "jax_models"
 
@@ -44,7 +44,7 @@ HAND = {
 def reports(name: str):
     return (
         solar_jax.analyze_file(MODELS / f"{name}.py"),
-        frontend.analyze_file(MODELS / "torch_twins" / f"{name}.py"),
+        solar_torch.analyze_file(MODELS / "torch_twins" / f"{name}.py"),
     )
 
 

@@ -13,7 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import solar  # noqa: E402
-from solar import frontend, pipeline  # noqa: E402
+from solar import pipeline  # noqa: E402
+from solar import torch as solar_torch  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not hasattr(solar._core, "lower_capture_detailed"),
@@ -31,7 +32,7 @@ def test_ill_conditioned_batchnorm_passes_by_its_float64_run():
     # 3.05e-5 / sqrt(3.5e-5) ~ 5e-3, far over the f32 tolerance 1e-4 * 0.85 + 1e-5 ~ 9.5e-5.
     # In float64 the spacing is 2^(9 - 52) ~ 1.1e-13: out moves by ~ 1.1e-13 / 5.9e-3 ~ 2e-11,
     # under the f64 tolerance 1e-9 * 0.85 + 1e-12 ~ 8.5e-10.
-    report = frontend.analyze_file(MODELS / "batchnorm_ill_conditioned.py")
+    report = solar_torch.analyze_file(MODELS / "batchnorm_ill_conditioned.py")
     v = report.verification
     assert v["mode"] == "whole_program"
     # the float32 check really fails: the normalised output is a mismatch in float32 ...
@@ -93,7 +94,7 @@ def test_a_changed_constant_stays_failed_in_float64(monkeypatch):
         return torch.tanh(x) * 3.0
 
     torch.manual_seed(0)
-    report = frontend.analyze(f, (torch.randn(4, 8),))
+    report = solar_torch.analyze(f, (torch.randn(4, 8),))
     v = report.verification
     assert v["status"] == "failed", report.summary()
     c = v["conditioning"]
@@ -113,7 +114,7 @@ def test_an_integer_program_has_no_float64_form(monkeypatch):
     def f(x):
         return x * 3
 
-    report = frontend.analyze(f, (torch.arange(6).reshape(2, 3),))
+    report = solar_torch.analyze(f, (torch.arange(6).reshape(2, 3),))
     v = report.verification
     assert v["status"] == "failed", report.summary()
     assert v["conditioning"]["result"] == "not_possible"
@@ -129,7 +130,7 @@ def test_a_model_that_fixes_its_dtype_has_no_float64_form(monkeypatch):
         return (torch.tanh(x) * 3.0).to(torch.float32)
 
     torch.manual_seed(0)
-    report = frontend.analyze(f, (torch.randn(4, 8),))
+    report = solar_torch.analyze(f, (torch.randn(4, 8),))
     v = report.verification
     assert v["status"] == "failed", report.summary()
     assert v["conditioning"]["result"] == "not_possible"
@@ -182,7 +183,7 @@ def test_efficientnet_with_pooled_stages_passes_within_its_conditioning():
     # training-mode BatchNorm sees 2 values per channel and amplifies rounding by up to
     # 1 / sqrt(1e-5) ~ 316 (models/verify/efficientnet_pooled.py). Before the fix the float64
     # check failed at the plain f64 tolerance and the verdict was "a lowering bug".
-    report = frontend.analyze_file(MODELS / "efficientnet_pooled.py")
+    report = solar_torch.analyze_file(MODELS / "efficientnet_pooled.py")
     v = report.verification
     assert v["mode"] == "whole_program"
     assert not all(o["passed"] for o in v["outputs"]), report.summary()  # float32 fails

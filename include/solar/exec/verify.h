@@ -1,6 +1,6 @@
 // Verification: a program's outputs against expected values (a framework's run of the same
 // program), with one tolerance table and one comparison. `solar ir verify`, the Python pipeline
-// (solar.frontend), per-op verification and the LLM agent all call these, so a user of the C++
+// (solar.torch), per-op verification and the LLM agent all call these, so a user of the C++
 // tool alone checks an IR file against golden data exactly as `solar analyze` does
 // (docs/cli.md, "solar ir verify").
 #pragma once

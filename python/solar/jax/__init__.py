@@ -49,6 +49,7 @@ __all__ = [
     "capture_train",
     "load_model_file",
     "measure_file",
+    "program_data",
 ]
 
 
@@ -438,3 +439,28 @@ def _source(fn: Any) -> str | None:
         return os.path.basename(inspect.getsourcefile(fn) or "") or None
     except (TypeError, OSError):
         return None
+
+
+def program_data(path: str | os.PathLike) -> tuple[list, list, list]:
+    """``solar.torch.program_data`` for a JAX model file (``load_model_file``): the Flax
+    variables are the weights, named as this adapter names them (``Dense_0_kernel``)."""
+    from solar.jax._capture import DTYPES
+
+    def leaf(x: Any) -> tuple[str, np.ndarray]:
+        a = np.asarray(x)
+        if a.dtype.name not in DTYPES:
+            raise CaptureError(f"{path}: dtype {a.dtype.name} has no SOLAR dtype")
+        return DTYPES[a.dtype.name], to_numpy(a)
+
+    apply, variables, args, _names = load_model_file(path)
+    paths = jax.tree_util.tree_flatten_with_path(variables)[0]
+    result = apply(variables, *args) if paths else apply(*args)
+    inputs = [leaf(x) for x in jax.tree_util.tree_leaves(args)]
+    weights, taken = [], {f"in{i}" for i in range(len(inputs))}
+    for key_path, value in paths:
+        name = _weight_name(key_path)
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        weights.append((name, jax.tree_util.keystr(key_path), *leaf(value)))
+    return inputs, weights, [leaf(x) for x in jax.tree_util.tree_leaves(result)]

@@ -17,7 +17,7 @@ tagged ``forward`` or ``backward``.
    forward nodes, so the order stays topological).
 
 5. The optimizer (``sgd``, ``adam``, ``adamw``): the update of every parameter appended to the
-   step as JAX operations, the formulas and hyperparameters of PyTorch's (``solar.capture._train``,
+   step as JAX operations, the formulas and hyperparameters of PyTorch's (``solar.torch._train``,
    docs/training.md): SGD ``p - lr g``; Adam(W) at step ``STEP``: ``p (1 - lr wd)`` (AdamW),
    ``m + (g - m)(1 - b1)``, ``v b2 + g g (1 - b2)``, ``p - (m / (sqrt(v) / sqrt(1 - b2^t) +
    eps)) lr / (1 - b1^t)``. The moments are new leaves ``s_<param>_exp_avg``,
@@ -41,7 +41,7 @@ import numpy as np
 from solar.jax._capture import CaptureError, Leaf, flatten
 from solar.options import check_optimizer
 
-# PyTorch's defaults, as solar.capture._train.HYPERPARAMETERS (that module imports torch).
+# PyTorch's defaults, as solar.torch._train.HYPERPARAMETERS (that module imports torch).
 HYPERPARAMETERS = {
     "sgd": {"lr": 1e-3},
     "adam": {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0},

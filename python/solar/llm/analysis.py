@@ -153,12 +153,10 @@ def with_fallback(
 ):
     """The model file captured, each node without a rule replaced by the agent's verified
     fragment (``translate_unsupported``), as a Captured with the real model's golden data."""
-    from solar.capture import capture, load_model_file
-    from solar.frontend import TorchCaptured, _no_recapture
+    from solar.torch import TorchCaptured, _no_recapture, capture_file
 
-    model, inputs = load_model_file(path)
-    cap = capture(model, inputs, source=os.path.basename(path))
-    golden = cap.golden(model, inputs)
+    cap, run_golden = capture_file(path, golden=True)
+    golden = run_golden()
     document, entries = translate_unsupported(cap.document, config, list(disabled_rules), log)
     patched = dataclasses.replace(cap, document=document)
     return TorchCaptured(patched, _no_recapture, given=golden, agent=entries)

@@ -35,8 +35,7 @@ def program_task(path: str | os.PathLike) -> tuple[Task, str]:
 
     framework = "JAX" if framework_of(path) == "jax" else "PyTorch"
     try:
-        golden = _jax_golden if framework == "JAX" else _torch_golden
-        inputs, weights, outputs = golden(path)
+        inputs, weights, outputs = _program_data(path, framework)
     except ValueError:  # LLMError, CaptureError: one line already
         raise
     except Exception as e:  # the model's own code failed
@@ -68,64 +67,22 @@ def _tensor(name: str, dtype: str, a: np.ndarray, origin: str = "") -> Tensor:
     return Tensor(name, dtype, tuple(int(s) for s in a.shape), origin)
 
 
-def _torch_golden(path: str) -> tuple[list, list, list]:
-    """(inputs, weights, outputs) of a PyTorch model file, run once for real: inputs and
-    outputs as (dtype, array), weights as (IR name, state_dict key, dtype, array)."""
-    import torch
-    from torch.utils import _pytree as pytree
+def _program_data(path: str, framework: str) -> tuple[list, list, list]:
+    """(inputs, weights, outputs) of a model file, run once for real by its framework's adapter
+    (``solar.torch.program_data``, ``solar.jax.program_data``): inputs and outputs as (dtype,
+    array), weights as (IR name, state_dict key or Flax path, dtype, array)."""
+    if framework == "JAX":
+        try:
+            from solar import jax as solar_jax
+        except ImportError as e:
+            raise LLMError(f"translating a JAX model file needs jax and flax: {e}") from None
+        return solar_jax.program_data(path)
+    from solar import torch as solar_torch
 
-    from solar._names import sanitize
-    from solar.capture import load_model_file, to_numpy
-    from solar.capture._serialize import dtype_name
-
-    model, args = load_model_file(path)
-    leaves = [t for t in pytree.tree_leaves(args) if isinstance(t, torch.Tensor)]
-    inputs = [(dtype_name(t.dtype), to_numpy(t)) for t in leaves]
-    weights = []
-    taken = {f"in{i}" for i in range(len(inputs))}
-    if isinstance(model, torch.nn.Module):
-        for key, value in model.state_dict().items():  # values before the call (BatchNorm)
-            name = sanitize(key)
-            while name in taken:
-                name += "_"
-            taken.add(name)
-            weights.append((name, key, dtype_name(value.dtype), to_numpy(value)))
-    with torch.no_grad():
-        result = model(*args)
-    outs = [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
-    if not outs:
+    inputs, weights, outputs = solar_torch.program_data(path)
+    if not outputs:
         raise LLMError(f"{path}: the model returns no tensor")
-    return inputs, weights, [(dtype_name(t.dtype), to_numpy(t)) for t in outs]
-
-
-def _jax_golden(path: str) -> tuple[list, list, list]:
-    """``_torch_golden`` for a JAX model file (``solar.jax.load_model_file``)."""
-    try:
-        import jax
-
-        from solar.jax import _weight_name, load_model_file
-        from solar.jax._capture import DTYPES, to_numpy
-    except ImportError as e:
-        raise LLMError(f"translating a JAX model file needs jax and flax: {e}") from None
-
-    def leaf(x: Any) -> tuple[str, np.ndarray]:
-        a = np.asarray(x)
-        if a.dtype.name not in DTYPES:
-            raise LLMError(f"{path}: dtype {a.dtype.name} has no SOLAR dtype")
-        return DTYPES[a.dtype.name], to_numpy(a)
-
-    apply, variables, args, _names = load_model_file(path)
-    paths = jax.tree_util.tree_flatten_with_path(variables)[0]
-    result = apply(variables, *args) if paths else apply(*args)
-    inputs = [leaf(x) for x in jax.tree_util.tree_leaves(args)]
-    weights, taken = [], {f"in{i}" for i in range(len(inputs))}
-    for key_path, value in paths:
-        name = _weight_name(key_path)
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        weights.append((name, jax.tree_util.keystr(key_path), *leaf(value)))
-    return inputs, weights, [leaf(x) for x in jax.tree_util.tree_leaves(result)]
+    return inputs, weights, outputs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,8 +96,8 @@ def op_task(document: dict, node: dict, seed: int = 0) -> tuple[Task, list[str],
     Float inputs are standard normal, integer inputs uniform in 0..3, bool inputs random."""
     import torch
 
-    from solar.capture import to_numpy
-    from solar.capture._serialize import DTYPES
+    from solar.torch._serialize import DTYPES
+    from solar.torch.capture import to_numpy
 
     op_name = node["op"]
     op = _resolve_op(op_name)

@@ -1,5 +1,5 @@
 """The PyTorch adapter (docs/capture.md): a torch module or function -> ``TorchCaptured`` (the
-capture of ``solar.capture`` with the model that makes its golden data) ->
+capture of ``solar.torch.capture`` with the model that makes its golden data) ->
 ``solar.stages.run`` (lower, verify, analyse). torch is imported only when a function here is
 called; ``solar.adapters`` sends PyTorch programs here and JAX ones to ``solar.jax``.
 
@@ -29,12 +29,20 @@ from solar.options import DEFAULT_HW, AnalysisError, Options
 from solar.pipeline import NO_FLOAT64_MODEL, Float64UnavailableError, Report
 from solar.stages import run
 
-__all__ = ["TorchCaptured", "analyze", "analyze_capture", "analyze_file", "capture_file"]
+__all__ = [
+    "TorchCaptured",
+    "analyze",
+    "analyze_capture",
+    "analyze_file",
+    "capture_file",
+    "measure_file",
+    "program_data",
+]
 
 
 @dataclass
 class TorchCaptured:
-    """A PyTorch capture (``solar.capture.Capture`` or ``TrainCapture``) with what makes its
+    """A PyTorch capture (``solar.torch.capture.Capture`` or ``TrainCapture``) with what makes its
     golden data: the ``model`` and ``inputs`` it traced (real, or FakeTensors), ``build()`` that
     builds them for real (a model file), or ``given`` golden data (a dict or a function of the
     wanted intermediates). ``recapture(model, inputs)``: the same program captured again (the
@@ -63,7 +71,7 @@ class TorchCaptured:
         return self.capture.to_json()
 
     def _real(self) -> bool:
-        from solar.capture import is_fake
+        from solar.torch.capture import is_fake
 
         return self.model is not None and not is_fake(self.inputs)
 
@@ -92,7 +100,7 @@ class TorchCaptured:
         return data
 
     def in_float64(self) -> TorchCaptured:
-        from solar.capture import to_float64
+        from solar.torch.capture import to_float64
 
         if self.build is not None:
             model, inputs = self.build()
@@ -111,7 +119,7 @@ def captured_call(
     model: Any, example_inputs: Any, options: Options, source: str | None = None
 ) -> TorchCaptured:
     """``model(*example_inputs)``'s forward or training step (``options.program``), captured."""
-    from solar.capture import capture, capture_train
+    from solar.torch.capture import capture, capture_train
 
     inputs = (
         tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
@@ -131,7 +139,7 @@ def captured_call(
 def captured_file(path: str, options: Options, prog: str = "solar") -> TorchCaptured:
     """A model file's forward or training step (``options.program``), captured with FakeTensors
     when the model can be built so (no memory), else built for real (a note on stderr)."""
-    from solar.capture import (
+    from solar.torch.capture import (
         capture,
         capture_model_file,
         capture_train,
@@ -186,8 +194,8 @@ def prefer_real(captured: TorchCaptured, options: Options, prog: str) -> TorchCa
     the two captures differ, stderr names the nodes that do."""
     import sys
 
-    from solar.capture import is_fake
     from solar.document import graph_bytes
+    from solar.torch.capture import is_fake
 
     v = options.verification
     fits = graph_bytes(captured.document) <= v.budget_mb * 1e6
@@ -251,7 +259,7 @@ def analyze_file(
 def analyze_capture(
     cap: Any, golden: Any, hw: str = DEFAULT_HW, policy: str | None = None, **options: Any
 ) -> Report:
-    """The report of a capture made by hand (``solar.capture.capture``), with its golden data:
+    """The report of a capture made by hand (``solar.torch.capture.capture``), with its golden data:
     a dict, a function ``golden(wanted_intermediates) -> dict``, or None (no real data: per-op
     verification). Without its model, a failed check is not rechecked in float64 (the report
     says so)."""
@@ -269,7 +277,7 @@ def capture_file(
     """``(capture, golden)`` of a model file: with ``golden``, the model is built for real and
     ``golden()`` runs it once; without, it is built with FakeTensors when it can be (no memory;
     a note on stderr, prefixed with ``prog``, when it must be built for real)."""
-    from solar.capture import capture, load_model_file
+    from solar.torch.capture import capture, load_model_file
 
     if golden:
         model, inputs = load_model_file(path)
@@ -277,3 +285,58 @@ def capture_file(
         return cap, lambda: cap.golden(model, inputs)
     captured = captured_file(os.fspath(path), Options(), prog)
     return captured.capture, lambda: captured.capture.golden(captured.model, captured.inputs)
+
+
+def measure_file(path: str | os.PathLike, device: str | None = None) -> tuple[Any, str]:
+    """``(timing, per_node)``: the model file's forward timed (``solar.measure``) and its
+    per-node times document's JSON text (``solar.node_timing``), each on the model built for
+    real afresh (``load_model_file``)."""
+    import json
+
+    from solar.measure import measure_model
+    from solar.node_timing import time_nodes
+    from solar.torch.capture import load_model_file
+
+    def build() -> tuple[Any, tuple]:
+        return load_model_file(path)
+
+    timing = measure_model(build, device=device)
+    try:
+        nodes = time_nodes(build, os.path.basename(os.fspath(path)), device=device)
+    except (ValueError, OSError):
+        raise
+    except Exception as e:  # torch failing to run the graph node by node: one line, not a crash
+        text = " ".join(str(e).split("\n")[0].split()) or type(e).__name__
+        raise ValueError(f"per-node timing failed: {type(e).__name__}: {text}") from e
+    return timing, json.dumps(nodes, allow_nan=False)
+
+
+def program_data(path: str | os.PathLike) -> tuple[list, list, list]:
+    """``(inputs, weights, outputs)`` of a model file run once for real (``load_model_file``;
+    the LLM agent's translation task, ``solar.llm.tasks``): inputs and outputs as ``(dtype,
+    array)`` (the tensors of ``get_inputs()`` and of the call's result, flattened in order; no
+    output when the call returns no tensor), weights as ``(IR name, state_dict key, dtype,
+    array)``, named with '.' replaced by '_' (values before the call: BatchNorm)."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    from solar._names import sanitize
+    from solar.torch._serialize import dtype_name
+    from solar.torch.capture import load_model_file, to_numpy
+
+    model, args = load_model_file(path)
+    leaves = [t for t in pytree.tree_leaves(args) if isinstance(t, torch.Tensor)]
+    inputs = [(dtype_name(t.dtype), to_numpy(t)) for t in leaves]
+    weights = []
+    taken = {f"in{i}" for i in range(len(inputs))}
+    if isinstance(model, torch.nn.Module):
+        for key, value in model.state_dict().items():
+            name = sanitize(key)
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            weights.append((name, key, dtype_name(value.dtype), to_numpy(value)))
+    with torch.no_grad():
+        result = model(*args)
+    outs = [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
+    return inputs, weights, [(dtype_name(t.dtype), to_numpy(t)) for t in outs]

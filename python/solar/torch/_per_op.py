@@ -32,12 +32,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from solar.capture._golden import deterministic_dropout, to_numpy
-from solar.capture._serialize import DTYPES
+from solar.torch._golden import deterministic_dropout, to_numpy
+from solar.torch._serialize import DTYPES
 
 MIN_SHRINK = 16  # sizes below this are kept (kernel sizes, heads, small channel counts)
 TARGET_BYTES = 1 << 20  # the reduced node's tensors, in all
@@ -239,10 +240,18 @@ def verify_per_op(
         if node["name"] in skip_nodes or node["op"] in _UNSPECIFIED_VALUES:
             continue
         groups.setdefault(config_key(node, dtypes, ranks), []).append(node)
-    checks = []
-    for k, nodes in enumerate(groups.values()):
-        checks.append(_check(nodes, k, shapes, dtypes, lower, run_and_compare, real_budget_bytes))
-    return checks
+    engine = _Engine(lower, run_and_compare, real_budget_bytes)
+    return [_check(nodes, k, (shapes, dtypes), engine) for k, nodes in enumerate(groups.values())]
+
+
+@dataclass(frozen=True)
+class _Engine:
+    """What checks one configuration besides PyTorch: ``verify_per_op``'s ``lower``,
+    ``run_and_compare`` and ``real_budget_bytes``."""
+
+    lower: Callable[[str], str]
+    run_and_compare: Callable[[str, dict, dict, dict], list[dict]]
+    real_budget_bytes: int
 
 
 def _shape_of(node: dict, shapes: dict, name: str) -> list[int] | None:
@@ -401,7 +410,11 @@ def _candidates(node, shapes, dtypes, real_budget_bytes):
         yield "real size", {}
 
 
-def _check(nodes, k, shapes, dtypes, lower, run_and_compare, real_budget_bytes) -> dict:
+def _check(nodes: list[dict], k: int, tensors: tuple[dict, dict], engine: _Engine) -> dict:
+    """The check of one configuration (``nodes``, the ``k``-th; ``tensors``: the document's
+    shapes and dtypes by name): its first node run by PyTorch and by SOLAR at the first size
+    of ``_candidates`` that both accept."""
+    shapes, dtypes = tensors
     node = nodes[0]
     entry = {
         "op": node["op"],
@@ -410,7 +423,7 @@ def _check(nodes, k, shapes, dtypes, lower, run_and_compare, real_budget_bytes) 
         "real_shapes": {n: shapes[n] for n in _names(node)},
     }
     errors = []
-    for how, mapping in _candidates(node, shapes, dtypes, real_budget_bytes):
+    for how, mapping in _candidates(node, shapes, dtypes, engine.real_budget_bytes):
         gen = torch.Generator().manual_seed(k)
         inputs = {
             n: _random(
@@ -449,13 +462,13 @@ def _check(nodes, k, shapes, dtypes, lower, run_and_compare, real_budget_bytes) 
         empty = {n: r for n, r in named.items() if r.numel() == 0}
         doc = _one_node_document(node, args, inputs, outputs, dtypes, empty)
         try:
-            ir = lower(doc)
+            ir = engine.lower(doc)
         except ValueError as e:  # the rule refuses the reduced node
             errors.append(f"{how}: lowering: {_first_line(str(e))}")
             continue
         feed = {n: to_numpy(t) for n, t in inputs.items()}
         expected = {n: to_numpy(t) for n, t in outputs.items()}
-        compared = run_and_compare(ir, feed, expected, dtypes)
+        compared = engine.run_and_compare(ir, feed, expected, dtypes)
         entry.update(
             size=how,
             shapes={n: list(t.shape) for n, t in {**inputs, **outputs}.items()},

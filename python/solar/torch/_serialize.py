@@ -10,8 +10,8 @@ from typing import Any
 import torch
 
 from solar._names import NameTable, sanitize
-from solar.capture._trace import CaptureError, Traced
-from solar.capture._where import _location, _op_name
+from solar.torch._trace import CaptureError, Traced
+from solar.torch._where import _location, _op_name
 
 FORMAT = "solar-capture"
 VERSION = 1

@@ -538,7 +538,7 @@ def _refuse_in_place(graph: Any) -> None:
     graph, and its user's line. functionalize removes the model's own mutations, but not those
     of an op's C++ composite implementation that make_fx traces through (nn.GRUCell's
     ``add_``/``mul_``/``sigmoid_``); the copy_ of a mutated buffer is read by the caller."""
-    from solar.capture._where import _location, _op_name
+    from solar.torch._where import _location, _op_name
 
     for node in graph.nodes:
         target = node.target

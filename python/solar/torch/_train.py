@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from solar import options
-from solar.capture._trace import (
+from solar.torch._trace import (
     Binding,
     CaptureError,
     Traced,

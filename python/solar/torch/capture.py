@@ -29,10 +29,10 @@ import torch
 
 from solar import document as capture_document
 from solar._modelfile import call_model_code, import_model_file
-from solar.capture._golden import has_random_dropout, run_graph, to_numpy
-from solar.capture._serialize import serialize
-from solar.capture._trace import CaptureError, Traced, trace
 from solar.document import write_npz
+from solar.torch._golden import has_random_dropout, run_graph, to_numpy
+from solar.torch._serialize import serialize
+from solar.torch._trace import CaptureError, Traced, trace
 
 __all__ = [
     "Capture",
@@ -89,8 +89,8 @@ class Capture:
         budget_bytes: int,
     ) -> list[dict]:
         """Each distinct op configuration of the document run alone by PyTorch and by SOLAR
-        (``solar.capture._per_op``; ``solar.pipeline.verify_per_op`` calls it)."""
-        from solar.capture._per_op import verify_per_op
+        (``solar.torch._per_op``; ``solar.pipeline.verify_per_op`` calls it)."""
+        from solar.torch._per_op import verify_per_op
 
         return verify_per_op(self.document, skip, lower_one, run_and_compare, budget_bytes)
 
@@ -200,7 +200,7 @@ class TrainCapture(Capture):
     def golden(self, model: Any, inputs: tuple, intermediates: Any = ()) -> dict[str, np.ndarray]:
         """Every input, weight, buffer and optimizer state before the step, and the loss,
         gradients and new values PyTorch computes (``_train.golden_step``), by capture name."""
-        from solar.capture._train import golden_step
+        from solar.torch._train import golden_step
 
         if list(intermediates):
             raise CaptureError(
@@ -222,7 +222,7 @@ def capture_train(
     """Traces one training step of ``model(*inputs)``: the loss ``loss_fn(output, *inputs)``
     (default: the sum of the outputs), its gradients, and ``optimizer``'s update (None: none;
     one of ``solar.options.OPTIMIZERS``); docs/training.md."""
-    from solar.capture._train import trace_train
+    from solar.torch._train import trace_train
 
     traced = trace_train(model, tuple(inputs), loss_fn, optimizer)
     if source is None:
@@ -271,13 +271,13 @@ def is_fake(inputs: tuple) -> bool:
     return any(isinstance(x, FakeTensor) or getattr(x, "is_meta", False) for x in inputs)
 
 
-def model_module(path: str | os.PathLike) -> Any:
-    """The model file imported as a module (its errors: one line, file:line); imported again
-    on each call, so the model is built from a fresh module."""
+def model_module(path: str | os.PathLike, prefix: str = "_solar_model_") -> Any:
+    """The model file imported as a module named ``prefix`` + its name (its errors: one line,
+    file:line); imported again on each call, so the model is built from a fresh module."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise CaptureError(f"{path}: no such file")
-    name = "_solar_model_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
+    name = prefix + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
     return import_model_file(path, name, CaptureError)
 
 

@@ -1,7 +1,7 @@
-"""Serving steps of a decoder (docs/serving.md): the graph of one prefill or one decode step,
-built by SOLAR itself at a batch B and a context T, captured, lowered, verified and analysed
-like any model; the serving figures (SOL per token, tokens/s, the batch at which decode turns
-compute bound) are the C++ core's (``_core.serving_report``, include/solar/sol/serving.h).
+"""The serving steps of a PyTorch decoder (docs/serving.md): the graph of one prefill or one
+decode step, built by SOLAR itself at a batch B and a context T; ``solar.serving`` runs the
+steps, one per batch size, through ``solar.stages.run`` (captured, lowered, verified and analysed
+like any model) and makes the serving figures.
 
 A model file serves when
 
@@ -14,21 +14,25 @@ A model file serves when
 - or the file defines ``get_serve_inputs(phase, batch, context)``: the inputs of one step of
   ``Model(*get_init_inputs())`` (a user's own decoder, its cache an explicit input).
 
-torch is imported only when a function here is called (as by ``solar.frontend``).
+- ``analyze_serving(path, phase, batches, context, hw=..., **options)``: the serving report of
+  a model file (``solar.serving.ServingReport``).
+- ``run_serving(path, options, stage_times)``: the same under one ``solar.options.Options``
+  (``solar analyze --serve`` runs it through ``solar.adapters.run_file``).
+
+torch is imported only when a function here is called (as by ``solar.torch``).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from solar.options import DEFAULT_HW, SERVE_PHASES, AnalysisError, Options
-from solar.pipeline import timed
-from solar.stages import run
+from solar import serving
+from solar.options import DEFAULT_HW, AnalysisError, Options
+from solar.serving import PHASES, ServingReport, check_step
 
-PHASES = SERVE_PHASES
 HOOK = "get_serve_inputs"
 EXPECTED = (
     "--serve needs a decoder: a Model that is, or holds as a submodule, one Hugging Face "
@@ -43,47 +47,9 @@ __all__ = [
     "ServingReport",
     "analyze_serving",
     "load_decoder",
-    "parse_batches",
+    "run_serving",
     "step_of_file",
 ]
-
-
-def parse_batches(text: str) -> list[int]:
-    """``--batch-sweep``: ``1,2,4,8`` (increasing, each >= 1) or ``A..B`` (the powers of two
-    from A to B, and B itself)."""
-    text = text.strip()
-    try:
-        if ".." in text:
-            lo_text, hi_text = text.split("..", 1)
-            lo, hi = int(lo_text), int(hi_text)
-            if lo < 1 or hi < lo:
-                raise ValueError
-            batches, b = [], 1
-            while b <= hi:
-                if b >= lo:
-                    batches.append(b)
-                b *= 2
-            if not batches or batches[0] != lo:
-                batches.insert(0, lo)
-            if batches[-1] != hi:
-                batches.append(hi)
-            return batches
-        batches = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise AnalysisError(
-            f"--batch-sweep '{text}': expected batch sizes such as 1,2,4,8 or a range 1..512"
-        ) from None
-    if any(b < 1 for b in batches) or batches != sorted(set(batches)):
-        raise AnalysisError(
-            f"--batch-sweep '{text}': batch sizes must be increasing and at least 1"
-        )
-    return batches
-
-
-def check_step(phase: str, batch: int, context: int) -> None:
-    """A user error (one line) for a phase, batch or context that cannot be served (the rules
-    of ``solar.options``)."""
-    Options.of(serve=phase, batch=batch, context=context)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,13 +71,10 @@ def _load(path: str) -> tuple[Any, Any]:
     ``torch.manual_seed(0)``."""
     import torch
 
-    from solar._modelfile import call_model_code, import_model_file
-    from solar.capture import CaptureError
+    from solar._modelfile import call_model_code
+    from solar.torch.capture import CaptureError, model_module
 
-    if not os.path.isfile(path):
-        raise AnalysisError(f"{path}: no such file")
-    name = "_solar_serve_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
-    module = import_model_file(path, name, CaptureError)
+    module = model_module(path, "_solar_serve_")
     if not hasattr(module, "Model"):
         raise AnalysisError(f"{path}: defines no 'Model'; {EXPECTED}")
     torch.manual_seed(0)
@@ -160,7 +123,7 @@ class Decoder:
         if self.lm is not None:
             return hf_step(self.lm, phase, batch, context)
         from solar._modelfile import call_model_code
-        from solar.capture import CaptureError
+        from solar.torch.capture import CaptureError
 
         hook = getattr(self.module, HOOK)
         inputs = call_model_code(
@@ -335,22 +298,6 @@ def hf_step(lm: Any, phase: str, batch: int, context: int) -> Step:
 # Analysis
 
 
-@dataclass
-class ServingReport:
-    """The serving figures (``data``: the JSON, ``table``: the terminal rendering) and the SOL
-    report of each step analysed (``steps``: ``solar.pipeline.Report``, by batch)."""
-
-    data: dict
-    table: str
-    steps: list[Any] = field(default_factory=list)
-    core: Any = field(default=None, repr=False)
-
-    def to_json(self) -> str:
-        import json
-
-        return json.dumps(self.data, sort_keys=True, indent=2, allow_nan=False) + "\n"
-
-
 def analyze_serving(
     path: str | os.PathLike,
     phase: str,
@@ -372,58 +319,25 @@ def run_serving(
     path: str | os.PathLike, options: Options, stage_times: dict[str, float] | None = None
 ) -> ServingReport:
     """The serving report of a model file under ``options`` (``options.program``: the phase,
-    the batches, the context): one step per batch size, each captured, lowered and analysed by
-    ``solar.stages.run``; the first (smallest) batch is verified as ``solar analyze`` verifies
-    (a failed check rechecked in float64), the others differ from it only in the batch size and
-    are not run again (each says so)."""
-    import json
-
-    from solar import _core
-    from solar.capture import capture
-    from solar.frontend import TorchCaptured
+    the batches, the context): the decoder loaded once, its step at each batch size captured
+    (``solar.serving.run_serving`` runs the loop)."""
+    from solar.torch import TorchCaptured
+    from solar.torch.capture import capture
 
     path = os.fspath(path)
     program = options.program
-    phase, batches, context = program.phase, program.batches, program.context
-    verify = options.verification.enabled
     source = os.path.basename(path)
-    reports = []
-    verifications = []
-    with timed(stage_times, "capture"):
+
+    def recapture(m: Any, xs: tuple) -> Any:
+        return capture(m, xs, source=source)
+
+    def load_steps() -> Any:
         decoder = load_decoder(path)
-    for i, batch in enumerate(batches):
 
-        def captured(batch: int = batch) -> TorchCaptured:
-            step = decoder.step(phase, batch, context)
-            cap = capture(step.module, step.inputs, source=source)
-            return TorchCaptured(
-                cap, lambda m, xs: capture(m, xs, source=source), step.module, step.inputs
-            )
+        def step(batch: int) -> TorchCaptured:
+            s = decoder.step(program.phase, batch, program.context)
+            return TorchCaptured(recapture(s.module, s.inputs), recapture, s.module, s.inputs)
 
-        step_options = options
-        if i > 0 or not verify:
-            step_options = options.replace(verification={"enabled": False})
-        report = run(captured, step_options, stage_times)
-        verification = dict(report.verification)
-        if i > 0 and verify:
-            verification = {
-                "status": "not_run",
-                "mode": None,
-                "detail": f"the step of batch {batches[0]} was verified "
-                f"({verifications[0]['status']}); these differ from it only in the batch size",
-            }
-        if i == 0 and verification["status"] == "failed":
-            raise AnalysisError(
-                f"{source}: verification of the {phase} step at batch {batch} failed: "
-                f"{verification['detail']}"
-            )
-        reports.append(report)
-        verifications.append(verification)
-    with timed(stage_times, "analysis"):
-        core = _core.serving_report(
-            phase,
-            context,
-            [(b, r.core) for b, r in zip(batches, reports, strict=True)],
-            [json.dumps(v, sort_keys=True) for v in verifications],
-        )
-    return ServingReport(json.loads(core.to_json()), core.render(), reports, core)
+        return step
+
+    return serving.run_serving(source, load_steps, options, stage_times)
