@@ -546,8 +546,11 @@ def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
     if measure or recorded:
         from solar.adapters import measured_keywords
 
-        how = {"recorded": recorded} if recorded else {"device": args.measure_device}
-        options.update(measured_keywords(args.model, args.hw, out=args.measure_out, **how))
+        if recorded:
+            options.update(measured_keywords(args.model, args.hw, recorded=recorded))
+        else:
+            how = {"device": args.measure_device, "out": args.measure_out}
+            options.update(measured_keywords(args.model, args.hw, **how))
     elif getattr(args, "measured_ms", None) is not None:
         options["measured_ms"] = args.measured_ms
         if args.measured_on:

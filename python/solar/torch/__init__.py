@@ -1,7 +1,10 @@
-"""The PyTorch adapter (docs/capture.md): a torch module or function -> ``TorchCaptured`` (the
-capture of ``solar.torch.capture`` with the model that makes its golden data) ->
-``solar.stages.run`` (lower, verify, analyse). torch is imported only when a function here is
-called; ``solar.adapters`` sends PyTorch programs here and JAX ones to ``solar.jax``.
+"""The PyTorch adapter (docs/capture.md, "Where the PyTorch adapter lives"): a torch module or
+function -> ``TorchCaptured`` (the capture of ``solar.torch.capture`` with the model that makes
+its golden data) -> ``solar.stages.run`` (lower, verify, analyse). This module imports torch only
+when a function here is called; ``solar.adapters`` sends PyTorch programs here and JAX ones to
+``solar.jax``. The package: ``capture`` (``capture``, ``Capture``, the model-file loader),
+``_trace``, ``_serialize``, ``_golden``, ``_per_op``, ``_train``, ``_where``, and ``serve``
+(the serving steps of a decoder). Its ``import torch`` is PyTorch (absolute imports).
 
 - ``analyze(model, example_inputs, hw="H100-SXM", **options)``: a ``solar.pipeline.Report`` for
   ``model(*example_inputs)`` (``options``: ``solar.options.Options.of``'s keywords).
@@ -10,6 +13,8 @@ called; ``solar.adapters`` sends PyTorch programs here and JAX ones to ``solar.j
   analyze`` runs it through ``solar.adapters.run_file``).
 - ``analyze_capture(cap, golden, hw, policy, **options)``: a capture made by hand, with its
   golden data (a dict, a function of the wanted intermediates, or None).
+- ``measure_file(path, device)``: a model file's forward timed, and its per-node times.
+- ``program_data(path)``: a model file's inputs, weights and outputs, run once (the LLM agent).
 
 With real inputs, PyTorch runs once for the golden data (when the whole program is verified)
 and a failed check is rechecked in float64 (the model rebuilt with float64 weights and inputs).
