@@ -38,7 +38,7 @@ OPTIONS = (
     *(k for k in KEYWORDS if k not in _NOT_ADAPTER_KEYWORDS),
 )
 
-# The options that are keywords of the analysis itself (``_core.analyze``), carried in
+# The options that are keywords of the analysis itself (``_core.AnalysisOptions``), carried in
 # ``sol_options``.
 SOL_KEYWORDS = ("cache_state", "kernel_floor")
 
