@@ -32,6 +32,14 @@ nb::dict unsupported_dict(const frontend::UnsupportedNode& u) {
   return d;
 }
 
+// One list of each lowered node (LoweredNode::kernels or ::tensors), by the node's name.
+nb::dict per_lowered_node(const frontend::LowerResult& r,
+                          std::vector<std::string> frontend::LoweredNode::*list) {
+  nb::dict d;
+  for (const frontend::LoweredNode& l : r.lowered_nodes) d[l.node.c_str()] = l.*list;
+  return d;
+}
+
 }  // namespace
 
 void bind_frontend(nb::module_& m) {
@@ -111,17 +119,13 @@ void bind_frontend(nb::module_& m) {
       .def_prop_ro(
           "node_kernels",
           [](const frontend::LowerResult& r) {
-            nb::dict d;
-            for (const frontend::LoweredNode& l : r.lowered_nodes) d[l.node.c_str()] = l.kernels;
-            return d;
+            return per_lowered_node(r, &frontend::LoweredNode::kernels);
           },
           "Per lowered node, the IR kernels its rule wrote.")
       .def_prop_ro(
           "node_tensors",
           [](const frontend::LowerResult& r) {
-            nb::dict d;
-            for (const frontend::LoweredNode& l : r.lowered_nodes) d[l.node.c_str()] = l.tensors;
-            return d;
+            return per_lowered_node(r, &frontend::LoweredNode::tensors);
           },
           "Per lowered node, the tensors it writes.")
       .def_prop_ro(
