@@ -126,7 +126,7 @@ def bench_model(
     cap, t_cap = timed(lambda: capture(model, inputs, source=file))
     print(f"  capture: {t_cap:.2f} s ({len(cap.document['nodes'])} ATen nodes)", flush=True)
     lowered, t_lower = timed(lambda: pipeline.lower_detailed(cap.to_json()))
-    print(f"  lower (alone): {t_lower:.2f} s ({len(lowered['ir']):,} characters of IR)")
+    print(f"  lower (alone): {t_lower:.2f} s ({len(lowered.ir):,} characters of IR)")
 
     def golden(wanted):
         return cap.golden(model, inputs, wanted)
@@ -163,7 +163,7 @@ def bench_capture_big(args) -> None:
     print(f"  capture: {t_cap:.2f} s ({len(cap.document['nodes'])} ATen nodes)")
     lowered, t_lower = timed(lambda: pipeline.lower_detailed(cap.to_json()))
     print(f"  lower: {t_lower:.2f} s")
-    (data, _), t_sol = timed(lambda: pipeline.sol_report(lowered["ir"], args.hw))
+    (data, _), t_sol = timed(lambda: pipeline.sol_report(lowered.ir, args.hw))
     print(f"  analyse (sol, not verified): {t_sol:.2f} s, {data['totals']['macs']:,} MACs")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     print(

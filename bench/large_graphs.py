@@ -119,7 +119,7 @@ def bench_torch(name: str, args) -> None:
     cap, t_cap = timed(lambda: capture(model, inputs, source=path.name))
     print(f"  capture: {t_cap:.2f} s ({len(cap.document['nodes'])} ATen nodes)", flush=True)
     lowered, t_lower = timed(lambda: pipeline.lower_detailed(cap.to_json()))
-    ir_text = lowered["ir"]
+    ir_text = lowered.ir
     print(f"  lower: {t_lower:.2f} s ({len(ir_text):,} characters of IR)", flush=True)
 
     def golden(wanted):

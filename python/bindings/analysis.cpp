@@ -1,6 +1,8 @@
-// solar._core bindings of the analysis: `analyze` (the SOL report of a program, as `solar sol`
-// makes it, with the frontend's capture, coverage and verification sections) and `totals` (the
-// einsum graph's counts, without an analysis). No files, no command line.
+// solar._core bindings of the analysis: the options of one analysis (`AnalysisOptions`), the
+// provenance its report carries (`Provenance`: capture, coverage, verification, the LLM agent's
+// part), `analyze` (the SOL report of a program, as `solar sol` makes it: a `Report`),
+// `serving_report` and `totals` (the einsum graph's counts, without an analysis). No files, no
+// command line: the analysis is the report module's (report/analyze.h).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
@@ -17,24 +19,23 @@
 #include <vector>
 
 #include "bindings.h"
-#include "solar/cli/report_outputs.h"
 #include "solar/einsum/graph.h"
-#include "solar/hw/device.h"
+#include "solar/frontend/lower.h"
 #include "solar/ir/ast.h"
 #include "solar/ir/checker.h"
 #include "solar/ir/parser.h"
 #include "solar/ir/sizes.h"
+#include "solar/report/analyze.h"
 #include "solar/report/provenance.h"
 #include "solar/report/report.h"
 #include "solar/report/serving.h"
-#include "solar/sol/analysis.h"
-#include "solar/sol/parallel.h"
-#include "solar/sol/precision.h"
+#include "solar/report/sol_report.h"
 #include "solar/sol/serving.h"
 #include "solar/util/error.h"
 #include "solar/util/file.h"
 
 namespace nb = nanobind;
+using namespace nb::literals;
 
 namespace solar::python {
 namespace {
@@ -63,9 +64,25 @@ nlohmann::json parse_section(const std::string& text, const char* name) {
   }
 }
 
+// A section given as None, JSON text or a JSON-able Python object (dicts, lists: written by
+// json.dumps with sorted keys, no NaN).
+nlohmann::json section_of(const nb::handle& value, const char* name) {
+  if (value.is_none()) return nullptr;
+  if (nb::isinstance<nb::str>(value)) return parse_section(nb::cast<std::string>(value), name);
+  const nb::object dumps = nb::module_::import_("json").attr("dumps");
+  return parse_section(
+      nb::cast<std::string>(dumps(value, "sort_keys"_a = true, "allow_nan"_a = false)), name);
+}
+
 std::string json_text(const nlohmann::json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
+
+// The provenance of a report (report::Provenance) and the name the report shows.
+struct ProvenanceObject {
+  std::string source;
+  report::Provenance sections;
+};
 
 // The serving report of a decoder's steps (docs/serving.md): the JSON and the table.
 struct ServingReport {
@@ -76,108 +93,164 @@ struct ServingReport {
 }  // namespace
 
 void bind_analysis(nb::module_& m) {
-  nb::class_<cli::SolReport>(m, "Report",
-                             "The SOL report of one program on one device (docs/report.md).")
+  nb::class_<report::SolReport>(m, "Report",
+                                "The SOL report of one program on one device (docs/report.md).")
       .def(
-          "to_json", [](const cli::SolReport& s) { return json_text(s.json); },
+          "to_json", [](const report::SolReport& s) { return json_text(s.json); },
           "The JSON report, as `solar sol --json` writes it (keys sorted).")
       .def(
-          "render", [](const cli::SolReport& s) { return s.table; },
+          "render", [](const report::SolReport& s) { return s.table; },
           "The terminal table, as `solar sol` prints it.")
       .def(
           "render_output",
-          [](const cli::SolReport& s, const std::string& kind) {
-            if (kind != "html" && kind != "trace" && kind != "csv" && kind != "dot") {
-              throw UserError("unknown report output '" + kind +
-                              "' (valid: csv, dot, html, trace)");
-            }
-            return cli::render_output(s, kind);
+          [](const report::SolReport& s, const std::string& kind) {
+            return report::render_output(s, kind);
           },
-          nb::arg("kind"), "The report as 'html', 'trace', 'csv' or 'dot' text.")
+          "kind"_a, "The report as 'html', 'trace', 'csv' or 'dot' text.")
       .def(
           "write",
-          [](const cli::SolReport& s, const std::vector<std::pair<std::string, std::string>>& o) {
+          [](const report::SolReport& s,
+             const std::vector<std::pair<std::string, std::string>>& o) {
             std::vector<std::pair<std::string, std::string>> files;
             for (const auto& [kind, path] : o)
-              files.emplace_back(path, cli::render_output(s, kind));
+              files.emplace_back(path, report::render_output(s, kind));
             write_files_atomically(files);
           },
-          nb::arg("outputs"),
+          "outputs"_a,
           "Writes [(kind, path), ...] ('html', 'trace', 'csv', 'dot'), all or none, atomically.")
       .def(
           "write_html",
-          [](const cli::SolReport& s, const std::string& path) {
-            write_file_atomically(path, cli::render_output(s, "html"));
+          [](const report::SolReport& s, const std::string& path) {
+            write_file_atomically(path, report::render_output(s, "html"));
           },
-          nb::arg("path"), "Writes the self-contained HTML report.");
+          "path"_a, "Writes the self-contained HTML report.");
+
+  nb::class_<report::AnalysisOptions>(
+      m, "AnalysisOptions",
+      "Every option of one analysis, each as `solar sol`'s option of that name (report/analyze.h; "
+      "docs/report.md). Read-only.")
+      .def(
+          "__init__",
+          [](report::AnalysisOptions* o, const std::string& policy, const std::string& fidelity,
+             const std::vector<std::string>& sizes, const std::vector<std::string>& sets,
+             const std::string& level, const std::string& capacity, const std::string& routing,
+             const std::string& cache_state, const std::string& kernel_floor,
+             const std::string& parallel, int64_t devices, size_t top,
+             std::optional<double> measured_ms, const std::string& measured_on,
+             const std::string& measured_method, const std::string& measured_nodes) {
+            new (o) report::AnalysisOptions{
+                policy,
+                fidelity,
+                sizes,
+                sets,
+                level,
+                capacity,
+                routing,
+                cache_state,
+                kernel_floor,
+                parallel,
+                devices,
+                top,
+                report::Measured{measured_ms, measured_on, measured_method, "", measured_nodes}};
+          },
+          nb::kw_only(), "policy"_a = "", "fidelity"_a = "all",
+          "sizes"_a = std::vector<std::string>{}, "sets"_a = std::vector<std::string>{},
+          "level"_a = "L2", "capacity"_a = "", "routing"_a = "balanced", "cache_state"_a = "cold",
+          "kernel_floor"_a = "off", "parallel"_a = "", "devices"_a = 0, "top"_a = 10,
+          "measured_ms"_a = nb::none(), "measured_on"_a = "", "measured_method"_a = "",
+          "measured_nodes"_a = "",
+          "`policy`: the precision policy (empty: the default); `sizes`: 'N=1024' overrides; "
+          "`sets`: 'KEY=VALUE' overrides of the device; `fidelity`, `level`, `capacity`, "
+          "`routing`, `cache_state` ('cold' or 'warm'), `kernel_floor` ('on' or 'off'), `top`: "
+          "as `solar sol`'s options; `parallel` ('tp=8', 'tp=2,dp=4,pp=2,mb=8') and `devices` "
+          "(0: tp x dp x pp): the report gains its `parallel` section (docs/parallel.md); "
+          "`measured_ms`, `measured_on`, `measured_method` (how the time was measured), "
+          "`measured_nodes` (the per-node times file's JSON text): the `headroom` section "
+          "(docs/calibrate.md). Values are checked by `analyze`.")
+      .def_ro("policy", &report::AnalysisOptions::policy)
+      .def_ro("fidelity", &report::AnalysisOptions::fidelity)
+      .def_ro("sizes", &report::AnalysisOptions::sizes)
+      .def_ro("sets", &report::AnalysisOptions::sets)
+      .def_ro("level", &report::AnalysisOptions::level)
+      .def_ro("capacity", &report::AnalysisOptions::capacity)
+      .def_ro("routing", &report::AnalysisOptions::routing)
+      .def_ro("cache_state", &report::AnalysisOptions::cache_state)
+      .def_ro("kernel_floor", &report::AnalysisOptions::kernel_floor)
+      .def_ro("parallel", &report::AnalysisOptions::parallel)
+      .def_ro("devices", &report::AnalysisOptions::devices)
+      .def_ro("top", &report::AnalysisOptions::top)
+      .def_prop_ro("measured_ms", [](const report::AnalysisOptions& o) { return o.measured.ms; })
+      .def_prop_ro("measured_on", [](const report::AnalysisOptions& o) { return o.measured.on; })
+      .def_prop_ro("measured_method",
+                   [](const report::AnalysisOptions& o) { return o.measured.method; })
+      .def_prop_ro("measured_nodes",
+                   [](const report::AnalysisOptions& o) { return o.measured.nodes_json; });
+
+  nb::class_<ProvenanceObject>(
+      m, "Provenance",
+      "Where a report's program came from and how far it was checked: the name the report shows "
+      "and its `capture`, `coverage`, `verification` and `agent` sections (docs/report.md; "
+      "report/provenance.h). Read-only.")
+      .def(
+          "__init__",
+          [](ProvenanceObject* p, const std::string& source, const nb::handle& capture,
+             const nb::handle& coverage, const nb::handle& verification, const nb::handle& agent) {
+            report::Provenance sections = report::provenance_from_json(
+                section_of(capture, "capture"), section_of(coverage, "coverage"),
+                section_of(verification, "verification"));
+            sections.agent = section_of(agent, "agent");
+            new (p) ProvenanceObject{source, std::move(sections)};
+          },
+          nb::kw_only(), "source"_a = "", "capture"_a = nb::none(), "coverage"_a = nb::none(),
+          "verification"_a = nb::none(), "agent"_a = nb::none(),
+          "`source`: the name the report shows (empty: '<ir>'); each section None (an IR "
+          "file's; no agent), JSON text or a JSON-able object. `agent`: the parts the LLM agent "
+          "wrote (docs/llm.md). Raises IRError for a malformed section.")
+      .def_ro("source", &ProvenanceObject::source)
+      .def_prop_ro(
+          "capture",
+          [](const ProvenanceObject& p) {
+            return json_text(report::capture_to_json(p.sections.capture, p.source));
+          },
+          "The `capture` section, JSON text.")
+      .def_prop_ro(
+          "coverage",
+          [](const ProvenanceObject& p) {
+            return json_text(report::coverage_to_json(p.sections.coverage));
+          },
+          "The `coverage` section, JSON text ('null\\n': none).")
+      .def_prop_ro(
+          "verification",
+          [](const ProvenanceObject& p) {
+            return json_text(report::verification_to_json(p.sections.verification));
+          },
+          "The `verification` section, JSON text.")
+      .def_prop_ro(
+          "agent", [](const ProvenanceObject& p) { return json_text(p.sections.agent); },
+          "The parts the LLM agent wrote, JSON text ('null\\n': no agent).");
 
   m.def(
       "analyze",
-      [](const nb::handle& program, const std::string& hw, const std::string& policy,
-         const std::vector<std::string>& sizes, const std::vector<std::string>& sets,
-         const std::string& fidelity, const std::string& level, const std::string& capacity,
-         const std::string& routing, size_t top, std::optional<double> measured_ms,
-         const std::string& measured_on, const std::string& measured_method,
-         const std::string& measured_nodes, const std::string& source, const std::string& capture,
-         const std::string& coverage, const std::string& verification,
-         const std::map<std::string, std::string>& phases, const std::string& cache_state,
-         const std::string& kernel_floor, const std::string& parallel, int64_t devices,
-         const std::string& agent) {
-        einsum::Graph g = lift_program(program, sizes, routing);
-        g.source = source.empty() ? "<ir>" : source;
-        report::Provenance provenance = report::provenance_from_json(
-            parse_section(capture, "capture"), parse_section(coverage, "coverage"),
-            parse_section(verification, "verification"));
-        provenance.agent = parse_section(agent, "agent");
-        hw::Device device = hw::resolve_device(hw);
-        for (const std::string& s : sets) hw::apply_override(device, s);
-        sol::AnalysisOptions options;
-        options.cache.level = sol::parse_cache_level(level);
-        if (!capacity.empty()) options.cache.capacity_bytes = sol::parse_capacity(capacity);
-        options.cache_optional = fidelity == "all";
-        options.cache_state = sol::parse_cache_state(cache_state);
-        if (kernel_floor != "on" && kernel_floor != "off") {
-          throw UserError("unknown kernel floor '" + kernel_floor + "' (valid: on, off)");
+      [](const nb::handle& program, const std::string& device,
+         const report::AnalysisOptions& options, const ProvenanceObject& provenance) {
+        std::map<std::string, std::string> phases;
+        ir::Program p;
+        if (nb::isinstance<frontend::LowerResult>(program)) {
+          const auto& lowered = nb::cast<const frontend::LowerResult&>(program);
+          p = lowered.program;
+          phases = lowered.tensor_phases;
+        } else {
+          p = program_of(program);
         }
-        options.kernel_floor = kernel_floor == "on";
-        const sol::PrecisionPolicy& p =
-            sol::find_precision_policy(policy.empty() ? sol::kDefaultPrecisionPolicy : policy);
-        cli::ReportOutputs outputs;
-        outputs.measured_ms = measured_ms;
-        outputs.measured_on = measured_on;
-        outputs.measured_method = measured_method;
-        outputs.measured_nodes_json = measured_nodes;
         nb::gil_scoped_release release;
-        report::Report r = report::make_report(std::move(g), std::move(device), p,
-                                               sol::parse_fidelities(fidelity), options);
-        r.provenance = std::move(provenance);
-        report::add_step(r, phases, p, options);
-        if (devices != 0 || !parallel.empty()) {
-          report::add_parallel(r, sol::layout_for(devices, parallel));
-        }
-        return cli::make_sol_report(std::move(r), outputs, top);
+        return report::analyze(p, device, options, provenance.sections, provenance.source, phases);
       },
-      nb::arg("program"), nb::arg("hw"), nb::arg("policy") = "", nb::kw_only(),
-      nb::arg("sizes") = std::vector<std::string>{}, nb::arg("sets") = std::vector<std::string>{},
-      nb::arg("fidelity") = "all", nb::arg("level") = "L2", nb::arg("capacity") = "",
-      nb::arg("routing") = "balanced", nb::arg("top") = 10, nb::arg("measured_ms") = nb::none(),
-      nb::arg("measured_on") = "", nb::arg("measured_method") = "", nb::arg("measured_nodes") = "",
-      nb::arg("source") = "", nb::arg("capture") = "", nb::arg("coverage") = "",
-      nb::arg("verification") = "", nb::arg("phases") = std::map<std::string, std::string>{},
-      nb::arg("cache_state") = "cold", nb::arg("kernel_floor") = "off", nb::arg("parallel") = "",
-      nb::arg("devices") = 0, nb::arg("agent") = "",
-      "The SOL report of `program` (IR text or a solar.Program; `sizes`: 'N=1024' overrides) on "
-      "device `hw` (a built-in name or a .yaml file; `sets`: 'KEY=VALUE' overrides) under "
-      "precision `policy` (empty: the default). As `solar sol`: `fidelity`, `level`, `capacity`, "
-      "`routing`, `top`, `measured_ms`, `measured_on`, `measured_nodes` (the per-node times "
-      "file's JSON text), `cache_state` ('cold' or 'warm'), `kernel_floor` ('on' or 'off'). "
-      "`measured_method`: how the time was measured. `source`: the name the "
-      "report shows. `capture`, `coverage`, `verification`: the report's sections as JSON text "
-      "(docs/report.md; empty: an IR file's); `agent`: the parts the LLM agent wrote, JSON text "
-      "(empty: no agent). `phases`: a training step's phase of each tensor "
-      "(lower_capture_detailed's tensor_phases): the report gains its `training` section "
-      "(docs/training.md). `parallel` ('tp=8', 'tp=2,dp=4,pp=2,mb=8') and `devices` (0: "
-      "tp x dp x pp): the report gains its `parallel` section (docs/parallel.md). Raises IRError "
+      "program"_a, "device"_a, "options"_a = report::AnalysisOptions{},
+      "provenance"_a = ProvenanceObject{},
+      "The SOL report of `program` (IR text, a solar.Program, or a LoweringResult: its checked "
+      "program, and a training step's phases, which add the report's `training` section, "
+      "docs/training.md) on `device` (a built-in name or a .yaml file) under `options` (an "
+      "AnalysisOptions), with `provenance` (a Provenance; default: an IR file's). Raises IRError "
       "for a user error.");
 
   nb::class_<ServingReport>(m, "ServingReport",
@@ -192,7 +265,7 @@ void bind_analysis(nb::module_& m) {
   m.def(
       "serving_report",
       [](const std::string& phase, int64_t context,
-         const std::vector<std::pair<int64_t, const cli::SolReport*>>& steps,
+         const std::vector<std::pair<int64_t, const report::SolReport*>>& steps,
          const std::vector<std::string>& verification) {
         if (steps.empty()) throw UserError("no serving step to report");
         std::vector<sol::ServeStep> serve;
@@ -221,8 +294,7 @@ void bind_analysis(nb::module_& m) {
         return ServingReport{report::serving_to_json(summary, c),
                              report::render_serving(summary, c)};
       },
-      nb::arg("phase"), nb::arg("context"), nb::arg("steps"),
-      nb::arg("verification") = std::vector<std::string>{},
+      "phase"_a, "context"_a, "steps"_a, "verification"_a = std::vector<std::string>{},
       "The serving report of a decoder: `phase` 'prefill' or 'decode', `context` tokens, "
       "`steps` [(batch, Report), ...] by increasing batch (each the SOL report of that batch's "
       "step, `analyze`'s), `verification` each step's verification object as JSON text. Raises "
@@ -251,7 +323,7 @@ void bind_analysis(nb::module_& m) {
         d["bytes_written"] = written;
         return d;
       },
-      nb::arg("program"), nb::arg("sizes") = std::vector<std::string>{},
+      "program"_a, "sizes"_a = std::vector<std::string>{},
       "The einsum graph's totals, from the lift alone (no SOL analysis): {nodes, macs, other_ops, "
       "flops, bytes_read, bytes_written} (1 MAC = 2 FLOPs; FLOPs = 2*MACs + other ops; bytes: "
       "each node's footprints, as `solar lift` prints them).");

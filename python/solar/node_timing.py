@@ -142,7 +142,8 @@ def time_nodes(
         for e in prof.events():
             if e.name.startswith(LABEL) and e.device_type == torch.autograd.DeviceType.CPU:
                 samples.setdefault(e.name[len(LABEL) :], []).append(e.device_time_total * 1e-6)
-    unsupported = {u["node"] for u in lowered["unsupported"]}
+    unsupported = {u["node"] for u in lowered.unsupported}
+    node_kernels, node_tensors = lowered.node_kernels, lowered.node_tensors
     nodes = []
     for node in cap.document["nodes"]:
         name = node["name"]
@@ -154,8 +155,8 @@ def time_nodes(
                 "op": node["op"],
                 "measured_s": statistics.median(samples[name]),
                 "lowered": name not in unsupported,
-                "kernels": lowered["node_kernels"].get(name, []),
-                "tensors": lowered["node_tensors"].get(name, []),
+                "kernels": node_kernels.get(name, []),
+                "tensors": node_tensors.get(name, []),
             }
         )
     if dev == "cuda":

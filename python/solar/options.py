@@ -86,7 +86,8 @@ class VerificationOptions:
     budget_s: float = DEFAULT_VERIFY_BUDGET_S
 
 
-# The keywords of ``_core.analyze`` that ``AnalysisOptions`` names (the rest ride in ``extra``).
+# The keywords of ``_core.AnalysisOptions`` that ``AnalysisOptions`` names (the rest ride in
+# ``extra``).
 _NAMED_KEYWORDS = (
     "fidelity",
     "routing",
@@ -104,8 +105,9 @@ _NAMED_KEYWORDS = (
 @dataclass(frozen=True)
 class AnalysisOptions:
     """The device, the precision policy (None: the adapter's default) and the keywords of the
-    engine's analysis (``_core.analyze``: docs/report.md); ``extra``: its other keywords
-    (``capacity``, ``level``, ``sizes``, ``sets``, ``top``), as ``(name, value)`` pairs."""
+    engine's analysis options (``_core.AnalysisOptions``: docs/report.md); ``extra``: its other
+    keywords (``capacity``, ``level``, ``sizes``, ``sets``, ``top``), as ``(name, value)``
+    pairs."""
 
     hw: str = DEFAULT_HW
     policy: str | None = None
@@ -122,16 +124,23 @@ class AnalysisOptions:
     extra: tuple[tuple[str, Any], ...] = ()
 
     def keywords(self) -> dict[str, Any]:
-        """The keywords of ``_core.analyze`` (those given only)."""
+        """The keywords of ``_core.AnalysisOptions`` (those given only)."""
         out = {k: getattr(self, k) for k in _NAMED_KEYWORDS if getattr(self, k) is not None}
         if "parallel" in out or "devices" in out:
             out["parallel"], out["devices"] = self.parallel or "", self.devices or 0
         out.update(dict(self.extra))
         return out
 
+    def core(self, default_policy: str | None = None) -> Any:
+        """The engine's options object (``_core.AnalysisOptions``): these, under ``policy`` (None:
+        ``default_policy``, the adapter's; None too: the engine's default)."""
+        from solar import _core
+
+        return _core.AnalysisOptions(policy=self.policy or default_policy or "", **self.keywords())
+
     @staticmethod
     def of(hw: str = DEFAULT_HW, policy: str | None = None, **keywords: Any) -> AnalysisOptions:
-        """From ``_core.analyze``'s keywords (``sol_options``)."""
+        """From ``_core.AnalysisOptions``'s keywords (``sol_options``)."""
         named = {k: keywords.pop(k) for k in _NAMED_KEYWORDS if k in keywords}
         return AnalysisOptions(hw, policy, **named, extra=tuple(sorted(keywords.items())))
 
@@ -222,7 +231,7 @@ KEYWORDS = (
     "parallel",
     "devices",
 )
-# The keywords of ``KEYWORDS`` that are keywords of the analysis itself (``_core.analyze``): also
+# The keywords of ``KEYWORDS`` that are keywords of the analysis itself (``_core.AnalysisOptions``): also
 # accepted inside ``sol_options``, where ``Options.of`` folds them.
 SOL_KEYWORDS = ("cache_state", "kernel_floor", "routing", "parallel", "devices")
 # The keywords of ``KEYWORDS`` that describe a serving step (docs/serving.md).

@@ -47,6 +47,7 @@ __all__ = [
     "AgentReport",
     "Float64UnavailableError",
     "Report",
+    "analyze",
     "compare_output",
     "lower",
     "lower_detailed",
@@ -134,9 +135,10 @@ def lower(capture_json: str) -> str:
 
 def lower_detailed(
     capture_json: str, allow_unsupported: bool = False, disabled_rules: Sequence[str] = ()
-) -> dict:
-    """``_core.lower_capture_detailed``: {"ir", "unsupported": [{node, op, location, reason,
-    index, inputs, outputs, output_bytes}], "nodes", "lowered", "node_output_bytes"}."""
+) -> Any:
+    """``_core.lower_capture_detailed``: a ``_core.LoweringResult`` (``ir``, ``program``,
+    ``unsupported``: [{node, op, location, reason, index, inputs, outputs, output_bytes}],
+    ``random``, ``coverage``, ``nodes``, ``lowered``, ``tensor_phases``, ...)."""
     if not has_lowering():
         raise AnalysisError("this build of solar has no lowering (solar._core.lower_capture)")
     return _core.lower_capture_detailed(capture_json, allow_unsupported, list(disabled_rules))
@@ -410,23 +412,6 @@ def _first_line(text: str) -> str:
     return " ".join(lines[0].split()) if lines else ""
 
 
-def coverage(lowered: dict) -> dict:
-    unsupported = [
-        {k: u[k] for k in ("node", "op", "location", "reason", "inputs", "outputs", "output_bytes")}
-        for u in lowered["unsupported"]
-    ]
-    n, total = lowered["nodes"], lowered["node_output_bytes"]
-    missing_bytes = sum(u["output_bytes"] for u in unsupported)
-    return {
-        "nodes": n,
-        "lowered": lowered["lowered"],
-        "unsupported_ops": unsupported,
-        "unsupported_bytes": missing_bytes,
-        "share_nodes": (n - lowered["lowered"]) / n if n else 0.0,
-        "share_bytes": missing_bytes / total if total else 0.0,
-    }
-
-
 def choose_mode(captured: Any, ir_text: Any, budget_mb: float, budget_s: float) -> tuple[str, str]:
     """ "whole_program" or "per_op", and why. The executor's time is estimated from the
     program's FLOPs (``program_flops``: the einsum counts, not the SOL analysis, which runs once,
@@ -481,40 +466,34 @@ def not_run(detail: str) -> dict:
     return {"status": "not_run", "mode": None, "detail": detail}
 
 
+def analyze(program: Any, hw: str, options: Any, sections: dict[str, Any] | None = None) -> Any:
+    """``_core.analyze``: the SOL report (a ``_core.Report``) of ``program`` (IR text, a
+    ``solar.Program`` or a ``_core.LoweringResult``) on ``hw`` under ``options`` (a
+    ``_core.AnalysisOptions``), with the provenance ``sections`` (``_core.Provenance``'s
+    keywords: ``source``, the name the report shows, and its ``capture``, ``coverage``,
+    ``verification`` and ``agent`` sections; absent: an IR file's, no agent). A user error is an
+    ``AnalysisError``."""
+    try:
+        origin = _core.Provenance(**{k: v for k, v in (sections or {}).items() if v is not None})
+        return _core.analyze(program, hw, options, origin)
+    except _core.IRError as e:
+        raise AnalysisError(str(e).removeprefix("solar: error: ")) from e
+
+
 def sol_report(
     ir_text: Any,
     hw: str,
     policy: str | None = None,
-    provenance: dict[str, Any] | None = None,
+    sections: dict[str, Any] | None = None,
     **keywords: Any,
 ) -> Any:
-    """The SOL report of an IR program (text or ``solar.Program``; ``_core.analyze``: the
-    ``sol`` command's analysis, no files): a ``_core.Report`` with ``to_json()``, ``render()``,
-    ``render_output(kind)`` and ``write([(kind, path), ...])``. ``provenance``: the name the
-    report shows (``source``) and its ``capture``, ``coverage``, ``verification`` and ``agent``
-    sections (docs/report.md; absent: an IR file's, no agent); ``keywords``: those of
-    ``_core.analyze`` (``fidelity``, ``routing``, ``capacity``, ``level``, ``sizes``, ``sets``,
-    ``top``, ``measured_ms``, ``measured_on``, ``measured_method``, ``measured_nodes``, ...)."""
-    provenance = provenance or {}
-
-    def section(name: str) -> str:
-        value = provenance.get(name)
-        return "" if value is None else json.dumps(value, sort_keys=True, allow_nan=False)
-
-    try:
-        return _core.analyze(
-            ir_text,
-            hw,
-            policy or "",
-            source=provenance.get("source") or "",
-            capture=section("capture"),
-            coverage=section("coverage"),
-            verification=section("verification"),
-            agent=section("agent"),
-            **keywords,
-        )
-    except _core.IRError as e:
-        raise AnalysisError(str(e).removeprefix("solar: error: ")) from e
+    """The SOL report of an IR program (text or ``solar.Program``; ``analyze``: the ``sol``
+    command's analysis, no files): a ``_core.Report`` with ``to_json()``, ``render()``,
+    ``render_output(kind)`` and ``write([(kind, path), ...])``. ``sections``: ``analyze``'s;
+    ``keywords``: those of ``_core.AnalysisOptions`` (``fidelity``, ``routing``, ``capacity``,
+    ``level``, ``sizes``, ``sets``, ``top``, ``measured_ms``, ``measured_on``,
+    ``measured_method``, ``measured_nodes``, ...)."""
+    return analyze(ir_text, hw, _core.AnalysisOptions(policy=policy or "", **keywords), sections)
 
 
 def report_of(core: Any, ir_text: str = "", capture_json: str = "", golden: dict | None = None):

@@ -18,13 +18,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from solar import ir, pipeline
+from solar import _core, ir, pipeline
 from solar.document import capture_section, framework_name
 from solar.options import (
     AnalysisError,
@@ -102,30 +102,30 @@ class Captured(Protocol):
 
 @dataclass
 class Lowered:
-    """The lowered program of a capture, held once: ``result`` is
-    ``_core.lower_capture_detailed``'s (ir, unsupported, random, nodes, ...)."""
+    """The lowered program of a capture, held once: ``result`` is the engine's
+    ``_core.LoweringResult`` (ir, program, unsupported, random, coverage, tensor_phases, ...)."""
 
     captured: Any
-    result: dict
+    result: Any
     options: LoweringOptions
 
     @property
     def ir(self) -> str:
-        return self.result["ir"]
+        return self.result.ir
 
     @property
     def program(self) -> Any:
         """The checked ``solar.Program``: the one parse of the analysis (verification, the
         mode's estimate and the analysis read it)."""
-        return self.result["program"]
+        return self.result.program
 
     @property
     def fed(self) -> list[str]:
         """The outputs of nodes without a rule (fed from the framework's run)."""
-        return [o for u in self.result["unsupported"] for o in u["outputs"]]
+        return [o for u in self.result.unsupported for o in u["outputs"]]
 
     def coverage(self) -> dict | None:
-        return None if self.captured.translation is not None else pipeline.coverage(self.result)
+        return None if self.captured.translation is not None else self.result.coverage
 
 
 @dataclass
@@ -140,10 +140,8 @@ class Verified:
 
 def lower(captured: Captured, options: LoweringOptions = LOWERING) -> Lowered:
     """The lowered program of ``captured`` (``_core.lower_capture_detailed``)."""
-    if captured.translation is not None:
-        text = captured.translation.ir
-        empty = {"ir": text, "program": ir.parse(text), "unsupported": [], "random": []}
-        return Lowered(captured, empty, options)
+    if captured.translation is not None:  # written whole: nothing left out
+        return Lowered(captured, _core.LoweringResult(captured.translation.ir), options)
     result = pipeline.lower_detailed(
         captured.to_json(), options.allow_unsupported, options.disabled_rules
     )
@@ -180,7 +178,7 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
             verification["mode"] = "whole_program"
         else:
             verification = pipeline.verify(
-                lowered.program, captured.document, golden, lowered.fed, lowered.result["random"]
+                lowered.program, captured.document, golden, lowered.fed, lowered.result.random
             )
             if verification["status"] == "failed":
                 _recheck_in_float64(verification, lowered, golden)
@@ -194,23 +192,21 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
 
 
 def analyse(verified: Verified, options: AnalysisOptions = ANALYSIS) -> Analysed:
-    """The SOL report of a verified program (``_core.analyze``), on ``options.hw`` under
-    ``options.policy`` (None: the capture's default policy)."""
+    """The SOL report of a verified program (``_core.analyze`` on the lowering result: its
+    program, and a training step's phases), on ``options.hw`` under ``options.policy`` (None:
+    the capture's default policy)."""
     lowered = verified.lowered
     captured = lowered.captured
-    keywords = options.keywords()
-    if lowered.result.get("tensor_phases"):  # a training step: its phases (docs/training.md)
-        keywords["phases"] = lowered.result["tensor_phases"]
     document = captured.document
-    provenance = {
+    sections = {
         "source": document.get("source"),
         "capture": capture_section(document),
         "coverage": lowered.coverage(),
         "verification": verified.verification,
         "agent": captured.agent,  # the parts the LLM agent wrote (None: no agent asked)
     }
-    policy = options.policy or captured.default_policy
-    core = pipeline.sol_report(lowered.program, options.hw, policy, provenance, **keywords)
+    engine_options = options.core(captured.default_policy)
+    core = pipeline.analyze(lowered.result, options.hw, engine_options, sections)
     capture_json = "" if captured.translation is not None else captured.to_json()
     report = pipeline.report_of(core, lowered.ir, capture_json, verified.golden)
     if captured.agent is not None:  # --llm, --llm-fallback: the summary names what it wrote
@@ -250,12 +246,13 @@ def run(
 # Verification helpers
 
 
-def recorded(lowered: Mapping[str, Any]) -> list[str]:
-    """The intermediate tensors a golden run must record: the outputs of nodes without a rule
-    (fed to the program as inputs) and the framework's random draws, from the same run as the
-    outputs they are compared with."""
-    fed = [o for u in lowered["unsupported"] for o in u["outputs"]]
-    return fed + [d["value_of"] for d in lowered["random"] if d["value_of"] not in fed]
+def recorded(lowered: Any) -> list[str]:
+    """The intermediate tensors a golden run must record (``lowered``: a
+    ``_core.LoweringResult``): the outputs of nodes without a rule (fed to the program as
+    inputs) and the framework's random draws, from the same run as the outputs they are
+    compared with."""
+    fed = [o for u in lowered.unsupported for o in u["outputs"]]
+    return fed + [d["value_of"] for d in lowered.random if d["value_of"] not in fed]
 
 
 def _recheck_in_float64(verification: dict, lowered: Lowered, golden: dict) -> None:
@@ -277,7 +274,7 @@ def _recheck_in_float64(verification: dict, lowered: Lowered, golden: dict) -> N
             captured64.document,
             golden64,
             lowered64.fed,
-            lowered64.result["random"],
+            lowered64.result.random,
             got64,
         )
         widened: dict[str, float] = {}
@@ -300,7 +297,7 @@ def _verify_per_op(lowered: Lowered, budget_mb: float) -> dict:
     disabled = lowered.options.disabled_rules
 
     def lower_one(capture_json: str) -> str:
-        return pipeline.lower_detailed(capture_json, False, disabled)["ir"]
+        return pipeline.lower_detailed(capture_json, False, disabled).ir
 
     def run_and_compare(ir_text: str, feed: dict, expected: dict, dtypes: dict) -> list[dict]:
         got = ir.run(ir_text, feed)
@@ -312,7 +309,7 @@ def _verify_per_op(lowered: Lowered, budget_mb: float) -> dict:
     # Not checked alone: nodes without a rule, and random draws (their values are the
     # framework's, not computed by SOLAR).
     result = lowered.result
-    skip = {u["node"] for u in result["unsupported"]} | {d["node"] for d in result["random"]}
+    skip = {u["node"] for u in result.unsupported} | {d["node"] for d in result.random}
     ops = captured.per_op_cases(skip, lower_one, run_and_compare, int(budget_mb * 1e6))
     if ops is None:
         verification = pipeline.not_run(

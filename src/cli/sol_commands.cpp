@@ -23,7 +23,9 @@
 #include "solar/ir/diagnostic.h"
 #include "solar/ir/parser.h"
 #include "solar/ir/sizes.h"
+#include "solar/report/analyze.h"
 #include "solar/report/report.h"
+#include "solar/report/sol_report.h"
 #include "solar/report/whatif.h"
 #include "solar/sol/analysis.h"
 #include "solar/sol/parallel.h"
@@ -147,7 +149,8 @@ int run_sol(const SolArgs& a, std::ostream& out) {
   // The JSON report only when something reads it: on a graph of 100k nodes building it is a
   // large part of a run.
   const bool json = !a.common.json.empty() || reads_json_report(a.outputs);
-  SolReport s = make_sol_report(std::move(r), a.outputs, a.top, json);  // insights, headroom
+  report::SolReport s =
+      report::make_sol_report(std::move(r), a.outputs.measured, a.top, json);  // insights etc.
   std::vector<std::pair<std::string, std::string>> files;  // --html etc., written by emit
   render_report_outputs(s, a.outputs, files);
   emit(s.json, a.common.json, s.table, out, std::move(files));
@@ -201,21 +204,9 @@ void emit(const nlohmann::json& j, const std::string& json_path, const std::stri
   cli::emit(j, json_path, table, out, std::move(files));
 }
 
-bool parse_kernel_floor(const std::string& text) {
-  if (text == "on") return true;
-  if (text == "off") return false;
-  throw UserError("unknown kernel floor '" + text + "' (valid: on, off)");
-}
-
 sol::AnalysisOptions cache_options(const std::string& level, const std::string& capacity,
                                    bool optional, const CacheStateArgs& state) {
-  sol::AnalysisOptions o;
-  o.cache.level = sol::parse_cache_level(level);
-  if (!capacity.empty()) o.cache.capacity_bytes = sol::parse_capacity(capacity);
-  o.cache_optional = optional;
-  o.cache_state = sol::parse_cache_state(state.cache_state);
-  o.kernel_floor = parse_kernel_floor(state.kernel_floor);
-  return o;
+  return report::sol_options(level, capacity, optional, state.cache_state, state.kernel_floor);
 }
 
 void add_cache_state_option(CLI::App& app, std::string& cache_state) {

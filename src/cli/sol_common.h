@@ -41,9 +41,6 @@ struct CacheStateArgs {
 sol::AnalysisOptions cache_options(const std::string& level, const std::string& capacity,
                                    bool optional, const CacheStateArgs& state = {});
 
-// `--kernel-floor` values: `on` or `off` (UserError otherwise).
-bool parse_kernel_floor(const std::string& text);
-
 // Adds `--level` and `--capacity` to `app`, and `--cache-state`, `--kernel-floor` when `state`
 // is given.
 void add_cache_options(CLI::App& app, std::string& level, std::string& capacity,

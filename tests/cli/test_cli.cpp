@@ -19,6 +19,11 @@
 
 #include "solar/exec/npz.h"
 #include "solar/exec/tensor.h"
+#include "solar/ir/parser.h"
+#include "solar/report/analyze.h"
+#include "solar/report/provenance.h"
+#include "solar/report/sol_report.h"
+#include "solar/util/error.h"
 
 namespace solar::cli {
 namespace {
@@ -581,6 +586,30 @@ TEST(CliParallel, BadLayoutsAreOneLineErrors) {
       solar({"sol", SOLAR_SOURCE_DIR "/examples/mlp.ir", "--hw", "L4", "--parallel", "tp=2"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("no scale-up interconnect figure"), std::string::npos) << r.err;
+}
+
+// `solar sol` and report::analyze (what `solar._core.analyze` calls) are one analysis: the same
+// JSON report and table, with the insights and a headroom section, from the same options.
+TEST_F(CliTest, SolOfAnIrFileIsReportAnalyze) {
+  const std::string file = SOLAR_SOURCE_DIR "/examples/mlp.ir";
+  const Result r = solar({"sol", file, "--hw", "H100-SXM", "--capacity", "64KiB", "--kernel-floor",
+                          "on", "--measured-ms", "0.01", "--top", "3", "--json", "-"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const Result table = solar({"sol", file, "--hw", "H100-SXM", "--capacity", "64KiB",
+                              "--kernel-floor", "on", "--measured-ms", "0.01", "--top", "3"});
+  ASSERT_EQ(table.rc, 0) << table.err;
+  report::AnalysisOptions o;
+  o.capacity = "64KiB";
+  o.kernel_floor = "on";
+  o.top = 3;
+  o.measured.ms = 0.01;
+  const report::SolReport s =
+      report::analyze(ir::parse_file(file), "H100-SXM", o, report::Provenance{}, file);
+  EXPECT_EQ(s.json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", r.out);
+  EXPECT_EQ(s.table, table.out);
+  EXPECT_TRUE(s.json.contains("insights"));
+  EXPECT_TRUE(s.json.contains("headroom"));
+  EXPECT_THROW(report::render_output(s, "pdf"), UserError);
 }
 
 }  // namespace

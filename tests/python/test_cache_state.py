@@ -36,7 +36,7 @@ TINY_CHAIN = (ROOT / "tests" / "fixtures" / "tiny_chain.ir").read_text()
 
 
 def core_json(ir: str, hw: str = ROUND, **options) -> dict:
-    return json.loads(_core.analyze(ir, hw, **options).to_json())
+    return json.loads(_core.analyze(ir, hw, _core.AnalysisOptions(**options)).to_json())
 
 
 def test_cold_is_the_default_and_is_stated():
@@ -92,9 +92,9 @@ def test_kernel_floor_on_a_chain_of_tiny_ops():
 
 def test_bad_values_are_errors():
     with pytest.raises(_core.IRError, match=r"unknown cache state 'hot' \(valid: cold, warm\)"):
-        _core.analyze(TINY_CHAIN, ROUND, cache_state="hot")
+        _core.analyze(TINY_CHAIN, ROUND, _core.AnalysisOptions(cache_state="hot"))
     with pytest.raises(_core.IRError, match=r"unknown kernel floor 'yes' \(valid: on, off\)"):
-        _core.analyze(TINY_CHAIN, ROUND, kernel_floor="yes")
+        _core.analyze(TINY_CHAIN, ROUND, _core.AnalysisOptions(kernel_floor="yes"))
 
 
 def test_warm_on_a_device_without_an_l2_bandwidth_says_so():
@@ -103,7 +103,7 @@ def test_warm_on_a_device_without_an_l2_bandwidth_says_so():
         "file has no L2 bandwidth (l2_bandwidth_bytes_per_s); give one with --set"
     )
     with pytest.raises(_core.IRError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        _core.analyze(TINY_CHAIN, "Jetson-AGX-Thor", cache_state="warm")
+        _core.analyze(TINY_CHAIN, "Jetson-AGX-Thor", _core.AnalysisOptions(cache_state="warm"))
     # --set supplies it.
     j = core_json(
         TINY_CHAIN, "Jetson-AGX-Thor", cache_state="warm", sets=["l2_bandwidth_bytes_per_s=1e12"]

@@ -23,7 +23,12 @@ def test_analyze_gives_the_numbers_of_solar_sol_json(tmp_path):
         ["sol", str(MLP_IR), "--hw", "H100-SXM", "--capacity", "64KiB", "--json", str(out)]
     )
     assert rc == 0, err
-    report = _core.analyze(MLP_IR.read_text(), "H100-SXM", source="mlp.ir", capacity="64KiB")
+    report = _core.analyze(
+        MLP_IR.read_text(),
+        "H100-SXM",
+        _core.AnalysisOptions(capacity="64KiB"),
+        _core.Provenance(source="mlp.ir"),
+    )
     assert report.to_json() == out.read_text()  # byte for byte
     data = json.loads(report.to_json())
     # examples/mlp.ir: 4*16*32 + 4*32*8 = 3072 MACs, 6432 FLOPs (tests/report/test_report.cpp)
@@ -35,12 +40,13 @@ def test_analyze_gives_the_numbers_of_solar_sol_json(tmp_path):
 
 def test_analyze_takes_a_parsed_program_and_reports_errors_as_irerror():
     program = solar.parse(MLP_IR.read_text())
-    data = json.loads(_core.analyze(program, "H100-SXM", fidelity="fused").to_json())
+    fused = _core.AnalysisOptions(fidelity="fused")
+    data = json.loads(_core.analyze(program, "H100-SXM", fused).to_json())
     assert sorted(data["bytes"]) == ["fused"]
     with pytest.raises(solar.IRError, match="unknown device 'nope'"):
         _core.analyze(program, "nope")
     with pytest.raises(solar.IRError, match="unknown verification status 'fine'"):
-        _core.analyze(program, "H100-SXM", verification='{"status": "fine", "detail": ""}')
+        _core.Provenance(verification='{"status": "fine", "detail": ""}')
 
 
 def test_totals_come_from_the_lift_alone():
@@ -50,7 +56,9 @@ def test_totals_come_from_the_lift_alone():
 
 
 def test_report_outputs_render_without_files(tmp_path):
-    report = _core.analyze(MLP_IR.read_text(), "H100-SXM", source="mlp.ir")
+    report = _core.analyze(
+        MLP_IR.read_text(), "H100-SXM", provenance=_core.Provenance(source="mlp.ir")
+    )
     rows = list(csv.DictReader(report.render_output("csv").splitlines()))
     assert [r["name"] for r in rows] == ["fc1", "bias_relu", "fc2", "bias"]
     assert report.render_output("dot").startswith("digraph")
@@ -125,3 +133,75 @@ def test_jax_and_torch_reports_have_one_verification_schema():
     assert (t["capture"]["framework"], j["capture"]["framework"]) == ("torch", "jax")
     assert t["verification"]["status"] == j["verification"]["status"] == "passed"
     assert t["schema_version"] == j["schema_version"] == 2
+
+
+LINEAR_RELU = ROOT / "tests" / "frontend" / "data" / "linear_relu.json"
+
+
+def test_analysis_options_and_provenance_are_read_only_objects():
+    options = _core.AnalysisOptions(fidelity="fused", cache_state="warm", measured_ms=2.0)
+    # given values kept, the others at solar sol's defaults
+    assert (options.fidelity, options.cache_state, options.measured_ms) == ("fused", "warm", 2.0)
+    assert (options.level, options.routing, options.kernel_floor, options.top) == (
+        "L2",
+        "balanced",
+        "off",
+        10,
+    )
+    with pytest.raises(AttributeError):
+        options.fidelity = "unfused"
+    origin = _core.Provenance(source="dir/m.py", agent=[{"scope": "program", "name": "m"}])
+    assert json.loads(origin.agent) == [{"scope": "program", "name": "m"}]
+    # no capture section given: an IR file's, its source the name without directories
+    capture = json.loads(origin.capture)
+    assert (capture["framework"], capture["source"]) == ("ir", "m.py")
+    assert json.loads(origin.coverage) is None
+    with pytest.raises(AttributeError):
+        origin.source = "other.py"
+
+
+def test_the_lowering_result_is_an_object_with_its_coverage():
+    lowered = _core.lower_capture_detailed(
+        LINEAR_RELU.read_text(), True, ["aten.relu.default"], "linear_relu.json"
+    )
+    assert isinstance(lowered.program, solar.Program)
+    assert [u["node"] for u in lowered.unsupported] == ["relu"]
+    # nodes t (f32[3, 4]: 48 B), addmm (f32[2, 4]: 32 B), relu (f32[2, 4]: 32 B): 112 B in all;
+    # relu without its rule: 1 of 3 nodes, 32 of 112 B
+    assert (lowered.nodes, lowered.lowered, lowered.node_output_bytes) == (3, 2, 112)
+    c = lowered.coverage
+    assert (c["nodes"], c["lowered"], c["unsupported_bytes"]) == (3, 2, 32)
+    assert c["share_nodes"] == 1 / 3 and c["share_bytes"] == 32 / 112
+    assert [u["op"] for u in c["unsupported_ops"]] == ["aten.relu.default"]
+    assert "index" not in c["unsupported_ops"][0]  # the report's keys only
+    with pytest.raises(AttributeError):
+        lowered.ir = ""
+    # analysed as a lowering result or as its program: the same report
+    by_result = _core.analyze(lowered, "H100-SXM").to_json()
+    assert by_result == _core.analyze(lowered.program, "H100-SXM").to_json()
+
+
+def test_options_build_the_engine_options_once():
+    from solar.options import Options
+
+    opts = Options.of(hw="B200", fidelity="fused", cache_state="warm", routing="concentrated")
+    core = opts.analysis.core("jax-default")  # no policy given: the adapter's default
+    assert (core.policy, core.fidelity, core.cache_state, core.routing) == (
+        "jax-default",
+        "fused",
+        "warm",
+        "concentrated",
+    )
+    assert Options.of(policy="pytorch-cuda-default").analysis.core("jax-default").policy == (
+        "pytorch-cuda-default"
+    )
+    assert Options().analysis.core().policy == ""  # the engine's default
+
+
+def test_the_analysis_bindings_include_no_command_line_header():
+    # the seam (docs/architecture.md): the analysis and lowering bindings call the report and
+    # frontend modules; only the command line's own binding (cli.cpp) reaches src/cli
+    for name in ("analysis.cpp", "frontend.cpp"):
+        text = (ROOT / "python" / "bindings" / name).read_text()
+        assert '#include "solar/cli/' not in text, name
+    assert '#include "solar/cli/' in (ROOT / "python" / "bindings" / "cli.cpp").read_text()

@@ -87,11 +87,11 @@ def test_verification_fails_with_another_draw():
     cap = capture_of("random_noise")
     lowered = pipeline.lower_detailed(cap.to_json(), False, ())
     golden = cap.golden()
-    assert pipeline.verify(lowered["ir"], cap.document, golden, (), lowered["random"])[
-        "status"
-    ] == ("passed")
+    assert pipeline.verify(lowered.ir, cap.document, golden, (), lowered.random)["status"] == (
+        "passed"
+    )
     golden["normal"] = np.zeros_like(golden["normal"])
-    result = pipeline.verify(lowered["ir"], cap.document, golden, (), lowered["random"])
+    result = pipeline.verify(lowered.ir, cap.document, golden, (), lowered.random)
     assert result["status"] == "failed"
 
 
@@ -229,8 +229,8 @@ def test_every_sampler_rule_is_a_draw():
             "outputs": ["y"],
         }
         lowered = pipeline.lower_detailed(json.dumps(doc), False, ())
-        assert "random d : f32[3]" in lowered["ir"], op
-        assert [r["tensor"] for r in lowered["random"]] == ["d"], op
+        assert "random d : f32[3]" in lowered.ir, op
+        assert [r["tensor"] for r in lowered.random] == ["d"], op
 
 
 def test_cli_error_is_one_line(tmp_path):

@@ -25,15 +25,15 @@ def test_lowering_lists_each_nodes_kernels_and_tensors() -> None:
     cap, _, _ = capture_model_file(MLP)
     lowered = pipeline.lower_detailed(cap.to_json())
     # addmm(b, x, w^T) lowers to a matmul into a temporary and a bias add; permute is a view.
-    assert lowered["node_kernels"] == {
+    assert lowered.node_kernels == {
         "permute": [],
         "addmm": ["addmm_mm", "addmm_map"],
         "relu": ["relu_map"],
         "permute_1": [],
         "addmm_1": ["addmm_1_mm", "addmm_1_map"],
     }
-    assert lowered["node_tensors"]["addmm"] == ["addmm", "addmm_acc"]
-    assert lowered["node_tensors"]["permute"] == ["permute"]
+    assert lowered.node_tensors["addmm"] == ["addmm", "addmm_acc"]
+    assert lowered.node_tensors["permute"] == ["permute"]
 
 
 def test_measure_times_every_node(tmp_path) -> None:

@@ -76,11 +76,9 @@ def _changed_constant(monkeypatch, old: str, new: str) -> None:
     real = pipeline.lower_detailed
 
     def lowered(*args, **kwargs):
-        result = dict(real(*args, **kwargs))
-        assert old in result["ir"]
-        result["ir"] = result["ir"].replace(old, new)
-        result["program"] = solar.parse(result["ir"])  # the program the analysis reads
-        return result
+        result = real(*args, **kwargs)
+        assert old in result.ir
+        return result.replace_ir(result.ir.replace(old, new))  # the program the analysis reads
 
     monkeypatch.setattr(pipeline, "lower_detailed", lowered)
 

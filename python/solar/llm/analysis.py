@@ -175,7 +175,7 @@ def translate_unsupported(
     from solar.document import to_json
 
     text = to_json(document)
-    unsupported = _core.lower_capture_detailed(text, True, list(disabled_rules))["unsupported"]
+    unsupported = _core.lower_capture_detailed(text, True, list(disabled_rules)).unsupported
     document = copy.deepcopy(document)
     nodes = {n["name"]: i for i, n in enumerate(document["nodes"])}
     entries = []
