@@ -203,3 +203,25 @@ def test_int8_weights_halve_the_decode_steps_weight_bytes():
     assert len(served.steps[0].data["stored_weights"]["tensors"]) == 2 * 7 + 1
     fused = served.data["rows"][0]["fidelities"]["fused"]
     assert fused["step_s"] == pytest.approx((weights + kv_bytes(1, 64)) / H100_BANDWIDTH, rel=0.01)
+
+
+def test_nvfp4_weights_on_thor_count_four_and_a_half_bits_a_weight():
+    # --policy nvfp4-weights on Jetson-AGX-Thor (docs/precision.md): the 1,435,648 linear
+    # elements (test above) take 4 bits and one 1-byte scale per 16, 1,435,648 x 4.5 / 8 =
+    # 807,552 B (every tensor a multiple of 16 elements: exact). The rest as above: norms
+    # 2,560 + embedding row 512 + rotary 64 + KV 65,536 + logits 2,000 + ids 16 = 70,688 B.
+    served = serve.analyze_serving(
+        MODELS / "llama_gqa.py",
+        "decode",
+        [1],
+        64,
+        hw="Jetson-AGX-Thor",
+        policy="nvfp4-weights",
+        verify=False,
+    )
+    step = served.steps[0].data
+    assert step["stored_weights"]["bytes"] == 1_435_648 * 9 // 16 == 807_552
+    assert step["bytes"]["fused"] == 807_552 + 70_688 == 878_240
+    # The products with the stored weights run at Thor's fp4 tensor rate (1035e12).
+    products = [n for n in step["nodes"] if n["macs"] > 0 and n["precision"] == "fp4 tensor"]
+    assert len(products) == 2 * 7 + 1
