@@ -298,6 +298,54 @@ TEST(PrecisionPolicy, BadPolicyOptionsAreOneLineErrors) {
   }
 }
 
+// A program that carries packed fp4 weights (f4e2m1x2, torch.float4_e2m1fn_x2): w holds 64 x 32
+// pairs, 64 x 64 fp4 values, unpacked by a mask and a shift into codes, decoded by a 16-entry
+// table, then multiplied. Bytes by bits: w is 64 x 32 x 1 B = 2,048 B (one byte a pair); fused,
+// x 2 x 64 x 4 = 512 + w 2,048 + table 16 x 4 = 64 + y 512 = 3,136 B (the copy to u8 is the
+// same bytes: folded). MACs by the unpacked K: 2 x 64 x 64 = 8,192. The product's weight operand
+// has origin fp4 (a <= 16-entry table indexed by codes of fp4 data): on B200 the fused fidelity
+// prices it at fp4 (9000e12: 2 x 8,192 / 9000e12); H100 has no fp4 rate: none.
+TEST(PrecisionPolicy, PackedFp4GemmCountsBytesByBitsAndMacsByTheUnpackedK) {
+  const einsum::Graph g = testing::lift_text(R"(
+input x : f32[2, 64]
+weight w : f4e2m1x2[64, 32]
+weight table : f32[16]
+tensor b : u8[64, 32]
+tensor c : u8[64, 32, 2]
+tensor cr : u8[64, 64]
+tensor v : f32[64, 64]
+output y : f32[2, 64]
+b = w
+kernel lo {
+  for n in 0..64, j in 0..32:
+    c[n, j, 0] = bitand(b[n, j], 15)
+}
+kernel hi {
+  for n in 0..64, j in 0..32:
+    c[n, j, 1] = shr(b[n, j], 4)
+}
+cr = reshape(c)
+v = take(table, cr, dim=0)
+kernel gemm {
+  for i in 0..2, n in 0..64, k in 0..64:
+    y[i, n] += x[i, k] * v[n, k]
+}
+)");
+  EXPECT_EQ(g.find_tensor("w")->bytes, 2'048);
+  const einsum::Node& gemm = g.nodes.back();
+  EXPECT_EQ(gemm.name, "gemm");
+  EXPECT_EQ(gemm.counts.macs, 8'192);
+  EXPECT_EQ(gemm.mac_rhs_origin, DType::F4E2M1X2);
+  const PrecisionPolicy& p = find_precision_policy(kDefaultPrecisionPolicy);
+  const Analysis b200 = analyze(g, hw::load_builtin_device("B200"), p);
+  EXPECT_EQ(b200.result(Fidelity::Fused).bytes, 3'136);
+  ASSERT_TRUE(b200.nodes.back().origin_mac_rate.has_value());
+  EXPECT_EQ(b200.nodes.back().origin_mac_rate->used, on_tensor(Precision::Fp4));
+  EXPECT_DOUBLE_EQ(b200.nodes.back().origin_mac_rate->flops_per_s, 9000e12);
+  const Analysis h100 = analyze(g, hw::load_builtin_device("H100-SXM"), p);
+  EXPECT_FALSE(h100.nodes.back().origin_mac_rate.has_value());
+}
+
 TEST(PrecisionPolicy, VectorTargetFollowsTheComputeDtype) {
   EXPECT_EQ(vector_target(DType::F32), on_vector(Precision::Fp32));
   EXPECT_EQ(vector_target(DType::F64), on_vector(Precision::Fp64));
