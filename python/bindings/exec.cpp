@@ -43,7 +43,9 @@ using Code = nb::dlpack::dtype_code;
 std::optional<ir::DType> ir_dtype_of(nb::dlpack::dtype dt, std::optional<ir::DType> declared) {
   if (dt.lanes != 1) return std::nullopt;
   const auto code = static_cast<Code>(dt.code);
-  const bool f8 = declared == ir::DType::F8E4M3 || declared == ir::DType::F8E5M2;
+  // f8 and packed fp4 data travel as raw bytes.
+  const bool f8 = declared == ir::DType::F8E4M3 || declared == ir::DType::F8E5M2 ||
+                  declared == ir::DType::F4E2M1X2;
   switch (dt.bits) {
     case 64:
       if (code == Code::Float) return ir::DType::F64;
@@ -80,6 +82,7 @@ nb::dlpack::dtype numpy_dtype_of(ir::DType t) {
       return nb::dtype<uint16_t>();  // raw bits
     case ir::DType::F8E4M3:
     case ir::DType::F8E5M2:
+    case ir::DType::F4E2M1X2:
       return nb::dtype<uint8_t>();  // raw bits
     case ir::DType::I64:
       return nb::dtype<int64_t>();

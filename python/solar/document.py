@@ -34,6 +34,7 @@ ELEMENT_BYTES = {
     "i32": 4,
     "i8": 1,
     "u8": 1,
+    "f4e2m1x2": 1,  # a packed pair of fp4 values
     "bool": 1,
 }
 

@@ -705,7 +705,7 @@ void count_access(Access& a, const TensorInfo& t) {
   const Footprint fp = union_footprint(maps, t.numel);
   a.footprint = fp.elements;
   a.footprint_exact = fp.exact;
-  a.bytes = fp.elements * ir::dtype_size(t.dtype);
+  a.bytes = t.bytes_of(fp.elements);
 }
 
 }  // namespace solar::einsum::detail

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "footprint.h"
+#include "solar/ir/dtype.h"
 #include "solar/util/error.h"
 
 namespace solar::einsum {
@@ -95,6 +96,21 @@ ir::AffineForm AccessMap::flat() const {
   }
   return f;
 }
+
+int64_t ElementBits::bytes(int64_t elements) const {
+  if (per == 1 && bits % 8 == 0) return elements * (bits / 8);
+  // floor(elements * bits / (8 * per)) without overflow: whole groups of 8 x per elements take
+  // exactly `bits` bytes each.
+  const int64_t group = 8 * per;
+  return elements / group * bits + elements % group * bits / group;
+}
+
+ElementBits TensorInfo::element_bits() const {
+  if (stored_bits) return *stored_bits;
+  return {8 * int64_t{ir::dtype_size(dtype)}, 1};
+}
+
+int64_t TensorInfo::bytes_of(int64_t elements) const { return element_bits().bytes(elements); }
 
 int64_t Node::bytes_read() const {
   int64_t n = 0;
@@ -224,17 +240,16 @@ void unit_bytes(const Graph& g, const std::map<std::string, Events, std::less<>>
     const auto found = tensors.find(name);
     SOLAR_CHECK(found != tensors.end(), "op_units: unknown tensor '" + name + "'");
     const TensorInfo* t = found->second;
-    const int64_t size = ir::dtype_size(t->dtype);
     if (!x.reads.empty()) {
       const Footprint fp = detail::union_footprint(x.reads, t->numel);
-      u.bytes_read += fp.elements * size;
+      u.bytes_read += t->bytes_of(fp.elements);
       u.bytes_exact = u.bytes_exact && fp.exact;
     }
     // Written: an output of the op (nothing inside it reads it), or needed after it.
     const bool needed_after = t->role == ir::TensorRole::Output || read_later(events, name, u.last);
     if (!x.writes.empty() && (needed_after || !x.consumed)) {
       const Footprint fp = detail::union_footprint(x.writes, t->numel);
-      u.bytes_written += fp.elements * size;
+      u.bytes_written += t->bytes_of(fp.elements);
       u.bytes_exact = u.bytes_exact && fp.exact;
     }
   }

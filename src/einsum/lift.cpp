@@ -65,10 +65,12 @@ void collect_reads(const ir::Expr& e, std::vector<std::string>& names) {
 // Whether every value of dtype `o` is exactly a value of dtype `t` (docs/precision.md, "Origin
 // precision"): a narrower float in a wider one (f8 in f16, bf16 and f32; f16 and bf16 in f32),
 // 8-bit integers and bool in every float of 16 bits or more (bf16 holds 8 significant bits).
+// An origin of f4e2m1x2 stands for e2m1 values (decoded from packed fp4 pairs: see
+// Lifter::track_movement), which every float of 16 bits or more holds.
 bool fits_exactly(ir::DType o, ir::DType t) {
   if (o == t) return true;
   const bool byte = o == ir::DType::F8E4M3 || o == ir::DType::F8E5M2 || o == ir::DType::I8 ||
-                    o == ir::DType::U8 || o == ir::DType::Bool;
+                    o == ir::DType::U8 || o == ir::DType::Bool || o == ir::DType::F4E2M1X2;
   switch (t) {
     case ir::DType::F64:
       return o != ir::DType::I64;
@@ -80,6 +82,15 @@ bool fits_exactly(ir::DType o, ir::DType t) {
     default:
       return false;
   }
+}
+
+// Whether a copy from dtype `a` to `b` keeps every byte as it is, so folds as a view: the same
+// dtype, or packed fp4 pairs (f4e2m1x2) to or from a byte dtype (aten.view.dtype: the value of a
+// pair is its byte).
+bool same_bytes(ir::DType a, ir::DType b) {
+  if (a == b) return true;
+  const auto byte = [](ir::DType t) { return t == ir::DType::U8 || t == ir::DType::I8; };
+  return (a == ir::DType::F4E2M1X2 && byte(b)) || (b == ir::DType::F4E2M1X2 && byte(a));
 }
 
 // The origin of a value of origin `o` stored in (or cast to) dtype `t`: `o` when t holds it
@@ -270,6 +281,25 @@ class Lifter {
   // values are copies of fewer elements (expanded_: a broadcast or repeat materialised, such as
   // a per-block scale repeated over its block).
 
+  // Whether the values of storage tensor `base` are packed fp4 pairs (f4e2m1x2), or integers
+  // computed from such values alone (masks and shifts of the bytes: 4-bit codes).
+  bool fp4_data(const std::string& base) const {
+    return tensor(base).dtype == ir::DType::F4E2M1X2 || fp4_codes_.contains(base);
+  }
+
+  // After `out` was written from the tensors `reads` (names as read): it holds fp4 codes when
+  // it is an integer tensor and every read is of fp4 data.
+  void track_fp4_codes(const std::string& out, const std::vector<std::string>& reads) {
+    const bool codes = !reads.empty() && ir::dtype_is_integer(tensor(out).dtype) &&
+                       std::all_of(reads.begin(), reads.end(),
+                                   [&](const std::string& r) { return fp4_data(binding(r).base); });
+    if (codes) {
+      fp4_codes_.insert(out);
+    } else {
+      fp4_codes_.erase(out);
+    }
+  }
+
   ir::DType tensor_origin(const std::string& base) const {
     const auto it = origin_.find(base);
     return it == origin_.end() ? tensor(base).dtype : it->second;
@@ -408,6 +438,11 @@ class Lifter {
   // read of the right side a scale of the write: fewer loops, or an expanded tensor).
   void track_kernel(const ir::Kernel& k, const Step& s, const ir::AffineDomain& domain) {
     const std::string& out = k.out;
+    {
+      std::vector<std::string> reads;
+      collect_reads(*k.rhs, reads);
+      track_fp4_codes(out, reads);
+    }
     if (k.op != ir::AssignOp::Assign) {
       origin_[out] = tensor(out).dtype;
       expanded_.erase(out);
@@ -448,6 +483,9 @@ class Lifter {
   // first only): the origin of its values, and whether they are expanded.
   void track_movement(const ir::Compose& c, const Node& n) {
     const std::string& dst = c.dst;
+    track_fp4_codes(dst, c.op == ir::ComposeOp::Take || c.op == ir::ComposeOp::Gather
+                             ? std::vector<std::string>{}
+                             : c.srcs);
     if (c.op == ir::ComposeOp::Scatter || c.op == ir::ComposeOp::Argsort) {
       origin_[dst] = tensor(dst).dtype;
       expanded_.erase(dst);
@@ -468,6 +506,14 @@ class Lifter {
     } else {
       origin_.erase(dst);
       origin_[dst] = o ? *o : tensor(dst).dtype;
+    }
+    // A floating lookup table of at most 16 entries indexed by 4-bit codes of packed fp4 data
+    // decodes fp4 values (the unpacking of an NVFP4 or MXFP4 reference program): their origin
+    // is fp4 (f4e2m1x2), whatever the table holds (docs/precision.md, "Packed fp4 tensors").
+    if (indexed && c.srcs.size() >= 2 && c.dst_region.empty() &&
+        ir::dtype_is_float(tensor(dst).dtype) && tensor(binding(c.srcs[0]).base).numel <= 16 &&
+        fp4_data(binding(c.srcs[1]).base)) {
+      origin_[dst] = ir::DType::F4E2M1X2;
     }
     int64_t read = 0, written = 0;
     for (const Access& a : n.reads) read += a.footprint;
@@ -702,7 +748,9 @@ class Lifter {
     const TensorInfo& y = tensor(c.dst);
     switch (c.op) {
       case ir::ComposeOp::Copy:
-        if (!c.dst_region.empty() || tensor(c.srcs[0]).dtype != y.dtype) return std::nullopt;
+        if (!c.dst_region.empty() || !same_bytes(tensor(c.srcs[0]).dtype, y.dtype)) {
+          return std::nullopt;
+        }
         return x;
       case ir::ComposeOp::Slice:
         return detail::slice_view(x, slices(c.src_slices, x.shape, s));
@@ -1016,6 +1064,7 @@ class Lifter {
   std::map<std::string, std::vector<size_t>> reads_at_, writes_at_;
   std::map<std::string, View> bindings_;
   std::map<std::string, ir::DType> origin_;  // origin precision of a storage tensor's values
+  std::set<std::string> fp4_codes_;          // storage tensors of 4-bit codes of fp4 data
   std::set<std::string> expanded_;           // storage tensors holding copies of fewer elements
   std::map<std::string, int> name_counts_;
   std::vector<std::string> random_;                      // the `random` tensors

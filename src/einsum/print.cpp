@@ -78,8 +78,8 @@ void print_touched(const Graph& g, std::string& out) {
     if (t.role == ir::TensorRole::Intermediate) continue;
     const Footprint& fp = touched[i];
     out += "  " + t.name + ": " + (fp.exact ? "" : ">= ") + std::to_string(fp.elements) + " of " +
-           std::to_string(t.numel) + " elements, " +
-           std::to_string(fp.elements * ir::dtype_size(t.dtype)) + " bytes\n";
+           std::to_string(t.numel) + " elements, " + std::to_string(t.bytes_of(fp.elements)) +
+           " bytes\n";
   }
 }
 

@@ -99,6 +99,7 @@ void load_strided(const std::byte* data, ir::DType t, int64_t off, int64_t strid
     case ir::DType::I8:
       return load_native<int8_t>(data, off, stride, n, out, mask);
     case ir::DType::U8:
+    case ir::DType::F4E2M1X2:
       return load_native<uint8_t>(data, off, stride, n, out, mask);
     case ir::DType::F16:
     case ir::DType::BF16:
@@ -134,6 +135,7 @@ Loader loader_for(ir::DType t) {
     case ir::DType::I8:
       return load_one<int8_t>;
     case ir::DType::U8:
+    case ir::DType::F4E2M1X2:
       return load_one<uint8_t>;
     case ir::DType::F16:
       return load_one_generic<ir::DType::F16>;
@@ -171,6 +173,8 @@ Storer storer_for(ir::DType t) {
       return store_one_generic<ir::DType::I8>;
     case ir::DType::U8:
       return store_one_generic<ir::DType::U8>;
+    case ir::DType::F4E2M1X2:
+      return store_one_generic<ir::DType::F4E2M1X2>;
     case ir::DType::Bool:
       return store_one_generic<ir::DType::Bool>;
   }

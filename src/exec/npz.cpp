@@ -70,6 +70,7 @@ std::string_view descr_of(ir::DType t) {
     case ir::DType::F8E4M3:
     case ir::DType::F8E5M2:
     case ir::DType::U8:
+    case ir::DType::F4E2M1X2:
       return "|u1";
     case ir::DType::I64:
       return "<i8";

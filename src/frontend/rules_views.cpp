@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rules.h"
+#include "solar/ir/dtype.h"
 #include "solar/util/error.h"
 
 namespace solar::frontend {
@@ -33,6 +34,24 @@ void view_copy_rule(NodeLowering& n) {
   n.stmt(v.name + " = reshape(" + x.name + ")");
   const std::string at = "[" + box_index(y.rank(), kI) + "]";
   n.kernel("copy", box_loops(y.shape, kI), y.name + at, "=", v.name + at);
+}
+
+// view.dtype: the same bytes read as another dtype of the same size. Supported where the value of
+// an element is its byte in both dtypes (u8, i8 with wrap-around, and packed fp4 pairs,
+// f4e2m1x2, whose value is their byte): a copy, which converts exactly; the analysis folds one
+// to or from f4e2m1x2 as a view (docs/einsum.md). Others (f8 as u8) are a one-line error.
+void view_dtype_rule(NodeLowering& n) {
+  const TensorInfo x = n.tensor("self");
+  const TensorInfo& y = n.out();
+  const auto bytewise = [](ir::DType t) {
+    return t == ir::DType::U8 || t == ir::DType::I8 || t == ir::DType::F4E2M1X2;
+  };
+  if (x.dtype != y.dtype && !(bytewise(x.dtype) && bytewise(y.dtype))) {
+    throw UserError("aten.view.dtype from " + std::string(ir::dtype_name(x.dtype)) + " to " +
+                    std::string(ir::dtype_name(y.dtype)) +
+                    " is not supported (only between u8, i8 and f4e2m1x2)");
+  }
+  n.stmt(y.name + " = " + x.name);
 }
 
 // expand: numpy broadcasting to the output shape.
@@ -222,6 +241,7 @@ void register_view_rules(RuleTable& r) {
     r[std::string("aten.") + op] = reshape_rule;
   }
   r["aten.view_copy.default"] = view_copy_rule;
+  r["aten.view.dtype"] = view_dtype_rule;
   r["aten.expand.default"] = expand_rule;
   r["aten.t.default"] = [](NodeLowering& n) { transpose_dims(n, 0, 1); };
   r["aten.transpose.int"] = [](NodeLowering& n) {

@@ -87,6 +87,7 @@ const FloatFormat* narrow_format(DType t) {
     case DType::I32:
     case DType::I8:
     case DType::U8:
+    case DType::F4E2M1X2:
     case DType::Bool:
       return nullptr;
   }
@@ -176,6 +177,7 @@ double round_to_integer(double x, DType t) {
     case DType::I8:
       return static_cast<double>(static_cast<int8_t>(static_cast<uint8_t>(u)));
     case DType::U8:
+    case DType::F4E2M1X2:
       return static_cast<double>(static_cast<uint8_t>(u));
     case DType::F64:
     case DType::F32:
@@ -250,6 +252,7 @@ double load_element(const void* p, DType t) {
     case DType::I8:
       return load_raw<int8_t>(p);
     case DType::U8:
+    case DType::F4E2M1X2:
       return load_raw<uint8_t>(p);
     case DType::Bool:
       return load_raw<uint8_t>(p) != 0 ? 1.0 : 0.0;
@@ -282,6 +285,7 @@ void store_element(void* p, DType t, double x) {
     case DType::I8:
       return store_raw<int8_t>(p, static_cast<int8_t>(v));
     case DType::U8:
+    case DType::F4E2M1X2:
       return store_raw<uint8_t>(p, static_cast<uint8_t>(v));
     case DType::Bool:
       return store_raw<uint8_t>(p, static_cast<uint8_t>(v));

@@ -111,6 +111,22 @@ std::string program_floor_line(const sol::Analysis& a) {
                           : "binds " + join(floored, ", ") + " (the model's time is below it)");
 }
 
+// The weights the policy stored in a weight format (sol::store_weights): {"format", "tensors",
+// "bytes"}; null when none.
+nlohmann::json stored_weights_json(const einsum::Graph& g) {
+  std::string format;
+  nlohmann::json tensors = nlohmann::json::array();
+  int64_t bytes = 0;
+  for (const einsum::TensorInfo& t : g.tensors) {
+    if (t.format.empty()) continue;
+    format = t.format;
+    tensors.push_back(t.name);
+    bytes += t.bytes;
+  }
+  if (tensors.empty()) return nullptr;
+  return {{"format", format}, {"tensors", std::move(tensors)}, {"bytes", bytes}};
+}
+
 std::string header(const Report& r) {
   std::string s = "SOL of " + source_name(r.graph.source) + " on " + r.device.name + " (DRAM " +
                   format_bandwidth(r.analysis.dram_bandwidth_bytes_per_s) + ")\n";
@@ -124,6 +140,13 @@ std::string header(const Report& r) {
     s += "\n";
   }
   s += "  precision policy: " + r.analysis.policy + "\n";
+  const nlohmann::json stored = stored_weights_json(r.graph);
+  if (!stored.is_null()) {
+    s += "  weights stored as " + stored["format"].get<std::string>() +
+         " (scales included): " + std::to_string(stored["tensors"].size()) +
+         " tensors, the linear weights unless the policy's options say otherwise, " +
+         format_bytes(stored["bytes"].get<double>()) + " (docs/precision.md)\n";
+  }
   s += "  " + cache_state_line(r.analysis.memory) + "\n";
   const std::string floor = kernel_floor_line(r.analysis);
   if (!floor.empty()) s += "  " + floor + "\n";
@@ -478,6 +501,8 @@ nlohmann::json report_to_json(const Report& r) {
   if (r.analysis.kernel_floor) j["kernel_floor"] = kernel_floor_json(r.analysis);
   if (!r.provenance.agent.is_null()) j["agent"] = r.provenance.agent;
   if (!r.graph.dead_nodes.empty()) j["dead_nodes"] = r.graph.dead_nodes;
+  const nlohmann::json stored = stored_weights_json(r.graph);
+  if (!stored.is_null()) j["stored_weights"] = stored;
   const nlohmann::json origin = origin_json(r);
   if (!origin.empty()) j["origin_priced"] = origin;
   if (r.analysis.program_floor_s > 0) {

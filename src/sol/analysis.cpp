@@ -328,7 +328,7 @@ int64_t fused_bytes(const einsum::Graph& g) {
   for (size_t i = 0; i < g.tensors.size(); ++i) {
     const einsum::TensorInfo& t = g.tensors[i];
     if (t.role == ir::TensorRole::Intermediate) continue;
-    bytes += touched[i].elements * ir::dtype_size(t.dtype);
+    bytes += t.bytes_of(touched[i].elements);
   }
   return bytes;
 }

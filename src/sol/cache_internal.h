@@ -43,6 +43,13 @@ inline int64_t sat_mul(int64_t a, int64_t b) { return saturating_mul(a, b, kInf)
 
 inline int64_t sat_add(int64_t a, int64_t b) { return saturating_add(a, b, kInf); }
 
+// The bytes of `elements` elements of size `w` (einsum::ElementBits::bytes), saturating at kInf.
+inline int64_t sat_bytes(int64_t elements, const einsum::ElementBits& w) {
+  if (w.per == 1 && w.bits % 8 == 0) return sat_mul(elements, w.bits / 8);
+  const Int128 b = static_cast<Int128>(elements) * w.bits / (8 * static_cast<Int128>(w.per));
+  return b >= kInf ? kInf : static_cast<int64_t>(b);
+}
+
 inline int64_t smul(int64_t a, int64_t b) { return saturating_mul(a, b, kInf); }
 
 std::vector<int64_t> divisors(int64_t n);
@@ -88,7 +95,7 @@ bool contains(const MapShape& a, const MapShape& b);
 struct SegTensor {
   std::string name;
   TensorRole role = TensorRole::Input;
-  int64_t elem_size = 4;
+  einsum::ElementBits elem_size;
   int64_t numel = 0;
   std::vector<MapShape> shapes;
   uint32_t rel = 0;          // common dims its index uses
@@ -414,7 +421,7 @@ struct CacheOptimizer::Impl {
   explicit Impl(const einsum::Graph& graph) : g(graph) {
     for (size_t t = 0; t < g.tensors.size(); ++t) tensor_index[g.tensors[t].name] = t;
     last_reader.assign(g.tensors.size(), -1);
-    for (const einsum::TensorInfo& t : g.tensors) elem_sizes.push_back(ir::dtype_size(t.dtype));
+    for (const einsum::TensorInfo& t : g.tensors) elem_sizes.push_back(t.element_bits());
     node_reads.resize(g.nodes.size());
     node_writes.resize(g.nodes.size());
     for (size_t n = 0; n < g.nodes.size(); ++n) {
@@ -463,8 +470,8 @@ struct CacheOptimizer::Impl {
     SOLAR_CHECK(it != tensor_index.end(), "tensor '" + name + "' is not declared");
     return it->second;
   }
-  std::vector<int64_t> elem_sizes;  // per tensor
-  int64_t elem_size(size_t t) const { return elem_sizes[t]; }
+  std::vector<einsum::ElementBits> elem_sizes;  // per tensor
+  const einsum::ElementBits& elem_size(size_t t) const { return elem_sizes[t]; }
   bool needed_after(size_t t, size_t last) const {
     return g.tensors[t].role == ir::TensorRole::Output ||
            last_reader[t] >= static_cast<int64_t>(last);

@@ -141,32 +141,34 @@ std::vector<UntiledUse> CacheOptimizer::Impl::untiled_uses(size_t first, size_t 
 // untiled_tensor's footprint and traffic (bytes) alone, with no name: the search's inner loop.
 std::pair<int64_t, int64_t> CacheOptimizer::Impl::untiled_terms(const UntiledUse& u,
                                                                 size_t last) const {
-  const int64_t numel = g.tensors[u.tensor].numel, size = elem_sizes[u.tensor];
-  const int64_t ws = sat_mul(std::min(numel, sat_add(u.read, u.write)), size);
-  int64_t traffic = u.first_read ? sat_mul(std::min(numel, u.read), size) : 0;
+  const int64_t numel = g.tensors[u.tensor].numel;
+  const einsum::ElementBits& size = elem_sizes[u.tensor];
+  const int64_t ws = sat_bytes(std::min(numel, sat_add(u.read, u.write)), size);
+  int64_t traffic = u.first_read ? sat_bytes(std::min(numel, u.read), size) : 0;
   if (u.write > 0 && needed_after(u.tensor, last)) {
-    traffic = sat_add(traffic, sat_mul(std::min(numel, u.write), size));
+    traffic = sat_add(traffic, sat_bytes(std::min(numel, u.write), size));
   }
   return {ws, traffic};
 }
 
 // One tensor of an untiled segment: its footprint, DRAM traffic, role.
 GroupTensor CacheOptimizer::Impl::untiled_tensor(const UntiledUse& u, size_t last) const {
-  const int64_t numel = g.tensors[u.tensor].numel, size = elem_size(u.tensor);
+  const int64_t numel = g.tensors[u.tensor].numel;
+  const einsum::ElementBits& size = elem_size(u.tensor);
   GroupTensor gt;
   gt.name = g.tensors[u.tensor].name;
-  gt.footprint_bytes = sat_mul(std::min(numel, sat_add(u.read, u.write)), size);
+  gt.footprint_bytes = sat_bytes(std::min(numel, sat_add(u.read, u.write)), size);
   const bool out = u.write > 0 && needed_after(u.tensor, last);
   gt.fetches = 0;
   if (u.first_read) {
     gt.role = TensorRole::Input;
-    gt.traffic_bytes = sat_mul(std::min(numel, u.read), size);
+    gt.traffic_bytes = sat_bytes(std::min(numel, u.read), size);
     gt.fetches = 1;
   } else {
     gt.role = out ? (u.read > 0 ? TensorRole::OnChipOut : TensorRole::Output) : TensorRole::OnChip;
   }
   if (out) {
-    gt.traffic_bytes = sat_add(gt.traffic_bytes, sat_mul(std::min(numel, u.write), size));
+    gt.traffic_bytes = sat_add(gt.traffic_bytes, sat_bytes(std::min(numel, u.write), size));
     gt.fetches = 1;
   }
   return gt;
@@ -276,13 +278,13 @@ struct CacheOptimizer::Impl::StreamScan {
       int64_t read = 0;
       for (const auto& [t, e] : im_.node_reads[n]) read = sat_add(read, e);
       for (const auto& [t, e] : im_.node_reads[n]) {
-        if (read < node.points && !counted_[t]) count(t, sat_mul(e, im_.elem_size(t)));
+        if (read < node.points && !counted_[t]) count(t, sat_bytes(e, im_.elem_size(t)));
       }
     } else if (!contraction) {
       for (size_t k = 0; k < node.reads.size(); ++k) {
         if (broadcast(node, node.reads[k]) && !counted_[im_.node_reads[n][k].first]) {
           const auto [t, e] = im_.node_reads[n][k];
-          count(t, sat_mul(e, im_.elem_size(t)));
+          count(t, sat_bytes(e, im_.elem_size(t)));
         }
       }
     }
@@ -292,7 +294,7 @@ struct CacheOptimizer::Impl::StreamScan {
       carried_.push_back(run);
       int64_t step = 0;
       for (const auto& [t, e] : im_.node_writes[n])
-        step = sat_add(step, sat_mul(e, im_.elem_size(t)));
+        step = sat_add(step, sat_bytes(e, im_.elem_size(t)));
       resident = sat_add(resident, step);
     }
     if (resident > capacity_) return false;
@@ -402,7 +404,7 @@ int64_t CacheOptimizer::Impl::streamed_traffic(size_t n) const {
   if (g.nodes[n].relabel) return 0;  // as streamed_group
   int64_t traffic = 0;
   for (const auto* list : {&node_reads[n], &node_writes[n]}) {
-    for (const auto& [t, e] : *list) traffic = sat_add(traffic, sat_mul(e, elem_size(t)));
+    for (const auto& [t, e] : *list) traffic = sat_add(traffic, sat_bytes(e, elem_size(t)));
   }
   return traffic;
 }
@@ -419,7 +421,7 @@ CacheGroup CacheOptimizer::Impl::streamed_group(size_t n) const {
     for (const auto& [t, e] : *list) {
       GroupTensor gt{g.tensors[t].name,
                      list == &node_reads[n] ? TensorRole::Input : TensorRole::Output, 0, 1,
-                     relabel ? 0 : sat_mul(e, elem_size(t))};
+                     relabel ? 0 : sat_bytes(e, elem_size(t))};
       grp.traffic_bytes = sat_add(grp.traffic_bytes, gt.traffic_bytes);
       grp.tensors.push_back(std::move(gt));
     }
@@ -508,13 +510,13 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
     }
     std::vector<bool> proportional(im.g.tensors.size(), false);
     for (size_t t = 0; t < im.g.tensors.size(); ++t) {
-      proportional[t] =
-          !written[t] && reads[t] <= im.g.tensors[t].numel && reads[t] * im.elem_size(t) < kInf;
+      proportional[t] = !written[t] && reads[t] <= im.g.tensors[t].numel &&
+                        sat_bytes(reads[t], im.elem_size(t)) < kInf;
     }
     for (size_t k = 0; k < n; ++k) {
       prefix[k + 1] = prefix[k];
       for (const auto& [t, e] : im.node_reads[k]) {
-        if (proportional[t]) prefix[k + 1] += static_cast<Int128>(e) * im.elem_size(t);
+        if (proportional[t]) prefix[k + 1] += sat_bytes(e, im.elem_size(t));
       }
     }
     for (size_t e = 0; e <= n; ++e) excess.set(e, static_cast<Int128>(best[e]) - prefix[e]);
@@ -635,7 +637,7 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
       const UntiledUse& u = uses[k];
       Widest& w = widest[k];
       const int64_t elems = w.written ? (im.needed_after(u.tensor, last) ? w.write : 0) : w.read;
-      const int64_t b = sat_mul(elems, im.elem_size(u.tensor));
+      const int64_t b = sat_bytes(elems, im.elem_size(u.tensor));
       bound_sum += b - w.term;
       w.term = b;
       if (!exhaustive) {

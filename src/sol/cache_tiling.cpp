@@ -80,7 +80,7 @@ int64_t footprint(const SegTensor& t, const std::vector<int64_t>& tiles) {
 }
 
 int64_t tensor_traffic(const SegTensor& t, int64_t fp, int64_t visits, int64_t distinct) {
-  const int64_t bytes = sat_mul(fp, t.elem_size);
+  const int64_t bytes = sat_bytes(fp, t.elem_size);
   switch (t.role) {
     case TensorRole::Input:
       return sat_mul(visits, bytes);
@@ -216,7 +216,7 @@ std::string lower_bound_reason(const Space& s, const TiledView& v) {
 int64_t working_set(const Space& s, const TiledView& v) {
   int64_t ws = 0;
   for (size_t i = 0; i < s.tensors.size(); ++i) {
-    ws = sat_add(ws, sat_mul(v.fp[i], s.tensors[i].elem_size));
+    ws = sat_add(ws, sat_bytes(v.fp[i], s.tensors[i].elem_size));
   }
   return ws;
 }
@@ -281,7 +281,7 @@ CacheGroup CacheOptimizer::Impl::tiled_group(size_t first, size_t last, const Fr
         }
       }
     }
-    GroupTensor gt{t.name, t.role, sat_mul(v.fp[i], t.elem_size), visits,
+    GroupTensor gt{t.name, t.role, sat_bytes(v.fp[i], t.elem_size), visits,
                    tensor_traffic(t, v.fp[i], visits, distinct)};
     if (t.role == TensorRole::OnChip) gt.fetches = 0;
     grp.tensors.push_back(gt);
@@ -330,7 +330,7 @@ std::optional<CacheOptimizer::Cost> CacheOptimizer::tiled_cost(size_t first, siz
   }
   for (const SegTensor& t : s.tensors) {
     const int64_t fp = footprint(t, tiles);
-    cost.working_set_bytes = sat_add(cost.working_set_bytes, sat_mul(fp, t.elem_size));
+    cost.working_set_bytes = sat_add(cost.working_set_bytes, sat_bytes(fp, t.elem_size));
     const auto [visits, distinct] = prefix_counts(s, tiles, order, t.rel);
     cost.traffic_bytes = sat_add(cost.traffic_bytes, tensor_traffic(t, fp, visits, distinct));
   }

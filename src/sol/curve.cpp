@@ -15,7 +15,7 @@ namespace solar::sol {
 Curve make_curve(const einsum::Graph& program, const hw::Device& d, const PrecisionPolicy& policy,
                  CacheState state) {
   std::optional<einsum::Graph> stored;  // the policy's weight storage (store_weights)
-  if (policy.weight_storage) stored = store_weights(program, policy);
+  if (policy.weight_format) stored = store_weights(program, policy);
   const einsum::Graph& g = stored ? *stored : program;
   AnalysisOptions options;
   options.cache_state = state;

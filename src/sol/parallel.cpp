@@ -814,8 +814,7 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, c
       if (info.role == ir::TensorRole::Intermediate) continue;
       const auto it = slice.find(info.name);
       if (it == slice.end()) continue;
-      fused_bytes +=
-          static_cast<double>(touched[t].elements) * ir::dtype_size(info.dtype) * it->second;
+      fused_bytes += static_cast<double>(info.bytes_of(touched[t].elements)) * it->second;
     }
     for (Fidelity f : asked) {
       ParallelTerms t;

@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <array>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -74,6 +78,7 @@ int float_width(ir::DType t) {
     case ir::DType::I32:
     case ir::DType::I8:
     case ir::DType::U8:
+    case ir::DType::F4E2M1X2:
     case ir::DType::Bool:
       return 0;
   }
@@ -146,47 +151,183 @@ const std::vector<PrecisionPolicy>& precision_policies() {
        "bytes stay those of the program's dtypes)",
        table(all_floating(Precision::Fp8))},
       {"int8-weights",
-       "weight-only int8: every floating weight stored in 1 byte and dequantised on chip, "
-       "products at the program's precision (a bf16 model's on bf16 tensor cores); otherwise "
-       "as pytorch-cuda-default",
-       table(kPytorchDefault), ir::DType::I8},
+       "weight-only int8: every linear weight stored in 8 bits with one bf16 scale per channel "
+       "and dequantised on chip, products at the program's precision (a bf16 model's on bf16 "
+       "tensor cores); otherwise as pytorch-cuda-default",
+       table(kPytorchDefault), WeightFormat{"int8", 8, ir::DType::I8, 16, 1, true}},
       {"fp8-weights",
-       "weight-only fp8 (e4m3): every floating weight stored in 1 byte and upcast on chip, "
-       "products at the program's precision; otherwise as pytorch-cuda-default",
-       table(kPytorchDefault), ir::DType::F8E4M3},
+       "weight-only fp8 (e4m3): every linear weight stored in 8 bits with one fp32 scale per "
+       "128 x 128 block and upcast on chip, products at the program's precision; otherwise as "
+       "pytorch-cuda-default",
+       table(kPytorchDefault), WeightFormat{"fp8-e4m3", 8, ir::DType::F8E4M3, 32, 128 * 128}},
+      {"nvfp4-weights",
+       "NVFP4 weights: every linear weight stored in 4-bit e2m1 with one fp8 e4m3 scale per 16 "
+       "elements (4.5 bits an element), products at the fp4 tensor rate where the device has "
+       "one, else at the program's precision; otherwise as pytorch-cuda-default",
+       table(kPytorchDefault),
+       WeightFormat{"nvfp4", 4, std::nullopt, 8, 16, false, Precision::Fp4}},
+      {"mxfp4-weights",
+       "MXFP4 weights: every linear weight stored in 4-bit e2m1 with one 8-bit e8m0 scale per 32 "
+       "elements (4.25 bits an element), products at the fp4 tensor rate where the device has "
+       "one, else at the program's precision; otherwise as pytorch-cuda-default",
+       table(kPytorchDefault),
+       WeightFormat{"mxfp4", 4, std::nullopt, 8, 32, false, Precision::Fp4}},
+      {"int4-weights",
+       "weight-only int4 (AWQ/GPTQ-style): every linear weight stored in 4 bits with one bf16 "
+       "scale per group of 128 elements (4.125 bits an element; group=N sets the group) and "
+       "dequantised on chip, products at the program's precision; otherwise as "
+       "pytorch-cuda-default",
+       table(kPytorchDefault), WeightFormat{"int4", 4, std::nullopt, 16, 128}},
   };
   return policies;
 }
 
-einsum::Graph store_weights(einsum::Graph g, const PrecisionPolicy& policy) {
-  if (!policy.weight_storage) return g;
-  const ir::DType to = *policy.weight_storage;
-  const int64_t size = ir::dtype_size(to);
-  std::set<std::string, std::less<>> stored;
-  for (einsum::TensorInfo& t : g.tensors) {
-    if (t.role != ir::TensorRole::Weight || !ir::dtype_is_float(t.dtype) ||
-        ir::dtype_size(t.dtype) <= size) {
+einsum::ElementBits WeightFormat::bits(const std::vector<int64_t>& shape, int64_t numel) const {
+  int64_t per = group;
+  if (per_channel) {
+    const int64_t rows = shape.size() >= 2 ? shape[0] : 1;
+    const int64_t channels = rows == 0 ? 1 : std::max<int64_t>(1, std::min(rows, numel / rows));
+    per = std::max<int64_t>(1, numel / channels);
+  }
+  return {int64_t{element_bits} * per + scale_bits, per};
+}
+
+std::vector<std::string> quantised_weights(const einsum::Graph& g, const PrecisionPolicy& policy) {
+  std::vector<std::string> out;
+  if (!policy.weight_format) return out;
+  const WeightFormat& f = *policy.weight_format;
+  std::set<std::string_view> linear;  // weights a node with MACs reads
+  for (const einsum::Node& n : g.nodes) {
+    if (n.counts.macs == 0) continue;
+    for (const einsum::Access& a : n.reads) linear.insert(a.tensor);
+  }
+  for (const einsum::TensorInfo& t : g.tensors) {
+    if (t.role != ir::TensorRole::Weight || !ir::dtype_is_float(t.dtype) || !t.format.empty() ||
+        8 * ir::dtype_size(t.dtype) <= f.element_bits) {
       continue;
     }
-    t.dtype = to;
-    t.bytes = t.numel * size;
-    stored.insert(t.name);
+    if (!policy.quantise_all && (t.shape.size() < 2 || linear.count(t.name) == 0)) continue;
+    if (std::find(policy.keep.begin(), policy.keep.end(), t.name) != policy.keep.end()) continue;
+    out.push_back(t.name);
+  }
+  return out;
+}
+
+einsum::Graph store_weights(einsum::Graph g, const PrecisionPolicy& policy) {
+  if (!policy.weight_format) return g;
+  const WeightFormat& f = *policy.weight_format;
+  const std::vector<std::string> names = quantised_weights(g, policy);
+  const std::set<std::string, std::less<>> stored(names.begin(), names.end());
+  std::map<std::string, const einsum::TensorInfo*, std::less<>> info;
+  for (einsum::TensorInfo& t : g.tensors) {
+    if (stored.count(t.name) == 0) continue;
+    if (f.dtype) t.dtype = *f.dtype;
+    t.format = std::string(f.name);
+    t.stored_bits = f.bits(t.shape, t.numel);
+    t.bytes = t.bytes_of(t.numel);
+    info.emplace(t.name, &t);
   }
   for (einsum::Node& n : g.nodes) {
     for (auto* list : {&n.reads, &n.writes}) {
       for (einsum::Access& a : *list) {
-        if (stored.count(a.tensor) != 0) a.bytes = a.footprint * size;
+        const auto it = info.find(a.tensor);
+        if (it == info.end()) continue;
+        a.bytes = it->second->bytes_of(a.footprint);
+        if (f.products && n.counts.macs > 0) n.mac_reads_stored_weight = true;
       }
     }
   }
   return g;
 }
 
+namespace {
+
+// `text` split at every `sep` (empty pieces kept).
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out(1);
+  for (const char c : text) {
+    if (c == sep) {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+// A weight-only policy with the options of `spec` (after its name) applied: see
+// find_precision_policy.
+PrecisionPolicy with_options(PrecisionPolicy p, std::string_view spec) {
+  const std::string name(p.name);
+  if (!p.weight_format) {
+    throw UserError("precision policy '" + name +
+                    "' takes no options (only weight-only "
+                    "policies do): '" +
+                    std::string(spec) + "'");
+  }
+  for (const std::string& opt : split(std::string(spec), ':')) {
+    const size_t eq = opt.find('=');
+    const std::string key = opt.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : opt.substr(eq + 1);
+    if (eq == std::string::npos || value.empty()) {
+      throw UserError("policy option '" + opt + "' of '" + name + "' is not KEY=VALUE");
+    }
+    if (key == "group") {
+      if (p.weight_format->name != "int4") {
+        throw UserError("policy option 'group' applies to int4-weights only ('" + name +
+                        "' has the fixed scale layout of its format)");
+      }
+      int64_t g = 0;
+      try {
+        size_t used = 0;
+        g = std::stoll(value, &used);
+        if (used != value.size()) g = 0;
+      } catch (const std::exception&) {
+        g = 0;
+      }
+      if (g <= 0) throw UserError("policy option group=" + value + ": not a positive integer");
+      p.weight_format->group = g;
+    } else if (key == "quantise") {
+      if (value != "linear" && value != "all") {
+        throw UserError("policy option quantise=" + value + ": expected linear or all");
+      }
+      p.quantise_all = value == "all";
+    } else if (key == "keep") {
+      p.keep = split(value, '+');
+    } else {
+      throw UserError("unknown policy option '" + key + "' (valid: group, quantise, keep)");
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
 const PrecisionPolicy& find_precision_policy(std::string_view name) {
   const std::vector<PrecisionPolicy>& all = precision_policies();
+  const std::string_view base = name.substr(0, name.find(':'));
   const auto it = std::find_if(all.begin(), all.end(),
-                               [&](const PrecisionPolicy& p) { return p.name == name; });
-  if (it != all.end()) return *it;
+                               [&](const PrecisionPolicy& p) { return p.name == base; });
+  if (it != all.end() && base.size() == name.size()) return *it;
+  if (it != all.end()) {
+    // A policy with options: built once per spelling and kept, so the reference stays valid.
+    struct Owned {
+      std::string name, description;
+      PrecisionPolicy policy;
+    };
+    static std::mutex mutex;
+    static std::map<std::string, std::unique_ptr<Owned>, std::less<>> made;
+    const std::lock_guard<std::mutex> lock(mutex);
+    const auto found = made.find(name);
+    if (found != made.end()) return found->second->policy;
+    const std::string_view options = name.substr(base.size() + 1);
+    auto owned = std::make_unique<Owned>(
+        Owned{std::string(name), std::string(it->description) + "; options " + std::string(options),
+              with_options(*it, options)});
+    owned->policy.name = owned->name;
+    owned->policy.description = owned->description;
+    return made.emplace(std::string(name), std::move(owned)).first->second->policy;
+  }
   std::vector<std::string> names;
   for (const PrecisionPolicy& p : all) names.emplace_back(p.name);
   throw UserError("unknown precision policy '" + std::string(name) +
@@ -208,6 +349,7 @@ Target vector_target(ir::DType t) {
     case ir::DType::I32:
     case ir::DType::I8:
     case ir::DType::U8:
+    case ir::DType::F4E2M1X2:
     case ir::DType::Bool:
       return on_vector(Precision::Fp32);
   }
@@ -272,10 +414,20 @@ Rate mac_rate(const einsum::Node& n, const hw::Device& d, const PrecisionPolicy&
               "node '" + n.name + "' has MACs but no product operand dtypes");
   const ContractionClass c = contraction_class(*n.mac_lhs_dtype, *n.mac_rhs_dtype, n.conv_like);
   const Target wanted = policy.wanted(c);
-  return resolve_rate(d, wanted,
-                      target_name(wanted) + " (MACs of node '" + n.name + "', " +
-                          std::string(contraction_class_description(c)) + ", policy " +
-                          std::string(policy.name) + ")");
+  Rate own = resolve_rate(d, wanted,
+                          target_name(wanted) + " (MACs of node '" + n.name + "', " +
+                              std::string(contraction_class_description(c)) + ", policy " +
+                              std::string(policy.name) + ")");
+  // A product with a weight stored in a format with a tensor-core rate (fp4): at that rate where
+  // the device has one and it is faster, else at the program's precision.
+  if (n.mac_reads_stored_weight && policy.weight_format && policy.weight_format->products) {
+    const Target format = on_tensor(*policy.weight_format->products);
+    const std::optional<hw::Figure>& peak = d.peak(format.unit, format.precision);
+    if (peak && peak->value > own.flops_per_s) {
+      return {format, format, peak->value, target_name(format)};
+    }
+  }
+  return own;
 }
 
 std::optional<Rate> origin_mac_rate(const einsum::Node& n, const hw::Device& d,
@@ -283,6 +435,15 @@ std::optional<Rate> origin_mac_rate(const einsum::Node& n, const hw::Device& d,
   if (!n.mac_lhs_origin || !n.mac_rhs_origin) return std::nullopt;
   ir::DType lhs = *n.mac_lhs_origin;
   ir::DType rhs = *n.mac_rhs_origin;
+  // fp4 values (decoded from packed f4e2m1x2 pairs) on either side: the fp4 tensor rate, as an
+  // NVFP4 or MXFP4 kernel runs the product (activations quantised on the fly), where the device
+  // has one; else the node keeps its own rate.
+  if (lhs == ir::DType::F4E2M1X2 || rhs == ir::DType::F4E2M1X2) {
+    const Target fp4 = on_tensor(Precision::Fp4);
+    const std::optional<hw::Figure>& peak = d.peak(fp4.unit, fp4.precision);
+    if (!peak) return std::nullopt;
+    return Rate{fp4, fp4, peak->value, target_name(fp4)};
+  }
   // An integer origin with a floating one: the integer values are exact in bf16.
   if (float_width(lhs) == 0 && float_width(rhs) != 0) lhs = ir::DType::BF16;
   if (float_width(rhs) == 0 && float_width(lhs) != 0) rhs = ir::DType::BF16;

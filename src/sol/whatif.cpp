@@ -27,7 +27,7 @@ DeviceComparison compare_devices(const einsum::Graph& program,
                                  std::optional<double> latency_s, AnalysisOptions options) {
   // A report's graph has the policy's weight storage already; applying it again changes nothing.
   std::optional<einsum::Graph> stored;
-  if (policy.weight_storage) stored = store_weights(program, policy);
+  if (policy.weight_format) stored = store_weights(program, policy);
   const einsum::Graph& g = stored ? *stored : program;
   std::optional<CacheOptimizer> optimizer;  // one for all devices: it keeps its tilings
   if (!options.optimizer) options.optimizer = &optimizer.emplace(g);

@@ -36,7 +36,22 @@ TEST(DType, NamesAndSizes) {
   SOLAR_DTYPES(SOLAR_X)
 #undef SOLAR_X
   EXPECT_EQ(dtype_from_name("fp32"), std::nullopt);
-  EXPECT_EQ(dtype_all_names(), "f64, f32, f16, bf16, f8e4m3, f8e5m2, i64, i32, i8, u8, bool");
+  EXPECT_EQ(dtype_all_names(),
+            "f64, f32, f16, bf16, f8e4m3, f8e5m2, i64, i32, i8, u8, f4e2m1x2, bool");
+}
+
+// f4e2m1x2 (torch.float4_e2m1fn_x2): one byte holds a pair of e2m1 codes, and its value is the
+// byte, 0..255, as u8's: 0x3A = 58 (codes 0xA, -1.0, in the low 4 bits and 0x3, 1.5, in the
+// high 4). Casts wrap modulo 2^8 (263 -> 7) and truncate (200.7 -> 200); storage is the byte.
+TEST(DType, PackedFp4PairIsItsByte) {
+  EXPECT_EQ(round_to_dtype(0x3A, DType::F4E2M1X2), 58.0);
+  EXPECT_EQ(round_to_dtype(263.0, DType::F4E2M1X2), 7.0);
+  EXPECT_EQ(round_to_dtype(200.7, DType::F4E2M1X2), 200.0);
+  uint8_t byte = 0;
+  store_element(&byte, DType::F4E2M1X2, 200.0);
+  EXPECT_EQ(byte, 200);
+  EXPECT_EQ(load_element(&byte, DType::F4E2M1X2), 200.0);
+  EXPECT_EQ(dtype_size(DType::F4E2M1X2), 1);  // one byte a pair: two fp4 values
 }
 
 TEST(DType, BF16) {

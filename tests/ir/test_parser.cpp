@@ -349,7 +349,7 @@ TEST(Parser, SyntaxErrors) {
       {"input x : f32[2:3]", "in.ir:1:16: error: expected ']' after the shape, found ':'"},
       {"input x : fp32[2]",
        "in.ir:1:11: error: unknown dtype 'fp32'; valid: f64, f32, f16, bf16, f8e4m3, f8e5m2, "
-       "i64, i32, i8, u8, bool"},
+       "i64, i32, i8, u8, f4e2m1x2, bool"},
       {"]", "in.ir:1:1: error: expected a declaration or statement, found ']'"},
       {"size N = 2\nfor i in 0..N", "in.ir:2:1: error: expected a statement, found 'for'"},
       {"input x : f32[2]\nx", "in.ir:2:2: error: expected '=' or '[' after 'x', found end of file"},

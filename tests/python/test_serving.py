@@ -183,15 +183,46 @@ def test_batch_sweep_needs_serve(capsys):
 
 
 def test_int8_weights_halve_the_decode_steps_weight_bytes():
-    # --policy int8-weights (docs/precision.md): every bf16 weight and buffer stored in 1 byte,
-    # the products still bf16. The weights' 2,874,368 B become 1,437,184 B and the rotary
-    # buffer's 64 B become 32 B; the KV cache (65,536 B, an input and outputs), the logits
-    # (2,000 B) and the ids (16 B) keep their dtypes: 1,504,768 B.
+    # --policy int8-weights (docs/precision.md): every linear weight (rank 2, read by a product:
+    # the projections, the MLP and the lm_head) stored in 1 byte plus one bf16 scale per
+    # channel, the products still bf16. Linear elements: 2 layers x (q 256 x 256 + k 128 x 256
+    # + v 128 x 256 + o 256 x 256 + 3 x 256 x 512 = 589,824) + lm_head 1000 x 256 = 1,435,648 B.
+    # Channels, min(rows, columns) of each: 2 x (256 + 128 + 128 + 256 + 3 x 256) + 256 = 3,328,
+    # x 2 B = 6,656 B. Unquantised (bf16): the norms (2 x 2 x 256 + 256) x 2 = 2,560 B, the one
+    # embedding row read 256 x 2 = 512 B, the rotary buffer 64 B. The KV cache (65,536 B), the
+    # logits (2,000 B) and the ids (16 B) keep their dtypes: 1,512,992 B.
     served = serve.analyze_serving(
         MODELS / "llama_gqa.py", "decode", [1], 64, policy="int8-weights", verify=False
     )
-    weights = (256 * 2 + WEIGHTS_BUT_EMBEDDING) // 2
-    expected = weights + kv_bytes(1, 64) + 1000 * 2 + 2 * 8 + INV_FREQ // 2
-    assert served.steps[0].data["bytes"]["fused"] == expected == 1_504_768
+    linear = 2 * (256 * 256 + 2 * 128 * 256 + 256 * 256 + 3 * 256 * 512) + 1000 * 256
+    assert linear == 1_435_648
+    scales = 2 * (2 * (256 + 128 + 128 + 256 + 3 * 256) + 256)
+    weights = linear + scales + (2 * 2 * 256 + 256) * 2 + 256 * 2 + INV_FREQ
+    expected = weights + kv_bytes(1, 64) + 1000 * 2 + 2 * 8
+    assert served.steps[0].data["bytes"]["fused"] == expected == 1_512_992
+    assert served.steps[0].data["stored_weights"]["format"] == "int8"
+    assert len(served.steps[0].data["stored_weights"]["tensors"]) == 2 * 7 + 1
     fused = served.data["rows"][0]["fidelities"]["fused"]
     assert fused["step_s"] == pytest.approx((weights + kv_bytes(1, 64)) / H100_BANDWIDTH, rel=0.01)
+
+
+def test_nvfp4_weights_on_thor_count_four_and_a_half_bits_a_weight():
+    # --policy nvfp4-weights on Jetson-AGX-Thor (docs/precision.md): the 1,435,648 linear
+    # elements (test above) take 4 bits and one 1-byte scale per 16, 1,435,648 x 4.5 / 8 =
+    # 807,552 B (every tensor a multiple of 16 elements: exact). The rest as above: norms
+    # 2,560 + embedding row 512 + rotary 64 + KV 65,536 + logits 2,000 + ids 16 = 70,688 B.
+    served = serve.analyze_serving(
+        MODELS / "llama_gqa.py",
+        "decode",
+        [1],
+        64,
+        hw="Jetson-AGX-Thor",
+        policy="nvfp4-weights",
+        verify=False,
+    )
+    step = served.steps[0].data
+    assert step["stored_weights"]["bytes"] == 1_435_648 * 9 // 16 == 807_552
+    assert step["bytes"]["fused"] == 807_552 + 70_688 == 878_240
+    # The products with the stored weights run at Thor's fp4 tensor rate (1035e12).
+    products = [n for n in step["nodes"] if n["macs"] > 0 and n["precision"] == "fp4 tensor"]
+    assert len(products) == 2 * 7 + 1

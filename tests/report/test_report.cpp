@@ -48,6 +48,24 @@ Report mlp_report(const std::vector<sol::Fidelity>& fidelities = sol::implemente
                      default_policy(), fidelities);
 }
 
+// A weight-format policy's stored weights, in the JSON and under the policy line. mlp.ir's
+// linear weights w1 f32[16, 32] (512 elements) and w2 f32[32, 8] (256) in NVFP4, 4.5 bits an
+// element: 512 x 72 / 128 = 288 B and 256 x 72 / 128 = 144 B, 432 B; the biases (rank 1) stay.
+// Without such a policy, no key and no line.
+TEST(ReportJson, StoredWeightsStateTheFormatTheTensorsAndTheirBytes) {
+  const Report r =
+      make_report(lift_file("examples/mlp.ir"), hw::load_builtin_device("B200"),
+                  sol::find_precision_policy("nvfp4-weights"), sol::implemented_fidelities(), {});
+  const json j = report_to_json(r);
+  EXPECT_EQ(j["stored_weights"]["format"], "nvfp4");
+  EXPECT_EQ(j["stored_weights"]["tensors"], (json{"w1", "w2"}));
+  EXPECT_EQ(j["stored_weights"]["bytes"], 432);
+  EXPECT_NE(render_report(r).find("weights stored as nvfp4 (scales included): 2 tensors"),
+            std::string::npos);
+  EXPECT_FALSE(report_to_json(mlp_report()).contains("stored_weights"));
+  EXPECT_EQ(render_report(mlp_report()).find("weights stored as"), std::string::npos);
+}
+
 TEST(ReportJson, RequiredKeysAndValues) {
   // examples/mlp.ir: B = 4, I = 16, HID = 32, O = 8 (the MLP of tests/sol/test_analysis.cpp):
   // MACs 2048 + 1024 = 3072, other ops 256 + 32 = 288, FLOPs 2 * 3072 + 288 = 6432,

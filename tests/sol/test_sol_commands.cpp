@@ -99,7 +99,8 @@ TEST(SolCommand, UserErrorsAreOneLineAndWriteNothing) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{kGemm, "--hw", "H100-SXM", "--json", path, "--policy", "fast"},
        "solar sol: error: unknown precision policy 'fast' (valid: pytorch-cuda-default, strict, "
-       "tf32, jax-default, bf16, fp8, int8-weights, fp8-weights)\n"},
+       "tf32, jax-default, bf16, fp8, int8-weights, fp8-weights, nvfp4-weights, mxfp4-weights, "
+       "int4-weights)\n"},
       {{kGemm, "--hw", "TPU-v5e", "--json", path, "--fidelity", "cache"},
        "solar sol: error: cache fidelity: TPU-v5e has no L2 capacity in its device file; give "
        "one with --capacity\n"},

@@ -18,7 +18,8 @@
 //   - FLOPs = 2 x MACs + other ops.
 //   - Domain sizes are exact integer-point counts (a causal triangle counts the triangle).
 //   - Bytes of an access = its footprint (distinct elements touched) x element size of the
-//     tensor's dtype.
+//     tensor's storage, in bits: its dtype's, or a weight format's (scales included) under a
+//     weight-storage policy (sol::store_weights), rounded down to whole bytes once per count.
 #pragma once
 
 #include <cstdint>
@@ -143,12 +144,28 @@ struct Node {
   // of its own (`clone`, `contiguous`). Not of a graph input: its layout is given. The unfused
   // and cache-aware fidelities charge it no bytes (docs/fidelities.md, "Relabelling reshapes").
   bool relabel = false;
+  // Set by sol::store_weights: the node has MACs and reads a weight that the policy stores in a
+  // format with a tensor-core rate of its own (NVFP4, MXFP4: fp4), so its MACs run at that rate
+  // where the device has one (docs/precision.md).
+  bool mac_reads_stored_weight = false;
   bool conv_like = false;  // a contraction with a sliding window (an operand index that combines
                            // an output loop and a reduced loop in one dimension, or an output
                            // index that combines two loops: a transposed convolution)
 
   int64_t bytes_read() const;
   int64_t bytes_written() const;
+};
+
+// The size of a tensor's elements in storage: `bits` per `per` elements, so that a block-scaled
+// format's scales count in its size (NVFP4: 4-bit values and one 8-bit scale per 16, 4 x 16 + 8
+// = 72 bits per 16 elements).
+struct ElementBits {
+  int64_t bits = 32;
+  int64_t per = 1;
+  // floor(elements x bits / (8 x per)): the bytes of `elements` elements, rounded down once (a
+  // lower bound, never a byte per element rounded up). Exact for whole-byte dtypes.
+  int64_t bytes(int64_t elements) const;
+  bool operator==(const ElementBits&) const = default;
 };
 
 struct TensorInfo {
@@ -158,6 +175,13 @@ struct TensorInfo {
   std::vector<int64_t> shape;
   int64_t numel = 0;
   int64_t bytes = 0;
+  // The storage format of a weight under a weight-storage policy (sol::store_weights): its name
+  // ("nvfp4") and element size, scales included. Empty: the dtype's (8 x its size per element).
+  std::string format = {};
+  std::optional<ElementBits> stored_bits = std::nullopt;
+
+  ElementBits element_bits() const;          // stored_bits, else the dtype's
+  int64_t bytes_of(int64_t elements) const;  // element_bits().bytes(elements)
 };
 
 // How the footprints count the elements that data-dependent maps (take, gather, scatter) touch,

@@ -9,6 +9,10 @@ namespace solar::ir {
 
 // The one list of dtypes: X(enum name, IR spelling, size in bytes, kind)
 // kind: 'f' floating point, 'i' signed integer, 'u' unsigned integer, 'b' bool.
+// f4e2m1x2 is torch.float4_e2m1fn_x2: two 4-bit e2m1 values packed in one byte (an element of
+// the IR is the pair: a tensor of n elements holds 2n fp4 values in n bytes). As a value it is
+// its byte, an unsigned integer 0..255 (the first fp4 value in the low 4 bits), so a program
+// unpacks it with integer arithmetic, as torch does after `.view(torch.uint8)`.
 // clang-format off
 #define SOLAR_DTYPES(X)         \
   X(F64, "f64", 8, 'f')         \
@@ -21,6 +25,7 @@ namespace solar::ir {
   X(I32, "i32", 4, 'i')         \
   X(I8, "i8", 1, 'i')           \
   X(U8, "u8", 1, 'u')           \
+  X(F4E2M1X2, "f4e2m1x2", 1, 'u') \
   X(Bool, "bool", 1, 'b')
 // clang-format on
 

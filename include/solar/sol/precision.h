@@ -66,31 +66,68 @@ struct Target {
 // "bf16 tensor", "fp32 vector".
 std::string target_name(Target t);
 
+// A weight storage format of a weight-only policy: `element_bits`-bit values and one
+// `scale_bits`-bit scale per `group` elements (docs/precision.md, "Weight formats"). Bits per
+// element: element_bits + scale_bits / group (NVFP4: 4 + 8 / 16 = 4.5).
+struct WeightFormat {
+  std::string_view name;  // "nvfp4"
+  int element_bits = 8;
+  // The IR dtype of a stored element where the IR has one (int8, fp8 e4m3): the stored tensor
+  // takes it. Unset (4-bit formats): the tensor keeps its dtype, and its size is the format's.
+  std::optional<ir::DType> dtype = std::nullopt;
+  int scale_bits = 0;
+  // Elements per scale: a block of `group` elements (per_channel false), or, per_channel, one
+  // scale per channel: a weight of rank 2 or more has min(rows, numel / rows) channels (its
+  // first dimension or the rest, whichever is fewer, so the count errs small whichever is the
+  // output channel), a weight of rank 1 or 0 one scale.
+  int64_t group = 1;
+  bool per_channel = false;
+  // The tensor-core precision of the products with such a weight where the device has a rate for
+  // it (fp4 formats: fp4); unset, or no rate: the program's own precision.
+  std::optional<hw::Precision> products = std::nullopt;
+
+  // The stored size of the elements of a weight of shape `shape` (numel elements).
+  einsum::ElementBits bits(const std::vector<int64_t>& shape, int64_t numel) const;
+};
+
 // A named policy: the wanted target of each contraction class.
 struct PrecisionPolicy {
   std::string_view name;
   std::string_view description;
   std::array<Target, kContractionClassCount> contraction;  // by ContractionClass
-  // Weight-only quantisation: every floating weight tensor (`weight` role: parameters and
-  // buffers) wider than this dtype is stored in it and dequantised on chip, so its bytes are
-  // this dtype's; the products keep the program's own precision (their operand dtypes, taken in
-  // the lift). Scales and zero points are not counted (they only add bytes). Applied by
-  // store_weights. Unset: the bytes are the program's.
-  std::optional<ir::DType> weight_storage = std::nullopt;
+  // Weight-only quantisation: the weights the policy quantises (by default every linear weight:
+  // a floating `weight` tensor of rank 2 or more that a node with MACs reads, the language-model
+  // head included; `quantise=all`: every floating weight, biases, norms and embeddings too;
+  // `keep=A+B`: not the tensors named) are stored in this format and dequantised on chip, so
+  // their bytes are the format's, scales included. The products keep the program's precision
+  // (their operand dtypes, taken in the lift), unless the format has a product precision the
+  // device has. Applied by store_weights. Unset: the bytes are the program's.
+  std::optional<WeightFormat> weight_format = std::nullopt;
+  bool quantise_all = false;
+  std::vector<std::string> keep = {};
 
   Target wanted(ContractionClass c) const { return contraction[static_cast<size_t>(c)]; }
 };
 
-// `g` with `policy`'s weight storage applied (PrecisionPolicy::weight_storage): each such weight
-// tensor's dtype and bytes, and the bytes of every access to it. `g` itself when the policy has
-// none. Every analysis applies it before anything else (report::make_report, compare_devices,
-// make_curve).
+// `g` with `policy`'s weight storage applied (PrecisionPolicy::weight_format): each quantised
+// weight tensor's format, size and bytes (and dtype, where the format has one), the bytes of
+// every access to it, and Node::mac_reads_stored_weight of the nodes with MACs that read one
+// when the format has a product precision. `g` itself when the policy has none, or a tensor
+// stored already. Every analysis applies it before anything else (report::make_report,
+// compare_devices, make_curve).
 einsum::Graph store_weights(einsum::Graph g, const PrecisionPolicy& policy);
+
+// The names of the tensors store_weights quantises in `g` under `policy`, in declaration order
+// (empty without weight storage).
+std::vector<std::string> quantised_weights(const einsum::Graph& g, const PrecisionPolicy& policy);
 
 // The registry, default policy first.
 const std::vector<PrecisionPolicy>& precision_policies();
 
-// A policy by name; an unknown name is a UserError listing the valid ones.
+// A policy by name; an unknown name is a UserError listing the valid ones. A weight-only policy
+// takes options after its name, each `:KEY=VALUE` (docs/precision.md): `group=N` (int4-weights:
+// elements per scale), `quantise=linear|all`, `keep=NAME+NAME` (tensors left unquantised), as in
+// `int4-weights:group=64:keep=lm_head`; a bad option is a UserError naming it.
 const PrecisionPolicy& find_precision_policy(std::string_view name);
 
 // The rate one kind of a node's work runs at.
@@ -122,7 +159,8 @@ Rate other_ops_rate(const einsum::Node& n, const hw::Device& d, const PrecisionP
 
 // The rate of a node's MACs at its operands' origin precision (einsum::Node::mac_lhs_origin):
 // the policy's target for the contraction class of the two origin dtypes (an integer origin
-// paired with a floating one counts as bf16, which holds every int8 value exactly). nullopt
+// paired with a floating one counts as bf16, which holds every int8 value exactly; an f4e2m1x2
+// origin, fp4 values decoded from packed pairs, on either side: the fp4 tensor rate). nullopt
 // when the node has no origin, or the device has no rate for it.
 std::optional<Rate> origin_mac_rate(const einsum::Node& n, const hw::Device& d,
                                     const PrecisionPolicy& policy);

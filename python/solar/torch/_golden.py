@@ -137,10 +137,10 @@ def run_graph(module: torch.fx.GraphModule, args: list[Any], keep: set[str]) -> 
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
-    """A numpy copy of a tensor; bf16 as uint16 bits, f8 as uint8 bits (npz.h)."""
+    """A numpy copy of a tensor; bf16 as uint16 bits, f8 and packed fp4 as uint8 bits (npz.h)."""
     t = t.detach().to("cpu").contiguous()
     if t.dtype == torch.bfloat16:
         return t.view(torch.int16).numpy().view(np.uint16).copy()
-    if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+    if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2, torch.float4_e2m1fn_x2):
         return t.view(torch.uint8).numpy().copy()
     return t.numpy().copy()

@@ -27,6 +27,7 @@ DTYPES = {
     torch.int32: "i32",
     torch.int8: "i8",
     torch.uint8: "u8",
+    torch.float4_e2m1fn_x2: "f4e2m1x2",
     torch.bool: "bool",
 }
 
