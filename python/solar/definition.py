@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from solar._files import read_json
 from solar.options import AnalysisError
 
 DEFINITION_FILE = "definition.json"
@@ -165,16 +166,7 @@ def load(path: str) -> Problem:
     """The definition at ``path`` (a ``.json`` file or a folder holding ``definition.json``)
     and its workloads."""
     definition_path = os.path.join(path, DEFINITION_FILE) if os.path.isdir(path) else path
-    try:
-        with open(definition_path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise DefinitionError(f"cannot read '{definition_path}': {e.strerror or e}") from e
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DefinitionError(f"{definition_path}:{e.lineno}: not JSON: {e.msg}") from e
-    definition = _definition(data, definition_path)
+    definition = _definition(read_json(definition_path), definition_path)
     workload_path = _workload_file(definition_path)
     if workload_path is None:
         stem = os.path.splitext(os.path.basename(definition_path))[0]

@@ -21,13 +21,17 @@ from solar import definition as fmt
 # ---------------------------------------------------------------------------------------------
 # Definitions written for this test
 
+
+def axes(*var: str, **const: int) -> dict:
+    """The ``axes`` of a definition: the ``var`` axes named, then the ``const`` ones."""
+    out: dict = {name: {"type": "var"} for name in var}
+    out.update({name: {"type": "const", "value": value} for name, value in const.items()})
+    return out
+
+
 GEMM = {
     "name": "test_gemm_n64_k32",
-    "axes": {
-        "M": {"type": "var"},
-        "N": {"type": "const", "value": 64},
-        "K": {"type": "const", "value": 32},
-    },
+    "axes": axes("M", N=64, K=32),
     "inputs": {
         "A": {"shape": ["M", "K"], "dtype": "bfloat16"},
         "B": {"shape": ["N", "K"], "dtype": "bfloat16"},
@@ -81,11 +85,7 @@ RMSNORM_WORKLOADS = [
 # A row gather whose indices come from the custom entry point (valid rows of the table).
 EMBEDDING = {
     "name": "test_embedding_v100_d16",
-    "axes": {
-        "tokens": {"type": "var"},
-        "vocab": {"type": "const", "value": 100},
-        "dim": {"type": "const", "value": 16},
-    },
+    "axes": axes("tokens", vocab=100, dim=16),
     "custom_inputs_entrypoint": "make_ids",
     "inputs": {
         "ids": {"shape": ["tokens"], "dtype": "int64"},
@@ -109,20 +109,17 @@ EMBEDDING_WORKLOADS = [
     }
 ]
 
-# A GEMM plus a bias read from a safetensors file: its values decide no shape.
+# A GEMM plus a bias read from a safetensors file: its values decide no shape (float32).
+F32 = {"shape": None, "dtype": "float32"}
 BIAS = {
+    **GEMM,
     "name": "test_gemm_bias_from_file",
-    "axes": {
-        "M": {"type": "var"},
-        "N": {"type": "const", "value": 64},
-        "K": {"type": "const", "value": 32},
-    },
     "inputs": {
-        "A": {"shape": ["M", "K"], "dtype": "float32"},
-        "B": {"shape": ["N", "K"], "dtype": "float32"},
-        "bias": {"shape": ["N"], "dtype": "float32"},
+        "A": {**F32, "shape": ["M", "K"]},
+        "B": {**F32, "shape": ["N", "K"]},
+        "bias": {**F32, "shape": ["N"]},
     },
-    "outputs": {"C": {"shape": ["M", "N"], "dtype": "float32"}},
+    "outputs": {"C": {**F32, "shape": ["M", "N"]}},
     "reference": "import torch\n\ndef run(A, B, bias):\n    return A @ B.t() + bias\n",
 }
 SAFETENSORS = {"type": "safetensors", "path": "blob/bias.safetensors", "tensor_key": "bias"}
@@ -137,7 +134,7 @@ BIAS_WORKLOADS = [
 # Sequence lengths from a safetensors file whose values decide a slice: refused.
 LENGTHS = {
     "name": "test_lengths_from_file",
-    "axes": {"batch": {"type": "var"}, "T": {"type": "const", "value": 16}},
+    "axes": axes("batch", T=16),
     "inputs": {
         "x": {"shape": ["batch", "T"], "dtype": "float32"},
         "lengths": {"shape": ["batch"], "dtype": "int32"},
@@ -454,12 +451,18 @@ def test_measured_scores_with_undefined_as_null(tmp_path, torch):
     assert "score" in out and "headroom" in out
 
 
-def test_rmsnorm_expr_axis_and_scalar(tmp_path, torch):
-    folder = write(tmp_path / "rms", RMSNORM, RMSNORM_WORKLOADS)
-    json_path = tmp_path / "r.json"
-    rc, out, err = solar("analyze", folder, "--json", str(json_path))
+def analysed(tmp_path, definition: dict, workloads: list) -> dict:
+    """The JSON entry of the one workload of ``definition``, analysed by ``solar analyze``."""
+    folder = write(tmp_path / "def", definition, workloads)
+    json_path = tmp_path / "report.json"
+    rc, _, err = solar("analyze", folder, "--json", str(json_path))
     assert rc == 0, err
     (entry,) = json.loads(json_path.read_text())["workloads"]
+    return entry
+
+
+def test_rmsnorm_expr_axis_and_scalar(tmp_path, torch):
+    entry = analysed(tmp_path, RMSNORM, RMSNORM_WORKLOADS)
     assert entry["axes"]["tokens"] == 6  # batch * seq = 2 * 3
     # bytes fused = (x + weight + y) * 4 (f32) = (6*64 + 64 + 6*64) * 4 = (384 + 64 + 384) * 4
     # = 3328
@@ -469,11 +472,7 @@ def test_rmsnorm_expr_axis_and_scalar(tmp_path, torch):
 
 
 def test_custom_inputs_entrypoint(tmp_path, torch):
-    folder = write(tmp_path / "emb", EMBEDDING, EMBEDDING_WORKLOADS)
-    json_path = tmp_path / "e.json"
-    rc, out, err = solar("analyze", folder, "--json", str(json_path))
-    assert rc == 0, err
-    (entry,) = json.loads(json_path.read_text())["workloads"]
+    entry = analysed(tmp_path, EMBEDDING, EMBEDDING_WORKLOADS)
     assert entry["row"]["verification"] == "passed"
     assert any("made by make_ids(axes_and_scalars" in n for n in entry["notes"])
     # fused bytes: the 8 ids (int64) + the 8 rows gathered of 16 f32 (each index distinct,
@@ -490,11 +489,7 @@ def test_custom_entrypoint_with_the_wrong_shape(tmp_path, torch):
 
 
 def test_safetensors_input_stands_in_with_a_note(tmp_path, torch):
-    folder = write(tmp_path / "bias", BIAS, BIAS_WORKLOADS)
-    json_path = tmp_path / "b.json"
-    rc, out, err = solar("analyze", folder, "--json", str(json_path))
-    assert rc == 0, err
-    (entry,) = json.loads(json_path.read_text())["workloads"]
+    entry = analysed(tmp_path, BIAS, BIAS_WORKLOADS)
     assert any(
         "'bias' (blob/bias.safetensors, key 'bias') was not read" in n for n in entry["notes"]
     )
