@@ -16,6 +16,7 @@ Imports torch; ``solar.definition`` reads the files without it.
 from __future__ import annotations
 
 import inspect
+import linecache
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,9 +52,12 @@ __all__ = ["Inputs", "analyse_workload", "make_inputs", "reference_namespace"]
 
 def reference_namespace(definition: Definition) -> dict[str, Any]:
     """The globals of the definition's reference after running it (its imports, ``run`` and
-    the custom inputs entry point); a failure is one line naming the file."""
+    the custom inputs entry point); a failure is one line naming the file. Its lines are known
+    to ``linecache`` as ``DEFINITION#reference`` (tracebacks through it show them)."""
     namespace: dict[str, Any] = {"__name__": f"solar_reference_{definition.name}"}
-    filename = f"{definition.path}:reference"
+    filename = f"{definition.path}#reference"
+    lines = definition.reference.splitlines(keepends=True)
+    linecache.cache[filename] = (len(definition.reference), None, lines, filename)
     try:
         exec(compile(definition.reference, filename, "exec"), namespace)  # noqa: S102
     except Exception as e:  # the user's code: its error, one line

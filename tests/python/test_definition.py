@@ -506,3 +506,43 @@ def test_safetensors_values_deciding_a_shape_are_refused(tmp_path, torch):
     assert err.count("\n") == 1, err
     assert "inputs.lengths: its values decide a shape (Tensor.__int__ in run)" in err, err
     assert "SOLAR does not read safetensors (blob/l.safetensors)" in err, err
+
+
+def test_fp8_inputs_by_hand(tmp_path, torch):
+    fp8 = {
+        **GEMM,
+        "name": "test_gemm_fp8",
+        "inputs": {
+            "A": {"shape": ["M", "K"], "dtype": "float8_e4m3fn"},
+            "B": {"shape": ["N", "K"], "dtype": "float8_e4m3fn"},
+        },
+        "reference": (
+            "import torch\n\ndef run(A, B):\n"
+            "    return A.to(torch.bfloat16) @ B.to(torch.bfloat16).t()\n"
+        ),
+    }
+    entry = analysed(tmp_path, fp8, GEMM_WORKLOADS[:1])
+    # MACs = M * N * K = 4 * 64 * 32 = 8192; bytes fused = A and B in fp8 (1 byte), C in bf16:
+    # 4*32 + 64*32 + 4*64*2 = 128 + 2048 + 512 = 2688
+    assert entry["report"]["totals"]["macs"] == 8192
+    assert entry["report"]["bytes"]["fused"] == 2688
+    assert entry["row"]["verification"] == "passed"
+
+
+def test_a_failing_run_is_one_line_naming_the_workload(tmp_path, torch):
+    failing = {**GEMM, "reference": "def run(A, B):\n    raise RuntimeError('boom')\n"}
+    folder = write(tmp_path / "f", failing, GEMM_WORKLOADS)
+    rc, out, err = solar("analyze", folder, "--workload", "m16")
+    assert rc == 1 and err.count("\n") == 1, err
+    assert "workload.jsonl:2 (workload m16): " in err and "RuntimeError: boom" in err, err
+
+
+def test_json_to_stdout_and_suite_only(tmp_path, torch):
+    folder = write(tmp_path / "g", GEMM, GEMM_WORKLOADS)
+    rc, out, _ = solar("analyze", folder, "--workload", "0", "--json", "-")
+    assert rc == 0
+    assert [w["uuid"] for w in json.loads(out)["workloads"]] == ["m4"]
+    rc, out, _ = solar("analyze", folder, "--suite-only")
+    assert rc == 0
+    assert out.startswith("test_gemm_n64_k32: 2 workload(s)\n")  # no workload's own table
+    assert "fidelity  SOL time" not in out
