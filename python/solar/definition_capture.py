@@ -11,6 +11,9 @@ Imports torch; ``solar.definition`` reads the files without it.
   scalars, device)``; ``safetensors`` a tensor of the declared shape and dtype whose values
   were not read (refused where its values decide a shape: ``check_safetensors``).
 - ``analyse_workload(definition, workload, namespace, options)``: the workload's report.
+
+A reference written for a GPU (``device="cuda"``, ``.cuda()``, ``.to("cuda")``) runs on the CPU
+(``OnCpu``), and the workload's notes say so once.
 """
 
 from __future__ import annotations
@@ -77,8 +80,12 @@ class Inputs:
     safetensors: list[str] = field(default_factory=list)  # inputs whose values were not read
 
 
-def make_inputs(definition: Definition, workload: Workload, namespace: dict) -> Inputs:
-    """The inputs of ``run`` for ``workload`` (module doc)."""
+def make_inputs(
+    definition: Definition, workload: Workload, namespace: dict, on_cpu: OnCpu | None = None
+) -> Inputs:
+    """The inputs of ``run`` for ``workload`` (module doc); ``on_cpu``: the device mapping the
+    custom entry point runs under."""
+    on_cpu = on_cpu or OnCpu()
     axes = resolve_axes(definition, workload)
     generator = torch.Generator().manual_seed(workload.index)
     values: dict[str, Any] = {}
@@ -104,7 +111,7 @@ def make_inputs(definition: Definition, workload: Workload, namespace: dict) -> 
     custom = [n for n, g in workload.inputs.items() if g.kind == "custom"]
     if custom:
         scalars = {n: values[n] for n, g in workload.inputs.items() if g.kind == "scalar"}
-        made = _custom(definition, workload, namespace, {**axes, **scalars})
+        made = _custom(definition, workload, namespace, {**axes, **scalars}, on_cpu)
         for name in custom:
             if name not in made:
                 raise DefinitionError(
@@ -156,12 +163,15 @@ def _random(shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generat
     return torch.randint(0, 2, shape, generator=generator, dtype=dtype)
 
 
-def _custom(definition: Definition, workload: Workload, namespace: dict, given: dict) -> dict:
+def _custom(
+    definition: Definition, workload: Workload, namespace: dict, given: dict, on_cpu: OnCpu
+) -> dict:
     entry = definition.custom_inputs_entrypoint
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(workload.index)
         try:
-            made = namespace[entry](given, DEVICE)
+            with on_cpu:
+                made = namespace[entry](given, DEVICE)
         except Exception as e:  # the user's code: its error, one line
             raise DefinitionError(
                 f"{workload.where}: custom_inputs_entrypoint '{entry}' failed: "
@@ -184,6 +194,40 @@ def _check_made(value: Any, spec: Any, shape: tuple[int, ...] | None, at: str) -
         )
     if value.dtype != TORCH_DTYPES.get(spec.dtype):
         raise DefinitionError(f"{at}: the custom input is {value.dtype}, not {spec.dtype}")
+
+
+# ---------------------------------------------------------------------------------------------
+# device="cuda" in a reference: mapped to the CPU, where SOLAR runs it
+
+CUDA_NOTE = "device 'cuda' in the reference mapped to the CPU, where SOLAR runs it"
+
+
+def _is_cuda(value: Any) -> bool:
+    return isinstance(value, (str, torch.device)) and str(value).startswith("cuda")
+
+
+class OnCpu(TorchFunctionMode):
+    """Runs a reference written for a GPU on the CPU: ``device="cuda"`` (a string or a
+    ``torch.device``) becomes the CPU, ``.cuda()`` is the tensor itself, ``.to("cuda")`` stays
+    on the CPU; ``mapped`` says whether any was met. The work is the same on any device."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mapped = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        kwargs = dict(kwargs or {})
+        name = getattr(func, "__name__", "")
+        if name == "cuda" and args and isinstance(args[0], torch.Tensor):
+            self.mapped = True
+            return args[0]
+        if _is_cuda(kwargs.get("device")):
+            self.mapped = True
+            kwargs["device"] = DEVICE
+        if name == "to" and any(_is_cuda(a) for a in args[1:]):
+            self.mapped = True
+            args = tuple(DEVICE if _is_cuda(a) else a for a in args)
+        return func(*args, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,7 +305,7 @@ def _slices(index: Any) -> list:
 
 
 def check_safetensors(
-    definition: Definition, workload: Workload, namespace: dict, inputs: Inputs
+    definition: Definition, workload: Workload, namespace: dict, inputs: Inputs, on_cpu: OnCpu
 ) -> None:
     """Runs ``run`` once on ``inputs`` following the values of the safetensors inputs; where
     one decides a size or reaches Python, a one-line refusal (SOLAR did not read the file)."""
@@ -273,7 +317,7 @@ def check_safetensors(
         for n in inputs.safetensors
     }
     mode = _Tainted(roots)
-    with torch.no_grad(), mode:
+    with torch.no_grad(), on_cpu, mode:
         try:
             namespace["run"](*inputs.values)
         except Exception as e:  # run failed on the stand-in values: the same refusal, or its error
@@ -296,9 +340,13 @@ def check_safetensors(
 # Capture and analysis
 
 
-def reference_module(definition: Definition, namespace: dict, inputs: Inputs) -> tuple[Any, tuple]:
+def reference_module(
+    definition: Definition, namespace: dict, inputs: Inputs, on_cpu: OnCpu | None = None
+) -> tuple[Any, tuple]:
     """``(module, tensors)``: ``run`` as a module whose forward takes the tensor inputs under
-    their own names, the scalars fixed (they are constants of the workload)."""
+    their own names, the scalars fixed (they are constants of the workload), run under
+    ``on_cpu`` (the capture, the golden run and the float64 recheck alike)."""
+    on_cpu = on_cpu or OnCpu()
     run = namespace["run"]
     names = list(definition.inputs)
     at = [i for i, v in enumerate(inputs.values) if isinstance(v, torch.Tensor)]
@@ -308,7 +356,8 @@ def reference_module(definition: Definition, namespace: dict, inputs: Inputs) ->
         args = list(template)
         for i, t in zip(at, tensors, strict=True):
             args[i] = t
-        return run(*args)
+        with on_cpu:
+            return run(*args)
 
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     params = [inspect.Parameter("self", kind)] + [inspect.Parameter(names[i], kind) for i in at]
@@ -328,9 +377,10 @@ def analyse_workload(
     analysed by ``solar.stages.run``; the notes say how the inputs were made."""
     from solar.frontend import captured_call
 
-    inputs = make_inputs(definition, workload, namespace)
-    check_safetensors(definition, workload, namespace, inputs)
-    module, tensors = reference_module(definition, namespace, inputs)
+    on_cpu = OnCpu()
+    inputs = make_inputs(definition, workload, namespace, on_cpu)
+    check_safetensors(definition, workload, namespace, inputs, on_cpu)
+    module, tensors = reference_module(definition, namespace, inputs, on_cpu)
     source = f"{definition.name}:{workload.uuid}"
 
     def capture() -> Any:
@@ -338,7 +388,8 @@ def analyse_workload(
             return captured_call(module, tensors, options, source)
 
     report = run_stages(capture, options, stage_times)
-    return report, inputs.notes
+    notes = inputs.notes + ([CUDA_NOTE] if on_cpu.mapped else [])
+    return report, notes
 
 
 def _first_line(e: BaseException) -> str:

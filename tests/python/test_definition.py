@@ -546,3 +546,19 @@ def test_json_to_stdout_and_suite_only(tmp_path, torch):
     assert rc == 0
     assert out.startswith("test_gemm_n64_k32: 2 workload(s)\n")  # no workload's own table
     assert "fidelity  SOL time" not in out
+
+
+def test_a_reference_written_for_cuda_runs_on_the_cpu(tmp_path, torch):
+    cuda = {
+        **GEMM,
+        "reference": (
+            "import torch\n\ndef run(A, B):\n"
+            "    bias = torch.zeros(B.shape[0], dtype=A.dtype, device='cuda')\n"
+            "    return A.cuda() @ B.to('cuda').t() + bias.to(torch.device('cuda'))\n"
+        ),
+    }
+    entry = analysed(tmp_path, cuda, GEMM_WORKLOADS[:1])
+    assert "device 'cuda' in the reference mapped to the CPU, where SOLAR runs it" in entry["notes"]
+    assert entry["row"]["verification"] == "passed"
+    # MACs = M * N * K = 4 * 64 * 32 = 8192 (the bias is made inside run: no input bytes)
+    assert entry["report"]["totals"]["macs"] == 8192
