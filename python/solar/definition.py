@@ -222,10 +222,12 @@ def _definition(data: Any, where: str) -> Definition:
     axes = _axes(_object(_required(data, "axes", where), where, "axes"), where)
     inputs = _tensors(data, "inputs", axes, where)
     outputs = _tensors(data, "outputs", axes, where)
-    for clash in sorted(set(inputs) & set(outputs)):
-        raise _fail(where, f"outputs.{clash}", "an input has the same name")
-    for clash in sorted(set(inputs) & set(axes)):
-        raise _fail(where, f"inputs.{clash}", "an axis has the same name")
+    same = sorted(set(inputs) & set(outputs))
+    if same:
+        raise _fail(where, f"outputs.{same[0]}", "an input has the same name")
+    same = sorted(set(inputs) & set(axes))
+    if same:
+        raise _fail(where, f"inputs.{same[0]}", "an axis has the same name")
     reference = _string(data, "reference", where)
     entry = data.get("custom_inputs_entrypoint")
     if entry is not None and (not isinstance(entry, str) or not entry.isidentifier()):
@@ -257,9 +259,9 @@ def _axes(data: dict, where: str) -> dict[str, Axis]:
         else:
             axes[name] = Axis(name, kind)
     for axis in axes.values():
-        if axis.expression is not None:
-            for used in sorted(_names_in(axis.expression) - set(axes)):
-                raise _fail(where, f"axes.{axis.name}.expression", f"no axis named '{used}'")
+        unknown = sorted(_names_in(axis.expression) - set(axes)) if axis.expression else []
+        if unknown:
+            raise _fail(where, f"axes.{axis.name}.expression", f"no axis named '{unknown[0]}'")
     return axes
 
 
@@ -365,7 +367,7 @@ def _workload(data: dict, definition: Definition, index: int, where: str) -> Wor
     for name in inputs_data:
         if name not in definition.inputs:
             raise _fail(where, f"inputs.{name}", f"not an input of '{definition.name}'")
-    for name, spec in definition.inputs.items():
+    for name in definition.inputs:
         at = f"inputs.{name}"
         if name not in inputs_data:
             raise _fail(where, at, "missing (random, scalar, custom or safetensors)")
@@ -395,8 +397,6 @@ def _workload(data: dict, definition: Definition, index: int, where: str) -> Wor
                 where, at + ".type", "custom, but the definition has no custom_inputs_entrypoint"
             )
         else:
-            if kind == "random" and spec.shape is None and spec.dtype == "bool":
-                raise _fail(where, at, "a scalar bool needs a 'scalar' value")
             inputs[name] = InputSpec(kind)
     return Workload(index, uuid, dict(axes), inputs, where)
 

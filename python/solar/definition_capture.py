@@ -72,8 +72,9 @@ def reference_namespace(definition: Definition) -> dict[str, Any]:
 
 @dataclass
 class Inputs:
-    """``run``'s arguments in order (``values``), which of them are tensors (the captured
-    program's inputs) and the notes on how they were made."""
+    """``run``'s arguments in order (``values``: its tensors are the captured program's
+    inputs), the notes on how they were made, and the inputs read from safetensors files
+    (whose values SOLAR did not read)."""
 
     values: list[Any]
     notes: list[str] = field(default_factory=list)
@@ -125,20 +126,16 @@ def make_inputs(
             f"input(s) {', '.join(custom)} made by {definition.custom_inputs_entrypoint}"
             f"(axes_and_scalars, device='cpu') with torch.manual_seed({workload.index})"
         )
-    scalars = [
+    fixed = [
         n
         for n, g in workload.inputs.items()
-        if g.kind == "scalar" and spec_is_scalar(definition, n)
+        if g.kind == "scalar" and definition.inputs[n].shape is None
     ]
-    if scalars:
-        listed = ", ".join(f"{n}={values[n]!r}" for n in scalars)
+    if fixed:
+        listed = ", ".join(f"{n}={values[n]!r}" for n in fixed)
         notes.append(f"scalar(s) {listed} fixed in the captured program")
     ordered = [values[name] for name in definition.inputs]
     return Inputs(ordered, notes, unread)
-
-
-def spec_is_scalar(definition: Definition, name: str) -> bool:
-    return definition.inputs[name].shape is None
 
 
 def _dtype(name: str, at: str) -> torch.dtype:
