@@ -355,7 +355,7 @@ def _analyze(args: argparse.Namespace) -> int:
     if definition.is_definition(args.model):  # a kernel-benchmark definition (docs/benchmarks.md)
         from solar.definition_cli import analyze_definition
 
-        return analyze_definition(args)
+        return analyze_definition(args, options_of)
     given_flags = (
         ("--workload", args.workload),
         ("--measured", args.measured),

@@ -11,9 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from solar import definition as fmt
+
+if TYPE_CHECKING:
+    from solar.options import Options
 
 # solar analyze's options that mean nothing for a definition (a model file's, or a serving
 # step's): given with a definition, a one-line error.
@@ -46,9 +50,13 @@ def refused(args: argparse.Namespace) -> str | None:
     return None
 
 
-def analyze_definition(args: argparse.Namespace) -> int:
-    """``solar analyze DEFINITION [--workload ...] [--csv F] [--json F] [--measured F]``; exit
-    code 1 when a workload's verification failed."""
+def analyze_definition(
+    args: argparse.Namespace, options_of: Callable[[argparse.Namespace], Options]
+) -> int:
+    """``solar analyze DEFINITION [--workload ...] [--csv F] [--json F] [--measured F]``, with
+    the options ``options_of(args)`` makes of the command line (``solar.cli.options_of``, once
+    the options a definition refuses are ruled out); exit code 1 when a workload's verification
+    failed."""
     from solar._files import check_output_paths, write_atomic
 
     flag = refused(args)
@@ -58,8 +66,6 @@ def analyze_definition(args: argparse.Namespace) -> int:
     problem = fmt.load(args.model)
     workloads = fmt.select(problem, args.workload)
     measured = fmt.read_measured(args.measured, problem) if args.measured else None
-    from solar.cli import options_of
-
     options = options_of(args)
 
     from solar import definition_capture
