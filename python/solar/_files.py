@@ -1,10 +1,12 @@
-"""Output files (no torch or jax here): ``write_atomic`` and ``check_output_paths``."""
+"""Files (no torch or jax here): ``write_atomic``, ``check_output_paths`` and ``read_json``."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Callable
+from typing import Any
 
 
 def write_atomic(
@@ -64,3 +66,17 @@ def check_output_paths(*paths: str | None) -> None:
             raise OSError(f"cannot write '{path}': it is a directory")
         if not os.path.isdir(directory):
             raise OSError(f"cannot write '{path}': no directory '{os.path.dirname(path)}'")
+
+
+def read_json(path: str) -> Any:
+    """The JSON value in the file at ``path``; one line naming it when it cannot be read
+    (``OSError``) or is not JSON (``ValueError``: ``path:line:col: not JSON: ...``)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise OSError(f"cannot read '{path}': {e.strerror or e}") from e
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from e

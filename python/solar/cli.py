@@ -173,7 +173,11 @@ def _parser(command: str) -> argparse.ArgumentParser:
         description="Capture a PyTorch or JAX model file, lower it to IR, verify the IR against "
         "the framework and report its speed-of-light time (docs/capture.md, docs/report.md).",
     )
-    p.add_argument("model", help=MODEL_HELP)
+    p.add_argument(
+        "model",
+        help=MODEL_HELP + "; or a kernel-benchmark definition.json (or its folder) and its "
+        "workloads (docs/benchmarks.md)",
+    )
     p.add_argument("--hw", default="H100-SXM", help="device (solar hw list); default H100-SXM")
     p.add_argument("--policy", help="precision policy (docs/precision.md)")
     p.add_argument("--json", metavar="OUT", help="write the JSON report ('-': to stdout)")
@@ -238,6 +242,24 @@ def _parser(command: str) -> argparse.ArgumentParser:
         "reads it; docs/cli.md)",
     )
     add_serve_arguments(p)  # --serve, --batch, --context, --batch-sweep (docs/serving.md)
+    p.add_argument(
+        "--workload",
+        action="append",
+        metavar="UUID|INDEX",
+        help="a definition: analyse this workload only (repeatable; INDEX 0-based in the "
+        "workload file; docs/benchmarks.md)",
+    )
+    p.add_argument(
+        "--measured",
+        metavar="FILE.csv",
+        help="a definition: measured latencies (workload_uuid,latency_ms[,baseline_ms]): the "
+        "SOL score and headroom of each workload (docs/benchmarks.md)",
+    )
+    p.add_argument(
+        "--suite-only",
+        action="store_true",
+        help="a definition: print the suite table only, not each workload's table",
+    )
     from solar.llm.cli import add_analyze_arguments  # --llm, --llm-fallback (docs/llm.md)
 
     add_analyze_arguments(p)
@@ -303,6 +325,20 @@ def _capture(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
+    from solar import definition
+
+    if definition.is_definition(args.model):  # a kernel-benchmark definition (docs/benchmarks.md)
+        from solar.definition_cli import analyze_definition
+
+        return analyze_definition(args, options_of)
+    given_flags = (
+        ("--workload", args.workload),
+        ("--measured", args.measured),
+        ("--suite-only", args.suite_only),
+    )
+    for flag, given in given_flags:
+        if given:
+            raise ValueError(f"{flag} needs a definition (definition.json; docs/benchmarks.md)")
     from solar._files import check_output_paths
 
     check_output_paths(

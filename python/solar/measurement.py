@@ -20,6 +20,7 @@ import math
 import os
 from typing import Any
 
+from solar._files import read_json
 from solar.timing import Timing
 
 FORMAT = "solar-measurement"
@@ -61,15 +62,7 @@ def load(path: str, model: str) -> tuple[Timing, str | None]:
     program's samples and the per-node times document's JSON text (None when the file has none).
     A file that is not one, or one taken of another model file, is a one-line ``ValueError``
     naming it."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise OSError(f"cannot read '{path}': {e.strerror or e}") from e
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}:{e.lineno}:{e.colno}: not JSON: {e.msg}") from e
+    doc = read_json(path)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ValueError(f'{path}: not a measurement file (no "format": "{FORMAT}")')
     version = _field(doc, "version", int, path)

@@ -1,11 +1,12 @@
 """Every entry point honours every option group (solar.options.Options, docs/architecture.md):
 ``solar analyze`` (a forward, ``--train``, ``--serve``, a JAX file, ``--llm`` against the
-loopback server), ``solar sol MODEL.py``, and the children of ``solar bench`` and ``solar
-sweep``, each run with a non-default value of each group (the analysis: ``--cache-state warm``,
-``--routing concentrated``, ``--fidelity fused``, ``--policy bf16``, ``--kernel-floor on``; the
-verification: ``--verify-mode``; the program: ``--train``/``--serve``), and each report checked
-to state every one. Before the one pipeline, ``--llm`` dropped the analysis options and the JAX
-default policy, and ``solar sol jax_model.py`` dropped the JAX default policy."""
+loopback server, a kernel-benchmark definition), ``solar sol MODEL.py``, and the children of
+``solar bench`` and ``solar sweep``, each run with a non-default value of each group (the
+analysis: ``--cache-state warm``, ``--routing concentrated``, ``--fidelity fused``, ``--policy
+bf16``, ``--kernel-floor on``; the verification: ``--verify-mode``; the program:
+``--train``/``--serve``), and each report checked to state every one. Before the one
+pipeline, ``--llm`` dropped the analysis options and the JAX default policy, and ``solar sol
+jax_model.py`` dropped the JAX default policy."""
 
 from __future__ import annotations
 
@@ -205,6 +206,18 @@ def test_analyze_llm_states_every_option(files):
     assert (entry["scope"], entry["name"]) == ("program", "model.py")
     html = (files / "r.html").read_text()
     assert '<h2 id="agent">Written by the LLM agent</h2>' in html
+
+
+def test_analyze_definition_states_every_option(files):
+    from test_definition import EMBEDDING, EMBEDDING_WORKLOADS, write
+
+    folder = write(files / "emb_def", EMBEDDING, EMBEDDING_WORKLOADS)
+    document = analyze(
+        folder, files / "d.json", "--policy", "bf16", "--verify-mode", "per_op", *ANALYSIS
+    )
+    (workload,) = document["workloads"]
+    states_every_option(workload["report"])
+    assert workload["report"]["verification"]["mode"] == "per_op"
 
 
 def test_sol_on_a_model_file_states_every_option(files, capsys):

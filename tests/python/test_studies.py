@@ -23,8 +23,10 @@ BLOCK = re.compile(r"```console\n\$ (solar [^\n]*)\n(.*?)```", re.DOTALL)
 
 
 def docs() -> list[Path]:
-    """The study docs, the repository's README (its quick start's output) and docs/parallel.md."""
-    return [ROOT / "README.md", *sorted(STUDIES.rglob("README.md")), ROOT / "docs" / "parallel.md"]
+    """The study docs, the repository's README (its quick start's output), docs/parallel.md and
+    docs/benchmarks.md."""
+    extra = [ROOT / "docs" / "parallel.md", ROOT / "docs" / "benchmarks.md"]
+    return [ROOT / "README.md", *sorted(STUDIES.rglob("README.md")), *extra]
 
 
 def blocks() -> list[tuple[Path, str, str]]:

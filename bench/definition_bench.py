@@ -1,0 +1,77 @@
+"""The cost of a kernel-benchmark definition per workload (docs/benchmarks.md; issue 28 item 2).
+
+A bfloat16 GEMM definition (N = 1024, K = 512 const, M var) with ``--workloads W`` workloads
+(M = 16, 32, ..., 16 W) is written to a temporary folder and analysed as ``solar analyze``
+does, one capture per workload; the script prints the seconds of each stage summed over the
+workloads, the time of the first workload alone, and the ratio of all W to one (W when every
+workload costs the same: the figure a capture-once implementation brings down, target <= 3 for
+W = 20).
+
+    export PYTHONPATH=$PWD/build/dev/pkg
+    python3 bench/definition_bench.py [--workloads 20] [--no-verify] [--hw H100-SXM]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+
+from solar import definition as fmt
+from solar import definition_capture
+from solar.options import Options
+from solar.pipeline import STAGES
+
+DEFINITION = {
+    "name": "bench_gemm_bf16_n1024_k512",
+    "axes": {
+        "M": {"type": "var"},
+        "N": {"type": "const", "value": 1024},
+        "K": {"type": "const", "value": 512},
+    },
+    "inputs": {
+        "A": {"shape": ["M", "K"], "dtype": "bfloat16"},
+        "B": {"shape": ["N", "K"], "dtype": "bfloat16"},
+    },
+    "outputs": {"C": {"shape": ["M", "N"], "dtype": "bfloat16"}},
+    "reference": "import torch\n\ndef run(A, B):\n    return A @ B.t()\n",
+}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--workloads", type=int, default=20)
+    p.add_argument("--no-verify", action="store_true")
+    p.add_argument("--hw", default="H100-SXM")
+    args = p.parse_args()
+    options = Options.of(args.hw, verify=not args.no_verify)
+    with tempfile.TemporaryDirectory() as folder:
+        with open(os.path.join(folder, "definition.json"), "w") as f:
+            json.dump(DEFINITION, f)
+        with open(os.path.join(folder, "workload.jsonl"), "w") as f:
+            for i in range(1, args.workloads + 1):
+                inputs = {"A": {"type": "random"}, "B": {"type": "random"}}
+                f.write(json.dumps({"uuid": f"m{16 * i}", "axes": {"M": 16 * i}, "inputs": inputs}))
+                f.write("\n")
+        problem = fmt.load(folder)
+        namespace = definition_capture.reference_namespace(problem.definition)
+        times: dict[str, float] = {}
+        seconds = []
+        for workload in problem.workloads:
+            start = time.perf_counter()
+            definition_capture.analyse_workload(
+                problem.definition, workload, namespace, options, times
+            )
+            seconds.append(time.perf_counter() - start)
+    total = sum(seconds)
+    print(f"{len(seconds)} workload(s), one capture each, on {args.hw}")
+    for stage in STAGES:
+        print(f"  {stage:<13}{times.get(stage, 0.0):8.2f} s")
+    print(f"  {'total':<13}{total:8.2f} s")
+    print(f"first workload alone: {seconds[0]:.2f} s; all / first: {total / seconds[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

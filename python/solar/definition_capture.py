@@ -1,0 +1,394 @@
+"""The PyTorch side of a benchmark definition (docs/benchmarks.md): a workload's inputs made the
+way the format says, and its ``run(...)`` captured through the PyTorch adapter
+(``solar.frontend.captured_call``) and analysed by the one pipeline (``solar.stages.run``).
+Imports torch; ``solar.definition`` reads the files without it.
+
+- ``reference_namespace(definition)``: the reference source run once (its ``run`` and the
+  custom inputs entry point).
+- ``make_inputs(definition, workload, namespace)``: ``Inputs``, the values in ``run``'s order
+  and the notes on how they were made: ``random`` by dtype from a generator seeded with the
+  workload's index; ``scalar`` the value; ``custom`` from ``custom_inputs_entrypoint(axes_and_
+  scalars, device)``; ``safetensors`` a tensor of the declared shape and dtype whose values
+  were not read (refused where its values decide a shape: ``check_safetensors``).
+- ``analyse_workload(definition, workload, namespace, options)``: the workload's report.
+
+A reference written for a GPU (``device="cuda"``, ``.cuda()``, ``.to("cuda")``) runs on the CPU
+(``OnCpu``), and the workload's notes say so once.
+"""
+
+from __future__ import annotations
+
+import inspect
+import linecache
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from solar.definition import Definition, DefinitionError, Workload, resolve_axes, shape_of
+from solar.options import Options
+from solar.stages import run as run_stages
+
+# The format's dtypes as torch's.
+TORCH_DTYPES = {
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+    "float8_e5m2": torch.float8_e5m2,
+    "float4_e2m1": getattr(torch, "float4_e2m1fn_x2", None),  # no unpacked fp4 in torch
+    "float4_e2m1fn_x2": getattr(torch, "float4_e2m1fn_x2", None),
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
+}
+DEVICE = torch.device("cpu")  # where the inputs are made and the reference traced
+
+__all__ = ["Inputs", "analyse_workload", "make_inputs", "reference_namespace"]
+
+
+def reference_namespace(definition: Definition) -> dict[str, Any]:
+    """The globals of the definition's reference after running it (its imports, ``run`` and
+    the custom inputs entry point); a failure is one line naming the file. Its lines are known
+    to ``linecache`` as ``DEFINITION#reference`` (tracebacks through it show them)."""
+    namespace: dict[str, Any] = {"__name__": f"solar_reference_{definition.name}"}
+    filename = f"{definition.path}#reference"
+    lines = definition.reference.splitlines(keepends=True)
+    linecache.cache[filename] = (len(definition.reference), None, lines, filename)
+    try:
+        exec(compile(definition.reference, filename, "exec"), namespace)  # noqa: S102
+    except Exception as e:  # the user's code: its error, one line
+        raise DefinitionError(
+            f"{definition.path}: reference: {type(e).__name__}: {_first_line(e)}"
+        ) from e
+    return namespace
+
+
+@dataclass
+class Inputs:
+    """``run``'s arguments in order (``values``: its tensors are the captured program's
+    inputs), the notes on how they were made, and the inputs read from safetensors files
+    (whose values SOLAR did not read)."""
+
+    values: list[Any]
+    notes: list[str] = field(default_factory=list)
+    safetensors: list[str] = field(default_factory=list)  # inputs whose values were not read
+
+
+def make_inputs(
+    definition: Definition, workload: Workload, namespace: dict, on_cpu: OnCpu | None = None
+) -> Inputs:
+    """The inputs of ``run`` for ``workload`` (module doc); ``on_cpu``: the device mapping the
+    custom entry point runs under."""
+    on_cpu = on_cpu or OnCpu()
+    axes = resolve_axes(definition, workload)
+    generator = torch.Generator().manual_seed(workload.index)
+    values: dict[str, Any] = {}
+    notes: list[str] = []
+    unread: list[str] = []
+    for name, spec in definition.inputs.items():
+        given = workload.inputs[name]
+        at = f"{workload.where}: inputs.{name}"
+        shape = shape_of(spec, axes)
+        if given.kind == "scalar":
+            if shape is None:
+                values[name] = given.value
+            else:
+                values[name] = torch.full(shape, given.value, dtype=_dtype(spec.dtype, at))
+        elif given.kind in ("random", "safetensors"):
+            values[name] = _random(shape or (), _dtype(spec.dtype, at), generator)
+            if given.kind == "safetensors":
+                unread.append(name)
+                notes.append(
+                    f"input '{name}' ({given.path}, key '{given.tensor_key}') was not read: "
+                    "a tensor of its shape and dtype stands in (its values decide no shape)"
+                )
+    custom = [n for n, g in workload.inputs.items() if g.kind == "custom"]
+    if custom:
+        scalars = {n: values[n] for n, g in workload.inputs.items() if g.kind == "scalar"}
+        made = _custom(definition, workload, namespace, {**axes, **scalars}, on_cpu)
+        for name in custom:
+            if name not in made:
+                raise DefinitionError(
+                    f"{workload.where}: inputs.{name}: custom_inputs_entrypoint "
+                    f"'{definition.custom_inputs_entrypoint}' made no '{name}'"
+                )
+            spec = definition.inputs[name]
+            _check_made(made[name], spec, shape_of(spec, axes), f"{workload.where}: inputs.{name}")
+            values[name] = made[name]
+        notes.append(
+            f"input(s) {', '.join(custom)} made by {definition.custom_inputs_entrypoint}"
+            f"(axes_and_scalars, device='cpu') with torch.manual_seed({workload.index})"
+        )
+    fixed = [
+        n
+        for n, g in workload.inputs.items()
+        if g.kind == "scalar" and definition.inputs[n].shape is None
+    ]
+    if fixed:
+        listed = ", ".join(f"{n}={values[n]!r}" for n in fixed)
+        notes.append(f"scalar(s) {listed} fixed in the captured program")
+    ordered = [values[name] for name in definition.inputs]
+    return Inputs(ordered, notes, unread)
+
+
+def _dtype(name: str, at: str) -> torch.dtype:
+    dtype = TORCH_DTYPES.get(name)
+    if dtype is None:
+        raise DefinitionError(f"{at}: dtype {name} has no PyTorch dtype in this torch")
+    return dtype
+
+
+def _random(shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generator) -> torch.Tensor:
+    """A random tensor by dtype: floats standard normal (float8 clamped to [-2, 2]), integers
+    uniform in {0, 1} (a valid index into any axis of 2 or more), bools uniform, packed fp4
+    uniform bytes."""
+    if dtype.is_floating_point and dtype.itemsize >= 2:
+        return torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype)
+    if dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        return torch.randn(shape, generator=generator).clamp(-2.0, 2.0).to(dtype)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=generator).to(torch.bool)
+    if dtype.is_floating_point or dtype.itemsize == 1 and not dtype.is_signed:  # packed fp4
+        return torch.randint(0, 256, shape, generator=generator, dtype=torch.uint8).view(dtype)
+    return torch.randint(0, 2, shape, generator=generator, dtype=dtype)
+
+
+def _custom(
+    definition: Definition, workload: Workload, namespace: dict, given: dict, on_cpu: OnCpu
+) -> dict:
+    entry = definition.custom_inputs_entrypoint
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(workload.index)
+        try:
+            with on_cpu:
+                made = namespace[entry](given, DEVICE)
+        except Exception as e:  # the user's code: its error, one line
+            raise DefinitionError(
+                f"{workload.where}: custom_inputs_entrypoint '{entry}' failed: "
+                f"{type(e).__name__}: {_first_line(e)}"
+            ) from e
+    if not isinstance(made, dict):
+        raise DefinitionError(
+            f"{workload.where}: custom_inputs_entrypoint '{entry}' returned "
+            f"{type(made).__name__}, not a dict of inputs by name"
+        )
+    return made
+
+
+def _check_made(value: Any, spec: Any, shape: tuple[int, ...] | None, at: str) -> None:
+    if shape is None or not isinstance(value, torch.Tensor):
+        return
+    if tuple(value.shape) != shape:
+        raise DefinitionError(
+            f"{at}: the custom input has shape {list(value.shape)}, not {list(shape)}"
+        )
+    if value.dtype != TORCH_DTYPES.get(spec.dtype):
+        raise DefinitionError(f"{at}: the custom input is {value.dtype}, not {spec.dtype}")
+
+
+# ---------------------------------------------------------------------------------------------
+# device="cuda" in a reference: mapped to the CPU, where SOLAR runs it
+
+CUDA_NOTE = "device 'cuda' in the reference mapped to the CPU, where SOLAR runs it"
+
+
+def _is_cuda(value: Any) -> bool:
+    return isinstance(value, (str, torch.device)) and str(value).startswith("cuda")
+
+
+class OnCpu(TorchFunctionMode):
+    """Runs a reference written for a GPU on the CPU: ``device="cuda"`` (a string or a
+    ``torch.device``) becomes the CPU, ``.cuda()`` is the tensor itself, ``.to("cuda")`` stays
+    on the CPU; ``mapped`` says whether any was met. The work is the same on any device."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mapped = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        kwargs = dict(kwargs or {})
+        name = getattr(func, "__name__", "")
+        if name == "cuda" and args and isinstance(args[0], torch.Tensor):
+            self.mapped = True
+            return args[0]
+        if _is_cuda(kwargs.get("device")):
+            self.mapped = True
+            kwargs["device"] = DEVICE
+        if name == "to" and any(_is_cuda(a) for a in args[1:]):
+            self.mapped = True
+            args = tuple(DEVICE if _is_cuda(a) else a for a in args)
+        return func(*args, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# safetensors inputs: their values were not read, so none may decide a shape
+
+# Tensor methods and functions whose result leaves the tensor world (a Python number, a list)
+# or whose output's size depends on the values.
+_DATA_DEPENDENT = frozenset(
+    "item tolist numpy __int__ __index__ __float__ __bool__ __complex__ nonzero argwhere "
+    "masked_select unique unique_consecutive bincount repeat_interleave".split()
+)
+
+
+class _Tainted(TorchFunctionMode):
+    """Follows the values of some tensors through every torch call (a call with a followed
+    tensor among its arguments makes its results followed) and records the first call where
+    they decide a size or reach Python."""
+
+    def __init__(self, roots: dict[int, tuple[torch.Tensor, str]]) -> None:
+        super().__init__()
+        self.followed: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self.origin: dict[int, str] = {}
+        for key, (tensor, name) in roots.items():
+            self.followed[key] = tensor
+            self.origin[key] = name
+        self.found: tuple[str, str] | None = None  # (input name, what decided)
+
+    def _source(self, value: Any) -> str | None:
+        if isinstance(value, torch.Tensor) and self.followed.get(id(value)) is value:
+            return self.origin[id(value)]
+        if isinstance(value, (list, tuple)):
+            return next((s for v in value if (s := self._source(v))), None)
+        if isinstance(value, slice):
+            return self._source([value.start, value.stop, value.step])
+        if isinstance(value, dict):
+            return self._source(list(value.values()))
+        return None
+
+    def _bool_index(self, value: Any) -> str | None:
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for v in items:
+            if isinstance(v, torch.Tensor) and v.dtype == torch.bool:
+                return self._source(v)
+        return None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        source = self._source(list(args) + list(kwargs.values()))
+        if source is not None and self.found is None:
+            if name in _DATA_DEPENDENT:
+                self.found = (source, f"Tensor.{name}" if name.startswith("__") else name)
+            elif name == "__getitem__" and len(args) > 1:
+                if self._bool_index(args[1]) is not None:
+                    self.found = (source, "a boolean mask")
+                elif self._source(_slices(args[1])) is not None:
+                    self.found = (source, "a slice bound")
+        result = func(*args, **kwargs)
+        if source is not None:
+            self._follow(result, source)
+        return result
+
+    def _follow(self, value: Any, source: str) -> None:
+        if isinstance(value, torch.Tensor):
+            self.followed[id(value)] = value
+            self.origin[id(value)] = source
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                self._follow(v, source)
+
+
+def _slices(index: Any) -> list:
+    items = index if isinstance(index, tuple) else (index,)
+    return [i for i in items if isinstance(i, slice)]
+
+
+def check_safetensors(
+    definition: Definition, workload: Workload, namespace: dict, inputs: Inputs, on_cpu: OnCpu
+) -> None:
+    """Runs ``run`` once on ``inputs`` following the values of the safetensors inputs; where
+    one decides a size or reaches Python, a one-line refusal (SOLAR did not read the file)."""
+    if not inputs.safetensors:
+        return
+    names = list(definition.inputs)
+    roots = {
+        id(inputs.values[names.index(n)]): (inputs.values[names.index(n)], n)
+        for n in inputs.safetensors
+    }
+    mode = _Tainted(roots)
+    with torch.no_grad(), on_cpu, mode:
+        try:
+            namespace["run"](*inputs.values)
+        except Exception as e:  # run failed on the stand-in values: the same refusal, or its error
+            if mode.found is None:
+                raise DefinitionError(
+                    f"{workload.where}: run failed on its inputs: {type(e).__name__}: "
+                    f"{_first_line(e)}"
+                ) from e
+    if mode.found is not None:
+        name, how = mode.found
+        given = workload.inputs[name]
+        raise DefinitionError(
+            f"{workload.where}: inputs.{name}: its values decide a shape ({how} in run), but "
+            f"SOLAR does not read safetensors ({given.path}); give the input as 'custom' "
+            "or 'scalar' values"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Capture and analysis
+
+
+def reference_module(
+    definition: Definition, namespace: dict, inputs: Inputs, on_cpu: OnCpu | None = None
+) -> tuple[Any, tuple]:
+    """``(module, tensors)``: ``run`` as a module whose forward takes the tensor inputs under
+    their own names, the scalars fixed (they are constants of the workload), run under
+    ``on_cpu`` (the capture, the golden run and the float64 recheck alike)."""
+    on_cpu = on_cpu or OnCpu()
+    run = namespace["run"]
+    names = list(definition.inputs)
+    at = [i for i, v in enumerate(inputs.values) if isinstance(v, torch.Tensor)]
+    template = list(inputs.values)
+
+    def forward(self: Any, *tensors: Any) -> Any:
+        args = list(template)
+        for i, t in zip(at, tensors, strict=True):
+            args[i] = t
+        with on_cpu:
+            return run(*args)
+
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [inspect.Parameter("self", kind)] + [inspect.Parameter(names[i], kind) for i in at]
+    forward.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    cls = type("Reference", (torch.nn.Module,), {"forward": forward})
+    return cls(), tuple(template[i] for i in at)
+
+
+def analyse_workload(
+    definition: Definition,
+    workload: Workload,
+    namespace: dict,
+    options: Options,
+    stage_times: dict[str, float] | None = None,
+) -> tuple[Any, list[str]]:
+    """``(report, notes)``: ``run`` on the workload's inputs, captured (once per workload) and
+    analysed by ``solar.stages.run``; the notes say how the inputs were made."""
+    from solar.frontend import captured_call
+
+    on_cpu = OnCpu()
+    inputs = make_inputs(definition, workload, namespace, on_cpu)
+    check_safetensors(definition, workload, namespace, inputs, on_cpu)
+    module, tensors = reference_module(definition, namespace, inputs, on_cpu)
+    source = f"{definition.name}:{workload.uuid}"
+
+    def capture() -> Any:
+        with torch.no_grad():
+            return captured_call(module, tensors, options, source)
+
+    report = run_stages(capture, options, stage_times)
+    notes = inputs.notes + ([CUDA_NOTE] if on_cpu.mapped else [])
+    return report, notes
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
+    return " ".join(lines[0].split()) if lines else type(e).__name__

@@ -1,0 +1,564 @@
+"""``solar analyze DEFINITION`` (docs/benchmarks.md): FlashInfer-Bench "definition + workloads"
+problems. Every definition here is written for this test (none is copied from a suite); every
+number is worked out by hand in a comment.
+
+The reading, the errors, the score and the CSV need no torch; the analyses capture ``run``
+through PyTorch."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+
+import pytest
+
+from solar import cli
+from solar import definition as fmt
+
+# ---------------------------------------------------------------------------------------------
+# Definitions written for this test
+
+
+def axes(*var: str, **const: int) -> dict:
+    """The ``axes`` of a definition: the ``var`` axes named, then the ``const`` ones."""
+    out: dict = {name: {"type": "var"} for name in var}
+    out.update({name: {"type": "const", "value": value} for name, value in const.items()})
+    return out
+
+
+GEMM = {
+    "name": "test_gemm_n64_k32",
+    "axes": axes("M", N=64, K=32),
+    "inputs": {
+        "A": {"shape": ["M", "K"], "dtype": "bfloat16"},
+        "B": {"shape": ["N", "K"], "dtype": "bfloat16"},
+    },
+    "outputs": {"C": {"shape": ["M", "N"], "dtype": "bfloat16"}},
+    "reference": "import torch\n\ndef run(A, B):\n    return A @ B.t()\n",
+}
+GEMM_WORKLOADS = [
+    {"uuid": "m4", "axes": {"M": 4}, "inputs": {"A": {"type": "random"}, "B": {"type": "random"}}},
+    {
+        "uuid": "m16",
+        "axes": {"M": 16},
+        "inputs": {"A": {"type": "random"}, "B": {"type": "random"}},
+    },
+]
+
+# RMSNorm over tokens = batch * seq (an expr axis), eps a scalar input.
+RMSNORM = {
+    "name": "test_rmsnorm_h64",
+    "axes": {
+        "batch": {"type": "var"},
+        "seq": {"type": "var"},
+        "tokens": {"type": "expr", "expression": "batch * seq"},
+        "hidden": {"type": "const", "value": 64},
+    },
+    "inputs": {
+        "x": {"shape": ["tokens", "hidden"], "dtype": "float32"},
+        "weight": {"shape": ["hidden"], "dtype": "float32"},
+        "eps": {"shape": None, "dtype": "float32"},
+    },
+    "outputs": {"y": {"shape": ["tokens", "hidden"], "dtype": "float32"}},
+    "reference": (
+        "import torch\n\n"
+        "def run(x, weight, eps):\n"
+        "    rms = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)\n"
+        "    return x * rms * weight\n"
+    ),
+}
+RMSNORM_WORKLOADS = [
+    {
+        "uuid": "b2s3",
+        "axes": {"batch": 2, "seq": 3},
+        "inputs": {
+            "x": {"type": "random"},
+            "weight": {"type": "random"},
+            "eps": {"type": "scalar", "value": 1e-6},
+        },
+    }
+]
+
+# A row gather whose indices come from the custom entry point (valid rows of the table).
+EMBEDDING = {
+    "name": "test_embedding_v100_d16",
+    "axes": axes("tokens", vocab=100, dim=16),
+    "custom_inputs_entrypoint": "make_ids",
+    "inputs": {
+        "ids": {"shape": ["tokens"], "dtype": "int64"},
+        "table": {"shape": ["vocab", "dim"], "dtype": "float32"},
+    },
+    "outputs": {"out": {"shape": ["tokens", "dim"], "dtype": "float32"}},
+    "reference": (
+        "import torch\n\n"
+        "def make_ids(axes_and_scalars, device):\n"
+        "    n = axes_and_scalars['tokens']\n"
+        "    return {'ids': torch.randperm(axes_and_scalars['vocab'], device=device)[:n]}\n\n"
+        "def run(ids, table):\n"
+        "    return table[ids]\n"
+    ),
+}
+EMBEDDING_WORKLOADS = [
+    {
+        "uuid": "t8",
+        "axes": {"tokens": 8},
+        "inputs": {"ids": {"type": "custom"}, "table": {"type": "random"}},
+    }
+]
+
+# A GEMM plus a bias read from a safetensors file: its values decide no shape (float32).
+F32 = {"shape": None, "dtype": "float32"}
+BIAS = {
+    **GEMM,
+    "name": "test_gemm_bias_from_file",
+    "inputs": {
+        "A": {**F32, "shape": ["M", "K"]},
+        "B": {**F32, "shape": ["N", "K"]},
+        "bias": {**F32, "shape": ["N"]},
+    },
+    "outputs": {"C": {**F32, "shape": ["M", "N"]}},
+    "reference": "import torch\n\ndef run(A, B, bias):\n    return A @ B.t() + bias\n",
+}
+SAFETENSORS = {"type": "safetensors", "path": "blob/bias.safetensors", "tensor_key": "bias"}
+BIAS_WORKLOADS = [
+    {
+        "uuid": "m8",
+        "axes": {"M": 8},
+        "inputs": {"A": {"type": "random"}, "B": {"type": "random"}, "bias": SAFETENSORS},
+    }
+]
+
+# Sequence lengths from a safetensors file whose values decide a slice: refused.
+LENGTHS = {
+    "name": "test_lengths_from_file",
+    "axes": axes("batch", T=16),
+    "inputs": {
+        "x": {"shape": ["batch", "T"], "dtype": "float32"},
+        "lengths": {"shape": ["batch"], "dtype": "int32"},
+    },
+    "outputs": {"y": {"shape": ["batch"], "dtype": "float32"}},
+    "reference": (
+        "import torch\n\n"
+        "def run(x, lengths):\n"
+        "    return torch.stack([x[b, : int(lengths[b])].sum() for b in range(x.shape[0])])\n"
+    ),
+}
+LENGTHS_WORKLOADS = [
+    {
+        "uuid": "b2",
+        "axes": {"batch": 2},
+        "inputs": {
+            "x": {"type": "random"},
+            "lengths": {"type": "safetensors", "path": "blob/l.safetensors", "tensor_key": "len"},
+        },
+    }
+]
+
+
+def write(folder, definition, workloads) -> str:
+    """``folder/definition.json`` and ``folder/workload.jsonl``; returns the folder."""
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "definition.json"), "w") as f:
+        json.dump(definition, f, indent=1)
+    with open(os.path.join(folder, "workload.jsonl"), "w") as f:
+        f.writelines(json.dumps(w) + "\n" for w in workloads)
+    return str(folder)
+
+
+def solar(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main(list(args))
+    return rc, out.getvalue(), err.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading (no torch)
+
+
+def test_axes_resolve_const_var_and_expr(tmp_path):
+    problem = fmt.load(write(tmp_path / "rms", RMSNORM, RMSNORM_WORKLOADS))
+    (workload,) = problem.workloads
+    axes = fmt.resolve_axes(problem.definition, workload)
+    # batch = 2, seq = 3 (var); tokens = batch * seq = 6 (expr); hidden = 64 (const)
+    assert axes == {"batch": 2, "seq": 3, "tokens": 6, "hidden": 64}
+    spec = problem.definition.inputs
+    assert fmt.shape_of(spec["x"], axes) == (6, 64)
+    assert fmt.shape_of(spec["eps"], axes) is None  # a scalar
+
+
+def test_a_workload_trace_line_and_a_stem_named_workload_file(tmp_path):
+    # FlashInfer-Bench's trace lines wrap the workload: {"definition", "workload", ...}; the
+    # workloads of NAME.json may be NAME.jsonl beside it.
+    (tmp_path / "gemm.json").write_text(json.dumps(GEMM))
+    lines = [{"definition": GEMM["name"], "solution": None, "workload": w} for w in GEMM_WORKLOADS]
+    (tmp_path / "gemm.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    problem = fmt.load(str(tmp_path / "gemm.json"))
+    assert [w.uuid for w in problem.workloads] == ["m4", "m16"]
+
+
+def test_select_by_uuid_and_index(tmp_path):
+    problem = fmt.load(write(tmp_path / "g", GEMM, GEMM_WORKLOADS))
+    assert [w.uuid for w in fmt.select(problem, ["1", "m4"])] == ["m16", "m4"]
+    with pytest.raises(fmt.DefinitionError, match=r"--workload 7: .*index 0 to 1"):
+        fmt.select(problem, ["7"])
+
+
+def broken(**changes):
+    data = json.loads(json.dumps(GEMM))
+    for key, value in changes.items():
+        if value is None:
+            del data[key]
+        else:
+            data[key] = value
+    return data
+
+
+# (definition, workloads, the message's fragment after "definition.json: " or the line)
+BAD = [
+    (broken(reference=None), GEMM_WORKLOADS, "definition.json: reference: missing"),
+    (
+        broken(inputs={"A": {"shape": ["M", "K"], "dtype": "float7"}, "B": GEMM["inputs"]["B"]}),
+        GEMM_WORKLOADS,
+        "definition.json: inputs.A.dtype: unknown dtype 'float7'",
+    ),
+    (
+        broken(reference="def forward(A, B):\n    return A\n"),
+        GEMM_WORKLOADS,
+        "definition.json: reference: defines no top-level function 'run'",
+    ),
+    (
+        broken(reference="def run(B, A):\n    return A\n"),
+        GEMM_WORKLOADS,
+        "definition.json: reference: run(B, A) does not take the inputs in order (A, B)",
+    ),
+    (
+        broken(axes={"M": {"type": "var"}, "N": {"type": "const", "value": 64}}),
+        GEMM_WORKLOADS,
+        "definition.json: inputs.A.shape: no axis named 'K'",
+    ),
+    (
+        broken(axes={**GEMM["axes"], "P": {"type": "expr", "expression": "M + Q"}}),
+        GEMM_WORKLOADS,
+        "definition.json: axes.P.expression: no axis named 'Q'",
+    ),
+    (
+        broken(axes={**GEMM["axes"], "P": {"type": "expr", "expression": "abs(M)"}}),
+        GEMM_WORKLOADS,
+        "definition.json: axes.P.expression: 'abs(M)': only integers",
+    ),
+    (
+        GEMM,
+        [{"uuid": "x", "axes": {}, "inputs": GEMM_WORKLOADS[0]["inputs"]}],
+        "workload.jsonl:1: axes.M: the var axis has no value",
+    ),
+    (
+        GEMM,
+        [{"axes": {"M": 1}, "inputs": GEMM_WORKLOADS[0]["inputs"]}],
+        "workload.jsonl:1: uuid: missing",
+    ),
+    (
+        GEMM,
+        [{"uuid": "x", "axes": {"M": 1}, "inputs": {"A": {"type": "random"}}}],
+        "workload.jsonl:1: inputs.B: missing",
+    ),
+    (
+        GEMM,
+        [
+            {
+                "uuid": "x",
+                "axes": {"M": 1},
+                "inputs": {"A": {"type": "zeros"}, "B": {"type": "random"}},
+            }
+        ],
+        "workload.jsonl:1: inputs.A.type: unknown input type 'zeros'",
+    ),
+    (
+        GEMM,
+        [
+            {
+                "uuid": "x",
+                "axes": {"M": 1},
+                "inputs": {"A": {"type": "custom"}, "B": {"type": "random"}},
+            }
+        ],
+        "inputs.A.type: custom, but the definition has no custom_inputs_entrypoint",
+    ),
+    (GEMM, [*GEMM_WORKLOADS, GEMM_WORKLOADS[0]], "workload.jsonl:3: uuid: 'm4' is also at"),
+    (GEMM, [], "workload.jsonl: no workloads"),
+]
+
+
+@pytest.mark.parametrize(("definition", "workloads", "message"), BAD, ids=[m for _, _, m in BAD])
+def test_bad_input_is_one_line_naming_file_and_field(tmp_path, definition, workloads, message):
+    folder = write(tmp_path / "d", definition, workloads)
+    csv_path = tmp_path / "out.csv"
+    rc, out, err = solar("analyze", folder, "--csv", str(csv_path))
+    assert rc == 1
+    assert err.count("\n") == 1 and err.startswith("solar analyze: error: "), err
+    assert message in err, err
+    assert "Traceback" not in err and out == ""
+    assert not csv_path.exists()
+
+
+def test_not_json_names_the_line(tmp_path):
+    folder = write(tmp_path / "d", GEMM, GEMM_WORKLOADS)
+    with open(os.path.join(folder, "workload.jsonl"), "a") as f:
+        f.write("{not json\n")
+    rc, _, err = solar("analyze", folder)
+    assert rc == 1 and "workload.jsonl:3: not JSON" in err, err
+
+
+def test_workload_flags_need_a_definition(tmp_path):
+    rc, _, err = solar("analyze", "model.py", "--workload", "0")
+    assert rc == 1 and "--workload needs a definition" in err, err
+
+
+def test_model_file_options_are_refused_with_a_definition(tmp_path):
+    folder = write(tmp_path / "d", GEMM, GEMM_WORKLOADS)
+    rc, _, err = solar("analyze", folder, "--serve", "decode")
+    assert rc == 1 and "--serve cannot be given with a definition" in err, err
+
+
+# ---------------------------------------------------------------------------------------------
+# The score and the measured file (no torch)
+
+
+def test_sol_score_by_hand():
+    # S = 1 / (1 + (T_kernel - T_SOL) / (T_baseline - T_SOL))
+    # T_kernel 3, T_SOL 1, T_baseline 5: 1 / (1 + 2/4) = 1 / 1.5 = 2/3
+    assert fmt.sol_score(3.0, 1.0, 5.0) == (pytest.approx(2 / 3), None)
+    # at the SOL: 1 / (1 + 0) = 1; at the baseline: 1 / (1 + 1) = 0.5
+    assert fmt.sol_score(1.0, 1.0, 5.0)[0] == 1.0
+    assert fmt.sol_score(5.0, 1.0, 5.0)[0] == 0.5
+    # undefined: no baseline, or a baseline at (or under) the SOL (a zero or negative divisor)
+    assert fmt.sol_score(3.0, 1.0, None) == (None, "no baseline_ms")
+    assert fmt.sol_score(3.0, 1.0, 1.0)[0] is None
+    assert "T_baseline - T_SOL <= 0" in fmt.sol_score(3.0, 1.0, 0.5)[1]
+    # headroom = T_kernel / T_SOL: 3 / 1 = 3; a zero SOL has none
+    assert fmt.headroom(3.0, 1.0) == (3.0, None)
+    assert fmt.headroom(3.0, 0.0) == (None, "the fused SOL is 0")
+
+
+def test_measured_file_errors(tmp_path):
+    problem = fmt.load(write(tmp_path / "g", GEMM, GEMM_WORKLOADS))
+    cases = {
+        "uuid,ms\nm4,1\n": "header 'uuid,ms'",
+        "workload_uuid,latency_ms\nzz,1\n": "'zz' is not a workload",
+        "workload_uuid,latency_ms\nm4,-1\n": "latency_ms '-1' is not a positive number",
+        "workload_uuid,latency_ms\nm4,nan\n": "latency_ms 'nan' is not a positive number",
+        "workload_uuid,latency_ms\nm4,1\nm4,2\n": "'m4' is measured twice",
+    }
+    for text, message in cases.items():
+        path = tmp_path / "m.csv"
+        path.write_text(text)
+        with pytest.raises(fmt.DefinitionError, match=message):
+            fmt.read_measured(str(path), problem)
+    path.write_text("workload_uuid,latency_ms,baseline_ms\nm4,0.5,2\nm16,1.5,\n")
+    measured = fmt.read_measured(str(path), problem)
+    assert measured["m4"] == fmt.Measured(0.5, 2.0)
+    assert measured["m16"] == fmt.Measured(1.5, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Analyses (PyTorch)
+
+
+@pytest.fixture
+def torch():
+    return pytest.importorskip("torch")
+
+
+def test_gemm_per_workload_macs_bytes_and_csv(tmp_path, torch):
+    folder = write(tmp_path / "gemm", GEMM, GEMM_WORKLOADS)
+    csv_path, json_path = tmp_path / "g.csv", tmp_path / "g.json"
+    rc, out, err = solar("analyze", folder, "--csv", str(csv_path), "--json", str(json_path))
+    assert rc == 0, err
+    rows = list(csv.DictReader(csv_path.open()))
+    assert list(rows[0]) == list(fmt.CSV_COLUMNS)
+    assert [r["workload_uuid"] for r in rows] == ["m4", "m16"]
+    assert [r["axes"] for r in rows] == ["M=4", "M=16"]
+    # MACs = M * N * K: 4 * 64 * 32 = 8192; 16 * 64 * 32 = 32768
+    assert [int(r["macs"]) for r in rows] == [8192, 32768]
+    # bytes fused = (M*K + N*K + M*N) * 2 (bf16): (128 + 2048 + 256) * 2 = 4864;
+    # (512 + 2048 + 1024) * 2 = 7168
+    assert [float(r["bytes_fused"]) for r in rows] == [4864.0, 7168.0]
+    assert all(r["definition"] == "test_gemm_n64_k32" for r in rows)
+    assert all(r["verification"] == "passed" for r in rows)
+    assert all(r["precision"].startswith("bf16") for r in rows), rows
+    # the fused SOL is never above the unfused one
+    assert all(float(r["sol_fused_ms"]) <= float(r["sol_unfused_ms"]) for r in rows)
+    document = json.loads(json_path.read_text())
+    assert document["definition"] == "test_gemm_n64_k32"
+    assert [w["axes"] for w in document["workloads"]] == [
+        {"M": 4, "N": 64, "K": 32},
+        {"M": 16, "N": 64, "K": 32},
+    ]
+    assert document["workloads"][0]["report"]["totals"]["macs"] == 8192
+    assert "test_gemm_n64_k32: 2 workload(s)" in out
+    assert "one per workload (2 capture(s))" in out
+
+
+def test_same_input_same_bytes(tmp_path, torch):
+    folder = write(tmp_path / "gemm", GEMM, GEMM_WORKLOADS)
+    outputs = []
+    for name in ("a", "b"):
+        path = tmp_path / f"{name}.json"
+        assert solar("analyze", folder, "--workload", "m4", "--json", str(path))[0] == 0
+        outputs.append(path.read_bytes())
+    assert outputs[0] == outputs[1]
+
+
+def test_measured_scores_with_undefined_as_null(tmp_path, torch):
+    folder = write(tmp_path / "gemm", GEMM, GEMM_WORKLOADS)
+    json_path, csv_path = tmp_path / "g.json", tmp_path / "g.csv"
+    rc, _, err = solar("analyze", folder, "--json", str(json_path))
+    assert rc == 0, err
+    sol = {
+        w["uuid"]: w["row"]["sol_fused_ms"] for w in json.loads(json_path.read_text())["workloads"]
+    }
+    # m4 measured at 3 x its SOL with a baseline at 5 x: S = 1 / (1 + 2/4) = 2/3, headroom 3;
+    # m16 with no baseline: no score (null), headroom 2
+    measured = tmp_path / "m.csv"
+    measured.write_text(
+        "workload_uuid,latency_ms,baseline_ms\n"
+        f"m4,{3 * sol['m4']!r},{5 * sol['m4']!r}\n"
+        f"m16,{2 * sol['m16']!r},\n"
+    )
+    rc, out, err = solar(
+        "analyze",
+        folder,
+        "--measured",
+        str(measured),
+        "--json",
+        str(json_path),
+        "--csv",
+        str(csv_path),
+    )
+    assert rc == 0, err
+    rows = {w["uuid"]: w["row"] for w in json.loads(json_path.read_text())["workloads"]}
+    assert rows["m4"]["sol_score"] == pytest.approx(2 / 3)
+    assert rows["m4"]["headroom"] == pytest.approx(3.0)
+    assert rows["m16"]["sol_score"] is None
+    assert rows["m16"]["score_note"] == "no baseline_ms"
+    assert rows["m16"]["headroom"] == pytest.approx(2.0)
+    header = csv_path.read_text().splitlines()[0].split(",")
+    assert header == [*fmt.CSV_COLUMNS, *fmt.SCORE_COLUMNS]
+    assert "NaN" not in json_path.read_text() and "nan" not in csv_path.read_text()
+    assert "score" in out and "headroom" in out
+
+
+def analysed(tmp_path, definition: dict, workloads: list) -> dict:
+    """The JSON entry of the one workload of ``definition``, analysed by ``solar analyze``."""
+    folder = write(tmp_path / "def", definition, workloads)
+    json_path = tmp_path / "report.json"
+    rc, _, err = solar("analyze", folder, "--json", str(json_path))
+    assert rc == 0, err
+    (entry,) = json.loads(json_path.read_text())["workloads"]
+    return entry
+
+
+def test_rmsnorm_expr_axis_and_scalar(tmp_path, torch):
+    entry = analysed(tmp_path, RMSNORM, RMSNORM_WORKLOADS)
+    assert entry["axes"]["tokens"] == 6  # batch * seq = 2 * 3
+    # bytes fused = (x + weight + y) * 4 (f32) = (6*64 + 64 + 6*64) * 4 = (384 + 64 + 384) * 4
+    # = 3328
+    assert entry["report"]["bytes"]["fused"] == 3328
+    assert entry["row"]["verification"] == "passed"
+    assert any("eps=1e-06" in n for n in entry["notes"]), entry["notes"]
+
+
+def test_custom_inputs_entrypoint(tmp_path, torch):
+    entry = analysed(tmp_path, EMBEDDING, EMBEDDING_WORKLOADS)
+    assert entry["row"]["verification"] == "passed"
+    assert any("made by make_ids(axes_and_scalars" in n for n in entry["notes"])
+    # fused bytes: the 8 ids (int64) + the 8 rows gathered of 16 f32 (each index distinct,
+    # --routing balanced) + the output 8 x 16 f32: 8*8 + 8*16*4 + 8*16*4 = 64 + 512 + 512 = 1088
+    assert entry["report"]["bytes"]["fused"] == 1088
+
+
+def test_custom_entrypoint_with_the_wrong_shape(tmp_path, torch):
+    bad = json.loads(json.dumps(EMBEDDING))
+    bad["reference"] = bad["reference"].replace("[:n]", "[: n + 1]")
+    folder = write(tmp_path / "emb", bad, EMBEDDING_WORKLOADS)
+    rc, _, err = solar("analyze", folder)
+    assert rc == 1 and "inputs.ids: the custom input has shape [9], not [8]" in err, err
+
+
+def test_safetensors_input_stands_in_with_a_note(tmp_path, torch):
+    entry = analysed(tmp_path, BIAS, BIAS_WORKLOADS)
+    assert any(
+        "'bias' (blob/bias.safetensors, key 'bias') was not read" in n for n in entry["notes"]
+    )
+    # bytes fused = (A + B + bias + C) * 4 = (8*32 + 64*32 + 64 + 8*64) * 4
+    # = (256 + 2048 + 64 + 512) * 4 = 11520; MACs = 8 * 64 * 32 = 16384
+    assert entry["report"]["bytes"]["fused"] == 11520
+    assert entry["report"]["totals"]["macs"] == 16384
+
+
+def test_safetensors_values_deciding_a_shape_are_refused(tmp_path, torch):
+    folder = write(tmp_path / "len", LENGTHS, LENGTHS_WORKLOADS)
+    rc, out, err = solar("analyze", folder)
+    assert rc == 1
+    assert err.count("\n") == 1, err
+    assert "inputs.lengths: its values decide a shape (Tensor.__int__ in run)" in err, err
+    assert "SOLAR does not read safetensors (blob/l.safetensors)" in err, err
+
+
+def test_fp8_inputs_by_hand(tmp_path, torch):
+    fp8 = {
+        **GEMM,
+        "name": "test_gemm_fp8",
+        "inputs": {
+            "A": {"shape": ["M", "K"], "dtype": "float8_e4m3fn"},
+            "B": {"shape": ["N", "K"], "dtype": "float8_e4m3fn"},
+        },
+        "reference": (
+            "import torch\n\ndef run(A, B):\n"
+            "    return A.to(torch.bfloat16) @ B.to(torch.bfloat16).t()\n"
+        ),
+    }
+    entry = analysed(tmp_path, fp8, GEMM_WORKLOADS[:1])
+    # MACs = M * N * K = 4 * 64 * 32 = 8192; bytes fused = A and B in fp8 (1 byte), C in bf16:
+    # 4*32 + 64*32 + 4*64*2 = 128 + 2048 + 512 = 2688
+    assert entry["report"]["totals"]["macs"] == 8192
+    assert entry["report"]["bytes"]["fused"] == 2688
+    assert entry["row"]["verification"] == "passed"
+
+
+def test_a_failing_run_is_one_line_naming_the_workload(tmp_path, torch):
+    failing = {**GEMM, "reference": "def run(A, B):\n    raise RuntimeError('boom')\n"}
+    folder = write(tmp_path / "f", failing, GEMM_WORKLOADS)
+    rc, out, err = solar("analyze", folder, "--workload", "m16")
+    assert rc == 1 and err.count("\n") == 1, err
+    assert "workload.jsonl:2 (workload m16): " in err and "RuntimeError: boom" in err, err
+
+
+def test_json_to_stdout_and_suite_only(tmp_path, torch):
+    folder = write(tmp_path / "g", GEMM, GEMM_WORKLOADS)
+    rc, out, _ = solar("analyze", folder, "--workload", "0", "--json", "-")
+    assert rc == 0
+    assert [w["uuid"] for w in json.loads(out)["workloads"]] == ["m4"]
+    rc, out, _ = solar("analyze", folder, "--suite-only")
+    assert rc == 0
+    assert out.startswith("test_gemm_n64_k32: 2 workload(s)\n")  # no workload's own table
+    assert "fidelity  SOL time" not in out
+
+
+def test_a_reference_written_for_cuda_runs_on_the_cpu(tmp_path, torch):
+    cuda = {
+        **GEMM,
+        "reference": (
+            "import torch\n\ndef run(A, B):\n"
+            "    bias = torch.zeros(B.shape[0], dtype=A.dtype, device='cuda')\n"
+            "    return A.cuda() @ B.to('cuda').t() + bias.to(torch.device('cuda'))\n"
+        ),
+    }
+    entry = analysed(tmp_path, cuda, GEMM_WORKLOADS[:1])
+    assert "device 'cuda' in the reference mapped to the CPU, where SOLAR runs it" in entry["notes"]
+    assert entry["row"]["verification"] == "passed"
+    # MACs = M * N * K = 4 * 64 * 32 = 8192 (the bias is made inside run: no input bytes)
+    assert entry["report"]["totals"]["macs"] == 8192
