@@ -20,7 +20,7 @@ import tempfile
 import time
 
 from solar import definition as fmt
-from solar import definition_capture
+from solar.torch import definition as definition_capture
 from solar.options import Options
 from solar.pipeline import STAGES
 

@@ -1,5 +1,5 @@
 """Kernel-benchmark problems in FlashInfer-Bench's "definition + workloads" format
-(docs/benchmarks.md), read without a framework: no torch here (``solar.definition_capture``
+(docs/benchmarks.md), read without a framework: no torch here (``solar.torch.definition``
 makes the inputs and captures ``run``).
 
 - ``load(path)``: a ``definition.json`` (or a folder holding one) and its workloads (the

@@ -68,7 +68,7 @@ def analyze_definition(
     measured = fmt.read_measured(args.measured, problem) if args.measured else None
     options = options_of(args)
 
-    from solar import definition_capture
+    from solar.torch import definition as definition_capture
 
     definition = problem.definition
     namespace = definition_capture.reference_namespace(definition)

@@ -1,6 +1,6 @@
 """The PyTorch side of a benchmark definition (docs/benchmarks.md): a workload's inputs made the
 way the format says, and its ``run(...)`` captured through the PyTorch adapter
-(``solar.frontend.captured_call``) and analysed by the one pipeline (``solar.stages.run``).
+(``solar.torch.captured_call``) and analysed by the one pipeline (``solar.stages.run``).
 Imports torch; ``solar.definition`` reads the files without it.
 
 - ``reference_namespace(definition)``: the reference source run once (its ``run`` and the
@@ -372,7 +372,7 @@ def analyse_workload(
 ) -> tuple[Any, list[str]]:
     """``(report, notes)``: ``run`` on the workload's inputs, captured (once per workload) and
     analysed by ``solar.stages.run``; the notes say how the inputs were made."""
-    from solar.frontend import captured_call
+    from solar.torch import captured_call
 
     on_cpu = OnCpu()
     inputs = make_inputs(definition, workload, namespace, on_cpu)
