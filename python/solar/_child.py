@@ -1,18 +1,19 @@
 """The pieces ``solar bench`` (solar.suite) and ``solar sweep`` (solar.sweep) share: ``solar
 analyze`` (or ``solar sol``) runs in child processes with a timeout each (``run_children``, ``jobs``
 at once), result files written atomically (``write_json_atomic``) and the progress bar
-(``Progress``). No torch or jax here: the children import them, or the warm parent did
+(``Progress``). No torch or jax here: the children import them, or the fork server did
 (``solar.adapters.preload``).
 
 Two isolations (``ISOLATIONS``), the same outputs byte for byte:
 
 - ``process``: each child is a new Python (``python -m solar COMMAND ...``), which imports its
   framework itself (torch: seconds);
-- ``fork`` (the default where ``os.fork`` exists): each child is a fork of this process, which
-  has imported the frameworks once (``solar.adapters.preload``), and runs ``solar.cli.main`` with
-  the same arguments. The parent forks only while it is single-threaded (``single_threaded``), so
-  no lock of another thread is held in the child, and it runs no tensor operation itself (no
-  OpenMP pool to inherit).
+- ``fork`` (the default where ``os.fork`` exists): a fork server (``ForkServer``: a new Python
+  started once per run, ``python -m solar._child FRAMEWORKS``) imports the frameworks once
+  (``solar.adapters.preload``), then forks one child per request, which runs ``solar.cli.main``
+  with the same arguments. The server runs one thread and no tensor operation (a fork of a
+  process whose OpenMP pool has started hangs at the child's first parallel operation), whatever
+  the process that asks for the children has done (a test runner, a program that used torch).
 
 Either way a child is its own process group: a crash (a signal, ``os._exit``) or a timeout (the
 group killed) ends that child only, and the parent, which waits on its children in its one
@@ -21,6 +22,7 @@ thread, goes on with the next.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import shutil
@@ -83,6 +85,7 @@ def run_children(
     jobs: int,
     isolation: str,
     done: Callable[[int, dict[str, Any]], None] | None = None,
+    server: ForkServer | None = None,
 ) -> list[dict[str, Any]]:
     """Runs each request in a child process, ``jobs`` at once, and returns what came of each, in
     the requests' order (``done(index, result)`` is called in this thread as each ends):
@@ -95,7 +98,10 @@ def run_children(
     - ``error``: the child's last line on stderr, or what stopped it (None when analysed);
     - ``returncode``, ``total_s`` (the child's wall-clock seconds, from its start, or its fork,
       to its exit) and ``stages_s`` (with ``stage_times``: ``{stage: seconds}``, None when the
-      child wrote none)."""
+      child wrote none).
+
+    ``server``: the fork server of ``fork`` isolation (one started, with no framework preloaded,
+    and closed here when None)."""
     if isolation not in ISOLATIONS:
         raise ValueError(f"unknown isolation '{isolation}' (valid: {', '.join(ISOLATIONS)})")
     if jobs < 1:
@@ -103,11 +109,15 @@ def run_children(
     results: list[dict[str, Any] | None] = [None] * len(requests)
     pending = deque(enumerate(requests))
     running: dict[int, _Child] = {}
+    if server is None and isolation == "fork" and requests:
+        server = own_server = ForkServer(())
+    else:
+        own_server = None
     try:
         while pending or running:
             while pending and len(running) < jobs:
                 index, request = pending.popleft()
-                running[index] = _Child(request, isolation)
+                running[index] = _Child(request, server if isolation == "fork" else None)
             ended = [index for index, child in running.items() if child.ended()]
             for index in ended:
                 child = running.pop(index)
@@ -121,30 +131,25 @@ def run_children(
         for child in running.values():
             child.kill()
             child.remove()
+        if own_server is not None:
+            own_server.close()
     return results  # type: ignore[return-value]
 
 
 def single_threaded() -> bool:
-    """Whether this process runs one Python thread (``threading``). Native pools are not
-    Python's: numpy's OpenBLAS pool is shut down before a fork by its own ``pthread_atfork``
-    handler, and torch starts its OpenMP pool only at its first parallel operation, which the
-    parent never runs (``os_threads`` counts them where the system lists them)."""
+    """Whether this process runs one Python thread (``threading``): the fork server forks only
+    then, so that no lock of another thread is held in a child. Native pools are not Python's:
+    numpy's OpenBLAS pool is shut down before a fork by its own ``pthread_atfork`` handler, and
+    torch starts its OpenMP pool only at its first parallel operation, which the server never
+    runs."""
     return threading.active_count() == 1
-
-
-def os_threads() -> int | None:
-    """The threads of this process by the system's count (Linux; None elsewhere)."""
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return None
 
 
 class _Child:
     """One running child and its temporary folder (the report, the stage times and its
     standard output and error, as files: no pipe for the parent to drain)."""
 
-    def __init__(self, request: Request, isolation: str) -> None:
+    def __init__(self, request: Request, server: ForkServer | None) -> None:
         self.request = request
         self.tmp = tempfile.mkdtemp(prefix="solar-analyze-")
         self.report_path = os.path.join(self.tmp, "report.json")
@@ -159,7 +164,8 @@ class _Child:
         self.timed_out = False
         self.start = time.perf_counter()
         self.popen: subprocess.Popen | None = None
-        if isolation == "process":
+        self.server = server
+        if server is None:
             with open(out, "wb") as o, open(err, "wb") as e:
                 self.popen = subprocess.Popen(
                     [sys.executable, "-m", "solar", *argv],
@@ -169,7 +175,7 @@ class _Child:
                 )
             self.pid = self.popen.pid
         else:
-            self.pid = _fork(argv, out, err)
+            self.pid = server.fork(argv, out, err)
         self.end = self.start
 
     def ended(self) -> bool:
@@ -179,8 +185,8 @@ class _Child:
         if self.popen is not None:
             code = self.popen.poll()
         else:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            code = os.waitstatus_to_exitcode(status) if pid else None
+            assert self.server is not None
+            code = self.server.exit_code(self.pid, block=False)
         if code is None and time.perf_counter() - self.start > self.request.timeout_s:
             self.timed_out = True
             self.kill()
@@ -201,7 +207,8 @@ class _Child:
         if self.popen is not None:
             self.returncode = self.popen.wait()
         elif self.returncode is None:
-            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+            assert self.server is not None
+            self.returncode = self.server.exit_code(self.pid, block=True)
         self.end = time.perf_counter()
 
     def remove(self) -> None:
@@ -242,6 +249,129 @@ class _Child:
         return result
 
 
+class ForkServer:
+    """A new Python (``python -m solar._child FRAMEWORKS``) that imports the frameworks once
+    (``solar.adapters.preload``) and forks the children asked of it: on its standard input one
+    JSON line per child (``[argv, out, err]``), answered on its standard output by ``fork PID``;
+    ``exit PID CODE`` as each child ends (CODE as ``subprocess``'s: negative for a signal)."""
+
+    def __init__(self, frameworks: Iterable[str]) -> None:
+        start = time.perf_counter()
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "solar._child", *sorted(set(frameworks))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        self.lines = _Lines(self.popen.stdout.fileno())  # type: ignore[union-attr]
+        self.codes: dict[int, int] = {}
+        self.forked: deque[int] = deque()
+        self.ready = False
+        self._wait(lambda: self.ready)
+        self.preload_s = time.perf_counter() - start  # the server's start and imports
+
+    def fork(self, argv: list[str], out: str, err: str) -> int:
+        """Asks for a child; returns its pid."""
+        assert self.popen.stdin is not None
+        self.popen.stdin.write((json.dumps([argv, out, err]) + "\n").encode())
+        self.popen.stdin.flush()
+        self._wait(lambda: bool(self.forked))
+        return self.forked.popleft()
+
+    def exit_code(self, pid: int, block: bool) -> int | None:
+        """The exit code of the child ``pid`` (None while it runs, unless ``block``)."""
+        if pid not in self.codes:
+            self._read(0.0)
+        if block:
+            self._wait(lambda: pid in self.codes)
+        return self.codes.pop(pid, None)
+
+    def close(self) -> None:
+        """Ends the server (it kills any child still running)."""
+        if self.popen.poll() is None:
+            assert self.popen.stdin is not None
+            self.popen.stdin.close()
+            try:
+                self.popen.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        self.popen.stdout.close()  # type: ignore[union-attr]
+
+    def _wait(self, until: Callable[[], bool]) -> None:
+        while not until():
+            self._read(1.0)
+
+    def _read(self, timeout: float) -> None:
+        for line in self.lines.read(timeout):
+            word, *rest = line.split()
+            if word == "ready":
+                self.ready = True
+            elif word == "fork":
+                self.forked.append(int(rest[0]))
+            elif word == "exit":
+                self.codes[int(rest[0])] = int(rest[1])
+        if self.lines.closed:
+            raise RuntimeError(f"the fork server exited ({self.popen.wait()})")
+
+
+class _Lines:
+    """The complete lines that have arrived on a file descriptor (unbuffered reads, so that
+    ``select`` sees every byte not yet taken)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buffer, self.closed = fd, b"", False
+
+    def read(self, timeout: float) -> list[str]:
+        """The lines ready now, after waiting up to ``timeout`` s for the first bytes."""
+        import select
+
+        while not self.closed and select.select([self.fd], [], [], timeout)[0]:
+            data = os.read(self.fd, 65536)
+            self.closed = not data
+            self.buffer += data
+            timeout = 0.0
+        *lines, self.buffer = self.buffer.split(b"\n")
+        return [line.decode() for line in lines]
+
+
+def serve(frameworks: Sequence[str]) -> int:
+    """The fork server's loop (``ForkServer``): preloads, says ``ready``, then forks a child per
+    request line and reports each child's exit, until its standard input closes."""
+    from solar.adapters import preload
+
+    preload(frameworks)
+    out = sys.stdout.buffer
+
+    def say(text: str) -> None:
+        out.write(text.encode() + b"\n")
+        out.flush()
+
+    say("ready")
+    children: set[int] = set()
+    requests = _Lines(sys.stdin.fileno())
+    try:
+        while True:
+            for pid in sorted(children):
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    children.discard(pid)
+                    say(f"exit {pid} {os.waitstatus_to_exitcode(status)}")
+            for line in requests.read(POLL_S):
+                argv, out_path, err_path = json.loads(line)
+                pid = _fork(argv, out_path, err_path)
+                children.add(pid)
+                say(f"fork {pid}")
+            if requests.closed:
+                return 0
+    finally:
+        for pid in children:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+
+
 def _fork(argv: list[str], out: str, err: str) -> int:
     """Forks a child that runs ``solar.cli.main(argv)`` with its standard output and error
     written to the files ``out`` and ``err`` and exits with its code (``os._exit``: no exit
@@ -263,10 +393,21 @@ def _fork(argv: list[str], out: str, err: str) -> int:
     code = 2
     try:
         os.setpgid(0, 0)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
         for fd, path in ((1, out), (2, err)):
             target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             os.dup2(target, fd)
             os.close(target)
+        # Python's streams on those descriptors (the parent's may be another object: a test
+        # runner's capture), as a new Python's would be.
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+        if faulthandler.is_enabled():  # a new Python has it only when the environment asks
+            faulthandler.disable()
+            if os.environ.get("PYTHONFAULTHANDLER"):
+                faulthandler.enable(sys.stderr)
         from solar.cli import main
 
         code = main(argv)
@@ -328,3 +469,7 @@ class Progress:
             if self.done == self.total:
                 self.stream.write("\n")
             self.stream.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(serve(sys.argv[1:]))

@@ -4,7 +4,7 @@ Every ``*.py`` file under DIR is a problem (``Model``, ``get_inputs``, ``get_ini
 folder relative to DIR is its level (files directly in DIR: level ``.``). Each problem runs
 ``solar analyze`` in its own child process (``--jobs N`` at once), so one crash, hang
 (``--timeout-s``) or failure never stops the rest. ``--isolation fork`` (the default where the
-system can fork) imports the frameworks once here and forks a child per problem;
+system can fork) imports the frameworks once, in a fork server, which forks a child per problem;
 ``--isolation process`` starts a new Python per problem (solar._child: the same outputs). A finished problem (analysed or failed) leaves
 ``RESULTS/problems/<level>/<file>.json``; a second run skips it, so an interrupted run resumes.
 
@@ -39,6 +39,7 @@ from collections.abc import Sequence
 
 from solar._child import (
     ISOLATIONS,
+    ForkServer,
     STAGES,
     Progress,
     Request,
@@ -353,14 +354,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"solar bench: {skipped} problem(s) already done, {len(todo)} to run", file=sys.stderr
         )
-    preload_s = 0.0
-    if args.isolation == "fork" and todo:  # the children's imports, once, here
+    server = None
+    if args.isolation == "fork" and todo:  # the children's imports, once, in the fork server
         from solar._modelfile import framework_of
-        from solar.adapters import preload
 
-        before = time.perf_counter()
-        preload(framework_of(os.path.join(args.dir, rel)) for _, rel in todo)
-        preload_s = time.perf_counter() - before
+        server = ForkServer(framework_of(os.path.join(args.dir, rel)) for _, rel in todo)
     progress = Progress(len(todo))
     measured = [timing_ms(timings, level, os.path.basename(rel)) for level, rel in todo]
     requests = [
@@ -379,10 +377,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         records.append(record)
         progress.step(rel)
 
-    run_children(requests, args.jobs, args.isolation, finish)
+    try:
+        run_children(requests, args.jobs, args.isolation, finish, server)
+    finally:
+        if server is not None:
+            server.close()
     run = {
         "wall_s": time.perf_counter() - start,
-        "preload_s": preload_s,
+        "preload_s": server.preload_s if server is not None else 0.0,
         "run": len(todo),
         "jobs": args.jobs,
         "isolation": args.isolation,

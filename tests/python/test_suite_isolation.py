@@ -1,9 +1,7 @@
 """``solar bench --isolation fork|process`` (docs/cli.md, "solar bench"): a warm parent that
 forks a child per problem gives the same files, byte for byte, as a new Python per problem; a
 crash (``os._exit``, a segfault) or a hang (``--timeout-s``) ends its own problem only; the run
-reports its wall time. Each suite runs as ``python -m solar bench`` (a fresh parent, as on the
-command line: this test process has run torch operations, so its OpenMP pool would be
-inherited)."""
+reports its wall time. The suites run as ``python -m solar bench``, as on the command line."""
 
 from __future__ import annotations
 
@@ -143,26 +141,28 @@ def test_a_crash_or_a_hang_ends_its_own_problem_only(tmp_path):
 
 
 def test_run_children_statuses_in_this_process(tmp_path):
-    # The runner alone, forking this test process: children that never reach a tensor
-    # operation (they end while their model file is imported), and one that fails as the
-    # user's error (exit code 1, its last line on stderr).
+    # The runner alone, in this test process (which has run torch operations and may run other
+    # threads: the fork server, a new Python, forks the children): a crash, a segfault, a hang
+    # and a failure as the user's error (exit code 1, its last line on stderr).
     with pytest.raises(ValueError, match="unknown isolation 'thread'"):
         _child.run_children([], 1, "thread")
-    if not _child.single_threaded():  # an earlier test left a thread (e.g. tqdm's monitor)
-        pytest.skip("this test process runs other threads: fork isolation refuses")
     files = {"exits.py": EXITS, "segfault.py": SEGFAULT, "hangs.py": HANGS}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "broken.py").write_text("raise RuntimeError('this problem is broken')\n")
     names = ["exits.py", "segfault.py", "hangs.py", "broken.py"]
     requests = [
-        _child.Request("analyze", str(tmp_path / n), ("--hw", "H100-SXM"), 5.0, True) for n in names
+        _child.Request("analyze", str(tmp_path / n), ("--hw", "H100-SXM"), 10.0, True) for n in names
     ]
     order: list[int] = []
-    results = _child.run_children(requests, 2, "fork", lambda i, _r: order.append(i))
+    server = _child.ForkServer(["torch"])
+    try:
+        results = _child.run_children(requests, 2, "fork", lambda i, _r: order.append(i), server)
+    finally:
+        server.close()
     assert sorted(order) == [0, 1, 2, 3]
     statuses = [(r["status"], r["returncode"]) for r in results]
     assert statuses == [("crashed", 3), ("crashed", -11), ("timeout", None), ("failed", 1)]
     assert "this problem is broken" in results[3]["error"]
-    assert results[2]["total_s"] >= 5.0  # killed after its 5 s, not before
+    assert results[2]["total_s"] >= 10.0  # killed after its 10 s, not before
     assert results[3]["stages_s"] is not None  # written also when the analysis fails
