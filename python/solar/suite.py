@@ -251,6 +251,18 @@ def stage_table(rows: list[dict]) -> str:
 RUN_FIELDS = ("wall_s", "preload_s", "run", "jobs", "isolation")  # the all row's, this run's
 
 
+def previous_run(out: str) -> dict | None:
+    """The ``RUN_FIELDS`` of the ``all`` row of an earlier run's stages.json (None: none)."""
+    try:
+        with open(os.path.join(out, "stages.json")) as f:
+            totals = json.load(f)[-1]
+    except (OSError, ValueError, IndexError, KeyError):
+        return None
+    if not isinstance(totals, dict) or any(k not in totals for k in RUN_FIELDS):
+        return None
+    return {k: totals[k] for k in RUN_FIELDS}
+
+
 def write_outputs(out: str, records: list[dict], run: dict | None = None) -> dict:
     """Every output file; ``run``: this run's measurements (``RUN_FIELDS``), in stages.*."""
     records = sorted(records, key=lambda r: (r["level"], r["path"]))
@@ -389,6 +401,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "jobs": args.jobs,
         "isolation": args.isolation,
     }
+    if not todo:  # nothing ran: the measurements stay those of the run that made the records
+        run = previous_run(args.out) or run
     s = write_outputs(args.out, records, run)
     sys.stdout.write(stage_table(stage_rows(records, run)))
     for level, v in s.items():
