@@ -60,21 +60,60 @@ def level1() -> dict[str, str]:
         p[f"{len(p) + 1}_{name}.py"] = text
 
     for m, k, n in ((2048, 2048, 2048), (1024, 4096, 2048), (4096, 256, 4096), (8192, 64, 8192)):
-        add(f"matmul_{m}x{k}x{n}", problem("", "return xs[0] @ xs[1]", f"[{rand(m, k)}, {rand(k, n)}]"))
+        add(
+            f"matmul_{m}x{k}x{n}",
+            problem("", "return xs[0] @ xs[1]", f"[{rand(m, k)}, {rand(k, n)}]"),
+        )
     for b, m, k, n in ((128, 128, 256, 512), (16, 512, 1024, 256)):
-        add(f"bmm_{b}", problem("", "return torch.bmm(xs[0], xs[1])", f"[{rand(b, m, k)}, {rand(b, k, n)}]"))
+        add(
+            f"bmm_{b}",
+            problem("", "return torch.bmm(xs[0], xs[1])", f"[{rand(b, m, k)}, {rand(b, k, n)}]"),
+        )
     add("matvec", problem("", "return xs[0] @ xs[1]", f"[{rand(2048, 65536)}, {rand(65536, 1)}]"))
-    add("matmul_tA", problem("", "return xs[0].T @ xs[1]", f"[{rand(4096, 1024)}, {rand(4096, 2048)}]"))
-    add("matmul_tB", problem("", "return xs[0] @ xs[1].T", f"[{rand(1024, 4096)}, {rand(2048, 4096)}]"))
-    add("matmul_3d", problem("", "return torch.matmul(xs[0], xs[1])", f"[{rand(16, 1024, 2048)}, {rand(2048, 768)}]"))
-    add("matmul_4d", problem("", 'return torch.einsum("bijl,lk->bijk", xs[0], xs[1])', f"[{rand(8, 64, 128, 256)}, {rand(256, 384)}]"))
-    add("diag_matmul", problem("", "return torch.diag(xs[0]) @ xs[1]", f"[{rand(4096)}, {rand(4096, 4096)}]"))
+    add(
+        "matmul_tA",
+        problem("", "return xs[0].T @ xs[1]", f"[{rand(4096, 1024)}, {rand(4096, 2048)}]"),
+    )
+    add(
+        "matmul_tB",
+        problem("", "return xs[0] @ xs[1].T", f"[{rand(1024, 4096)}, {rand(2048, 4096)}]"),
+    )
+    add(
+        "matmul_3d",
+        problem(
+            "", "return torch.matmul(xs[0], xs[1])", f"[{rand(16, 1024, 2048)}, {rand(2048, 768)}]"
+        ),
+    )
+    add(
+        "matmul_4d",
+        problem(
+            "",
+            'return torch.einsum("bijl,lk->bijk", xs[0], xs[1])',
+            f"[{rand(8, 64, 128, 256)}, {rand(256, 384)}]",
+        ),
+    )
+    add(
+        "diag_matmul",
+        problem("", "return torch.diag(xs[0]) @ xs[1]", f"[{rand(4096)}, {rand(4096, 4096)}]"),
+    )
     add("scalar_mul", problem("", "return xs[0] * 3.5", f"[{rand(16384, 4096)}]"))
     acts = (
-        "torch.relu(x)", "F.leaky_relu(x, 0.01)", "torch.sigmoid(x)", "torch.tanh(x)",
-        "F.gelu(x)", "F.silu(x)", "torch.selu(x)", "F.elu(x, 1.0)", "F.hardtanh(x, -1.0, 1.0)",
-        "F.softplus(x)", "F.softsign(x)", "F.hardsigmoid(x)", "F.hardswish(x)", "F.mish(x)",
-        "torch.softmax(x, dim=1)", "torch.log_softmax(x, dim=1)",
+        "torch.relu(x)",
+        "F.leaky_relu(x, 0.01)",
+        "torch.sigmoid(x)",
+        "torch.tanh(x)",
+        "F.gelu(x)",
+        "F.silu(x)",
+        "torch.selu(x)",
+        "F.elu(x, 1.0)",
+        "F.hardtanh(x, -1.0, 1.0)",
+        "F.softplus(x)",
+        "F.softsign(x)",
+        "F.hardsigmoid(x)",
+        "F.hardswish(x)",
+        "F.mish(x)",
+        "torch.softmax(x, dim=1)",
+        "torch.log_softmax(x, dim=1)",
         "0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))",
     )
     for i, act in enumerate(acts):
@@ -87,10 +126,34 @@ def level1() -> dict[str, str]:
     )
     for name, init, x in norms:
         add(name, problem(init, "return self.n(xs[0])", f"[{x}]"))
-    add("rmsnorm", problem("", "x = xs[0]\nreturn x / torch.sqrt(torch.mean(x * x, dim=1, keepdim=True) + 1e-5)", f"[{rand(16, 64, 256, 256)}]"))
-    add("frobenius", problem("", "x = xs[0]\nreturn x / torch.norm(x, p='fro')", f"[{rand(16, 64, 256, 256)}]"))
-    add("l1norm", problem("", "x = xs[0]\nreturn x / torch.sum(torch.abs(x), dim=1, keepdim=True)", f"[{rand(32768, 1024)}]"))
-    add("l2norm", problem("", "x = xs[0]\nreturn x / torch.norm(x, p=2, dim=1, keepdim=True)", f"[{rand(32768, 1024)}]"))
+    add(
+        "rmsnorm",
+        problem(
+            "",
+            "x = xs[0]\nreturn x / torch.sqrt(torch.mean(x * x, dim=1, keepdim=True) + 1e-5)",
+            f"[{rand(16, 64, 256, 256)}]",
+        ),
+    )
+    add(
+        "frobenius",
+        problem("", "x = xs[0]\nreturn x / torch.norm(x, p='fro')", f"[{rand(16, 64, 256, 256)}]"),
+    )
+    add(
+        "l1norm",
+        problem(
+            "",
+            "x = xs[0]\nreturn x / torch.sum(torch.abs(x), dim=1, keepdim=True)",
+            f"[{rand(32768, 1024)}]",
+        ),
+    )
+    add(
+        "l2norm",
+        problem(
+            "",
+            "x = xs[0]\nreturn x / torch.norm(x, p=2, dim=1, keepdim=True)",
+            f"[{rand(32768, 1024)}]",
+        ),
+    )
     pools = (
         ("maxpool1d", "nn.MaxPool1d(4, 2, 2)", rand(64, 192, 65536 // 8)),
         ("maxpool2d", "nn.MaxPool2d(4, 2, 1)", rand(32, 64, 256, 256)),
@@ -101,10 +164,15 @@ def level1() -> dict[str, str]:
     )
     for name, mod, x in pools:
         add(name, problem(f"self.p = {mod}", "return self.p(xs[0])", f"[{x}]"))
-    for name, op in (("sum", "torch.sum(x, dim=1, keepdim=True)"), ("mean", "torch.mean(x, dim=1)"),
-                     ("max", "torch.max(x, dim=1)[0]"), ("min", "torch.min(x, dim=2)[0]"),
-                     ("argmax", "torch.argmax(x, dim=1)"), ("argmin", "torch.argmin(x, dim=2)"),
-                     ("prod", "torch.prod(x, dim=2)")):
+    for name, op in (
+        ("sum", "torch.sum(x, dim=1, keepdim=True)"),
+        ("mean", "torch.mean(x, dim=1)"),
+        ("max", "torch.max(x, dim=1)[0]"),
+        ("min", "torch.min(x, dim=2)[0]"),
+        ("argmax", "torch.argmax(x, dim=1)"),
+        ("argmin", "torch.argmin(x, dim=2)"),
+        ("prod", "torch.prod(x, dim=2)"),
+    ):
         add(f"reduce_{name}", problem("", f"x = xs[0]\nreturn {op}", f"[{rand(128, 4096, 4095)}]"))
     convs = (
         ("conv2d_sq", "nn.Conv2d(3, 64, 3, bias=False)", rand(16, 3, 256, 256)),
@@ -115,49 +183,118 @@ def level1() -> dict[str, str]:
         ("conv2d_pointwise", "nn.Conv2d(64, 128, 1)", rand(16, 64, 256, 256)),
         ("conv2d_grouped", "nn.Conv2d(64, 128, 3, groups=8, padding=1)", rand(16, 64, 128, 128)),
         ("conv1d", "nn.Conv1d(64, 128, 3)", rand(32, 64, 65536 // 4)),
-        ("conv1d_dilated_strided", "nn.Conv1d(64, 128, 3, stride=3, dilation=4)", rand(32, 64, 65536 // 4)),
+        (
+            "conv1d_dilated_strided",
+            "nn.Conv1d(64, 128, 3, stride=3, dilation=4)",
+            rand(32, 64, 65536 // 4),
+        ),
         ("conv3d_sq", "nn.Conv3d(3, 64, 3)", rand(16, 3, 64, 64, 64)),
         ("conv3d_asym", "nn.Conv3d(3, 64, (3, 5, 7))", rand(16, 3, 64, 64, 64)),
         ("conv3d_grouped", "nn.Conv3d(32, 64, 3, groups=4, padding=1)", rand(8, 32, 32, 64, 64)),
         ("convT1d", "nn.ConvTranspose1d(64, 32, 5, stride=2)", rand(32, 64, 8192)),
-        ("convT1d_dilated", "nn.ConvTranspose1d(32, 64, 5, stride=1, padding=2, dilation=3)", rand(32, 32, 8192)),
+        (
+            "convT1d_dilated",
+            "nn.ConvTranspose1d(32, 64, 5, stride=1, padding=2, dilation=3)",
+            rand(32, 32, 8192),
+        ),
         ("convT2d_sq", "nn.ConvTranspose2d(64, 64, 3)", rand(8, 64, 256, 256)),
-        ("convT2d_strided", "nn.ConvTranspose2d(64, 32, (3, 5), stride=2, padding=(1, 2), output_padding=1)", rand(8, 64, 128, 128)),
-        ("convT2d_grouped", "nn.ConvTranspose2d(32, 64, 3, stride=2, groups=4, padding=1, dilation=2)", rand(8, 32, 128, 128)),
+        (
+            "convT2d_strided",
+            "nn.ConvTranspose2d(64, 32, (3, 5), stride=2, padding=(1, 2), output_padding=1)",
+            rand(8, 64, 128, 128),
+        ),
+        (
+            "convT2d_grouped",
+            "nn.ConvTranspose2d(32, 64, 3, stride=2, groups=4, padding=1, dilation=2)",
+            rand(8, 32, 128, 128),
+        ),
         ("convT3d_sq", "nn.ConvTranspose3d(32, 16, 3)", rand(8, 32, 16, 32, 32)),
         ("convT3d_asym", "nn.ConvTranspose3d(32, 16, (3, 5, 7))", rand(8, 32, 16, 32, 64)),
-        ("convT3d_strided_dilated", "nn.ConvTranspose3d(32, 16, 3, stride=2, padding=1, dilation=2)", rand(8, 32, 16, 32, 32)),
+        (
+            "convT3d_strided_dilated",
+            "nn.ConvTranspose3d(32, 16, 3, stride=2, padding=1, dilation=2)",
+            rand(8, 32, 16, 32, 32),
+        ),
         # KernelBench level1/72's shapes (issue 29: its slowest problem)
-        ("convT3d_strided_padded_grouped",
-         "nn.ConvTranspose3d(32, 32, (3, 5, 7), stride=(2, 2, 2), padding=(1, 2, 3), "
-         "output_padding=(1, 1, 1), groups=4, bias=False)", rand(8, 32, 12, 24, 48)),
+        (
+            "convT3d_strided_padded_grouped",
+            "nn.ConvTranspose3d(32, 32, (3, 5, 7), stride=(2, 2, 2), padding=(1, 2, 3), "
+            "output_padding=(1, 1, 1), groups=4, bias=False)",
+            rand(8, 32, 12, 24, 48),
+        ),
     )
     for name, mod, x in convs:
         add(name, problem(f"self.c = {mod}", "return self.c(xs[0])", f"[{x}]"))
     add("cumsum", problem("", "return torch.cumsum(xs[0], dim=1)", f"[{rand(32768, 4096)}]"))
     add("cumprod", problem("", "return torch.cumprod(xs[0], dim=1)", f"[{rand(32768, 4096)}]"))
-    add("cumsum_reverse", problem("", "return torch.cumsum(xs[0].flip(1), dim=1).flip(1)", f"[{rand(32768, 4096)}]"))
-    add("cumsum_exclusive", problem("", "x = xs[0]\nz = torch.zeros_like(x[:, :1])\nreturn torch.cumsum(torch.cat([z, x], dim=1), dim=1)[:, :-1]", f"[{rand(32768, 4096)}]"))
-    add("masked_cumsum", problem("", "return torch.cumsum(xs[0] * xs[1], dim=1)", f"[{rand(32768, 4096)}, torch.randint(0, 2, (32768, 4096)).bool()]"))
+    add(
+        "cumsum_reverse",
+        problem("", "return torch.cumsum(xs[0].flip(1), dim=1).flip(1)", f"[{rand(32768, 4096)}]"),
+    )
+    add(
+        "cumsum_exclusive",
+        problem(
+            "",
+            "x = xs[0]\nz = torch.zeros_like(x[:, :1])\nreturn torch.cumsum(torch.cat([z, x], dim=1), dim=1)[:, :-1]",
+            f"[{rand(32768, 4096)}]",
+        ),
+    )
+    add(
+        "masked_cumsum",
+        problem(
+            "",
+            "return torch.cumsum(xs[0] * xs[1], dim=1)",
+            f"[{rand(32768, 4096)}, torch.randint(0, 2, (32768, 4096)).bool()]",
+        ),
+    )
     losses = (
         ("mse", "torch.mean((xs[0] - xs[1]) ** 2)", f"[{rand(32768, 4096)}, {rand(32768, 4096)}]"),
         ("huber", "F.smooth_l1_loss(xs[0], xs[1])", f"[{rand(32768, 4096)}, {rand(32768, 4096)}]"),
-        ("kl", "F.kl_div(torch.log(xs[0]), xs[1], reduction='batchmean')", f"[{rand(8192, 8192)}.softmax(-1), {rand(8192, 8192)}.softmax(-1)]"),
-        ("cross_entropy", "F.cross_entropy(xs[0], xs[1])", f"[{rand(32768, 4096)}, torch.randint(0, 4096, (32768,))]"),
-        ("hinge", "torch.mean(torch.clamp(1 - xs[0] * xs[1], min=0))", f"[{rand(32768, 4096)}, torch.randint(0, 2, (32768, 4096)).float() * 2 - 1]"),
-        ("cosine", "torch.mean(1 - F.cosine_similarity(xs[0], xs[1], dim=1))", f"[{rand(32768, 4096)}, {rand(32768, 4096)}]"),
+        (
+            "kl",
+            "F.kl_div(torch.log(xs[0]), xs[1], reduction='batchmean')",
+            f"[{rand(8192, 8192)}.softmax(-1), {rand(8192, 8192)}.softmax(-1)]",
+        ),
+        (
+            "cross_entropy",
+            "F.cross_entropy(xs[0], xs[1])",
+            f"[{rand(32768, 4096)}, torch.randint(0, 4096, (32768,))]",
+        ),
+        (
+            "hinge",
+            "torch.mean(torch.clamp(1 - xs[0] * xs[1], min=0))",
+            f"[{rand(32768, 4096)}, torch.randint(0, 2, (32768, 4096)).float() * 2 - 1]",
+        ),
+        (
+            "cosine",
+            "torch.mean(1 - F.cosine_similarity(xs[0], xs[1], dim=1))",
+            f"[{rand(32768, 4096)}, {rand(32768, 4096)}]",
+        ),
     )
     for name, expr, inputs in losses:
         add(f"loss_{name}", problem("", f"return {expr}", inputs))
-    add("sdpa", problem("", "return F.scaled_dot_product_attention(xs[0], xs[1], xs[2])", f"[{rand(32, 32, 512, 64)}, {rand(32, 32, 512, 64)}, {rand(32, 32, 512, 64)}]"))
+    add(
+        "sdpa",
+        problem(
+            "",
+            "return F.scaled_dot_product_attention(xs[0], xs[1], xs[2])",
+            f"[{rand(32, 32, 512, 64)}, {rand(32, 32, 512, 64)}, {rand(32, 32, 512, 64)}]",
+        ),
+    )
     # Shape variants up to 100 (the same operations at other sizes, as KernelBench's do).
     i = 0
     while len(p) < 100:
         s = 512 * (1 + i % 4)
         variant = (
             problem("", "return xs[0] @ xs[1]", f"[{rand(s, 2 * s)}, {rand(2 * s, s)}]"),
-            problem("", "return torch.relu(xs[0]) + xs[1]", f"[{rand(64, s * 8)}, {rand(64, s * 8)}]"),
-            problem("self.c = nn.Conv2d(16, 32, 3, padding=1)", "return self.c(xs[0])", f"[{rand(8, 16, s // 4, s // 4)}]"),
+            problem(
+                "", "return torch.relu(xs[0]) + xs[1]", f"[{rand(64, s * 8)}, {rand(64, s * 8)}]"
+            ),
+            problem(
+                "self.c = nn.Conv2d(16, 32, 3, padding=1)",
+                "return self.c(xs[0])",
+                f"[{rand(8, 16, s // 4, s // 4)}]",
+            ),
             problem("", "return torch.softmax(xs[0], dim=-1)", f"[{rand(256, s * 4)}]"),
             problem("self.n = nn.LayerNorm(1024)", "return self.n(xs[0])", f"[{rand(s, 1024)}]"),
         )[i % 5]
@@ -170,16 +307,45 @@ LEVEL2_HEADS = (
     ("gemm", "self.h = nn.Linear(1024, 2048)", "x = self.h(xs[0])", rand(1024, 1024), 2),
     ("conv2d", "self.h = nn.Conv2d(16, 64, 3)", "x = self.h(xs[0])", rand(64, 16, 128, 128), 4),
     ("conv3d", "self.h = nn.Conv3d(3, 16, 3)", "x = self.h(xs[0])", rand(16, 3, 32, 64, 64), 5),
-    ("convT2d", "self.h = nn.ConvTranspose2d(32, 16, 3, stride=2, padding=1, output_padding=1)", "x = self.h(xs[0])", rand(32, 32, 64, 64), 4),
-    ("convT3d", "self.h = nn.ConvTranspose3d(16, 16, 3, stride=2, padding=1)", "x = self.h(xs[0])", rand(8, 16, 16, 32, 32), 5),
-    ("bmm", "self.w = nn.Parameter(torch.randn(128, 256, 512) * 0.05)", "x = torch.bmm(xs[0], self.w)", rand(128, 512, 256), 3),
+    (
+        "convT2d",
+        "self.h = nn.ConvTranspose2d(32, 16, 3, stride=2, padding=1, output_padding=1)",
+        "x = self.h(xs[0])",
+        rand(32, 32, 64, 64),
+        4,
+    ),
+    (
+        "convT3d",
+        "self.h = nn.ConvTranspose3d(16, 16, 3, stride=2, padding=1)",
+        "x = self.h(xs[0])",
+        rand(8, 16, 16, 32, 32),
+        5,
+    ),
+    (
+        "bmm",
+        "self.w = nn.Parameter(torch.randn(128, 256, 512) * 0.05)",
+        "x = torch.bmm(xs[0], self.w)",
+        rand(128, 512, 256),
+        3,
+    ),
 )
 LEVEL2_TAILS = (
-    "x = torch.relu(x)", "x = F.leaky_relu(x, 0.2)", "x = x * 0.5", "x = x + 1.0",
-    "x = torch.clamp(x, -1.0, 1.0)", "x = F.gelu(x)", "x = torch.tanh(x)", "x = torch.sigmoid(x)",
-    "x = x * torch.sigmoid(x)", "x = F.hardswish(x)", "x = F.mish(x)", "x = x - x.mean()",
-    "x = torch.softmax(x, dim=1)", "x = torch.logsumexp(x, dim=1, keepdim=True)",
-    "x = x / (x.std() + 1e-5)", "x = torch.max(x, dim=1, keepdim=True)[0]",
+    "x = torch.relu(x)",
+    "x = F.leaky_relu(x, 0.2)",
+    "x = x * 0.5",
+    "x = x + 1.0",
+    "x = torch.clamp(x, -1.0, 1.0)",
+    "x = F.gelu(x)",
+    "x = torch.tanh(x)",
+    "x = torch.sigmoid(x)",
+    "x = x * torch.sigmoid(x)",
+    "x = F.hardswish(x)",
+    "x = F.mish(x)",
+    "x = x - x.mean()",
+    "x = torch.softmax(x, dim=1)",
+    "x = torch.logsumexp(x, dim=1, keepdim=True)",
+    "x = x / (x.std() + 1e-5)",
+    "x = torch.max(x, dim=1, keepdim=True)[0]",
 )
 # Normalisations and pooling that fit a head's rank (2: gemm and bmm-like, 4: 2-D, 5: 3-D).
 LEVEL2_SHAPED = {
@@ -202,7 +368,10 @@ def level2() -> dict[str, str]:
             init += "\n" + n_init.replace("C", str(channels))
             tails.insert(1, n_fwd)
         forward = "\n".join([head, *tails, "return x"])
-        label = "_".join(re.sub(r"[^a-z0-9]+", "", t.split("=", 1)[1].split("(")[0].split(".")[-1]) or "op" for t in tails[:3])
+        label = "_".join(
+            re.sub(r"[^a-z0-9]+", "", t.split("=", 1)[1].split("(")[0].split(".")[-1]) or "op"
+            for t in tails[:3]
+        )
         p[f"{i + 1}_{name}_{label}.py"] = problem(init, forward, f"[{x}]")
     # KernelBench level2/90's shapes (issue 29: the slowest of its level)
     p["100_conv3d_leakyrelu_sum_clamp_gelu.py"] = problem(
@@ -214,7 +383,7 @@ def level2() -> dict[str, str]:
     return p
 
 
-FIRE = '''class Fire(nn.Module):
+FIRE = """class Fire(nn.Module):
     def __init__(self, c, s, e1, e3):
         super().__init__()
         self.s = nn.Conv2d(c, s, 1)
@@ -226,8 +395,8 @@ FIRE = '''class Fire(nn.Module):
         return torch.cat([torch.relu(self.e1(x)), torch.relu(self.e3(x))], 1)
 
 
-'''
-INCEPTION = '''class Inception(nn.Module):
+"""
+INCEPTION = """class Inception(nn.Module):
     def __init__(self, c, o1, r3, o3, r5, o5, pp):
         super().__init__()
         self.b1 = nn.Conv2d(c, o1, 1)
@@ -239,8 +408,8 @@ INCEPTION = '''class Inception(nn.Module):
         return torch.cat([self.b1(x), self.b3(x), self.b5(x), self.bp(x)], 1)
 
 
-'''
-BASIC = '''class Basic(nn.Module):
+"""
+BASIC = """class Basic(nn.Module):
     def __init__(self, c, o, stride):
         super().__init__()
         self.c1 = nn.Conv2d(c, o, 3, stride, 1, bias=False)
@@ -254,8 +423,8 @@ BASIC = '''class Basic(nn.Module):
         return torch.relu(self.n2(self.c2(y)) + self.down(x))
 
 
-'''
-MBCONV = '''class MBConv(nn.Module):
+"""
+MBCONV = """class MBConv(nn.Module):
     def __init__(self, c, o, expand, stride):
         super().__init__()
         h = c * expand
@@ -269,8 +438,8 @@ MBCONV = '''class MBConv(nn.Module):
         return self.body(x)
 
 
-'''
-BLOCK = '''class Block(nn.Module):
+"""
+BLOCK = """class Block(nn.Module):
     def __init__(self, d, heads):
         super().__init__()
         self.n1 = nn.LayerNorm(d)
@@ -289,7 +458,7 @@ BLOCK = '''class Block(nn.Module):
         return x + self.mlp(self.n2(x))
 
 
-'''
+"""
 
 
 def level3() -> dict[str, str]:
@@ -298,52 +467,178 @@ def level3() -> dict[str, str]:
     def add(name: str, text: str) -> None:
         p[f"{len(p) + 1}_{name}.py"] = text
 
-    for name, widths, batch in (("mlp", [1000, 400, 800, 500], 128), ("shallow_wide_mlp", [1000, 2000, 2000, 10], 128),
-                                ("deep_narrow_mlp", [1000] + [50] * 16 + [10], 128)):
+    for name, widths, batch in (
+        ("mlp", [1000, 400, 800, 500], 128),
+        ("shallow_wide_mlp", [1000, 2000, 2000, 10], 128),
+        ("deep_narrow_mlp", [1000] + [50] * 16 + [10], 128),
+    ):
         layers = ", ".join(f"nn.Linear({a}, {b}), nn.ReLU()" for a, b in zip(widths, widths[1:]))
-        add(name, problem(f"self.net = nn.Sequential({layers})", "return self.net(xs[0])", f"[{rand(batch, widths[0])}]"))
-    add("lenet5", problem(
-        "self.c1 = nn.Conv2d(1, 6, 5)\nself.c2 = nn.Conv2d(6, 16, 5)\nself.f1 = nn.Linear(400, 120)\nself.f2 = nn.Linear(120, 84)\nself.f3 = nn.Linear(84, 10)",
-        "x = F.max_pool2d(torch.relu(self.c1(xs[0])), 2)\nx = F.max_pool2d(torch.relu(self.c2(x)), 2)\nx = x.flatten(1)\nreturn self.f3(torch.relu(self.f2(torch.relu(self.f1(x)))))",
-        f"[{rand(4096, 1, 32, 32)}]"))
+        add(
+            name,
+            problem(
+                f"self.net = nn.Sequential({layers})",
+                "return self.net(xs[0])",
+                f"[{rand(batch, widths[0])}]",
+            ),
+        )
+    add(
+        "lenet5",
+        problem(
+            "self.c1 = nn.Conv2d(1, 6, 5)\nself.c2 = nn.Conv2d(6, 16, 5)\nself.f1 = nn.Linear(400, 120)\nself.f2 = nn.Linear(120, 84)\nself.f3 = nn.Linear(84, 10)",
+            "x = F.max_pool2d(torch.relu(self.c1(xs[0])), 2)\nx = F.max_pool2d(torch.relu(self.c2(x)), 2)\nx = x.flatten(1)\nreturn self.f3(torch.relu(self.f2(torch.relu(self.f1(x)))))",
+            f"[{rand(4096, 1, 32, 32)}]",
+        ),
+    )
     for i, (c, hw, batch) in enumerate(((64, 112, 8), (128, 56, 16), (256, 28, 32))):
-        add(f"vgg_block_{i}", problem(
-            f"self.b = nn.Sequential(nn.Conv2d({c}, {c}, 3, padding=1), nn.ReLU(), nn.Conv2d({c}, {c}, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))",
-            "return self.b(xs[0])", f"[{rand(batch, c, hw, hw)}]"))
-    for i, (c, o, stride, hw, batch) in enumerate(((64, 64, 1, 56, 16), (64, 128, 2, 56, 16), (128, 256, 2, 28, 16), (256, 512, 2, 14, 16))):
-        add(f"resnet_basic_{i}", problem(f"self.b = Basic({c}, {o}, {stride})", "return self.b(xs[0])", f"[{rand(batch, c, hw, hw)}]", extra=BASIC))
-    for i, (c, s, e1, e3, hw) in enumerate(((96, 16, 64, 64, 112), (128, 32, 128, 128, 56), (256, 48, 192, 192, 28), (512, 64, 256, 256, 28))):
-        add(f"fire_{i}", problem(f"self.f = Fire({c}, {s}, {e1}, {e3})", "return self.f(xs[0])", f"[{rand(16, c, hw, hw)}]", extra=FIRE))
+        add(
+            f"vgg_block_{i}",
+            problem(
+                f"self.b = nn.Sequential(nn.Conv2d({c}, {c}, 3, padding=1), nn.ReLU(), nn.Conv2d({c}, {c}, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))",
+                "return self.b(xs[0])",
+                f"[{rand(batch, c, hw, hw)}]",
+            ),
+        )
+    for i, (c, o, stride, hw, batch) in enumerate(
+        ((64, 64, 1, 56, 16), (64, 128, 2, 56, 16), (128, 256, 2, 28, 16), (256, 512, 2, 14, 16))
+    ):
+        add(
+            f"resnet_basic_{i}",
+            problem(
+                f"self.b = Basic({c}, {o}, {stride})",
+                "return self.b(xs[0])",
+                f"[{rand(batch, c, hw, hw)}]",
+                extra=BASIC,
+            ),
+        )
+    for i, (c, s, e1, e3, hw) in enumerate(
+        (
+            (96, 16, 64, 64, 112),
+            (128, 32, 128, 128, 56),
+            (256, 48, 192, 192, 28),
+            (512, 64, 256, 256, 28),
+        )
+    ):
+        add(
+            f"fire_{i}",
+            problem(
+                f"self.f = Fire({c}, {s}, {e1}, {e3})",
+                "return self.f(xs[0])",
+                f"[{rand(16, c, hw, hw)}]",
+                extra=FIRE,
+            ),
+        )
     # KernelBench level3/18's shapes: SqueezeNet 1.0, 64 images of 512x512 (issue 29)
-    add("squeezenet", problem(
-        "self.features = nn.Sequential(\n    nn.Conv2d(3, 96, 7, stride=2), nn.ReLU(), nn.MaxPool2d(3, 2, ceil_mode=True),\n"
-        "    Fire(96, 16, 64, 64), Fire(128, 16, 64, 64), Fire(128, 32, 128, 128),\n    nn.MaxPool2d(3, 2, ceil_mode=True),\n"
-        "    Fire(256, 32, 128, 128), Fire(256, 48, 192, 192), Fire(384, 48, 192, 192), Fire(384, 64, 256, 256),\n"
-        "    nn.MaxPool2d(3, 2, ceil_mode=True), Fire(512, 64, 256, 256),\n)\n"
-        "self.head = nn.Sequential(nn.Conv2d(512, 1000, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))",
-        "return torch.flatten(self.head(self.features(xs[0])), 1)", f"[{rand(64, 3, 512, 512)}]", extra=FIRE))
+    add(
+        "squeezenet",
+        problem(
+            "self.features = nn.Sequential(\n    nn.Conv2d(3, 96, 7, stride=2), nn.ReLU(), nn.MaxPool2d(3, 2, ceil_mode=True),\n"
+            "    Fire(96, 16, 64, 64), Fire(128, 16, 64, 64), Fire(128, 32, 128, 128),\n    nn.MaxPool2d(3, 2, ceil_mode=True),\n"
+            "    Fire(256, 32, 128, 128), Fire(256, 48, 192, 192), Fire(384, 48, 192, 192), Fire(384, 64, 256, 256),\n"
+            "    nn.MaxPool2d(3, 2, ceil_mode=True), Fire(512, 64, 256, 256),\n)\n"
+            "self.head = nn.Sequential(nn.Conv2d(512, 1000, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1))",
+            "return torch.flatten(self.head(self.features(xs[0])), 1)",
+            f"[{rand(64, 3, 512, 512)}]",
+            extra=FIRE,
+        ),
+    )
     # KernelBench level3/6's shapes: an inception module, 480 channels, 10 images of 224x224
-    add("inception_module", problem("self.m = Inception(480, 192, 96, 208, 16, 48, 64)", "return self.m(xs[0])", f"[{rand(10, 480, 224, 224)}]", extra=INCEPTION))
+    add(
+        "inception_module",
+        problem(
+            "self.m = Inception(480, 192, 96, 208, 16, 48, 64)",
+            "return self.m(xs[0])",
+            f"[{rand(10, 480, 224, 224)}]",
+            extra=INCEPTION,
+        ),
+    )
     for i, (c, hw) in enumerate(((192, 28), (256, 28), (512, 14))):
-        add(f"inception_{i}", problem(f"self.m = Inception({c}, 64, 96, 128, 16, 32, 32)", "return self.m(xs[0])", f"[{rand(16, c, hw, hw)}]", extra=INCEPTION))
-    for i, (c, o, e, s, hw) in enumerate(((16, 24, 6, 2, 112), (24, 32, 6, 2, 56), (32, 64, 6, 2, 28), (64, 96, 6, 1, 14), (96, 160, 6, 2, 14))):
-        add(f"mbconv_{i}", problem(f"self.b = MBConv({c}, {o}, {e}, {s})", "return self.b(xs[0])", f"[{rand(16, c, hw, hw)}]", extra=MBCONV))
-    for i, (d, heads, t, batch) in enumerate(((768, 12, 512, 8), (512, 8, 1024, 4), (1024, 16, 256, 8))):
-        add(f"transformer_block_{i}", problem(f"self.b = Block({d}, {heads})", "return self.b(xs[0])", f"[{rand(batch, t, d)}]", extra=BLOCK))
-        add(f"attention_{i}", problem(f"self.a = nn.MultiheadAttention({d}, {heads}, batch_first=True)", "return self.a(xs[0], xs[0], xs[0], need_weights=False)[0]", f"[{rand(batch, t, d)}]"))
-    for i, (kind, layers, hidden) in enumerate((("LSTM", 2, 256), ("GRU", 2, 256), ("RNN", 1, 512), ("LSTM", 1, 512))):
-        add(f"{kind.lower()}_{i}", problem(f"self.r = nn.{kind}(128, {hidden}, num_layers={layers}, batch_first=True)\nself.fc = nn.Linear({hidden}, 10)",
-                                           "y = self.r(xs[0])[0]\nreturn self.fc(y[:, -1, :])", f"[{rand(10, 512, 128)}]"))
-    add("unet_like", problem(
-        "self.d1 = nn.Conv2d(8, 32, 3, padding=1)\nself.d2 = nn.Conv2d(32, 64, 3, padding=1)\nself.u = nn.ConvTranspose2d(64, 32, 2, stride=2)\nself.o = nn.Conv2d(64, 8, 1)",
-        "a = torch.relu(self.d1(xs[0]))\nb = torch.relu(self.d2(F.max_pool2d(a, 2)))\nreturn torch.softmax(self.o(torch.cat([self.u(b), a], 1)), dim=-1)",
-        f"[{rand(8, 8, 128, 256)}]"))
-    add("mini_gpt", problem("self.e = nn.Embedding(8192, 512)\nself.b1 = Block(512, 8)\nself.b2 = Block(512, 8)\nself.h = nn.Linear(512, 8192)",
-                            "return self.h(self.b2(self.b1(self.e(xs[0]))))", "[torch.randint(0, 8192, (4, 512))]", extra=BLOCK))
+        add(
+            f"inception_{i}",
+            problem(
+                f"self.m = Inception({c}, 64, 96, 128, 16, 32, 32)",
+                "return self.m(xs[0])",
+                f"[{rand(16, c, hw, hw)}]",
+                extra=INCEPTION,
+            ),
+        )
+    for i, (c, o, e, s, hw) in enumerate(
+        (
+            (16, 24, 6, 2, 112),
+            (24, 32, 6, 2, 56),
+            (32, 64, 6, 2, 28),
+            (64, 96, 6, 1, 14),
+            (96, 160, 6, 2, 14),
+        )
+    ):
+        add(
+            f"mbconv_{i}",
+            problem(
+                f"self.b = MBConv({c}, {o}, {e}, {s})",
+                "return self.b(xs[0])",
+                f"[{rand(16, c, hw, hw)}]",
+                extra=MBCONV,
+            ),
+        )
+    for i, (d, heads, t, batch) in enumerate(
+        ((768, 12, 512, 8), (512, 8, 1024, 4), (1024, 16, 256, 8))
+    ):
+        add(
+            f"transformer_block_{i}",
+            problem(
+                f"self.b = Block({d}, {heads})",
+                "return self.b(xs[0])",
+                f"[{rand(batch, t, d)}]",
+                extra=BLOCK,
+            ),
+        )
+        add(
+            f"attention_{i}",
+            problem(
+                f"self.a = nn.MultiheadAttention({d}, {heads}, batch_first=True)",
+                "return self.a(xs[0], xs[0], xs[0], need_weights=False)[0]",
+                f"[{rand(batch, t, d)}]",
+            ),
+        )
+    for i, (kind, layers, hidden) in enumerate(
+        (("LSTM", 2, 256), ("GRU", 2, 256), ("RNN", 1, 512), ("LSTM", 1, 512))
+    ):
+        add(
+            f"{kind.lower()}_{i}",
+            problem(
+                f"self.r = nn.{kind}(128, {hidden}, num_layers={layers}, batch_first=True)\nself.fc = nn.Linear({hidden}, 10)",
+                "y = self.r(xs[0])[0]\nreturn self.fc(y[:, -1, :])",
+                f"[{rand(10, 512, 128)}]",
+            ),
+        )
+    add(
+        "unet_like",
+        problem(
+            "self.d1 = nn.Conv2d(8, 32, 3, padding=1)\nself.d2 = nn.Conv2d(32, 64, 3, padding=1)\nself.u = nn.ConvTranspose2d(64, 32, 2, stride=2)\nself.o = nn.Conv2d(64, 8, 1)",
+            "a = torch.relu(self.d1(xs[0]))\nb = torch.relu(self.d2(F.max_pool2d(a, 2)))\nreturn torch.softmax(self.o(torch.cat([self.u(b), a], 1)), dim=-1)",
+            f"[{rand(8, 8, 128, 256)}]",
+        ),
+    )
+    add(
+        "mini_gpt",
+        problem(
+            "self.e = nn.Embedding(8192, 512)\nself.b1 = Block(512, 8)\nself.b2 = Block(512, 8)\nself.h = nn.Linear(512, 8192)",
+            "return self.h(self.b2(self.b1(self.e(xs[0]))))",
+            "[torch.randint(0, 8192, (4, 512))]",
+            extra=BLOCK,
+        ),
+    )
     i = 0
     while len(p) < 50:  # more blocks at other sizes
         c = 32 * (1 + i % 4)
-        add(f"variant_{i}", problem(f"self.b = Basic({c}, {2 * c}, 2)", "return self.b(xs[0])", f"[{rand(8, c, 64, 64)}]", extra=BASIC))
+        add(
+            f"variant_{i}",
+            problem(
+                f"self.b = Basic({c}, {2 * c}, 2)",
+                "return self.b(xs[0])",
+                f"[{rand(8, c, 64, 64)}]",
+                extra=BASIC,
+            ),
+        )
         i += 1
     return p
 
@@ -367,7 +662,9 @@ def subset(suite: str, dest: str, only: list[str] | None, limit: int | None) -> 
         names = sorted(os.listdir(os.path.join(suite, level)), key=lambda n: int(n.split("_")[0]))
         os.makedirs(os.path.join(dest, level), exist_ok=True)
         for name in names[:limit]:
-            os.symlink(os.path.abspath(os.path.join(suite, level, name)), os.path.join(dest, level, name))
+            os.symlink(
+                os.path.abspath(os.path.join(suite, level, name)), os.path.join(dest, level, name)
+            )
 
 
 def main() -> int:
@@ -393,16 +690,34 @@ def main() -> int:
     walls = {}
     for isolation in args.isolations.split(","):
         results = os.path.join(args.out, f"results-{isolation}")
-        cmd = [sys.executable, "-m", "solar", "bench", chosen, "--hw", args.hw, "--out", results,
-               "--jobs", str(args.jobs), "--isolation", isolation, "--timeout-s", args.timeout_s]
+        cmd = [
+            sys.executable,
+            "-m",
+            "solar",
+            "bench",
+            chosen,
+            "--hw",
+            args.hw,
+            "--out",
+            results,
+            "--jobs",
+            str(args.jobs),
+            "--isolation",
+            isolation,
+            "--timeout-s",
+            args.timeout_s,
+        ]
         print("$", " ".join(cmd), flush=True)
         start = time.perf_counter()
         subprocess.run(cmd, check=True)
         walls[isolation] = time.perf_counter() - start
         *rows, totals = json.load(open(os.path.join(results, "stages.json")))
         slowest = sorted(rows, key=lambda r: -r["total_s"])[:5]
-        print(f"{isolation}: {walls[isolation]:.1f} s wall ({totals['run']} problems run); slowest: "
-              + ", ".join(f"{r['path']} {r['total_s']:.1f} s" for r in slowest), flush=True)
+        print(
+            f"{isolation}: {walls[isolation]:.1f} s wall ({totals['run']} problems run); slowest: "
+            + ", ".join(f"{r['path']} {r['total_s']:.1f} s" for r in slowest),
+            flush=True,
+        )
     if len(walls) == 2:
         a, b = walls.values()
         print(f"ratio {' / '.join(walls)}: {a / b:.2f}")

@@ -5,8 +5,9 @@ folder relative to DIR is its level (files directly in DIR: level ``.``). Each p
 ``solar analyze`` in its own child process (``--jobs N`` at once), so one crash, hang
 (``--timeout-s``) or failure never stops the rest. ``--isolation fork`` (the default where the
 system can fork) imports the frameworks once, in a fork server, which forks a child per problem;
-``--isolation process`` starts a new Python per problem (solar._child: the same outputs). A finished problem (analysed or failed) leaves
-``RESULTS/problems/<level>/<file>.json``; a second run skips it, so an interrupted run resumes.
+``--isolation process`` starts a new Python per problem (solar._child: the same outputs). A
+finished problem (analysed or failed) leaves ``RESULTS/problems/<level>/<file>.json``; a second
+run skips it, so an interrupted run resumes.
 
 ``--timings FILE.json`` gives measured times in the public format
 ``{level: {file_name: {"mean": ms, ...}}}``; a problem with a time gets headroom = time / SOL
@@ -39,8 +40,8 @@ from collections.abc import Sequence
 
 from solar._child import (
     ISOLATIONS,
-    ForkServer,
     STAGES,
+    ForkServer,
     Progress,
     Request,
     default_isolation,
@@ -374,7 +375,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = Progress(len(todo))
     measured = [timing_ms(timings, level, os.path.basename(rel)) for level, rel in todo]
     requests = [
-        problem_request(args.dir, rel, args, ms) for (_, rel), ms in zip(todo, measured)
+        problem_request(args.dir, rel, args, ms)
+        for (_, rel), ms in zip(todo, measured, strict=True)
     ]
 
     def finish(index: int, child: dict) -> None:  # in this thread, as each problem ends

@@ -152,7 +152,8 @@ def test_run_children_statuses_in_this_process(tmp_path):
     (tmp_path / "broken.py").write_text("raise RuntimeError('this problem is broken')\n")
     names = ["exits.py", "segfault.py", "hangs.py", "broken.py"]
     requests = [
-        _child.Request("analyze", str(tmp_path / n), ("--hw", "H100-SXM"), 10.0, True) for n in names
+        _child.Request("analyze", str(tmp_path / n), ("--hw", "H100-SXM"), 10.0, True)
+        for n in names
     ]
     order: list[int] = []
     server = _child.ForkServer(["torch"])
