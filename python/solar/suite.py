@@ -241,10 +241,14 @@ def stage_table(rows: list[dict]) -> str:
         where = f"  {slowest['path']} ({slowest[key]:.3g} s)" if slowest else ""
         lines.append(f"{stage:<14}{totals[key]:>10.3f}{100 * share:>7.1f}%{where}")
     if totals.get("wall_s") is not None:
+        how = (
+            f"frameworks imported once in {totals['preload_s']:.3f} s"
+            if totals["isolation"] == "fork"
+            else "each child imports its frameworks"
+        )
         lines.append(
             f"suite wall time {totals['wall_s']:.3f} s: {totals['run']} problem(s) run, "
-            f"--jobs {totals['jobs']}, --isolation {totals['isolation']} (frameworks imported "
-            f"once in {totals['preload_s']:.3f} s)"
+            f"--jobs {totals['jobs']}, --isolation {totals['isolation']} ({how})"
         )
     return "\n".join(lines) + "\n"
 
