@@ -59,31 +59,21 @@ def level1() -> dict[str, str]:
     def add(name: str, text: str) -> None:
         p[f"{len(p) + 1}_{name}.py"] = text
 
+    def one(name: str, expr: str, inputs: str) -> None:
+        """A problem of one expression: ``forward`` returns ``expr`` of ``xs``."""
+        add(name, problem("", f"return {expr}", inputs))
+
     for m, k, n in ((2048, 2048, 2048), (1024, 4096, 2048), (4096, 256, 4096), (8192, 64, 8192)):
-        add(
-            f"matmul_{m}x{k}x{n}",
-            problem("", "return xs[0] @ xs[1]", f"[{rand(m, k)}, {rand(k, n)}]"),
-        )
+        one(f"matmul_{m}x{k}x{n}", "xs[0] @ xs[1]", f"[{rand(m, k)}, {rand(k, n)}]")
     for b, m, k, n in ((128, 128, 256, 512), (16, 512, 1024, 256)):
-        add(
-            f"bmm_{b}",
-            problem("", "return torch.bmm(xs[0], xs[1])", f"[{rand(b, m, k)}, {rand(b, k, n)}]"),
-        )
-    add("matvec", problem("", "return xs[0] @ xs[1]", f"[{rand(2048, 65536)}, {rand(65536, 1)}]"))
-    add(
-        "matmul_tA",
-        problem("", "return xs[0].T @ xs[1]", f"[{rand(4096, 1024)}, {rand(4096, 2048)}]"),
-    )
-    add(
-        "matmul_tB",
-        problem("", "return xs[0] @ xs[1].T", f"[{rand(1024, 4096)}, {rand(2048, 4096)}]"),
-    )
-    add(
-        "matmul_3d",
-        problem(
-            "", "return torch.matmul(xs[0], xs[1])", f"[{rand(16, 1024, 2048)}, {rand(2048, 768)}]"
-        ),
-    )
+        one(f"bmm_{b}", "torch.bmm(xs[0], xs[1])", f"[{rand(b, m, k)}, {rand(b, k, n)}]")
+    for name, expr, inputs in (
+        ("matvec", "xs[0] @ xs[1]", f"[{rand(2048, 65536)}, {rand(65536, 1)}]"),
+        ("matmul_tA", "xs[0].T @ xs[1]", f"[{rand(4096, 1024)}, {rand(4096, 2048)}]"),
+        ("matmul_tB", "xs[0] @ xs[1].T", f"[{rand(1024, 4096)}, {rand(2048, 4096)}]"),
+        ("matmul_3d", "torch.matmul(xs[0], xs[1])", f"[{rand(16, 1024, 2048)}, {rand(2048, 768)}]"),
+    ):
+        one(name, expr, inputs)
     add(
         "matmul_4d",
         problem(
@@ -92,11 +82,8 @@ def level1() -> dict[str, str]:
             f"[{rand(8, 64, 128, 256)}, {rand(256, 384)}]",
         ),
     )
-    add(
-        "diag_matmul",
-        problem("", "return torch.diag(xs[0]) @ xs[1]", f"[{rand(4096)}, {rand(4096, 4096)}]"),
-    )
-    add("scalar_mul", problem("", "return xs[0] * 3.5", f"[{rand(16384, 4096)}]"))
+    one("diag_matmul", "torch.diag(xs[0]) @ xs[1]", f"[{rand(4096)}, {rand(4096, 4096)}]")
+    one("scalar_mul", "xs[0] * 3.5", f"[{rand(16384, 4096)}]")
     acts = (
         "torch.relu(x)",
         "F.leaky_relu(x, 0.01)",
@@ -225,12 +212,12 @@ def level1() -> dict[str, str]:
     )
     for name, mod, x in convs:
         add(name, problem(f"self.c = {mod}", "return self.c(xs[0])", f"[{x}]"))
-    add("cumsum", problem("", "return torch.cumsum(xs[0], dim=1)", f"[{rand(32768, 4096)}]"))
-    add("cumprod", problem("", "return torch.cumprod(xs[0], dim=1)", f"[{rand(32768, 4096)}]"))
-    add(
-        "cumsum_reverse",
-        problem("", "return torch.cumsum(xs[0].flip(1), dim=1).flip(1)", f"[{rand(32768, 4096)}]"),
-    )
+    for name, expr, inputs in (
+        ("cumsum", "torch.cumsum(xs[0], dim=1)", f"[{rand(32768, 4096)}]"),
+        ("cumprod", "torch.cumprod(xs[0], dim=1)", f"[{rand(32768, 4096)}]"),
+        ("cumsum_reverse", "torch.cumsum(xs[0].flip(1), dim=1).flip(1)", f"[{rand(32768, 4096)}]"),
+    ):
+        one(name, expr, inputs)
     add(
         "cumsum_exclusive",
         problem(
@@ -467,6 +454,10 @@ def level3() -> dict[str, str]:
     def add(name: str, text: str) -> None:
         p[f"{len(p) + 1}_{name}.py"] = text
 
+    def block(name: str, module: str, x: str, extra: str) -> None:
+        """A network of one block: ``self.b = MODULE``, ``forward`` = ``self.b(x)``."""
+        add(name, problem(f"self.b = {module}", "return self.b(xs[0])", x, extra=extra))
+
     for name, widths, batch in (
         ("mlp", [1000, 400, 800, 500], 128),
         ("shallow_wide_mlp", [1000, 2000, 2000, 10], 128),
@@ -501,14 +492,8 @@ def level3() -> dict[str, str]:
     for i, (c, o, stride, hw, batch) in enumerate(
         ((64, 64, 1, 56, 16), (64, 128, 2, 56, 16), (128, 256, 2, 28, 16), (256, 512, 2, 14, 16))
     ):
-        add(
-            f"resnet_basic_{i}",
-            problem(
-                f"self.b = Basic({c}, {o}, {stride})",
-                "return self.b(xs[0])",
-                f"[{rand(batch, c, hw, hw)}]",
-                extra=BASIC,
-            ),
+        block(
+            f"resnet_basic_{i}", f"Basic({c}, {o}, {stride})", f"[{rand(batch, c, hw, hw)}]", BASIC
         )
     for i, (c, s, e1, e3, hw) in enumerate(
         (
@@ -518,15 +503,7 @@ def level3() -> dict[str, str]:
             (512, 64, 256, 256, 28),
         )
     ):
-        add(
-            f"fire_{i}",
-            problem(
-                f"self.f = Fire({c}, {s}, {e1}, {e3})",
-                "return self.f(xs[0])",
-                f"[{rand(16, c, hw, hw)}]",
-                extra=FIRE,
-            ),
-        )
+        block(f"fire_{i}", f"Fire({c}, {s}, {e1}, {e3})", f"[{rand(16, c, hw, hw)}]", FIRE)
     # KernelBench level3/18's shapes: SqueezeNet 1.0, 64 images of 512x512 (issue 29)
     add(
         "squeezenet",
@@ -542,24 +519,18 @@ def level3() -> dict[str, str]:
         ),
     )
     # KernelBench level3/6's shapes: an inception module, 480 channels, 10 images of 224x224
-    add(
+    block(
         "inception_module",
-        problem(
-            "self.m = Inception(480, 192, 96, 208, 16, 48, 64)",
-            "return self.m(xs[0])",
-            f"[{rand(10, 480, 224, 224)}]",
-            extra=INCEPTION,
-        ),
+        "Inception(480, 192, 96, 208, 16, 48, 64)",
+        f"[{rand(10, 480, 224, 224)}]",
+        INCEPTION,
     )
     for i, (c, hw) in enumerate(((192, 28), (256, 28), (512, 14))):
-        add(
+        block(
             f"inception_{i}",
-            problem(
-                f"self.m = Inception({c}, 64, 96, 128, 16, 32, 32)",
-                "return self.m(xs[0])",
-                f"[{rand(16, c, hw, hw)}]",
-                extra=INCEPTION,
-            ),
+            f"Inception({c}, 64, 96, 128, 16, 32, 32)",
+            f"[{rand(16, c, hw, hw)}]",
+            INCEPTION,
         )
     for i, (c, o, e, s, hw) in enumerate(
         (
@@ -570,27 +541,11 @@ def level3() -> dict[str, str]:
             (96, 160, 6, 2, 14),
         )
     ):
-        add(
-            f"mbconv_{i}",
-            problem(
-                f"self.b = MBConv({c}, {o}, {e}, {s})",
-                "return self.b(xs[0])",
-                f"[{rand(16, c, hw, hw)}]",
-                extra=MBCONV,
-            ),
-        )
+        block(f"mbconv_{i}", f"MBConv({c}, {o}, {e}, {s})", f"[{rand(16, c, hw, hw)}]", MBCONV)
     for i, (d, heads, t, batch) in enumerate(
         ((768, 12, 512, 8), (512, 8, 1024, 4), (1024, 16, 256, 8))
     ):
-        add(
-            f"transformer_block_{i}",
-            problem(
-                f"self.b = Block({d}, {heads})",
-                "return self.b(xs[0])",
-                f"[{rand(batch, t, d)}]",
-                extra=BLOCK,
-            ),
-        )
+        block(f"transformer_block_{i}", f"Block({d}, {heads})", f"[{rand(batch, t, d)}]", BLOCK)
         add(
             f"attention_{i}",
             problem(
@@ -630,15 +585,7 @@ def level3() -> dict[str, str]:
     i = 0
     while len(p) < 50:  # more blocks at other sizes
         c = 32 * (1 + i % 4)
-        add(
-            f"variant_{i}",
-            problem(
-                f"self.b = Basic({c}, {2 * c}, 2)",
-                "return self.b(xs[0])",
-                f"[{rand(8, c, 64, 64)}]",
-                extra=BASIC,
-            ),
-        )
+        block(f"variant_{i}", f"Basic({c}, {2 * c}, 2)", f"[{rand(8, c, 64, 64)}]", BASIC)
         i += 1
     return p
 

@@ -15,41 +15,12 @@ import pytest
 
 pytest.importorskip("torch")
 
+from test_bench_stages import MATMUL_MODEL as MATMUL  # noqa: E402
+from test_bench_stages import RELU_MODEL as RELU  # noqa: E402
+
 from solar import _child  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this system")
-
-RELU = """import torch
-
-
-class Model(torch.nn.Module):
-    def forward(self, x):
-        return torch.relu(x) * 2.0
-
-
-def get_inputs():
-    return [torch.randn(4, 8)]
-
-
-def get_init_inputs():
-    return []
-"""
-
-MATMUL = """import torch
-
-
-class Model(torch.nn.Module):
-    def forward(self, a, b):
-        return a @ b
-
-
-def get_inputs():
-    return [torch.randn(8, 4), torch.randn(4, 2)]
-
-
-def get_init_inputs():
-    return []
-"""
 
 CONV = """import torch
 
