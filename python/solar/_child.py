@@ -199,7 +199,7 @@ class _Child:
         """Kills the child's process group and reaps the child."""
         try:
             os.killpg(self.pid, signal.SIGKILL)
-        except OSError:  # gone already, or not a group leader yet
+        except (OSError, AttributeError):  # gone, not a group leader yet, or no killpg (Windows)
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
