@@ -16,6 +16,8 @@ imports jax.
 - ``run_file(path, options)``: a model file under one ``solar.options.Options`` (``solar
   analyze`` and ``solar sol MODEL.py``): its forward, training step or serving steps, or the
   LLM agent's translation, through ``solar.stages.run``.
+- ``preload(frameworks)``: imports what an analysis of the frameworks' model files imports, once,
+  for a parent whose forked children analyse them (``solar bench``'s fork isolation).
 
 ``OPTIONS``: the keywords every adapter takes (``solar.options.Options.of``'s, with ``source``
 and ``stage_times``, less the serving step's); another keyword is a ``TypeError`` that lists
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from solar._modelfile import framework_of
@@ -55,9 +57,29 @@ __all__ = [
     "framework_of_call",
     "measure_file",
     "measured_keywords",
+    "preload",
     "run_command",
     "run_file",
 ]
+
+# The modules an analysis of a model file of each framework imports (the adapter, the framework,
+# its tracer): ``preload`` imports them in a parent that forks the analyses. Importing them runs
+# no tensor operation and starts no thread pool (torch starts its OpenMP pool at its first
+# parallel operation, jax its runtime at its first array).
+PRELOAD = {
+    "torch": (
+        "torch",
+        "torch.export",
+        "torch._dynamo",
+        "torch._functorch.aot_autograd",
+        "torch._subclasses.fake_tensor",
+        "torch.fx.experimental.proxy_tensor",
+        "torch.fx.experimental.symbolic_shapes",
+        "solar.torch.capture",
+        "solar.torch",
+    ),
+    "jax": ("jax", "jax.numpy", "solar.jax"),
+}
 
 
 def analyze(fn: Any, example_inputs: Any, hw: str = DEFAULT_HW, **options: Any) -> Report:
@@ -170,6 +192,23 @@ def _check_options(options: dict) -> None:
     keywords = {k: options.pop(k) for k in SOL_KEYWORDS if k in options}
     if keywords:
         options["sol_options"] = {**(options.get("sol_options") or {}), **keywords}
+
+
+def preload(frameworks: Iterable[str]) -> list[str]:
+    """Imports ``PRELOAD``'s modules of each framework ("torch", "jax"); returns the frameworks
+    whose modules all imported (one that is not installed is left to the children, whose error
+    names it)."""
+    import importlib
+
+    loaded = []
+    for framework in sorted(set(frameworks)):
+        try:
+            for name in PRELOAD[framework]:
+                importlib.import_module(name)
+        except ImportError:
+            continue
+        loaded.append(framework)
+    return loaded
 
 
 def run_file(

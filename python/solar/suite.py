@@ -2,9 +2,12 @@
 
 Every ``*.py`` file under DIR is a problem (``Model``, ``get_inputs``, ``get_init_inputs``); its
 folder relative to DIR is its level (files directly in DIR: level ``.``). Each problem runs
-``solar analyze`` in its own process (``--jobs N`` at once), so one crash, hang (``--timeout-s``)
-or failure never stops the rest. A finished problem (analysed or failed) leaves
-``RESULTS/problems/<level>/<file>.json``; a second run skips it, so an interrupted run resumes.
+``solar analyze`` in its own child process (``--jobs N`` at once), so one crash, hang
+(``--timeout-s``) or failure never stops the rest. ``--isolation fork`` (the default where the
+system can fork) imports the frameworks once, in a fork server, which forks a child per problem;
+``--isolation process`` starts a new Python per problem (solar._child: the same outputs). A
+finished problem (analysed or failed) leaves ``RESULTS/problems/<level>/<file>.json``; a second
+run skips it, so an interrupted run resumes.
 
 ``--timings FILE.json`` gives measured times in the public format
 ``{level: {file_name: {"mean": ms, ...}}}``; a problem with a time gets headroom = time / SOL
@@ -17,8 +20,9 @@ and median headroom per fidelity, violations). Same inputs, same files.
 
 Stage times (docs/cli.md, "solar bench"): each child writes ``--stage-times`` (seconds of
 capture, lowering, verification, analysis) and is timed as a whole; ``stages.json`` and
-``stages.csv`` hold them per problem with an ``all`` row of sums, printed as a table. They are
-measurements, so they stay out of ``problems.*`` and ``summary.*``.
+``stages.csv`` hold them per problem with an ``all`` row of sums and the run's own wall time
+(``wall_s``: the seconds of this ``solar bench`` run, from its start to its outputs), printed as a
+table. They are measurements, so they stay out of ``problems.*`` and ``summary.*``.
 """
 
 from __future__ import annotations
@@ -31,9 +35,19 @@ import math
 import os
 import statistics
 import sys
+import time
 from collections.abc import Sequence
 
-from solar._child import STAGES, Progress, run_analyze, run_local, write_json_atomic
+from solar._child import (
+    ISOLATIONS,
+    STAGES,
+    ForkServer,
+    Progress,
+    Request,
+    default_isolation,
+    run_children,
+    write_json_atomic,
+)
 from solar._files import write_atomic
 from solar.options import add_child_arguments, child_flags
 
@@ -81,15 +95,8 @@ def result_path(out: str, rel: str) -> str:
     return os.path.join(out, "problems", rel[: -len(".py")] + ".json")
 
 
-def run_problem(root: str, level: str, rel: str, args: argparse.Namespace, ms: float | None):
-    """Runs ``solar analyze`` on one problem in a child process; returns its record."""
-    record: dict = {
-        "level": level,
-        "problem": os.path.basename(rel),
-        "path": rel,
-        "measured_ms": ms,
-        "cache_state": args.cache_state,
-    }
+def problem_request(root: str, rel: str, args: argparse.Namespace, ms: float | None) -> Request:
+    """The ``solar analyze`` child of one problem (solar._child.Request)."""
     options = ["--hw", args.hw]
     if args.policy:
         options += ["--policy", args.policy]
@@ -97,7 +104,18 @@ def run_problem(root: str, level: str, rel: str, args: argparse.Namespace, ms: f
     options += child_flags(args, skip=("--cache-state",))  # --fidelity, --routing, ...
     if ms is not None:
         options += ["--measured-ms", repr(ms)]
-    child = run_analyze(os.path.join(root, rel), options, args.timeout_s, stage_times=True)
+    return Request("analyze", os.path.join(root, rel), tuple(options), args.timeout_s, True)
+
+
+def problem_record(level: str, rel: str, cache_state: str, ms: float | None, child: dict) -> dict:
+    """The record of one problem from what came of its child (solar._child.run_children)."""
+    record: dict = {
+        "level": level,
+        "problem": os.path.basename(rel),
+        "path": rel,
+        "measured_ms": ms,
+        "cache_state": cache_state,
+    }
     record.update(total_s=child["total_s"], stages_s=child["stages_s"])
     if child["report"] is None:  # failed, crashed or timed out: all "failed" here
         record.update(status="failed", error=child["error"])
@@ -188,10 +206,11 @@ def flat(record: dict) -> dict:
     return row
 
 
-def stage_rows(records: list[dict]) -> list[dict]:
+def stage_rows(records: list[dict], run: dict | None = None) -> list[dict]:
     """One row per problem with stage times (sorted by level and path), then an ``all`` row
     of their sums: ``total_s``, ``<stage>_s`` per stage, and ``other_s`` = total minus the
-    stages (process start, imports, reading the model file, writing the report)."""
+    stages (process start, imports, reading the model file, writing the report); ``run``
+    (``wall_s``, ``preload_s``, ``run``, ``jobs``, ``isolation``: this run's) is added to it."""
     rows = []
     for r in records:
         stages = r.get("stages_s")
@@ -205,6 +224,7 @@ def stage_rows(records: list[dict]) -> list[dict]:
     columns = ["total_s", *(f"{stage}_s" for stage in STAGES), "other_s"]
     totals = {"level": "all", "path": None, "problems": len(rows)}
     totals.update({c: sum(row[c] for row in rows) for c in columns})
+    totals.update(run or {})
     return [*rows, totals]
 
 
@@ -220,15 +240,41 @@ def stage_table(rows: list[dict]) -> str:
         slowest = max(problems, key=lambda row: (row[key], row["path"]), default=None)
         where = f"  {slowest['path']} ({slowest[key]:.3g} s)" if slowest else ""
         lines.append(f"{stage:<14}{totals[key]:>10.3f}{100 * share:>7.1f}%{where}")
+    if totals.get("wall_s") is not None:
+        how = (
+            f"frameworks imported once in {totals['preload_s']:.3f} s"
+            if totals["isolation"] == "fork"
+            else "each child imports its frameworks"
+        )
+        lines.append(
+            f"suite wall time {totals['wall_s']:.3f} s: {totals['run']} problem(s) run, "
+            f"--jobs {totals['jobs']}, --isolation {totals['isolation']} ({how})"
+        )
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(out: str, records: list[dict]) -> dict:
+RUN_FIELDS = ("wall_s", "preload_s", "run", "jobs", "isolation")  # the all row's, this run's
+
+
+def previous_run(out: str) -> dict | None:
+    """The ``RUN_FIELDS`` of the ``all`` row of an earlier run's stages.json (None: none)."""
+    try:
+        with open(os.path.join(out, "stages.json")) as f:
+            totals = json.load(f)[-1]
+    except (OSError, ValueError, IndexError, KeyError):
+        return None
+    if not isinstance(totals, dict) or any(k not in totals for k in RUN_FIELDS):
+        return None
+    return {k: totals[k] for k in RUN_FIELDS}
+
+
+def write_outputs(out: str, records: list[dict], run: dict | None = None) -> dict:
+    """Every output file; ``run``: this run's measurements (``RUN_FIELDS``), in stages.*."""
     records = sorted(records, key=lambda r: (r["level"], r["path"]))
-    timed_rows = stage_rows(records)
+    timed_rows = stage_rows(records, run)
     write_json_atomic(os.path.join(out, "stages.json"), timed_rows)
     stage_columns = ["level", "path", "problems", "total_s"]
-    stage_columns += [f"{stage}_s" for stage in STAGES] + ["other_s"]
+    stage_columns += [f"{stage}_s" for stage in STAGES] + ["other_s", *RUN_FIELDS]
     write_atomic(os.path.join(out, "stages.csv"), _csv(timed_rows, stage_columns))
     records = [{k: v for k, v in r.items() if k not in TIMING_FIELDS} for r in records]
     write_json_atomic(os.path.join(out, "problems.json"), records)
@@ -274,11 +320,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     add_child_arguments(p, skip=("--cache-state",))  # --fidelity, --routing, --kernel-floor
     p.add_argument("--timeout-s", type=float, default=1800.0, help="per problem (default 1800)")
+    p.add_argument(
+        "--isolation",
+        choices=ISOLATIONS,
+        default=default_isolation(),
+        help="fork: import the frameworks once and fork a child per problem (the default where "
+        "the system can fork); process: a new Python per problem. Either way a crash or a "
+        "timeout ends its problem only (docs/cli.md)",
+    )
+    start = time.perf_counter()
     try:
         args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as e:
         return 0 if e.code == 0 else 1
     try:
+        if args.isolation == "fork" and not hasattr(os, "fork"):
+            raise ValueError("--isolation fork: this system cannot fork (use process)")
         if not os.path.isdir(args.dir):
             raise ValueError(f"{args.dir}: not a folder")
         if args.jobs < 1:
@@ -314,24 +371,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"solar bench: {skipped} problem(s) already done, {len(todo)} to run", file=sys.stderr
         )
+    server = None
+    if args.isolation == "fork" and todo:  # the children's imports, once, in the fork server
+        from solar._modelfile import framework_of
+
+        server = ForkServer(framework_of(os.path.join(args.dir, rel)) for _, rel in todo)
     progress = Progress(len(todo))
+    measured = [timing_ms(timings, level, os.path.basename(rel)) for level, rel in todo]
+    requests = [
+        problem_request(args.dir, rel, args, ms)
+        for (_, rel), ms in zip(todo, measured, strict=True)
+    ]
 
-    def one(item: tuple[str, str]) -> dict:
-        level, rel = item
-        ms = timing_ms(timings, level, os.path.basename(rel))
+    def finish(index: int, child: dict) -> None:  # in this thread, as each problem ends
+        level, rel = todo[index]
         try:
-            record = run_problem(args.dir, level, rel, args, ms)
-        except Exception as e:  # never stop the suite
+            record = problem_record(level, rel, args.cache_state, measured[index], child)
+        except Exception as e:  # noqa: BLE001 - never stop the suite
             record = {"level": level, "problem": os.path.basename(rel), "path": rel}
-            record.update(status="failed", error=f"{type(e).__name__}: {e}", measured_ms=ms)
-            record["cache_state"] = args.cache_state
+            record.update(status="failed", error=f"{type(e).__name__}: {e}")
+            record.update(measured_ms=measured[index], cache_state=args.cache_state)
         write_json_atomic(result_path(args.out, rel), record)
+        records.append(record)
         progress.step(rel)
-        return record
 
-    records += run_local(todo, one, args.jobs)
-    s = write_outputs(args.out, records)
-    sys.stdout.write(stage_table(stage_rows(records)))
+    try:
+        run_children(requests, args.jobs, args.isolation, finish, server)
+    finally:
+        if server is not None:
+            server.close()
+    run = {
+        "wall_s": time.perf_counter() - start,
+        "preload_s": server.preload_s if server is not None else 0.0,
+        "run": len(todo),
+        "jobs": args.jobs,
+        "isolation": args.isolation,
+    }
+    if not todo:  # nothing ran: the measurements stay those of the run that made the records
+        run = previous_run(args.out) or run
+    s = write_outputs(args.out, records, run)
+    sys.stdout.write(stage_table(stage_rows(records, run)))
     for level, v in s.items():
         line = f"{level} ({v['cache_state']} cache): {v['analysed']}/{v['problems']} analysed"
         line += f", {v['failed']} failed"
