@@ -183,7 +183,7 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
             if verification["status"] == "failed":
                 _recheck_in_float64(verification, lowered, golden)
     else:
-        verification = _verify_per_op(lowered, options.budget_mb)
+        verification = _verify_per_op(lowered, options.budget_mb, options.budget_s)
     verification["why"] = why
     notes = list(captured.golden_notes or [])
     if notes:
@@ -289,9 +289,11 @@ def _recheck_in_float64(verification: dict, lowered: Lowered, golden: dict) -> N
     pipeline.recheck_in_float64(verification, captured.document, rerun)
 
 
-def _verify_per_op(lowered: Lowered, budget_mb: float) -> dict:
+def _verify_per_op(lowered: Lowered, budget_mb: float, budget_s: float) -> dict:
     """Each distinct lowered op configuration alone at reduced size, by the capture's
-    ``per_op_cases``; "not_run" for a framework without it."""
+    ``per_op_cases``; "not_run" for a framework without it. A one-op program whose estimated
+    executor time is over ``budget_s`` is not run (``pipeline.OverTimeBudget``: that size is
+    refused, and the next one tried)."""
     captured = lowered.captured
     framework = framework_name(captured.document)
     disabled = lowered.options.disabled_rules
@@ -300,6 +302,9 @@ def _verify_per_op(lowered: Lowered, budget_mb: float) -> dict:
         return pipeline.lower_detailed(capture_json, False, disabled).ir
 
     def run_and_compare(ir_text: str, feed: dict, expected: dict, dtypes: dict) -> list[dict]:
+        too_slow = pipeline.over_time_budget(ir_text, budget_s)
+        if too_slow is not None:
+            raise pipeline.OverTimeBudget(too_slow)
         got = ir.run(ir_text, feed)
         return [
             pipeline.compare_output(n, dtypes[n], np.asarray(got[n]), e)
