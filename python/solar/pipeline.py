@@ -36,8 +36,8 @@ from solar.options import (
 # the other ops (elementwise, reductions, selects: the interpreter), and the bytes each op reads
 # and writes.
 EXECUTOR_MACS_PER_S = 1e8
-EXECUTOR_OPS_PER_S = 2e7
-EXECUTOR_BYTES_PER_S = 2e8
+EXECUTOR_OPS_PER_S = 5e7
+EXECUTOR_BYTES_PER_S = 5e8
 # The stages of one analysis, in order, as ``stage_times`` names them (seconds each).
 STAGES = ("capture", "lowering", "verification", "analysis")
 
