@@ -624,6 +624,12 @@ def main() -> int:
     p.add_argument("--isolations", default="process,fork")
     p.add_argument("--timeout-s", default="600")
     p.add_argument("--generate-only", action="store_true")
+    p.add_argument(
+        "--baseline",
+        metavar="PYTHONPATH",
+        help="also run each isolation with this PYTHONPATH (a previous build's, e.g. "
+        "/work/main/build/dev/pkg), first, and print the ratio baseline / this build",
+    )
     args = p.parse_args()
     suite = os.path.join(args.out, "suite")
     print(f"generated {generate(suite)} model files in {suite}")
@@ -635,8 +641,15 @@ def main() -> int:
         if not os.path.isdir(chosen):
             subset(suite, chosen, args.only.split(",") if args.only else None, args.limit)
     walls = {}
-    for isolation in args.isolations.split(","):
-        results = os.path.join(args.out, f"results-{isolation}")
+    runs = [(i, "") for i in args.isolations.split(",")]
+    if args.baseline:
+        runs = [(i, b) for i, _ in runs for b in ("-baseline", "")]
+    for isolation, which in runs:
+        name = isolation + which
+        results = os.path.join(args.out, f"results-{name}")
+        env = dict(os.environ)
+        if which:
+            env["PYTHONPATH"] = args.baseline
         cmd = [
             sys.executable,
             "-m",
@@ -654,18 +667,24 @@ def main() -> int:
             "--timeout-s",
             args.timeout_s,
         ]
-        print("$", " ".join(cmd), flush=True)
+        print("$", ("PYTHONPATH=" + args.baseline + " ") * bool(which) + " ".join(cmd), flush=True)
         start = time.perf_counter()
-        subprocess.run(cmd, check=True)
-        walls[isolation] = time.perf_counter() - start
+        subprocess.run(cmd, check=True, env=env)
+        walls[name] = time.perf_counter() - start
         *rows, totals = json.load(open(os.path.join(results, "stages.json")))
+        times = sorted(r["total_s"] for r in rows)
         slowest = sorted(rows, key=lambda r: -r["total_s"])[:5]
         print(
-            f"{isolation}: {walls[isolation]:.1f} s wall ({totals['run']} problems run); slowest: "
+            f"{name}: {walls[name]:.1f} s wall ({totals['run']} problems run); median "
+            f"{times[len(times) // 2]:.1f} s, max {times[-1]:.1f} s; slowest: "
             + ", ".join(f"{r['path']} {r['total_s']:.1f} s" for r in slowest),
             flush=True,
         )
-    if len(walls) == 2:
+    if args.baseline:
+        for isolation, _ in runs[::2]:
+            base, new = walls[isolation + "-baseline"], walls[isolation]
+            print(f"ratio {isolation}-baseline / {isolation}: {base / new:.2f}")
+    elif len(walls) == 2:
         a, b = walls.values()
         print(f"ratio {' / '.join(walls)}: {a / b:.2f}")
     return 0

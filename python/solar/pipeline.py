@@ -420,7 +420,7 @@ def _first_line(text: str) -> str:
     return " ".join(lines[0].split()) if lines else ""
 
 
-class OverTimeBudget(Exception):
+class OverTimeBudgetError(Exception):
     """Raised instead of running a program whose estimated executor time (``executor_seconds``)
     is over the verification budget; the message says so."""
 

@@ -292,7 +292,7 @@ def _recheck_in_float64(verification: dict, lowered: Lowered, golden: dict) -> N
 def _verify_per_op(lowered: Lowered, budget_mb: float, budget_s: float) -> dict:
     """Each distinct lowered op configuration alone at reduced size, by the capture's
     ``per_op_cases``; "not_run" for a framework without it. A one-op program whose estimated
-    executor time is over ``budget_s`` is not run (``pipeline.OverTimeBudget``: that size is
+    executor time is over ``budget_s`` is not run (``pipeline.OverTimeBudgetError``: that size is
     refused, and the next one tried)."""
     captured = lowered.captured
     framework = framework_name(captured.document)
@@ -304,7 +304,7 @@ def _verify_per_op(lowered: Lowered, budget_mb: float, budget_s: float) -> dict:
     def run_and_compare(ir_text: str, feed: dict, expected: dict, dtypes: dict) -> list[dict]:
         too_slow = pipeline.over_time_budget(ir_text, budget_s)
         if too_slow is not None:
-            raise pipeline.OverTimeBudget(too_slow)
+            raise pipeline.OverTimeBudgetError(too_slow)
         got = ir.run(ir_text, feed)
         return [
             pipeline.compare_output(n, dtypes[n], np.asarray(got[n]), e)

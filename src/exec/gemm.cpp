@@ -286,7 +286,8 @@ class Gemm {
       for (int64_t i = 0; i < mc; ++i) {
         const int64_t row = base + c_rows_[static_cast<size_t>(r0 + i)];
         for (int64_t j = 0; j < nc; ++j) {
-          acc_[row + c_cols_[static_cast<size_t>(c0 + j)]] += cbuf_[static_cast<size_t>(i * ldc + j)];
+          acc_[row + c_cols_[static_cast<size_t>(c0 + j)]] +=
+              cbuf_[static_cast<size_t>(i * ldc + j)];
         }
       }
       return;

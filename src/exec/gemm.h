@@ -12,8 +12,8 @@ namespace solar::exec {
 // batch, M and N loops, each block of C is stored once; otherwise (a transposed convolution's
 // scatter, out[s * x + r] += ..., the col2im of its GEMM) the blocks are added, in a fixed
 // order, into a double accumulator. Accumulates in double and rounds once per element, like the
-// interpreter; only the order of the additions differs. Returns false, having done nothing, when `k` does
-// not qualify or is too small to gain from it.
+// interpreter; only the order of the additions differs. Returns false, having done nothing, when
+// `k` does not qualify or is too small to gain from it.
 bool run_gemm(const CompiledKernel& k);
 
 }  // namespace solar::exec

@@ -27,7 +27,7 @@ otherwise shrink below its kernel). PyTorch decides whether a reduced node is va
 the op must run and give outputs of the original ranks and dtypes, and the lowering must accept
 it. If no map works, the node runs at its real size when its tensors fit ``real_budget_bytes``
 (a reduced map over that budget is not tried) and ``run_and_compare`` accepts its time (it
-raises ``solar.pipeline.OverTimeBudget`` when the one-node program's estimated executor time is
+raises ``solar.pipeline.OverTimeBudgetError`` when the one-node program's estimated executor time is
 over ``--verify-budget-s``); otherwise it is listed as not verified, with each size's reason.
 """
 
@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 
-from solar.pipeline import OverTimeBudget
+from solar.pipeline import OverTimeBudgetError
 from solar.torch._golden import deterministic_dropout, to_numpy
 from solar.torch._serialize import DTYPES
 
@@ -485,7 +485,7 @@ def _check(nodes: list[dict], k: int, tensors: tuple[dict, dict], engine: _Engin
         expected = {n: to_numpy(t) for n, t in outputs.items()}
         try:
             compared = engine.run_and_compare(ir, feed, expected, dtypes)
-        except OverTimeBudget as e:  # too slow at this size in SOLAR's executor: the next one
+        except OverTimeBudgetError as e:  # too slow at this size in SOLAR's executor: the next one
             errors.append(f"{how}: {e}")
             continue
         entry.update(
