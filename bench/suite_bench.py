@@ -4,7 +4,9 @@ in the same run; prints each run's wall time and their ratio (bench/README.md, "
 
     export PYTHONPATH=$(scripts/dev-python.sh build/dev)       # or devbuild.sh's PYTHONPATH
     python3 bench/suite_bench.py OUT/ [--jobs 2] [--only level1,level3] [--limit N]
+                                      [--problems level1/72,level2/100]
                                       [--isolations process,fork] [--hw H100-SXM]
+                                      [--baseline OTHER_BUILD/pkg]
     python3 bench/suite_bench.py OUT/ --generate-only          # just the model files
 
 The suite (``OUT/suite/level{1,2,3}/*.py``, each with ``Model``, ``get_inputs`` and
@@ -601,12 +603,19 @@ def generate(root: str) -> int:
     return count
 
 
-def subset(suite: str, dest: str, only: list[str] | None, limit: int | None) -> None:
-    """Links the chosen files of ``suite`` into ``dest`` (the same levels)."""
+def subset(
+    suite: str, dest: str, only: list[str] | None, limit: int | None, problems: list[str] = ()
+) -> None:
+    """Links the chosen files of ``suite`` into ``dest`` (the same levels); ``problems``:
+    ``level/N`` names, only those."""
     for level in sorted(os.listdir(suite)):
         if only and level not in only:
             continue
         names = sorted(os.listdir(os.path.join(suite, level)), key=lambda n: int(n.split("_")[0]))
+        if problems:
+            names = [n for n in names if f"{level}/{n.split('_')[0]}" in problems]
+        if not names:
+            continue
         os.makedirs(os.path.join(dest, level), exist_ok=True)
         for name in names[:limit]:
             os.symlink(
@@ -623,6 +632,7 @@ def main() -> int:
     p.add_argument("--limit", type=int, help="the first N problems of each level")
     p.add_argument("--isolations", default="process,fork")
     p.add_argument("--timeout-s", default="600")
+    p.add_argument("--problems", help="level/N names, comma-separated (level1/72,level2/100)")
     p.add_argument("--generate-only", action="store_true")
     p.add_argument(
         "--baseline",
@@ -636,10 +646,11 @@ def main() -> int:
     if args.generate_only:
         return 0
     chosen = suite
-    if args.only or args.limit:
+    if args.only or args.limit or args.problems:
         chosen = os.path.join(args.out, "chosen")
         if not os.path.isdir(chosen):
-            subset(suite, chosen, args.only.split(",") if args.only else None, args.limit)
+            only = args.only.split(",") if args.only else None
+            subset(suite, chosen, only, args.limit, (args.problems or "").split(","))
     walls = {}
     runs = [(i, "") for i in args.isolations.split(",")]
     if args.baseline:
@@ -667,7 +678,7 @@ def main() -> int:
             "--timeout-s",
             args.timeout_s,
         ]
-        print("$", ("PYTHONPATH=" + args.baseline + " ") * bool(which) + " ".join(cmd), flush=True)
+        print("$", f"PYTHONPATH={args.baseline} " * bool(which) + " ".join(cmd), flush=True)
         start = time.perf_counter()
         subprocess.run(cmd, check=True, env=env)
         walls[name] = time.perf_counter() - start
