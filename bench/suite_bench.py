@@ -650,7 +650,8 @@ def main() -> int:
         chosen = os.path.join(args.out, "chosen")
         if not os.path.isdir(chosen):
             only = args.only.split(",") if args.only else None
-            subset(suite, chosen, only, args.limit, (args.problems or "").split(","))
+            problems = [n for n in (args.problems or "").split(",") if n]
+            subset(suite, chosen, only, args.limit, problems)
     walls = {}
     runs = [(i, "") for i in args.isolations.split(",")]
     if args.baseline:
