@@ -686,9 +686,10 @@ def main() -> int:
         *rows, totals = json.load(open(os.path.join(results, "stages.json")))
         times = sorted(r["total_s"] for r in rows)
         slowest = sorted(rows, key=lambda r: -r["total_s"])[:5]
+        spread = f"median {times[len(times) // 2]:.1f} s, max {times[-1]:.1f} s" if times else ""
         print(
-            f"{name}: {walls[name]:.1f} s wall ({totals['run']} problems run); median "
-            f"{times[len(times) // 2]:.1f} s, max {times[-1]:.1f} s; slowest: "
+            f"{name}: {walls[name]:.1f} s wall ({totals['run']} problems run, "
+            f"{totals['run'] - len(rows)} timed out or failed); {spread}; slowest: "
             + ", ".join(f"{r['path']} {r['total_s']:.1f} s" for r in slowest),
             flush=True,
         )
