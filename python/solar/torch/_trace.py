@@ -165,18 +165,14 @@ def _trace(module: nn.Module, args: tuple, attributes: list[Attribute]) -> Trace
     try:
         with last:
             traced = _trace_make_fx(module, args, attributes)
-    except CaptureError:
-        raise
     except Exception as e:
         data_dependent = data_dependent or _is_data_dependent(e)
         make_fx_error = f"{type(e).__name__}: {_first_line(str(e))}"
         if data_dependent and not _has_fake(args, module):
             return _trace_specialised(module, args, attributes, export_error)
-        at = last.where()
-        message = (
-            f"capture failed{' at ' + at if at else ''}: torch.export: {export_error}; "
-            f"make_fx: {make_fx_error}"
-        )
+        message = f"capture failed: torch.export: {export_error}; make_fx: {make_fx_error}"
+        if last.last is not None and last.last[1] not in message:
+            message += f" (the trace stopped at {last.where()})"
         if data_dependent:
             raise DataDependentError(message) from e
         raise CaptureError(message) from e
@@ -210,7 +206,8 @@ class _LastCall(torch.overrides.TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
     def where(self) -> str:
-        return f"{self.last[1]} ({self.last[0]})" if self.last else ""
+        """``OP at file:line in function`` of the last call, or empty."""
+        return f"{self.last[0]} at {self.last[1]}" if self.last else ""
 
 
 def _function_name(func: Any) -> str:
@@ -295,10 +292,10 @@ def _trace_specialised(
     except CaptureError:
         raise
     except Exception as e:
-        at = last.where()
+        at = f" (the trace stopped at {last.where()})" if last.last else ""
         raise CaptureError(
-            f"capture failed{' at ' + at if at else ''}: specialised on the inputs' values: "
-            f"{type(e).__name__}: {_first_line(str(e))}"
+            f"capture failed: specialised on the inputs' values: "
+            f"{type(e).__name__}: {_first_line(str(e))}{at}"
         ) from e
     traced.export_error = export_error
     traced.notes.append(
