@@ -117,3 +117,30 @@ def test_a_data_dependent_size_on_fake_inputs_is_one_line_naming_the_call():
     assert message.endswith(
         "(the trace stopped at torch.TensorBase.item at item_size.py:10 in forward)"
     )
+
+
+# name -> fused bytes, by hand (the cache itself, [2, 64, 16] f32 = 8,192 B, is never counted)
+WRITES = {
+    # read k 128 B and q 128 B, write the scores 8 B and the row written 128 B (above)
+    "kv_write": 128 + 128 + 8 + 128,
+    # cache[:, 4:6] = k, k [2, 2, 16] f32 = 256 B: read k 256 B, write its sums [2, 2] 16 B and
+    # the rows written 256 B
+    "kv_slice_write": 256 + 16 + 256,
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRITES))
+@pytest.mark.parametrize("tracer", ["torch.export", "make_fx"])
+def test_both_tracers_capture_a_cache_write_as_the_rows_written(monkeypatch, name, tracer):
+    from solar.torch import _trace
+
+    if tracer == "make_fx":  # the fallback: functionalize's copy_ back into the input
+
+        def refuse(*args):
+            raise RuntimeError("export refused")
+
+        monkeypatch.setattr(_trace, "_trace_export", refuse)
+    data = solar.analyze_file(MODELS / f"{name}.py", hw="H100-SXM").data
+    assert data["verification"]["status"] == "passed", data["verification"]
+    assert data["bytes"]["fused"] == WRITES[name]
+    assert "cache_written" in [o["name"] for o in data["verification"]["outputs"]]

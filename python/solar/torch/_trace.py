@@ -740,10 +740,13 @@ def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] =
         return pytree.tree_leaves(out) + list(new_values)
 
     functional = torch.func.functionalize(flat_fn, remove="mutations_and_views")
+    table = _decompositions(core_aten_decompositions())
+    for name in _KEPT_FOR_MUTATIONS:  # a write into a view: the part written stays visible
+        table.pop(_aten(name), None)
     with _RecurrentRefused():
         gm = make_fx(
             functional,
-            decomposition_table=_decompositions(core_aten_decompositions()),
+            decomposition_table=table,
             tracing_mode="fake",
             record_stack_traces=True,
         )(*params.values(), *buffers.values(), *(a.value for a in attributes), *flat_args)
