@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
+import sys
 import traceback
 import warnings
 from dataclasses import dataclass, field
@@ -698,23 +699,33 @@ _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _SOLAR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _user_location(filename: str, line: int, function: str) -> str:
+    """``file:line in function`` when the frame is the user's code (outside torch and solar),
+    else empty."""
+    path = os.path.abspath(filename)
+    if path.startswith((_TORCH_DIR, _SOLAR_DIR)) or filename.startswith("<"):
+        return ""
+    return f"{os.path.basename(filename)}:{line} in {function}"
+
+
 def _raised_at(e: BaseException) -> str:
-    """``file:line in function`` of the innermost frame of ``e``'s traceback in the user's
-    code (outside torch and solar), or empty."""
-    for frame in reversed(traceback.extract_tb(e.__traceback__)):
-        path = os.path.abspath(frame.filename)
-        if not path.startswith((_TORCH_DIR, _SOLAR_DIR)) and not frame.filename.startswith("<"):
-            return f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}"
+    """Where in the user's code ``e`` was raised: the innermost user frame of its traceback,
+    or empty."""
+    for f in reversed(traceback.extract_tb(e.__traceback__)):
+        if where := _user_location(f.filename, f.lineno, f.name):
+            return where
     return ""
 
 
 def _user_frame() -> str:
-    """``file:line in function`` of the innermost frame of the caller's stack outside torch and
-    solar, or empty."""
-    for frame in reversed(traceback.extract_stack()):
-        path = os.path.abspath(frame.filename)
-        if not path.startswith((_TORCH_DIR, _SOLAR_DIR)) and not frame.filename.startswith("<"):
-            return f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}"
+    """The innermost user frame of the caller's stack, or empty (read from the frames
+    directly: it is asked on every torch call while make_fx traces)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if where := _user_location(code.co_filename, frame.f_lineno, code.co_name):
+            return where
+        frame = frame.f_back
     return ""
 
 
