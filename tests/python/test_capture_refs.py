@@ -63,6 +63,14 @@ def test_index_copy_into_a_state_counts_the_rows_it_writes():
     assert data["bytes"]["fused"] == 64 + 64 + 64
 
 
+def test_a_whole_state_updated_in_place_is_written_whole():
+    data = report("state_update")
+    # state.mul_(0.5).add_(x) writes all 64 f32 of the state: fused reads state 256 B and x
+    # 256 B, writes the new state 256 B and x * 2 256 B: 1024 B
+    assert data["bytes"]["fused"] == 4 * 256
+    assert len(data["verification"]["outputs"]) == 2  # x * 2 and the new state, checked
+
+
 def test_an_item_that_decides_a_size_is_specialised_and_named():
     data = report("item_size")
     # counts.max().item() = 5: x[:5] * 2 reads 5 x 8 f32 = 160 B and writes 160 B
