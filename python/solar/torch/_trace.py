@@ -94,16 +94,16 @@ def trace(model: Any, args: tuple) -> Traced:
 
 
 def on_cpu_mode() -> Any:
-    """A fresh device mapping (``solar.torch.definition.OnCpu``): a program written for a GPU
+    """A fresh device mapping (``solar.torch._device.OnCpu``): a program written for a GPU
     (``device="cuda"``, ``.cuda()``, ``.to("cuda")``) runs on the CPU; ``mapped`` says whether
     any was met."""
-    from solar.torch.definition import OnCpu
+    from solar.torch._device import OnCpu
 
     return OnCpu()
 
 
 def cuda_note() -> str:
-    from solar.torch.definition import CUDA_NOTE
+    from solar.torch._device import CUDA_NOTE
 
     return CUDA_NOTE
 
