@@ -32,7 +32,14 @@ from solar._modelfile import call_model_code, import_model_file
 from solar.document import write_npz
 from solar.torch._golden import has_random_dropout, run_graph, to_numpy
 from solar.torch._serialize import serialize
-from solar.torch._trace import CaptureError, Traced, trace
+from solar.torch._trace import (
+    CaptureError,
+    DataDependentError,
+    Traced,
+    cuda_note,
+    on_cpu_mode,
+    trace,
+)
 
 __all__ = [
     "Capture",
@@ -126,19 +133,21 @@ class Capture:
                 arrays[name] = to_numpy(value)  # a copy: taken before the run mutates buffers
         wanted = set(intermediates)
         random_dropout = has_random_dropout(self.traced.graph)
-        self.golden_notes = []
-        if wanted or random_dropout:
+        self.golden_notes = list(self.traced.notes)
+        if wanted or random_dropout or self.traced.golden_from_graph:
             if random_dropout:
                 self.golden_notes.append(DETERMINISTIC_DROPOUT_NOTE)
             self._golden_from_graph(placeholder_values, wanted, arrays)
             return arrays
-        with torch.no_grad():
+        with torch.no_grad(), on_cpu_mode():
             result = model(*inputs)
         flat_outputs = [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
         for node, binding in self.traced.outputs:
             name = self.fx_to_name[node.name]
             if binding.kind == "output":
                 value = flat_outputs[binding.index]
+            elif binding.kind == "input_mutation":  # the whole new value: the input, updated
+                value = flat_inputs[binding.index]
             elif binding.kind == "attribute_update":
                 value = _attribute(module, binding.target)
             else:
@@ -207,8 +216,9 @@ class TrainCapture(Capture):
                 "--train: the outputs of unsupported nodes cannot be fed from PyTorch's run "
                 "(a training step is verified whole)"
             )
-        self.golden_notes = []
-        values = golden_step(model, inputs, self.loss_fn, self.optimizer, self.traced)
+        self.golden_notes = list(self.traced.notes)
+        with on_cpu_mode():
+            values = golden_step(model, inputs, self.loss_fn, self.optimizer, self.traced)
         return {self.fx_to_name[k]: to_numpy(v) for k, v in values.items() if k in self.fx_to_name}
 
 
@@ -249,9 +259,12 @@ def capture_model_file(
         def recapture(m: Any, xs: tuple) -> Any:
             return capture(m, xs, source=source)
 
+    on_cpu = on_cpu_mode()
     try:
-        model, inputs = load_model_file(path, fake=True)
-        return recapture(model, inputs), model, inputs
+        model, inputs = load_model_file(path, fake=True, on_cpu=on_cpu)
+        return _noted(recapture(model, inputs), on_cpu), model, inputs
+    except DataDependentError:  # a value decides a size: captured on real inputs (specialised)
+        pass
     except CaptureError:
         raise
     except Exception as e:  # a model that cannot be built with FakeTensors: build it for real
@@ -260,8 +273,17 @@ def capture_model_file(
             " building the model with real tensors",
             file=sys.stderr,
         )
-    model, inputs = load_model_file(path)
-    return recapture(model, inputs), model, inputs
+    on_cpu = on_cpu_mode()
+    model, inputs = load_model_file(path, on_cpu=on_cpu)
+    return _noted(recapture(model, inputs), on_cpu), model, inputs
+
+
+def _noted(captured: Any, on_cpu: Any) -> Any:
+    """``captured`` with the device mapping of the model file's building noted (once)."""
+    note = cuda_note()
+    if on_cpu.mapped and note not in captured.traced.notes:
+        captured.traced.notes.insert(0, note)
+    return captured
 
 
 def is_fake(inputs: tuple) -> bool:
@@ -281,15 +303,25 @@ def model_module(path: str | os.PathLike, prefix: str = "_solar_model_") -> Any:
     return import_model_file(path, name, CaptureError)
 
 
-def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, tuple]:
+def load_model_file(
+    path: str | os.PathLike, fake: bool = False, on_cpu: Any = None
+) -> tuple[Any, tuple]:
     """The model and inputs of a benchmark-style file: ``Model(*get_init_inputs())`` and
     ``get_inputs()``, built after ``torch.manual_seed(0)``.
 
     ``fake=True`` builds both as FakeTensors (torch._subclasses.fake_tensor.FakeTensorMode):
     shapes, dtypes and devices without memory or values, enough to capture but not to make
     golden data. (Not the meta device: it picks other kernels, e.g. a different SDPA
-    decomposition, so its graph would differ from the one PyTorch runs on the CPU.)"""
+    decomposition, so its graph would differ from the one PyTorch runs on the CPU.)
+
+    A file written for a GPU (``device="cuda"``, ``.cuda()``, ``.to("cuda")``) is built on the
+    CPU under ``on_cpu`` (``_trace.on_cpu_mode``; a fresh one when not given)."""
     path = os.fspath(path)
+    with on_cpu if on_cpu is not None else on_cpu_mode():
+        return _load_model_file(path, fake)
+
+
+def _load_model_file(path: str, fake: bool) -> tuple[Any, tuple]:
     module = model_module(path)
     for attr in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, attr):

@@ -30,6 +30,7 @@ from torch.overrides import TorchFunctionMode
 from solar.definition import Definition, DefinitionError, Workload, resolve_axes, shape_of
 from solar.options import Options
 from solar.stages import run as run_stages
+from solar.torch._device import CUDA_NOTE, DEVICE, OnCpu
 
 # The format's dtypes as torch's.
 TORCH_DTYPES = {
@@ -48,7 +49,6 @@ TORCH_DTYPES = {
     "uint8": torch.uint8,
     "bool": torch.bool,
 }
-DEVICE = torch.device("cpu")  # where the inputs are made and the reference traced
 
 __all__ = ["Inputs", "analyse_workload", "make_inputs", "reference_namespace"]
 
@@ -194,37 +194,8 @@ def _check_made(value: Any, spec: Any, shape: tuple[int, ...] | None, at: str) -
 
 
 # ---------------------------------------------------------------------------------------------
-# device="cuda" in a reference: mapped to the CPU, where SOLAR runs it
-
-CUDA_NOTE = "device 'cuda' in the reference mapped to the CPU, where SOLAR runs it"
-
-
-def _is_cuda(value: Any) -> bool:
-    return isinstance(value, (str, torch.device)) and str(value).startswith("cuda")
-
-
-class OnCpu(TorchFunctionMode):
-    """Runs a reference written for a GPU on the CPU: ``device="cuda"`` (a string or a
-    ``torch.device``) becomes the CPU, ``.cuda()`` is the tensor itself, ``.to("cuda")`` stays
-    on the CPU; ``mapped`` says whether any was met. The work is the same on any device."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.mapped = False
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
-        kwargs = dict(kwargs or {})
-        name = getattr(func, "__name__", "")
-        if name == "cuda" and args and isinstance(args[0], torch.Tensor):
-            self.mapped = True
-            return args[0]
-        if _is_cuda(kwargs.get("device")):
-            self.mapped = True
-            kwargs["device"] = DEVICE
-        if name == "to" and any(_is_cuda(a) for a in args[1:]):
-            self.mapped = True
-            args = tuple(DEVICE if _is_cuda(a) else a for a in args)
-        return func(*args, **kwargs)
+# device="cuda" in a reference: mapped to the CPU, where SOLAR runs it (solar.torch._device,
+# shared with model files)
 
 
 # ---------------------------------------------------------------------------------------------
