@@ -63,9 +63,11 @@ class Traced:
     phases: dict[str, str] = field(default_factory=dict)
 
 
-def trace(model: Any, args: tuple) -> Traced:
+def trace(model: Any, args: tuple, dynamic_shapes: Any = None) -> Traced:
     """Traces ``model(*args)``; ``model`` is an nn.Module or a function of tensors. The model is
-    left as it was (its tensor attributes keep their values)."""
+    left as it was (its tensor attributes keep their values). ``dynamic_shapes``: torch.export's,
+    for a capture with symbolic sizes (solar.torch._symbolic); torch.export only (its failure is
+    a CaptureError, not the make_fx fallback)."""
     module = model if isinstance(model, nn.Module) else _FunctionModule(model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecation notices
@@ -74,17 +76,21 @@ def trace(model: Any, args: tuple) -> Traced:
         warnings.filterwarnings("ignore", message=".*assigned during export")
         attributes = tensor_attributes(module)
         try:
-            return _trace(module, args, attributes)
+            return _trace(module, args, attributes, dynamic_shapes)
         finally:
             for attr in attributes:  # the tracers set them to fake tensors
                 attr.owner.__dict__[attr.key] = attr.value
 
 
-def _trace(module: nn.Module, args: tuple, attributes: list[Attribute]) -> Traced:
+def _trace(
+    module: nn.Module, args: tuple, attributes: list[Attribute], dynamic_shapes: Any = None
+) -> Traced:
     try:
-        traced = _trace_export(module, args, attributes)
+        traced = _trace_export(module, args, attributes, dynamic_shapes)
     except Exception as e:  # export failed: make_fx is the documented fallback
         export_error = f"{type(e).__name__}: {_first_line(str(e))}"
+        if dynamic_shapes is not None:  # no symbolic sizes in make_fx's graph
+            raise CaptureError(f"torch.export with symbolic sizes: {export_error}") from e
     else:
         _drop_unused_attributes(traced)
         return traced
@@ -346,14 +352,19 @@ def _bodies_interpreted(gm: torch.fx.GraphModule):
             del sub.forward
 
 
-def _trace_export(module: nn.Module, args: tuple, attributes: list[Attribute] = ()) -> Traced:
+def _trace_export(
+    module: nn.Module, args: tuple, attributes: list[Attribute] = (), dynamic_shapes: Any = None
+) -> Traced:
     from torch.export.graph_signature import OutputKind
 
     with _rnn_shapes_only():
+        if attributes and dynamic_shapes is not None:
+            raise CaptureError("symbolic sizes are not traced with tensor attributes")
         if attributes:
             ep, wrapped = _export_with_attributes(module, args, attributes)
         else:
-            ep, wrapped = torch.export.export(module, args), None
+            ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
+            wrapped = None
         with _bodies_interpreted(ep.graph_module):
             ep = ep.run_decompositions(_decompositions())
     sig = ep.graph_signature

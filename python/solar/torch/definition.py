@@ -10,7 +10,12 @@ Imports torch; ``solar.definition`` reads the files without it.
   workload's index; ``scalar`` the value; ``custom`` from ``custom_inputs_entrypoint(axes_and_
   scalars, device)``; ``safetensors`` a tensor of the declared shape and dtype whose values
   were not read (refused where its values decide a shape: ``check_safetensors``).
-- ``analyse_workload(definition, workload, namespace, options)``: the workload's report.
+- ``Captures(definition, workloads)``: how the workloads are captured: once for all the
+  workloads that differ only in their sizes (``solar.torch._symbolic``: torch.export with the
+  dimensions of the non-const axes symbolic, the trace re-specialised to each workload's sizes),
+  else alone; ``count`` says how many captures were made.
+- ``analyse_workload(definition, workload, namespace, options, captures=...)``: the workload's
+  report and notes.
 
 A reference written for a GPU (``device="cuda"``, ``.cuda()``, ``.to("cuda")``) runs on the CPU
 (``OnCpu``), and the workload's notes say so once.
@@ -363,30 +368,169 @@ def reference_module(
     return cls(), tuple(template[i] for i in at)
 
 
+class Captures:
+    """How the workloads of one definition are captured (docs/benchmarks.md, "Capture once, bind
+    each workload"). The workloads that share their fixed values (the scalars fixed in the
+    captured program) form a group; a group of two or more is traced once, on its first
+    workload, with the dimensions of its non-const axes symbolic (``solar.torch._symbolic``),
+    and each workload of the group binds its own sizes to that trace. A workload whose sizes the
+    symbolic trace does not hold for (a size export fixed, a guard of the trace broken), and
+    every workload of a group whose symbolic trace failed, is captured alone, and its capture
+    cell says why. ``once=False``: every workload alone (one capture per workload).
+
+    ``count``: the captures made (torch.export runs, the recaptures of a failed check's float64
+    rerun aside); ``shared``: the workloads analysed on a capture made for another."""
+
+    def __init__(
+        self, definition: Definition, workloads: list[Workload], once: bool = True
+    ) -> None:
+        self.definition = definition
+        self.count = 0
+        self.shared = 0
+        self._group_size: dict[tuple, int] = {}
+        if once:
+            for workload in workloads:
+                key = _fixed_values(definition, workload)
+                self._group_size[key] = self._group_size.get(key, 0) + 1
+        self._symbolic: dict[tuple, Any] = {}  # group -> (Symbolic, notes) or the reason none
+
+    def capture(
+        self,
+        workload: Workload,
+        module: Any,
+        tensors: tuple,
+        options: Options,
+        on_cpu: OnCpu,
+        fixed: tuple = (),
+    ) -> tuple[Any, str, list[str]]:
+        """``(captured, cell, notes)``: the workload's ``TorchCaptured``, its CSV ``capture``
+        cell ("shared", "alone", or "alone: WHY") and the notes that say so; ``fixed``: the
+        values fixed in ``module`` (its non-tensor arguments), which a shared capture must
+        have too."""
+        from solar.torch import TorchCaptured, captured_call
+        from solar.torch._symbolic import NotBoundError
+
+        source = f"{self.definition.name}:{workload.uuid}"
+        key = _fixed_values(self.definition, workload)
+        why = ""
+        if self._group_size.get(key, 0) >= 2:
+            symbolic = self._symbolic_for((key, fixed), workload, module, tensors, on_cpu)
+            if isinstance(symbolic, str):
+                why = symbolic
+            else:
+                trace, first, mapped = symbolic
+                try:
+                    cap, sizes = trace.bind(tensors)
+                except NotBoundError as e:
+                    why = f"the shared capture does not hold for its sizes: {e}"
+                else:
+                    recapture = _recapture(cap.document.get("source"))
+                    captured = TorchCaptured(cap, recapture, module, tensors)
+                    shared = first != workload.uuid
+                    self.shared += shared
+                    bound = ", ".join(f"{d} = {n}" for d, n in sizes.items()) or "no sizes"
+                    notes = [
+                        f"capture {'shared' if shared else 'made'}: traced once with symbolic "
+                        f"sizes on workload {first}, bound here ({bound})"
+                    ] + ([CUDA_NOTE] if mapped else [])
+                    return captured, "shared", notes
+        with torch.no_grad():
+            captured = captured_call(module, tensors, options, source)
+        self.count += 1
+        if not why:
+            return captured, "alone", []
+        return captured, f"alone: {why}", [f"captured alone: {why}"]
+
+    def _symbolic_for(
+        self, key: tuple, workload: Workload, module: Any, tensors: tuple, on_cpu: OnCpu
+    ) -> Any:
+        """The group's symbolic trace ``(Symbolic, first workload's uuid, device mapped)``,
+        made on ``workload`` when the group has none yet, or why it could not be made."""
+        from solar.torch._symbolic import capture_symbolic
+
+        if key not in self._symbolic:
+            dynamic = _dynamic_dims(self.definition)
+            source = f"{self.definition.name}:{workload.uuid}"
+            try:
+                with torch.no_grad():
+                    trace = capture_symbolic(module, tensors, dynamic, source)
+            except ValueError as e:  # CaptureError: each workload of the group alone
+                self._symbolic[key] = f"no symbolic capture ({_first_line(e)})"
+            else:
+                self._symbolic[key] = (trace, workload.uuid, on_cpu.mapped)
+            finally:
+                self.count += 1
+        return self._symbolic[key]
+
+
+def _recapture(source: str | None) -> Any:
+    """How a workload's program is captured again (the float64 rerun of a failed check)."""
+
+    def recapture(m: Any, xs: tuple) -> Any:
+        from solar.torch.capture import capture
+
+        return capture(m, xs, source=source)
+
+    return recapture
+
+
+def _fixed_values(definition: Definition, workload: Workload) -> tuple:
+    """The values a capture fixes (the scalars without a shape): workloads that share them can
+    share a capture."""
+    return tuple(
+        (name, repr(given.value))
+        for name, given in workload.inputs.items()
+        if given.kind == "scalar" and definition.inputs[name].shape is None
+    )
+
+
+def _dynamic_dims(definition: Definition) -> list[list[int]]:
+    """For each tensor input (a shaped one), the dimensions whose axis is not const (var, or an
+    expression of the var axes): those the symbolic capture keeps symbolic."""
+    out = []
+    for spec in definition.inputs.values():
+        if spec.shape is None:
+            continue
+        out.append(
+            [
+                d
+                for d, axis in enumerate(spec.shape)
+                if axis in definition.axes and definition.axes[axis].kind != "const"
+            ]
+        )
+    return out
+
+
 def analyse_workload(
     definition: Definition,
     workload: Workload,
     namespace: dict,
     options: Options,
     stage_times: dict[str, float] | None = None,
-) -> tuple[Any, list[str]]:
-    """``(report, notes)``: ``run`` on the workload's inputs, captured (once per workload) and
-    analysed by ``solar.stages.run``; the notes say how the inputs were made."""
-    from solar.torch import captured_call
-
+    captures: Captures | None = None,
+) -> tuple[Any, list[str], str]:
+    """``(report, notes, capture)``: ``run`` on the workload's inputs, captured (by
+    ``captures``: None, alone) and analysed by ``solar.stages.run``; the notes say how the
+    inputs were made and how the program was captured, ``capture`` is the CSV's cell."""
+    captures = captures or Captures(definition, [workload])
     on_cpu = OnCpu()
     inputs = make_inputs(definition, workload, namespace, on_cpu)
     check_safetensors(definition, workload, namespace, inputs, on_cpu)
     module, tensors = reference_module(definition, namespace, inputs, on_cpu)
-    source = f"{definition.name}:{workload.uuid}"
+    made: list[Any] = []
 
     def capture() -> Any:
-        with torch.no_grad():
-            return captured_call(module, tensors, options, source)
+        fixed = tuple(repr(v) for v in inputs.values if not isinstance(v, torch.Tensor))
+        captured, cell, notes = captures.capture(workload, module, tensors, options, on_cpu, fixed)
+        made.append((cell, notes))
+        return captured
 
     report = run_stages(capture, options, stage_times)
-    notes = inputs.notes + ([CUDA_NOTE] if on_cpu.mapped else [])
-    return report, notes
+    cell, capture_notes = made[0]
+    notes = inputs.notes + capture_notes
+    if on_cpu.mapped and CUDA_NOTE not in notes:
+        notes.append(CUDA_NOTE)
+    return report, notes, cell
 
 
 def _first_line(e: BaseException) -> str:
