@@ -399,7 +399,81 @@ def test_gemm_per_workload_macs_bytes_and_csv(tmp_path, torch):
     ]
     assert document["workloads"][0]["report"]["totals"]["macs"] == 8192
     assert "test_gemm_n64_k32: 2 workload(s)" in out
-    assert "one per workload (2 capture(s))" in out
+    # captured once (M symbolic), M bound to 4 and 16: the MACs and bytes above are each
+    # workload's own
+    assert document["capture"] == {"captures": 1, "workloads": 2, "shared": 1}
+    assert [r["capture"] for r in rows] == ["symbolic", "symbolic"]
+    assert document["workloads"][1]["notes"] == [
+        "capture shared: traced once with symbolic sizes on workload m4, bound here "
+        "(A.shape[0] = 16)"
+    ]
+    assert "capture: 1 capture(s) for 2 workload(s), 1 on a capture shared" in out
+
+
+def test_expr_axis_workloads_captured_once(tmp_path, torch):
+    workloads = [
+        {**RMSNORM_WORKLOADS[0], "uuid": uuid, "axes": {"batch": b, "seq": q}}
+        for uuid, b, q in (("b2s3", 2, 3), ("b4s5", 4, 5))
+    ]
+    folder = write(tmp_path / "rms", RMSNORM, workloads)
+    json_path = tmp_path / "r.json"
+    rc, _, err = solar("analyze", folder, "--json", str(json_path))
+    assert rc == 0, err
+    document = json.loads(json_path.read_text())
+    assert document["capture"] == {"captures": 1, "workloads": 2, "shared": 1}
+    entries = document["workloads"]
+    # tokens = batch * seq: 2 * 3 = 6 and 4 * 5 = 20 (x's first dimension, symbolic)
+    assert [e["axes"]["tokens"] for e in entries] == [6, 20]
+    # bytes fused = (x + weight + y) * 4 (f32): (6*64 + 64 + 6*64) * 4 = 832 * 4 = 3328;
+    # (20*64 + 64 + 20*64) * 4 = (1280 + 64 + 1280) * 4 = 2624 * 4 = 10496
+    assert [e["report"]["bytes"]["fused"] for e in entries] == [3328, 10496]
+    assert [e["row"]["verification"] for e in entries] == ["passed", "passed"]
+    assert "bound here (x.shape[0] = 20)" in entries[1]["notes"][-1], entries[1]["notes"]
+
+
+def test_differing_scalars_are_captured_alone(tmp_path, torch):
+    # eps is fixed in the captured program: workloads with two values share no capture
+    workloads = [
+        {**RMSNORM_WORKLOADS[0], "uuid": f"eps{i}", "inputs": {**inputs, "eps": eps}}
+        for i, (inputs, eps) in enumerate(
+            (RMSNORM_WORKLOADS[0]["inputs"], {"type": "scalar", "value": v}) for v in (1e-6, 1e-5)
+        )
+    ]
+    folder = write(tmp_path / "rms", RMSNORM, workloads)
+    json_path = tmp_path / "r.json"
+    assert solar("analyze", folder, "--json", str(json_path))[0] == 0
+    document = json.loads(json_path.read_text())
+    assert document["capture"] == {"captures": 2, "workloads": 2, "shared": 0}
+    assert [e["row"]["capture"] for e in document["workloads"]] == ["alone", "alone"]
+
+
+def test_a_size_that_cannot_stay_symbolic_is_captured_alone(tmp_path, torch):
+    branch = {
+        **GEMM,
+        "reference": (
+            "import torch\n\ndef run(A, B):\n"
+            "    C = A @ B.t()\n"
+            "    return C * 2 if A.shape[0] > 8 else C\n"
+        ),
+    }
+    folder = write(tmp_path / "branch", branch, GEMM_WORKLOADS)
+    csv_path, json_path = tmp_path / "b.csv", tmp_path / "b.json"
+    rc, _, err = solar("analyze", folder, "--csv", str(csv_path), "--json", str(json_path))
+    assert rc == 0, err
+    document = json.loads(json_path.read_text())
+    # the symbolic capture on m4 took the branch M <= 8: m16 (M = 16) is captured alone
+    assert document["capture"] == {"captures": 2, "workloads": 2, "shared": 0}
+    why = "the shared capture does not hold for its sizes: the capture holds for A.shape[0] in "
+    why += "[2, 8], here 16"
+    rows = list(csv.DictReader(csv_path.open()))
+    assert [r["capture"] for r in rows] == ["symbolic", f"alone: {why}"]
+    assert f"captured alone: {why}" in document["workloads"][1]["notes"]
+    reports = [w["report"] for w in document["workloads"]]
+    # MACs = M * N * K: 4 * 64 * 32 = 8192; 16 * 64 * 32 = 32768, and m16's branch doubles C:
+    # M * N = 16 * 64 = 1024 other ops (m4 has none)
+    assert [r["totals"]["macs"] for r in reports] == [8192, 32768]
+    assert [r["totals"]["other_ops"] for r in reports] == [0, 1024], reports[1]["totals"]
+    assert [w["row"]["verification"] for w in document["workloads"]] == ["passed", "passed"]
 
 
 def test_same_input_same_bytes(tmp_path, torch):

@@ -404,9 +404,9 @@ class Captures:
         fixed: tuple = (),
     ) -> tuple[Any, str, list[str]]:
         """``(captured, cell, notes)``: the workload's ``TorchCaptured``, its CSV ``capture``
-        cell ("shared", "alone", or "alone: WHY") and the notes that say so; ``fixed``: the
-        values fixed in ``module`` (its non-tensor arguments), which a shared capture must
-        have too."""
+        cell ("symbolic": its sizes bound to its group's symbolic capture; "alone"; "alone:
+        WHY") and the notes that say so; ``fixed``: the values fixed in ``module`` (its
+        non-tensor arguments), which a shared capture must have too."""
         from solar.torch import TorchCaptured, captured_call
         from solar.torch._symbolic import NotBoundError
 
@@ -433,7 +433,7 @@ class Captures:
                         f"capture {'shared' if shared else 'made'}: traced once with symbolic "
                         f"sizes on workload {first}, bound here ({bound})"
                     ] + ([CUDA_NOTE] if mapped else [])
-                    return captured, "shared", notes
+                    return captured, "symbolic", notes
         with torch.no_grad():
             captured = captured_call(module, tensors, options, source)
         self.count += 1
