@@ -20,9 +20,9 @@ import tempfile
 import time
 
 from solar import definition as fmt
-from solar.torch import definition as definition_capture
 from solar.options import Options
 from solar.pipeline import STAGES
+from solar.torch import definition as definition_capture
 
 DEFINITION = {
     "name": "bench_gemm_bf16_n1024_k512",
@@ -59,7 +59,7 @@ def main() -> None:
         problem = fmt.load(folder)
         namespace = definition_capture.reference_namespace(problem.definition)
         captures = definition_capture.Captures(
-            problem.definition, problem.workloads, once=not args.alone
+            problem.definition, problem.workloads, namespace, once=not args.alone
         )
         times: dict[str, float] = {}
         seconds = []

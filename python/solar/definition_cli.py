@@ -72,7 +72,7 @@ def analyze_definition(
 
     definition = problem.definition
     namespace = definition_capture.reference_namespace(definition)
-    captures = definition_capture.Captures(definition, workloads)
+    captures = definition_capture.Captures(definition, workloads, namespace)
     entries: list[dict[str, Any]] = []
     tables: list[str] = []
     for workload in workloads:

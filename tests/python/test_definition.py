@@ -463,8 +463,7 @@ def test_a_size_that_cannot_stay_symbolic_is_captured_alone(tmp_path, torch):
     document = json.loads(json_path.read_text())
     # the symbolic capture on m4 took the branch M <= 8: m16 (M = 16) is captured alone
     assert document["capture"] == {"captures": 2, "workloads": 2, "shared": 0}
-    why = "the shared capture does not hold for its sizes: the capture holds for A.shape[0] in "
-    why += "[2, 8], here 16"
+    why = "the symbolic capture holds for A.shape[0] in [2, 8], here 16"
     rows = list(csv.DictReader(csv_path.open()))
     assert [r["capture"] for r in rows] == ["symbolic", f"alone: {why}"]
     assert f"captured alone: {why}" in document["workloads"][1]["notes"]
@@ -636,3 +635,19 @@ def test_a_reference_written_for_cuda_runs_on_the_cpu(tmp_path, torch):
     assert entry["row"]["verification"] == "passed"
     # MACs = M * N * K = 4 * 64 * 32 = 8192 (the bias is made inside run: no input bytes)
     assert entry["report"]["totals"]["macs"] == 8192
+
+
+def test_a_size_of_one_is_captured_alone_and_not_traced_symbolically(tmp_path, torch):
+    # export fixes a dimension of size 1: the symbolic capture is made on m4 (the group's first
+    # workload with M >= 2), m16 binds to it, m1 is captured alone
+    m1 = {**GEMM_WORKLOADS[0], "uuid": "m1", "axes": {"M": 1}}
+    folder = write(tmp_path / "gemm", GEMM, [m1, *GEMM_WORKLOADS])
+    json_path = tmp_path / "g.json"
+    assert solar("analyze", folder, "--json", str(json_path))[0] == 0
+    document = json.loads(json_path.read_text())
+    assert document["capture"] == {"captures": 2, "workloads": 3, "shared": 1}
+    cells = [w["row"]["capture"] for w in document["workloads"]]
+    why = "the symbolic capture holds for A.shape[0] in [2, inf), here 1"
+    assert cells == [f"alone: {why}", "symbolic", "symbolic"]
+    # MACs = M * N * K: 1 * 64 * 32 = 2048, 4 * 64 * 32 = 8192, 16 * 64 * 32 = 32768
+    assert [w["report"]["totals"]["macs"] for w in document["workloads"]] == [2048, 8192, 32768]

@@ -7,9 +7,10 @@ again (docs/benchmarks.md, "Capture once, bind each workload").
   its value).
 - ``Symbolic.bind(tensors)``: ``(capture, sizes)``: the capture document written for the sizes
   of ``tensors`` (``_serialize.serialize`` with every symbol bound), or a ``NotBoundError``
-  naming why the symbolic capture does not hold for them: a dimension export fixed, two dimensions it found
-  equal that differ here, or a guard of the trace (torch's ShapeEnv: the conditions on the sizes
-  under which the traced graph is the program's) that these sizes break.
+  naming why the symbolic capture does not hold for them: a dimension export fixed, two
+  dimensions it found equal that differ here, or a guard of the trace (torch's ShapeEnv: the
+  conditions on the sizes under which the traced graph is the program's) that these sizes
+  break.
 
 The IR's lowering reads concrete shapes, so each workload is still lowered, verified and
 analysed at its own sizes; only the trace (torch.export and its decompositions, the costly part)
@@ -67,11 +68,13 @@ class Symbolic:
         sizes: dict[Any, int] = {}
         inputs = self._inputs()
         if len(inputs) != len(tensors):
-            raise NotBoundError(f"{len(tensors)} tensor inputs, the capture has {len(inputs)}")
+            raise NotBoundError(
+                f"{len(tensors)} tensor inputs, the symbolic capture has {len(inputs)}"
+            )
         for (name, traced), actual in zip(inputs, tensors, strict=True):
             if not isinstance(actual, torch.Tensor) or actual.dtype != traced.dtype:
                 raise NotBoundError(
-                    f"input '{name}' is {_kind(actual)}, the capture's {traced.dtype}"
+                    f"input '{name}' is {_kind(actual)}, the symbolic capture's {traced.dtype}"
                 )
             if actual.dim() != traced.dim():
                 raise NotBoundError(
@@ -81,11 +84,13 @@ class Symbolic:
                 expr = size.node.expr if isinstance(size, torch.SymInt) else sympy.Integer(size)
                 if expr.is_Symbol and sizes.setdefault(expr, int(n)) != n:
                     raise NotBoundError(
-                        f"{name}.shape[{d}] = {n} differs from a dimension the capture found "
-                        f"equal to it ({sizes[expr]})"
+                        f"{name}.shape[{d}] = {n} differs from a dimension the symbolic "
+                        f"capture found equal to it ({sizes[expr]})"
                     )
                 if expr.is_Integer and int(expr) != n:
-                    raise NotBoundError(f"torch.export fixed {name}.shape[{d}] at {expr}, here {n}")
+                    raise NotBoundError(
+                        f"the symbolic capture fixed {name}.shape[{d}] at {expr}, here {n}"
+                    )
         dims = self.symbols()
         for (name, traced), actual in zip(inputs, tensors, strict=True):
             for d, (size, n) in enumerate(zip(traced.shape, actual.shape, strict=True)):
@@ -103,13 +108,13 @@ class Symbolic:
                 ranges = shape_env.var_to_range.get(symbol)
                 if ranges is not None and not ranges.lower <= n <= ranges.upper:
                     raise NotBoundError(
-                        f"the capture holds for {dims.get(symbol, symbol)} in [{ranges.lower}, "
-                        f"{ranges.upper}], here {n}"
+                        f"the symbolic capture holds for {dims.get(symbol, symbol)} in "
+                        f"{_range(ranges)}, here {n}"
                     )
             for guard in shape_env.guards:
                 if not _evaluate(guard.expr, sizes, dims):
                     raise NotBoundError(
-                        f"the capture's guard {_named(guard.expr, dims)} does not hold here "
+                        f"the symbolic capture's guard {_named(guard.expr, dims)} fails here "
                         f"({_bindings(sizes, dims)})"
                     )
         try:
@@ -160,7 +165,7 @@ def _evaluate(expr: Any, sizes: dict, dims: dict) -> Any:
     free = [s for s in expr.free_symbols if s not in sizes]
     if free:
         raise NotBoundError(
-            f"the capture's condition {_named(expr, dims)} depends on more than sizes"
+            f"the symbolic capture's condition {_named(expr, dims)} depends on more than sizes"
         )
     return sympy_interp(PythonReferenceAnalysis, sizes, expr)
 
@@ -170,6 +175,16 @@ def _named(expr: Any, dims: dict) -> str:
     import sympy
 
     return str(expr.xreplace({s: sympy.Symbol(dims.get(s, str(s))) for s in expr.free_symbols}))
+
+
+def _range(ranges: Any) -> str:
+    """``[2, 8]``, ``[2, inf)``."""
+    import sympy
+    from torch.utils._sympy.numbers import int_oo
+
+    if ranges.upper in (int_oo, sympy.oo):
+        return f"[{ranges.lower}, inf)"
+    return f"[{ranges.lower}, {ranges.upper}]"
 
 
 def _bindings(sizes: dict, dims: dict) -> str:

@@ -382,17 +382,22 @@ class Captures:
     rerun aside); ``shared``: the workloads analysed on a capture made for another."""
 
     def __init__(
-        self, definition: Definition, workloads: list[Workload], once: bool = True
+        self,
+        definition: Definition,
+        workloads: list[Workload],
+        namespace: dict | None = None,
+        once: bool = True,
     ) -> None:
         self.definition = definition
+        self.namespace = namespace
         self.count = 0
         self.shared = 0
-        self._group_size: dict[tuple, int] = {}
+        self._groups: dict[tuple, list[Workload]] = {}
         if once:
             for workload in workloads:
-                key = _fixed_values(definition, workload)
-                self._group_size[key] = self._group_size.get(key, 0) + 1
-        self._symbolic: dict[tuple, Any] = {}  # group -> (Symbolic, notes) or the reason none
+                self._groups.setdefault(_fixed_values(definition, workload), []).append(workload)
+        # (group, fixed values) -> (Symbolic, the workload traced, device mapped) or why none
+        self._symbolic: dict[tuple, Any] = {}
 
     def capture(
         self,
@@ -413,8 +418,8 @@ class Captures:
         source = f"{self.definition.name}:{workload.uuid}"
         key = _fixed_values(self.definition, workload)
         why = ""
-        if self._group_size.get(key, 0) >= 2:
-            symbolic = self._symbolic_for((key, fixed), workload, module, tensors, on_cpu)
+        if len(self._groups.get(key, ())) >= 2:
+            symbolic = self._symbolic_for(key, fixed, workload, module, tensors, on_cpu)
             if isinstance(symbolic, str):
                 why = symbolic
             else:
@@ -422,7 +427,7 @@ class Captures:
                 try:
                     cap, sizes = trace.bind(tensors)
                 except NotBoundError as e:
-                    why = f"the shared capture does not hold for its sizes: {e}"
+                    why = str(e)
                 else:
                     recapture = _recapture(cap.document.get("source"))
                     captured = TorchCaptured(cap, recapture, module, tensors)
@@ -442,25 +447,58 @@ class Captures:
         return captured, f"alone: {why}", [f"captured alone: {why}"]
 
     def _symbolic_for(
-        self, key: tuple, workload: Workload, module: Any, tensors: tuple, on_cpu: OnCpu
+        self,
+        group: tuple,
+        fixed: tuple,
+        workload: Workload,
+        module: Any,
+        tensors: tuple,
+        on_cpu: OnCpu,
     ) -> Any:
-        """The group's symbolic trace ``(Symbolic, first workload's uuid, device mapped)``,
-        made on ``workload`` when the group has none yet, or why it could not be made."""
+        """The group's symbolic trace ``(Symbolic, the uuid of the workload traced, device
+        mapped)``, or why it could not be made. It is made once, on the group's first workload
+        whose dimensions to keep symbolic are all 2 or more (export fixes a dimension of size 0
+        or 1), else on ``workload``."""
         from solar.torch._symbolic import capture_symbolic
 
-        if key not in self._symbolic:
-            dynamic = _dynamic_dims(self.definition)
-            source = f"{self.definition.name}:{workload.uuid}"
-            try:
-                with torch.no_grad():
-                    trace = capture_symbolic(module, tensors, dynamic, source)
-            except ValueError as e:  # CaptureError: each workload of the group alone
-                self._symbolic[key] = f"no symbolic capture ({_first_line(e)})"
-            else:
-                self._symbolic[key] = (trace, workload.uuid, on_cpu.mapped)
-            finally:
-                self.count += 1
+        key = (group, fixed)
+        if key in self._symbolic:
+            return self._symbolic[key]
+        dynamic = _dynamic_dims(self.definition)
+        example = next(
+            (w for w in self._groups[group] if _all_symbolic(self.definition, w, dynamic)),
+            workload,
+        )
+        if example is not workload and self.namespace is not None:
+            on_cpu = OnCpu()
+            inputs = make_inputs(self.definition, example, self.namespace, on_cpu)
+            if tuple(_fixed_of(inputs)) == fixed:  # else: traced on this workload
+                module, tensors = reference_module(self.definition, self.namespace, inputs, on_cpu)
+                workload = example
+        source = f"{self.definition.name}:{workload.uuid}"
+        try:
+            with torch.no_grad():
+                trace = capture_symbolic(module, tensors, dynamic, source)
+        except ValueError as e:  # CaptureError: each workload of the group alone
+            self._symbolic[key] = f"no symbolic capture ({_first_line(e)})"
+        else:
+            self._symbolic[key] = (trace, workload.uuid, on_cpu.mapped)
+        finally:
+            self.count += 1
         return self._symbolic[key]
+
+
+def _fixed_of(inputs: Inputs) -> list[str]:
+    """The values of ``run``'s non-tensor arguments, fixed in its captured program."""
+    return [repr(v) for v in inputs.values if not isinstance(v, torch.Tensor)]
+
+
+def _all_symbolic(definition: Definition, workload: Workload, dynamic: list[list[int]]) -> bool:
+    """Whether every dimension to keep symbolic (``dynamic``, by shaped input) is 2 or more in
+    ``workload``."""
+    axes = resolve_axes(definition, workload)
+    shapes = [shape_of(s, axes) for s in definition.inputs.values() if s.shape is not None]
+    return all(shape[d] >= 2 for shape, dims in zip(shapes, dynamic, strict=True) for d in dims)
 
 
 def _recapture(source: str | None) -> Any:
@@ -512,7 +550,7 @@ def analyse_workload(
     """``(report, notes, capture)``: ``run`` on the workload's inputs, captured (by
     ``captures``: None, alone) and analysed by ``solar.stages.run``; the notes say how the
     inputs were made and how the program was captured, ``capture`` is the CSV's cell."""
-    captures = captures or Captures(definition, [workload])
+    captures = captures or Captures(definition, [workload], namespace)
     on_cpu = OnCpu()
     inputs = make_inputs(definition, workload, namespace, on_cpu)
     check_safetensors(definition, workload, namespace, inputs, on_cpu)
@@ -520,7 +558,7 @@ def analyse_workload(
     made: list[Any] = []
 
     def capture() -> Any:
-        fixed = tuple(repr(v) for v in inputs.values if not isinstance(v, torch.Tensor))
+        fixed = tuple(_fixed_of(inputs))
         captured, cell, notes = captures.capture(workload, module, tensors, options, on_cpu, fixed)
         made.append((cell, notes))
         return captured
