@@ -447,7 +447,7 @@ def test_differing_scalars_are_captured_alone(tmp_path, torch):
     assert [e["row"]["capture"] for e in document["workloads"]] == ["alone", "alone"]
 
 
-def test_a_size_that_cannot_stay_symbolic_is_captured_alone(tmp_path, torch):
+def test_a_size_the_trace_does_not_hold_for_is_traced_again(tmp_path, torch):
     branch = {
         **GEMM,
         "reference": (
@@ -456,23 +456,49 @@ def test_a_size_that_cannot_stay_symbolic_is_captured_alone(tmp_path, torch):
             "    return C * 2 if A.shape[0] > 8 else C\n"
         ),
     }
-    folder = write(tmp_path / "branch", branch, GEMM_WORKLOADS)
+    m32 = {**GEMM_WORKLOADS[1], "uuid": "m32", "axes": {"M": 32}}
+    m12 = {**GEMM_WORKLOADS[1], "uuid": "m12", "axes": {"M": 12}}
+    folder = write(tmp_path / "branch", branch, [*GEMM_WORKLOADS, m32, m12])
     csv_path, json_path = tmp_path / "b.csv", tmp_path / "b.json"
     rc, _, err = solar("analyze", folder, "--csv", str(csv_path), "--json", str(json_path))
     assert rc == 0, err
     document = json.loads(json_path.read_text())
-    # the symbolic capture on m4 took the branch M <= 8: m16 (M = 16) is captured alone
-    assert document["capture"] == {"captures": 2, "workloads": 2, "shared": 0}
-    why = "the symbolic capture holds for A.shape[0] in [2, 8], here 16"
+    # the trace on m4 took the branch M <= 8 (it holds for M in [2, 8]); m16 is traced again
+    # (M > 8, workloads remain), and m32 and m12 bind to that second trace
+    assert document["capture"] == {"captures": 2, "workloads": 4, "shared": 2}
     rows = list(csv.DictReader(csv_path.open()))
-    assert [r["capture"] for r in rows] == ["symbolic", f"alone: {why}"]
-    assert f"captured alone: {why}" in document["workloads"][1]["notes"]
+    assert [r["capture"] for r in rows] == ["symbolic"] * 4
+    notes = [w["notes"][-1] for w in document["workloads"]]
+    assert (
+        "traced once with symbolic sizes on workload m16, bound here (A.shape[0] = 12)"
+        in (notes[3])
+    )
     reports = [w["report"] for w in document["workloads"]]
-    # MACs = M * N * K: 4 * 64 * 32 = 8192; 16 * 64 * 32 = 32768, and m16's branch doubles C:
-    # M * N = 16 * 64 = 1024 other ops (m4 has none)
-    assert [r["totals"]["macs"] for r in reports] == [8192, 32768]
-    assert [r["totals"]["other_ops"] for r in reports] == [0, 1024], reports[1]["totals"]
-    assert [w["row"]["verification"] for w in document["workloads"]] == ["passed", "passed"]
+    # MACs = M * N * K: 4 * 64 * 32 = 8192; 16 * 64 * 32 = 32768; 32 * 64 * 32 = 65536;
+    # 12 * 64 * 32 = 24576; M > 8 doubles C: M * N other ops, 16 * 64 = 1024, 32 * 64 = 2048,
+    # 12 * 64 = 768 (m4: none)
+    assert [r["totals"]["macs"] for r in reports] == [8192, 32768, 65536, 24576]
+    assert [r["totals"]["other_ops"] for r in reports] == [0, 1024, 2048, 768]
+    assert all(w["row"]["verification"] == "passed" for w in document["workloads"])
+
+
+def test_a_size_the_trace_does_not_hold_for_in_the_last_workload_is_captured_alone(tmp_path, torch):
+    fixed = {
+        **GEMM,
+        "reference": ("import torch\n\ndef run(A, B):\n    return (A @ B.t()).reshape(4, -1)\n"),
+    }
+    folder = write(tmp_path / "fixed", fixed, GEMM_WORKLOADS)
+    json_path = tmp_path / "f.json"
+    assert solar("analyze", folder, "--json", str(json_path))[0] == 0
+    document = json.loads(json_path.read_text())
+    # torch.export fixes M at 4 in the trace of reshape(4, -1) on m4 (Dim.AUTO fixes a
+    # dimension the trace's guards pin); m16, the group's last workload, is captured alone
+    why = "the symbolic capture fixed A.shape[0] at 4, here 16"
+    assert document["capture"]["captures"] == 2
+    assert [w["row"]["capture"] for w in document["workloads"]] == ["symbolic", f"alone: {why}"]
+    assert f"captured alone: {why}" in document["workloads"][1]["notes"]
+    # MACs = M * N * K: 4 * 64 * 32 = 8192; 16 * 64 * 32 = 32768
+    assert [w["report"]["totals"]["macs"] for w in document["workloads"]] == [8192, 32768]
 
 
 def test_same_input_same_bytes(tmp_path, torch):
@@ -649,5 +675,6 @@ def test_a_size_of_one_is_captured_alone_and_not_traced_symbolically(tmp_path, t
     cells = [w["row"]["capture"] for w in document["workloads"]]
     why = "the symbolic capture holds for A.shape[0] in [2, inf), here 1"
     assert cells == [f"alone: {why}", "symbolic", "symbolic"]
+    assert f"captured alone: {why}" in document["workloads"][0]["notes"]
     # MACs = M * N * K: 1 * 64 * 32 = 2048, 4 * 64 * 32 = 8192, 16 * 64 * 32 = 32768
     assert [w["report"]["totals"]["macs"] for w in document["workloads"]] == [2048, 8192, 32768]

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from solar.torch._serialize import serialize
-from solar.torch._trace import CaptureError, Traced, trace
+from solar.torch._trace import Traced, _first_line, trace
 from solar.torch.capture import Capture
 
 __all__ = ["NotBoundError", "Symbolic", "capture_symbolic"]
@@ -119,8 +119,8 @@ class Symbolic:
                     )
         try:
             document, fx_to_name, elements = serialize(self.traced, self.source, sizes)
-        except CaptureError as e:
-            raise NotBoundError(str(e)) from e
+        except Exception as e:  # a size it cannot write at these sizes: captured alone
+            raise NotBoundError(f"{type(e).__name__}: {_first_line(str(e))}") from e
         return Capture(document, self.traced, fx_to_name, elements), {
             dims[s]: n for s, n in sizes.items() if s in dims
         }
@@ -167,7 +167,13 @@ def _evaluate(expr: Any, sizes: dict, dims: dict) -> Any:
         raise NotBoundError(
             f"the symbolic capture's condition {_named(expr, dims)} depends on more than sizes"
         )
-    return sympy_interp(PythonReferenceAnalysis, sizes, expr)
+    try:
+        return sympy_interp(PythonReferenceAnalysis, sizes, expr)
+    except Exception as e:  # a function the reference semantics lacks: not bound
+        raise NotBoundError(
+            f"the symbolic capture's condition {_named(expr, dims)} cannot be evaluated "
+            f"({type(e).__name__})"
+        ) from e
 
 
 def _named(expr: Any, dims: dict) -> str:

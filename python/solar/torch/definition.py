@@ -368,15 +368,22 @@ def reference_module(
     return cls(), tuple(template[i] for i in at)
 
 
+# The symbolic traces a group may make: its first, and one more each time a workload's sizes
+# hold for none of them while workloads of the group remain (a program that branches on a size
+# takes another path there).
+MAX_TRACES = 4
+
+
 class Captures:
     """How the workloads of one definition are captured (docs/benchmarks.md, "Capture once, bind
     each workload"). The workloads that share their fixed values (the scalars fixed in the
-    captured program) form a group; a group of two or more is traced once, on its first
-    workload, with the dimensions of its non-const axes symbolic (``solar.torch._symbolic``),
-    and each workload of the group binds its own sizes to that trace. A workload whose sizes the
-    symbolic trace does not hold for (a size export fixed, a guard of the trace broken), and
-    every workload of a group whose symbolic trace failed, is captured alone, and its capture
-    cell says why. ``once=False``: every workload alone (one capture per workload).
+    captured program) form a group; a group of two or more is traced with the dimensions of its
+    non-const axes symbolic (``solar.torch._symbolic``), once, and each workload of the group
+    binds its own sizes to that trace. A workload whose sizes the trace does not hold for (a
+    size export fixed, a guard of the trace broken) binds to a further trace, made on it while
+    workloads of the group remain (at most ``MAX_TRACES`` a group), else is captured alone; a
+    workload of a group whose symbolic trace failed is captured alone; the capture cell of a
+    workload captured alone says why. ``once=False``: every workload alone.
 
     ``count``: the captures made (torch.export runs, the recaptures of a failed check's float64
     rerun aside); ``shared``: the workloads analysed on a capture made for another."""
@@ -396,8 +403,10 @@ class Captures:
         if once:
             for workload in workloads:
                 self._groups.setdefault(_fixed_values(definition, workload), []).append(workload)
-        # (group, fixed values) -> (Symbolic, the workload traced, device mapped) or why none
-        self._symbolic: dict[tuple, Any] = {}
+        self._done: set[int] = set()  # the workloads captured, by index
+        # (group, fixed values) -> its traces: (Symbolic, the uuid traced, device mapped), or
+        # why one could not be made
+        self._traces: dict[tuple, list[Any]] = {}
 
     def capture(
         self,
@@ -409,36 +418,37 @@ class Captures:
         fixed: tuple = (),
     ) -> tuple[Any, str, list[str]]:
         """``(captured, cell, notes)``: the workload's ``TorchCaptured``, its CSV ``capture``
-        cell ("symbolic": its sizes bound to its group's symbolic capture; "alone"; "alone:
+        cell ("symbolic": its sizes bound to a symbolic capture of its group; "alone"; "alone:
         WHY") and the notes that say so; ``fixed``: the values fixed in ``module`` (its
         non-tensor arguments), which a shared capture must have too."""
         from solar.torch import TorchCaptured, captured_call
         from solar.torch._symbolic import NotBoundError
 
+        self._done.add(workload.index)
         source = f"{self.definition.name}:{workload.uuid}"
         key = _fixed_values(self.definition, workload)
         why = ""
         if len(self._groups.get(key, ())) >= 2:
-            symbolic = self._symbolic_for(key, fixed, workload, module, tensors, on_cpu)
-            if isinstance(symbolic, str):
-                why = symbolic
-            else:
+            for symbolic in self._symbolic(key, fixed, workload, module, tensors, on_cpu):
+                if isinstance(symbolic, str):
+                    why = why or symbolic
+                    continue
                 trace, first, mapped = symbolic
                 try:
                     cap, sizes = trace.bind(tensors)
                 except NotBoundError as e:
-                    why = str(e)
-                else:
-                    recapture = _recapture(cap.document.get("source"))
-                    captured = TorchCaptured(cap, recapture, module, tensors)
-                    shared = first != workload.uuid
-                    self.shared += shared
-                    bound = ", ".join(f"{d} = {n}" for d, n in sizes.items()) or "no sizes"
-                    notes = [
-                        f"capture {'shared' if shared else 'made'}: traced once with symbolic "
-                        f"sizes on workload {first}, bound here ({bound})"
-                    ] + ([CUDA_NOTE] if mapped else [])
-                    return captured, "symbolic", notes
+                    why = why or str(e)
+                    continue
+                recapture = _recapture(cap.document.get("source"))
+                captured = TorchCaptured(cap, recapture, module, tensors)
+                shared = first != workload.uuid
+                self.shared += shared
+                bound = ", ".join(f"{d} = {n}" for d, n in sizes.items()) or "no sizes"
+                notes = [
+                    f"capture {'shared' if shared else 'made'}: traced once with symbolic "
+                    f"sizes on workload {first}, bound here ({bound})"
+                ] + ([CUDA_NOTE] if mapped else [])
+                return captured, "symbolic", notes
         with torch.no_grad():
             captured = captured_call(module, tensors, options, source)
         self.count += 1
@@ -446,7 +456,7 @@ class Captures:
             return captured, "alone", []
         return captured, f"alone: {why}", [f"captured alone: {why}"]
 
-    def _symbolic_for(
+    def _symbolic(
         self,
         group: tuple,
         fixed: tuple,
@@ -455,37 +465,56 @@ class Captures:
         tensors: tuple,
         on_cpu: OnCpu,
     ) -> Any:
-        """The group's symbolic trace ``(Symbolic, the uuid of the workload traced, device
-        mapped)``, or why it could not be made. It is made once, on the group's first workload
-        whose dimensions to keep symbolic are all 2 or more (export fixes a dimension of size 0
-        or 1), else on ``workload``."""
+        """The group's symbolic traces, one by one (each ``(Symbolic, the uuid of the workload
+        traced, device mapped)``, or why it could not be made). The first is made on the
+        group's first workload whose dimensions to keep symbolic are all 2 or more (export
+        fixes a dimension of size 0 or 1), else on ``workload``; after the last, one more is
+        made on ``workload`` (its dimensions 2 or more) while workloads of the group remain and
+        fewer than ``MAX_TRACES`` were made."""
+        dynamic = _dynamic_dims(self.definition)
+        traces = self._traces.setdefault((group, fixed), [])
+        if not traces:
+            example = next(
+                (w for w in self._groups[group] if _all_symbolic(self.definition, w, dynamic)),
+                workload,
+            )
+            if example is not workload and self.namespace is not None:
+                example_cpu = OnCpu()
+                inputs = make_inputs(self.definition, example, self.namespace, example_cpu)
+                if tuple(_fixed_of(inputs)) == fixed:  # else: traced on this workload
+                    made = reference_module(self.definition, self.namespace, inputs, example_cpu)
+                    traces.append(self._trace(example, *made, dynamic, example_cpu))
+            if not traces:
+                traces.append(self._trace(workload, module, tensors, dynamic, on_cpu))
+            yield traces[0]
+        else:
+            yield from list(traces)
+        remaining = any(w.index not in self._done for w in self._groups[group])
+        made_here = any(not isinstance(t, str) and t[1] == workload.uuid for t in traces)
+        failed = any(isinstance(t, str) for t in traces)  # export refuses symbolic sizes
+        if (
+            remaining
+            and not made_here
+            and not failed
+            and len(traces) < MAX_TRACES
+            and _all_symbolic(self.definition, workload, dynamic)
+        ):
+            traces.append(self._trace(workload, module, tensors, dynamic, on_cpu))
+            yield traces[-1]
+
+    def _trace(
+        self, workload: Workload, module: Any, tensors: tuple, dynamic: list, on_cpu: OnCpu
+    ) -> Any:
         from solar.torch._symbolic import capture_symbolic
 
-        key = (group, fixed)
-        if key in self._symbolic:
-            return self._symbolic[key]
-        dynamic = _dynamic_dims(self.definition)
-        example = next(
-            (w for w in self._groups[group] if _all_symbolic(self.definition, w, dynamic)),
-            workload,
-        )
-        if example is not workload and self.namespace is not None:
-            on_cpu = OnCpu()
-            inputs = make_inputs(self.definition, example, self.namespace, on_cpu)
-            if tuple(_fixed_of(inputs)) == fixed:  # else: traced on this workload
-                module, tensors = reference_module(self.definition, self.namespace, inputs, on_cpu)
-                workload = example
         source = f"{self.definition.name}:{workload.uuid}"
+        self.count += 1
         try:
             with torch.no_grad():
                 trace = capture_symbolic(module, tensors, dynamic, source)
-        except ValueError as e:  # CaptureError: each workload of the group alone
-            self._symbolic[key] = f"no symbolic capture ({_first_line(e)})"
-        else:
-            self._symbolic[key] = (trace, workload.uuid, on_cpu.mapped)
-        finally:
-            self.count += 1
-        return self._symbolic[key]
+        except ValueError as e:  # CaptureError: the workloads it would have held for alone
+            return f"no symbolic capture ({_first_line(e)})"
+        return (trace, workload.uuid, on_cpu.mapped)
 
 
 def _fixed_of(inputs: Inputs) -> list[str]:
