@@ -71,9 +71,11 @@ class Traced:
     golden_from_graph: bool = False
 
 
-def trace(model: Any, args: tuple) -> Traced:
+def trace(model: Any, args: tuple, dynamic_shapes: Any = None) -> Traced:
     """Traces ``model(*args)``; ``model`` is an nn.Module or a function of tensors. The model is
-    left as it was (its tensor attributes keep their values)."""
+    left as it was (its tensor attributes keep their values). ``dynamic_shapes``: torch.export's,
+    for a capture with symbolic sizes (solar.torch._symbolic); torch.export only (its failure is
+    a CaptureError, not the make_fx fallback)."""
     module = model if isinstance(model, nn.Module) else _FunctionModule(model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecation notices
@@ -84,7 +86,7 @@ def trace(model: Any, args: tuple) -> Traced:
         on_cpu = on_cpu_mode()
         try:
             with on_cpu, _quiet_data_dependent_errors():
-                traced = _trace(module, args, attributes)
+                traced = _trace(module, args, attributes, dynamic_shapes)
         finally:
             for attr in attributes:  # the tracers set them to fake tensors
                 attr.owner.__dict__[attr.key] = attr.value
@@ -153,11 +155,15 @@ def _quiet_data_dependent_errors():
             logger.setLevel(level)
 
 
-def _trace(module: nn.Module, args: tuple, attributes: list[Attribute]) -> Traced:
+def _trace(
+    module: nn.Module, args: tuple, attributes: list[Attribute], dynamic_shapes: Any = None
+) -> Traced:
     try:
-        traced = _trace_export(module, args, attributes)
+        traced = _trace_export(module, args, attributes, dynamic_shapes)
     except Exception as e:  # export failed: make_fx is the documented fallback
         export_error = f"{type(e).__name__}: {_first_line(str(e))}"
+        if dynamic_shapes is not None:  # no symbolic sizes in make_fx's graph
+            raise CaptureError(f"torch.export with symbolic sizes: {export_error}") from e
         data_dependent = _is_data_dependent(e)
     else:
         _drop_unused_attributes(traced)
@@ -577,14 +583,19 @@ def _updates_an_input(ep: Any) -> bool:
     return False
 
 
-def _trace_export(module: nn.Module, args: tuple, attributes: list[Attribute] = ()) -> Traced:
+def _trace_export(
+    module: nn.Module, args: tuple, attributes: list[Attribute] = (), dynamic_shapes: Any = None
+) -> Traced:
     from torch.export.graph_signature import OutputKind
 
     with _rnn_shapes_only():
+        if attributes and dynamic_shapes is not None:
+            raise CaptureError("symbolic sizes are not traced with tensor attributes")
         if attributes:
             ep, wrapped = _export_with_attributes(module, args, attributes)
         else:
-            ep, wrapped = torch.export.export(module, args), None
+            ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
+            wrapped = None
         table = _decompositions()
         if _updates_an_input(ep):
             for name in _KEPT_FOR_MUTATIONS:
