@@ -39,7 +39,7 @@ ServePhase parse_serve_phase(std::string_view name);
 struct ServeStep {
   int64_t batch = 0;
   std::vector<FidelityResult> results;
-  std::optional<ParallelAnalysis> parallel;
+  std::optional<ParallelAnalysis> parallel = std::nullopt;
 };
 
 // The layout `--serve` takes: `layout_for(devices, text)` with tensor parallelism only; a
