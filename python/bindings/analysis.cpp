@@ -137,8 +137,7 @@ void bind_analysis(nb::module_& m) {
              const std::string& cache_state, const std::string& kernel_floor,
              const std::string& parallel, int64_t devices, size_t top,
              std::optional<double> measured_ms, const std::string& measured_on,
-             const std::string& measured_method, const std::string& measured_nodes,
-             bool serving) {
+             const std::string& measured_method, const std::string& measured_nodes, bool serving) {
             new (o) report::AnalysisOptions{
                 policy,
                 fidelity,

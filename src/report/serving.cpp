@@ -65,12 +65,13 @@ nlohmann::json serving_to_json(const sol::Serving& s, const ServingContext& c) {
     nlohmann::json figures = nlohmann::json::object();
     for (const sol::ServeFigures& f : r.figures) {
       nlohmann::json& x = figures[std::string(sol::fidelity_key(f.fidelity))];
-      x = {{"step_s", f.step_s},
-           {"tokens_per_s", f.step_s > 0 ? nlohmann::json(f.tokens_per_s) : nlohmann::json(nullptr)},
-           {"compute_s", f.compute_s},
-           {"memory_s", f.memory_s},
-           {"bytes", f.bytes},
-           {"bottleneck", bound_name(f)}};
+      x = {
+          {"step_s", f.step_s},
+          {"tokens_per_s", f.step_s > 0 ? nlohmann::json(f.tokens_per_s) : nlohmann::json(nullptr)},
+          {"compute_s", f.compute_s},
+          {"memory_s", f.memory_s},
+          {"bytes", f.bytes},
+          {"bottleneck", bound_name(f)}};
       if (s.parallel) x["communication_s"] = f.comm_s;
     }
     nlohmann::json row = {{"batch", r.batch},

@@ -303,7 +303,10 @@ def test_decode_in_tensor_parallel_is_per_device(tp, hw, bandwidth, link, sent, 
         ),
         (["--parallel", "tp=8"], "--parallel tp=8 must divide the attention heads (8) and"),
         (["--parallel", "tp=2,dp=2"], "--serve takes tensor parallelism only (--parallel tp=N)"),
-        (["--devices", "4", "--parallel", "tp=2"], "uses 2 devices (tp x dp x pp), not --devices 4"),
+        (
+            ["--devices", "4", "--parallel", "tp=2"],
+            "uses 2 devices (tp x dp x pp), not --devices 4",
+        ),
     ],
 )
 def test_bad_parallel_serving_is_a_one_line_error(capsys, extra, message):

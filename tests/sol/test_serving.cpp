@@ -124,8 +124,8 @@ TEST(Serving, InParallelEveryFigureIsOneDevices) {
   EXPECT_EQ(f.bottleneck, Bottleneck::Memory);  // of compute (1 s) and memory (3 s)
   EXPECT_EQ(s.rows[0].collectives, 2u);
   EXPECT_DOUBLE_EQ(s.rows[0].sent_bytes, 200);  // 2 x 100 B
-  report::ServingContext c{"m.py", "H100-SXM", 3.35e12, "pytorch-cuda-default", CacheState::Cold,
-                           {}};
+  report::ServingContext c{"m.py",           "H100-SXM", 3.35e12, "pytorch-cuda-default",
+                           CacheState::Cold, {}};
   const nlohmann::json j = report::serving_to_json(s, c);
   EXPECT_EQ(j["parallel"]["layout"], "tp=2");
   EXPECT_EQ(j["parallel"]["devices"], 2);
@@ -134,9 +134,8 @@ TEST(Serving, InParallelEveryFigureIsOneDevices) {
   EXPECT_EQ(j["rows"][0]["collectives"]["count"], 2);
   EXPECT_NE(report::render_serving(s, c).find("every figure is per device"), std::string::npos);
   // One device: no parallel object, no communication keys.
-  const nlohmann::json one = report::serving_to_json(summarize_serving(ServePhase::Decode, 64,
-                                                                       {{4, {fused(2, 6, 60)}}}),
-                                                     c);
+  const nlohmann::json one = report::serving_to_json(
+      summarize_serving(ServePhase::Decode, 64, {{4, {fused(2, 6, 60)}}}), c);
   EXPECT_TRUE(one["parallel"].is_null());
   EXPECT_FALSE(one["rows"][0]["fidelities"]["fused"].contains("communication_s"));
 }

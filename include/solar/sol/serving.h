@@ -53,7 +53,7 @@ struct ServeFigures {
   double tokens_per_s = 0;  // tokens / step_s (0 when step_s is 0: no work, said so)
   double compute_s = 0;
   double memory_s = 0;
-  int64_t bytes = 0;  // DRAM bytes (in parallel: of one device)
+  int64_t bytes = 0;                           // DRAM bytes (in parallel: of one device)
   Bottleneck bottleneck = Bottleneck::Memory;  // the larger of compute and memory
   // In parallel: the step's collectives on one device (0 on one device), and whether they are
   // the largest term (the step is bound by the interconnect).
@@ -73,8 +73,8 @@ struct ServeRow {
 // The layout of a parallel serving report.
 struct ServeParallel {
   ParallelLayout layout;
-  std::string link;                 // the scale-up link's name
-  double link_bytes_per_s = 0;      // per direction
+  std::string link;             // the scale-up link's name
+  double link_bytes_per_s = 0;  // per direction
   bool in_network_reduction = false;
 };
 
