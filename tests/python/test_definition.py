@@ -678,3 +678,43 @@ def test_a_size_of_one_is_captured_alone_and_not_traced_symbolically(tmp_path, t
     assert f"captured alone: {why}" in document["workloads"][0]["notes"]
     # MACs = M * N * K: 1 * 64 * 32 = 2048, 4 * 64 * 32 = 8192, 16 * 64 * 32 = 32768
     assert [w["report"]["totals"]["macs"] for w in document["workloads"]] == [2048, 8192, 32768]
+
+
+# ---------------------------------------------------------------------------------------------
+# Precision for kernel benchmarks (docs/benchmarks.md, "Precision")
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "benchmarks")
+
+
+@pytest.mark.parametrize(
+    ("policy", "m256_us", "m4096_us", "precision"),
+    [
+        # The fp32 GEMM (examples/benchmarks/gemm_fp32: N 1024, K 512) on an H100 SXM.
+        # FLOPs 2 x M x 1024 x 512: M 256, 268,435,456; M 4096, 4,294,967,296.
+        # Bytes (A, B, C in fp32, 4 B): (256 x 512 + 1024 x 512 + 256 x 1024) x 4 = 3,670,016;
+        # (4096 x 512 + 1024 x 512 + 4096 x 1024) x 4 = 27,262,976; over 3.35e12 B/s: 1.0955 us
+        # and 8.1382 us.
+        # As PyTorch runs the reference: fp32 on the CUDA cores at 67e12 FLOP/s: compute bound,
+        # 268,435,456 / 67e12 = 4.0065 us; 4,294,967,296 / 67e12 = 64.104 us.
+        ("pytorch-cuda-default", 4.0065, 64.104, "fp32 vector"),
+        # TF32 tensor cores at 494.5e12: 0.5428 us < 1.0955 us (memory bound); 4,294,967,296 /
+        # 494.5e12 = 8.6855 us > 8.1382 us (still compute bound).
+        ("tf32", 1.0955, 8.6855, "tf32 tensor"),
+        # bf16 tensor cores at 989.5e12: 4.3405 us < 8.1382 us: both memory bound. The bytes stay
+        # fp32 (the definition's inputs and output), so no faster precision moves the SOL below.
+        ("bf16", 1.0955, 8.1382, "bf16 tensor"),
+        ("fp8", 1.0955, 8.1382, "fp8 tensor"),
+    ],
+)
+def test_the_policy_moves_an_fp32_gemms_sol(tmp_path, torch, policy, m256_us, m4096_us, precision):
+    csv_path = tmp_path / "g.csv"
+    folder = os.path.join(EXAMPLES, "gemm_fp32")
+    args = ("analyze", folder, "--policy", policy, "--no-verify", "--csv", str(csv_path))
+    rc, _, err = solar(*args)
+    assert rc == 0, err
+    rows = list(csv.DictReader(csv_path.open()))
+    assert [float(r["bytes_fused"]) for r in rows] == [3_670_016.0, 27_262_976.0]
+    fused_us = [float(r["sol_fused_ms"]) * 1e3 for r in rows]
+    assert fused_us == pytest.approx([m256_us, m4096_us], rel=1e-4)
+    assert all(r["precision"].startswith(precision) for r in rows), rows
+    assert all(r["precision"] == rows[0]["precision"] for r in rows)

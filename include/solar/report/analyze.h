@@ -32,6 +32,9 @@ struct AnalysisOptions {
   int64_t devices = 0;               // --devices; 0: tp x dp x pp
   size_t top = 10;                   // --top: rows per table
   Measured measured;                 // --measured-ms, --measured-on, --measured-nodes
+  // A serving step (`--serve` with `--parallel`, docs/serving.md): its layout's outputs stay on
+  // the devices that write them (sol::ParallelLayout::serving).
+  bool serving = false;
 };
 
 // `--kernel-floor` values: `on` or `off` (UserError otherwise).

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from solar import serving
-from solar.options import DEFAULT_HW, AnalysisError, Options
+from solar.options import DEFAULT_HW, AnalysisError, Options, serving_tp
 from solar.serving import PHASES, ServingReport, check_step
 
 HOOK = "get_serve_inputs"
@@ -294,6 +294,19 @@ def hf_step(lm: Any, phase: str, batch: int, context: int) -> Step:
     return Step(step, inputs, "transformers", type(lm).__name__)
 
 
+def check_heads(lm: Any, tp: int, source: str) -> None:
+    """Tensor parallelism over ``tp`` devices gives each device whole heads: a one-line error
+    when ``tp`` does not divide the attention heads and the key/value heads."""
+    config = lm.config.get_text_config()
+    heads = int(config.num_attention_heads)
+    kv = int(getattr(config, "num_key_value_heads", None) or heads)
+    if heads % tp or kv % tp:
+        raise AnalysisError(
+            f"{source}: --parallel tp={tp} must divide the attention heads ({heads}) and the "
+            f"key/value heads ({kv}) of {type(lm).__name__}: each device serves whole heads"
+        )
+
+
 # ---------------------------------------------------------------------------------------------
 # Analysis
 
@@ -333,6 +346,9 @@ def run_serving(
 
     def load_steps() -> Any:
         decoder = load_decoder(path)
+        a = options.analysis
+        if decoder.lm is not None and (a.parallel or a.devices):
+            check_heads(decoder.lm, serving_tp(a.devices or 0, a.parallel or ""), source)
 
         def step(batch: int) -> TorchCaptured:
             s = decoder.step(program.phase, batch, program.context)
