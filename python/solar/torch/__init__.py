@@ -63,6 +63,9 @@ class TorchCaptured:
     default_policy: str | None = None
     translation: Any = None
     rechecks_in_float64: bool = True
+    # A model built without weights: its reduced twin's step, ``() -> (TorchCaptured, what)``,
+    # verified in its place (``solar.stages.verify``; ``solar.torch.serve.twin_step``).
+    twin: Callable[[], tuple[Any, str]] | None = None
 
     @property
     def document(self) -> dict:

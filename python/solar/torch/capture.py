@@ -40,7 +40,9 @@ __all__ = [
     "capture",
     "capture_model_file",
     "capture_train",
+    "check_real_build",
     "is_fake",
+    "without_weights",
     "load_model_file",
     "model_module",
     "to_float64",
@@ -262,6 +264,84 @@ def capture_model_file(
         )
     model, inputs = load_model_file(path)
     return recapture(model, inputs), model, inputs
+
+
+def without_weights(build: Callable[[], Any]) -> tuple[Any, Any]:
+    """``(model, mode)``: ``build()`` run on the meta device (no weight is allocated or
+    initialised), then every parameter, buffer and plain tensor attribute replaced by a CPU
+    FakeTensor of the same shape, dtype and ``requires_grad`` under ``mode``, a
+    ``FakeTensorMode`` the caller traces in. The graph is the CPU one: the model runs on CPU
+    FakeTensors, never on meta tensors (whose kernels differ: ``load_model_file``)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with torch.device("meta"):
+        model = build()
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+
+    def fake(t: torch.Tensor) -> torch.Tensor:
+        with mode:
+            return torch.empty(t.shape, dtype=t.dtype)
+
+    if isinstance(model, torch.nn.Module):
+        for sub in model.modules():
+            for key, p in list(sub._parameters.items()):
+                if p is not None:
+                    sub._parameters[key] = torch.nn.Parameter(fake(p), p.requires_grad)
+            for key, b in list(sub._buffers.items()):
+                if b is not None:
+                    sub._buffers[key] = fake(b)
+            for key, value in list(vars(sub).items()):
+                if isinstance(value, torch.Tensor) and not key.startswith("_"):
+                    setattr(sub, key, fake(value))
+    return model, mode
+
+
+def weight_bytes(model: Any) -> int:
+    """The bytes of a model's parameters and buffers as built (shared tensors once)."""
+    if not isinstance(model, torch.nn.Module):
+        return 0
+    seen: dict[int, int] = {}
+    for t in [*model.parameters(), *model.buffers()]:
+        seen[id(t)] = t.numel() * t.element_size()
+    return sum(seen.values())
+
+
+def available_bytes() -> int | None:
+    """The machine's available memory (``MemAvailable`` of /proc/meminfo; None elsewhere)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def check_real_build(source: str, need: int, why: str) -> None:
+    """A one-line ``CaptureError`` when building a model of ``need`` bytes for real (``why``:
+    what for) would not fit the machine's available memory: never a kill by the kernel. A
+    real build is typically made in float32 before any cast: ``need`` is counted so by the
+    caller (``real_build_bytes``)."""
+    have = available_bytes()
+    if have is not None and need > have:
+        raise CaptureError(
+            f"{source}: {why} would build the model for real (about {need / 1e9:.1f} GB of "
+            f"weights, over the {have / 1e9:.1f} GB of memory available); give --no-verify, or "
+            "serve it (--serve) to verify a reduced twin of the same architecture"
+        )
+
+
+def real_build_bytes(model: Any) -> int:
+    """The memory a real build of ``model`` (built without weights) takes at its peak: each
+    floating-point tensor at 4 bytes an element at least (built in float32, then cast)."""
+    if not isinstance(model, torch.nn.Module):
+        return 0
+    seen: dict[int, int] = {}
+    for t in [*model.parameters(), *model.buffers()]:
+        size = t.element_size()
+        seen[id(t)] = t.numel() * (max(size, 4) if t.is_floating_point() else size)
+    return sum(seen.values())
 
 
 def is_fake(inputs: tuple) -> bool:
