@@ -256,9 +256,16 @@ def capture_model_file(
         return recapture(model, inputs), model, inputs
     except CaptureError:
         raise
-    except Exception as e:  # a model that cannot be built with FakeTensors: build it for real
+    except Exception as e:  # a model that cannot be built with FakeTensors: without weights?
+        failure = type(e).__name__
+    try:
+        model, inputs = load_model_file(path, fake="meta")
+        return recapture(model, inputs), model, inputs
+    except CaptureError:
+        raise
+    except Exception:  # nor without weights (its init reads tensor values): built for real
         print(
-            f"{prog}: note: building {source} with FakeTensors failed ({type(e).__name__});"
+            f"{prog}: note: building {source} with FakeTensors failed ({failure});"
             " building the model with real tensors",
             file=sys.stderr,
         )
@@ -318,17 +325,17 @@ def available_bytes() -> int | None:
     return None
 
 
-def check_real_build(source: str, need: int, why: str) -> None:
+def check_real_build(source: str, need: int, why: str, instead: str) -> None:
     """A one-line ``CaptureError`` when building a model of ``need`` bytes for real (``why``:
-    what for) would not fit the machine's available memory: never a kill by the kernel. A
-    real build is typically made in float32 before any cast: ``need`` is counted so by the
-    caller (``real_build_bytes``)."""
+    what for) would not fit the machine's available memory: never a kill by the kernel.
+    ``instead``: what verifies it without the real build. A real build is typically made in
+    float32 before any cast: ``need`` is counted so by the caller (``real_build_bytes``)."""
     have = available_bytes()
     if have is not None and need > have:
         raise CaptureError(
             f"{source}: {why} would build the model for real (about {need / 1e9:.1f} GB of "
-            f"weights, over the {have / 1e9:.1f} GB of memory available); give --no-verify, or "
-            "serve it (--serve) to verify a reduced twin of the same architecture"
+            f"weights, over the {have / 1e9:.1f} GB of memory available); give --no-verify, "
+            f"or {instead}"
         )
 
 
@@ -361,14 +368,17 @@ def model_module(path: str | os.PathLike, prefix: str = "_solar_model_") -> Any:
     return import_model_file(path, name, CaptureError)
 
 
-def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, tuple]:
+def load_model_file(path: str | os.PathLike, fake: bool | str = False) -> tuple[Any, tuple]:
     """The model and inputs of a benchmark-style file: ``Model(*get_init_inputs())`` and
     ``get_inputs()``, built after ``torch.manual_seed(0)``.
 
     ``fake=True`` builds both as FakeTensors (torch._subclasses.fake_tensor.FakeTensorMode):
     shapes, dtypes and devices without memory or values, enough to capture but not to make
     golden data. (Not the meta device: it picks other kernels, e.g. a different SDPA
-    decomposition, so its graph would differ from the one PyTorch runs on the CPU.)"""
+    decomposition, so its graph would differ from the one PyTorch runs on the CPU.)
+    ``fake="meta"`` builds the model on the meta device and then swaps its tensors for CPU
+    FakeTensors (``without_weights``: no weight is initialised; what ``transformers`` models,
+    whose init casts or ties weights, need), the inputs FakeTensors of the same mode."""
     path = os.fspath(path)
     module = model_module(path)
     for attr in ("Model", "get_inputs", "get_init_inputs"):
@@ -387,6 +397,10 @@ def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, t
                 f"{path}: get_inputs() returned {type(inputs).__name__}, not a list of inputs"
             )
         inputs = tuple(inputs)
+    elif fake == "meta":  # built on the meta device, its tensors then CPU FakeTensors
+        model, mode = without_weights(lambda: module.Model(*module.get_init_inputs()))
+        with mode:
+            inputs = tuple(module.get_inputs())
     else:
         from torch._subclasses.fake_tensor import FakeTensorMode
 

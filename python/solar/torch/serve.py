@@ -364,7 +364,7 @@ def run_serving(
     LM is verified on a reduced twin (``twin_of``), a larger ``get_serve_inputs`` decoder per
     op at full size."""
     from solar.torch import TorchCaptured
-    from solar.torch.capture import capture, real_build_bytes
+    from solar.torch.capture import capture, check_real_build, real_build_bytes
 
     path = os.fspath(path)
     program = options.program
@@ -378,6 +378,9 @@ def run_serving(
         decoder = load_decoder(path, weights=False)
         small = real_build_bytes(decoder.model) <= v.budget_mb * 1e6
         if decoder.mode is not None and v.enabled and v.mode != "per_op" and small:
+            need = real_build_bytes(decoder.model)
+            twin = f"a --verify-budget-mb under {need / 1e6:.0f} to verify a reduced twin"
+            check_real_build(source, need, "verification", twin + " of the same architecture")
             decoder = load_decoder(path)  # verified whole on the real model
 
         def step(batch: int) -> TorchCaptured:
