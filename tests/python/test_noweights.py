@@ -31,7 +31,9 @@ LAYER = (
     + 2 * 4096  # the two RMSNorm weights: 8,192
 )  # = 218,112,000 elements
 ALL_WEIGHTS = 32 * LAYER + 4096 + 2 * 128256 * 4096  # layers, final norm, embedding, lm_head
-WEIGHT_BYTES = 2 * ALL_WEIGHTS  # = 2 x 8,030,261,248 = 16,060,522,496 B: what a real build would hold (bf16)
+WEIGHT_BYTES = (
+    2 * ALL_WEIGHTS
+)  # = 2 x 8,030,261,248 = 16,060,522,496 B: what a real build would hold (bf16)
 
 CHILD = """
 import json, resource, sys

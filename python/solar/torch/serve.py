@@ -430,7 +430,11 @@ def twin_config(config: Any) -> tuple[Any, str]:
         text.hidden_size = narrow
         if getattr(text, "head_dim", None) is not None:
             text.head_dim = narrow // heads
-        for key in ("intermediate_size", "moe_intermediate_size", "shared_expert_intermediate_size"):
+        for key in (
+            "intermediate_size",
+            "moe_intermediate_size",
+            "shared_expert_intermediate_size",
+        ):
             value = getattr(text, key, None)
             if isinstance(value, int) and value > 0:
                 setattr(text, key, max(8, int(value * scale) // 8 * 8))
@@ -476,7 +480,10 @@ def twin_step(lm: Any, phase: str, batch: int, source: str) -> tuple[Any, str]:
         raise AnalysisError(
             f"no reduced twin of {type(lm).__name__} could be built ({type(e).__name__}: {text})"
         ) from e
-    context = min(TWIN_CONTEXT, int(getattr(config.get_text_config(), "max_position_embeddings", TWIN_CONTEXT)))
+    context = min(
+        TWIN_CONTEXT,
+        int(getattr(config.get_text_config(), "max_position_embeddings", TWIN_CONTEXT)),
+    )
     s = hf_step(twin, phase, batch, context)
 
     def recapture(m: Any, xs: tuple) -> Any:
