@@ -11,6 +11,9 @@
 - ``lower(captured, options.lowering) -> Lowered``: the lowered program, held once, with its
   coverage; ``verify(lowered, options.verification) -> Verified``; ``analyse(verified,
   options.analysis) -> Analysed`` (``solar.pipeline.Report``: a handle on the engine's report).
+- ``verify_on_twin``: a capture built without weights that has a reduced twin (``twin``: a
+  ``solar.torch.serve`` step of a large causal LM) is verified on the twin, and per op at full
+  size (docs/serving.md, "Verification on a reduced twin").
 - ``run(capture, options)``: the one place the sequence is written; every entry point (``solar
   analyze``, ``solar capture``, ``solar sol MODEL.py``, bench and sweep children, ``--serve``,
   ``--train``, ``--llm``, ``--llm-fallback``, ``solar.analyze``) goes through it.

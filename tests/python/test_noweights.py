@@ -137,3 +137,21 @@ def test_a_real_build_over_the_machines_memory_is_refused_in_one_line(capsys, mo
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "--no-verify" in err and "reduced twin" in err and "over the 1.0 GB" in err
+
+
+def test_a_twin_that_cannot_be_built_is_said_so_never_skipped(monkeypatch):
+    # The twin's build fails: the full-size step is still verified per op, and the detail
+    # says that no twin ran; the status is "partial" (one of the two checks ran), not "passed".
+    from solar.options import AnalysisError
+
+    def no_twin(*args):
+        raise AnalysisError("no reduced twin of LlamaForCausalLM could be built (test)")
+
+    monkeypatch.setattr(serve, "twin_step", no_twin)
+    served = serve.analyze_serving(MODELS / "llama_wide.py", "decode", [1], 16, verify_budget_mb=50)
+    v = served.steps[0].verification
+    assert v["status"] == "partial" and v["mode"] == "twin"
+    assert v["detail"].startswith(
+        "no reduced twin: not_run (no reduced twin of LlamaForCausalLM could be built (test); "
+        "the architecture was NOT run whole); per op at full size: passed ("
+    )
