@@ -155,3 +155,22 @@ def test_a_twin_that_cannot_be_built_is_said_so_never_skipped(monkeypatch):
         "no reduced twin: not_run (no reduced twin of LlamaForCausalLM could be built (test); "
         "the architecture was NOT run whole); per op at full size: passed ("
     )
+
+
+def test_without_weights_keeps_tied_weights_tied_and_allocates_nothing():
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    from solar.torch.capture import without_weights
+
+    def build():
+        emb = torch.nn.Embedding(50_000, 4096)  # 204.8 M elements: 819 MB in float32, if real
+        head = torch.nn.Linear(4096, 50_000, bias=False)
+        head.weight = emb.weight  # tied, as tie_word_embeddings ties them
+        return torch.nn.ModuleDict({"emb": emb, "head": head})
+
+    model, mode = without_weights(build)
+    weight = model["emb"].weight
+    assert isinstance(weight, FakeTensor) and weight.device.type == "cpu"
+    assert model["head"].weight is weight  # one tensor, read once by the analysis
+    assert weight.shape == (50_000, 4096) and weight.requires_grad

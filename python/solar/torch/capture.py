@@ -284,16 +284,21 @@ def without_weights(build: Callable[[], Any]) -> tuple[Any, Any]:
     with torch.device("meta"):
         model = build()
     mode = FakeTensorMode(allow_non_fake_inputs=True)
+    made: dict[int, torch.Tensor] = {}  # a tensor shared (tied weights) stays shared
 
     def fake(t: torch.Tensor) -> torch.Tensor:
-        with mode:
-            return torch.empty(t.shape, dtype=t.dtype)
+        if id(t) not in made:
+            with mode:
+                made[id(t)] = torch.empty(t.shape, dtype=t.dtype)
+            if isinstance(t, torch.nn.Parameter):
+                made[id(t)] = torch.nn.Parameter(made[id(t)], t.requires_grad)
+        return made[id(t)]
 
     if isinstance(model, torch.nn.Module):
         for sub in model.modules():
             for key, p in list(sub._parameters.items()):
                 if p is not None:
-                    sub._parameters[key] = torch.nn.Parameter(fake(p), p.requires_grad)
+                    sub._parameters[key] = fake(p)
             for key, b in list(sub._buffers.items()):
                 if b is not None:
                     sub._buffers[key] = fake(b)
