@@ -11,6 +11,9 @@
 - ``lower(captured, options.lowering) -> Lowered``: the lowered program, held once, with its
   coverage; ``verify(lowered, options.verification) -> Verified``; ``analyse(verified,
   options.analysis) -> Analysed`` (``solar.pipeline.Report``: a handle on the engine's report).
+- ``verify_on_twin``: a capture built without weights that has a reduced twin (``twin``: a
+  ``solar.torch.serve`` step of a large causal LM) is verified on the twin, and per op at full
+  size (docs/serving.md, "Verification on a reduced twin").
 - ``run(capture, options)``: the one place the sequence is written; every entry point (``solar
   analyze``, ``solar capture``, ``solar sol MODEL.py``, bench and sweep children, ``--serve``,
   ``--train``, ``--llm``, ``--llm-fallback``, ``solar.analyze``) goes through it.
@@ -163,6 +166,9 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
                 "checked against the framework; the numbers are unverified"
             ),
         )
+    twin = getattr(captured, "twin", None)  # a model built without weights (verify_on_twin)
+    if twin is not None and options.mode == "auto":
+        return Verified(lowered, verify_on_twin(lowered, options, twin))
     mode, why = options.mode, f"{options.mode} verification requested"
     if mode == "auto":
         budgets = (options.budget_mb, options.budget_s)
@@ -253,6 +259,43 @@ def recorded(lowered: Any) -> list[str]:
     compared with."""
     fed = [o for u in lowered.unsupported for o in u["outputs"]]
     return fed + [d["value_of"] for d in lowered.random if d["value_of"] not in fed]
+
+
+def verify_on_twin(
+    lowered: Lowered, options: VerificationOptions, twin: Callable[[], tuple[Any, str]]
+) -> dict:
+    """The verification of a program built without weights on its reduced twin: the twin
+    (``twin()``: its ``Captured``, with real weights, and what it is) lowered and verified as
+    any program (whole when it fits, a failed check rechecked in float64), and the full-size
+    program per op. The status is the worse of the two; the detail says exactly what ran; a
+    twin that cannot be built says so (never a silent skip)."""
+    try:
+        twin_captured, what = twin()
+    except AnalysisError as e:
+        twin_v, what = pipeline.not_run(f"{e}; the architecture was NOT run whole"), None
+    else:
+        twin_lowered = lower(twin_captured, lowered.options)
+        twin_v = verify(twin_lowered, options).verification
+    full = _verify_per_op(lowered, options.budget_mb)
+    order = ("passed", "partial", "not_verified", "not_run", "failed")
+    status = max(twin_v["status"], full["status"], key=order.index)
+    if status == "not_run" and "passed" in (twin_v["status"], full["status"]):
+        status = "partial"
+    head = f"verified on {what}" if what is not None else "no reduced twin"
+    detail = f"{head}: {twin_v['status']} ({twin_v['detail']}); per op at full size: "
+    detail += f"{full['status']} ({full['detail']})"
+    verification = {
+        "status": status,
+        "mode": "twin",
+        "detail": detail,
+        "why": "the model was built without its weights (larger built for real than "
+        "--verify-budget-mb)",
+        "ops": full.get("ops", []),
+    }
+    for key in ("outputs", "not_compared", "conditioning"):
+        if key in twin_v:
+            verification[key] = twin_v[key]
+    return verification
 
 
 def _recheck_in_float64(verification: dict, lowered: Lowered, golden: dict) -> None:

@@ -47,7 +47,9 @@ __all__ = [
     "capture",
     "capture_model_file",
     "capture_train",
+    "check_real_build",
     "is_fake",
+    "without_weights",
     "load_model_file",
     "model_module",
     "to_float64",
@@ -267,9 +269,17 @@ def capture_model_file(
         pass
     except CaptureError:
         raise
-    except Exception as e:  # a model that cannot be built with FakeTensors: build it for real
+    except Exception as e:  # a model that cannot be built with FakeTensors: without weights?
+        failure = type(e).__name__
+    try:
+        on_cpu = on_cpu_mode()
+        model, inputs = load_model_file(path, fake="meta", on_cpu=on_cpu)
+        return _noted(recapture(model, inputs), on_cpu), model, inputs
+    except CaptureError:
+        raise
+    except Exception:  # nor without weights (its init reads tensor values): built for real
         print(
-            f"{prog}: note: building {source} with FakeTensors failed ({type(e).__name__});"
+            f"{prog}: note: building {source} with FakeTensors failed ({failure});"
             " building the model with real tensors",
             file=sys.stderr,
         )
@@ -284,6 +294,89 @@ def _noted(captured: Any, on_cpu: Any) -> Any:
     if on_cpu.mapped and note not in captured.traced.notes:
         captured.traced.notes.insert(0, note)
     return captured
+
+
+def without_weights(build: Callable[[], Any]) -> tuple[Any, Any]:
+    """``(model, mode)``: ``build()`` run on the meta device (no weight is allocated or
+    initialised), then every parameter, buffer and plain tensor attribute replaced by a CPU
+    FakeTensor of the same shape, dtype and ``requires_grad`` under ``mode``, a
+    ``FakeTensorMode`` the caller traces in. The graph is the CPU one: the model runs on CPU
+    FakeTensors, never on meta tensors (whose kernels differ: ``load_model_file``)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with torch.device("meta"):
+        model = build()
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    made: dict[int, torch.Tensor] = {}  # a tensor shared (tied weights) stays shared
+
+    def fake(t: torch.Tensor) -> torch.Tensor:
+        if id(t) not in made:
+            with mode:
+                made[id(t)] = torch.empty(t.shape, dtype=t.dtype)
+            if isinstance(t, torch.nn.Parameter):
+                made[id(t)] = torch.nn.Parameter(made[id(t)], t.requires_grad)
+        return made[id(t)]
+
+    if isinstance(model, torch.nn.Module):
+        for sub in model.modules():
+            for key, p in list(sub._parameters.items()):
+                if p is not None:
+                    sub._parameters[key] = fake(p)
+            for key, b in list(sub._buffers.items()):
+                if b is not None:
+                    sub._buffers[key] = fake(b)
+            for key, value in list(vars(sub).items()):
+                if isinstance(value, torch.Tensor) and not key.startswith("_"):
+                    setattr(sub, key, fake(value))
+    return model, mode
+
+
+def weight_bytes(model: Any) -> int:
+    """The bytes of a model's parameters and buffers as built (shared tensors once)."""
+    if not isinstance(model, torch.nn.Module):
+        return 0
+    seen: dict[int, int] = {}
+    for t in [*model.parameters(), *model.buffers()]:
+        seen[id(t)] = t.numel() * t.element_size()
+    return sum(seen.values())
+
+
+def available_bytes() -> int | None:
+    """The machine's available memory (``MemAvailable`` of /proc/meminfo; None elsewhere)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def check_real_build(source: str, need: int, why: str, instead: str) -> None:
+    """A one-line ``CaptureError`` when building a model of ``need`` bytes for real (``why``:
+    what for) would not fit the machine's available memory: never a kill by the kernel.
+    ``instead``: what verifies it without the real build. A real build is typically made in
+    float32 before any cast: ``need`` is counted so by the caller (``real_build_bytes``)."""
+    have = available_bytes()
+    if have is not None and need > have:
+        raise CaptureError(
+            f"{source}: {why} would build the model for real (about {need / 1e9:.1f} GB of "
+            f"weights, over the {have / 1e9:.1f} GB of memory available); give --no-verify, "
+            f"or {instead}"
+        )
+
+
+def real_build_bytes(model: Any) -> int:
+    """The memory a real build of ``model`` (built without weights) takes at its peak: each
+    floating-point tensor at 4 bytes an element at least (built in float32, then cast)."""
+    if not isinstance(model, torch.nn.Module):
+        return 0
+    seen: dict[int, int] = {}
+    for t in [*model.parameters(), *model.buffers()]:
+        size = t.element_size()
+        seen[id(t)] = t.numel() * (max(size, 4) if t.is_floating_point() else size)
+    return sum(seen.values())
 
 
 def is_fake(inputs: tuple) -> bool:
@@ -304,7 +397,7 @@ def model_module(path: str | os.PathLike, prefix: str = "_solar_model_") -> Any:
 
 
 def load_model_file(
-    path: str | os.PathLike, fake: bool = False, on_cpu: Any = None
+    path: str | os.PathLike, fake: bool | str = False, on_cpu: Any = None
 ) -> tuple[Any, tuple]:
     """The model and inputs of a benchmark-style file: ``Model(*get_init_inputs())`` and
     ``get_inputs()``, built after ``torch.manual_seed(0)``.
@@ -313,6 +406,9 @@ def load_model_file(
     shapes, dtypes and devices without memory or values, enough to capture but not to make
     golden data. (Not the meta device: it picks other kernels, e.g. a different SDPA
     decomposition, so its graph would differ from the one PyTorch runs on the CPU.)
+    ``fake="meta"`` builds the model on the meta device and then swaps its tensors for CPU
+    FakeTensors (``without_weights``: no weight is initialised; what ``transformers`` models,
+    whose init casts or ties weights, need), the inputs FakeTensors of the same mode.
 
     A file written for a GPU (``device="cuda"``, ``.cuda()``, ``.to("cuda")``) is built on the
     CPU under ``on_cpu`` (``_trace.on_cpu_mode``; a fresh one when not given)."""
@@ -321,7 +417,7 @@ def load_model_file(
         return _load_model_file(path, fake)
 
 
-def _load_model_file(path: str, fake: bool) -> tuple[Any, tuple]:
+def _load_model_file(path: str, fake: bool | str) -> tuple[Any, tuple]:
     module = model_module(path)
     for attr in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, attr):
@@ -339,6 +435,10 @@ def _load_model_file(path: str, fake: bool) -> tuple[Any, tuple]:
                 f"{path}: get_inputs() returned {type(inputs).__name__}, not a list of inputs"
             )
         inputs = tuple(inputs)
+    elif fake == "meta":  # built on the meta device, its tensors then CPU FakeTensors
+        model, mode = without_weights(lambda: module.Model(*module.get_init_inputs()))
+        with mode:
+            inputs = tuple(module.get_inputs())
     else:
         from torch._subclasses.fake_tensor import FakeTensorMode
 
