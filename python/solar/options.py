@@ -231,8 +231,9 @@ KEYWORDS = (
     "parallel",
     "devices",
 )
-# The keywords of ``KEYWORDS`` that are keywords of the analysis itself (``_core.AnalysisOptions``): also
-# accepted inside ``sol_options``, where ``Options.of`` folds them.
+# The keywords of ``KEYWORDS`` that are keywords of the analysis itself
+# (``_core.AnalysisOptions``): also accepted inside ``sol_options``, where ``Options.of`` folds
+# them.
 SOL_KEYWORDS = ("cache_state", "kernel_floor", "routing", "parallel", "devices")
 # The keywords of ``KEYWORDS`` that describe a serving step (docs/serving.md).
 SERVING_KEYWORDS = ("serve", "batch", "batches", "context")

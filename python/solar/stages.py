@@ -276,7 +276,7 @@ def verify_on_twin(
     else:
         twin_lowered = lower(twin_captured, lowered.options)
         twin_v = verify(twin_lowered, options).verification
-    full = _verify_per_op(lowered, options.budget_mb)
+    full = _verify_per_op(lowered, options.budget_mb, options.budget_s)
     order = ("passed", "partial", "not_verified", "not_run", "failed")
     status = max(twin_v["status"], full["status"], key=order.index)
     if status == "not_run" and "passed" in (twin_v["status"], full["status"]):

@@ -266,23 +266,24 @@ def capture_model_file(
         model, inputs = load_model_file(path, fake=True, on_cpu=on_cpu)
         return _noted(recapture(model, inputs), on_cpu), model, inputs
     except DataDependentError:  # a value decides a size: captured on real inputs (specialised)
-        pass
+        failure = None
     except CaptureError:
         raise
     except Exception as e:  # a model that cannot be built with FakeTensors: without weights?
         failure = type(e).__name__
-    try:
-        on_cpu = on_cpu_mode()
-        model, inputs = load_model_file(path, fake="meta", on_cpu=on_cpu)
-        return _noted(recapture(model, inputs), on_cpu), model, inputs
-    except CaptureError:
-        raise
-    except Exception:  # nor without weights (its init reads tensor values): built for real
-        print(
-            f"{prog}: note: building {source} with FakeTensors failed ({failure});"
-            " building the model with real tensors",
-            file=sys.stderr,
-        )
+    if failure is not None:
+        try:
+            on_cpu = on_cpu_mode()
+            model, inputs = load_model_file(path, fake="meta", on_cpu=on_cpu)
+            return _noted(recapture(model, inputs), on_cpu), model, inputs
+        except CaptureError:
+            raise
+        except Exception:  # nor without weights (its init reads tensor values): built for real
+            print(
+                f"{prog}: note: building {source} with FakeTensors failed ({failure});"
+                " building the model with real tensors",
+                file=sys.stderr,
+            )
     on_cpu = on_cpu_mode()
     model, inputs = load_model_file(path, on_cpu=on_cpu)
     return _noted(recapture(model, inputs), on_cpu), model, inputs
