@@ -81,6 +81,9 @@ class Captured(Protocol):
     default_policy: str | None  # the framework's precision policy (JAX: jax-default)
     translation: Translation | None  # --llm: the program, already verified
     agent: list[dict] | None  # the parts the LLM agent wrote (None: no agent asked)
+    # A model built without weights: its reduced twin's step, ``() -> (Captured, what)``,
+    # verified in its place (``verify_on_twin``); None: the capture is verified itself.
+    twin: Callable[[], tuple[Any, str]] | None
 
     def to_json(self) -> str: ...
 
@@ -166,9 +169,8 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
                 "checked against the framework; the numbers are unverified"
             ),
         )
-    twin = getattr(captured, "twin", None)  # a model built without weights (verify_on_twin)
-    if twin is not None and options.mode == "auto":
-        return Verified(lowered, verify_on_twin(lowered, options, twin))
+    if captured.twin is not None and options.mode == "auto":  # built without weights
+        return Verified(lowered, verify_on_twin(lowered, options, captured.twin))
     mode, why = options.mode, f"{options.mode} verification requested"
     if mode == "auto":
         budgets = (options.budget_mb, options.budget_s)
