@@ -332,16 +332,6 @@ def without_weights(build: Callable[[], Any]) -> tuple[Any, Any]:
     return model, mode
 
 
-def weight_bytes(model: Any) -> int:
-    """The bytes of a model's parameters and buffers as built (shared tensors once)."""
-    if not isinstance(model, torch.nn.Module):
-        return 0
-    seen: dict[int, int] = {}
-    for t in [*model.parameters(), *model.buffers()]:
-        seen[id(t)] = t.numel() * t.element_size()
-    return sum(seen.values())
-
-
 def available_bytes() -> int | None:
     """The machine's available memory (``MemAvailable`` of /proc/meminfo; None elsewhere)."""
     try:

@@ -389,9 +389,13 @@ def run_serving(
 
     def load_steps() -> Any:
         decoder = load_decoder(path, weights=False)
-        small = real_build_bytes(decoder.model) <= v.budget_mb * 1e6
-        if decoder.mode is not None and v.enabled and v.mode != "per_op" and small:
-            need = real_build_bytes(decoder.model)
+        need = real_build_bytes(decoder.model)
+        if (
+            decoder.mode is not None
+            and v.enabled
+            and v.mode != "per_op"
+            and need <= v.budget_mb * 1e6
+        ):
             twin = f"a --verify-budget-mb under {need / 1e6:.0f} to verify a reduced twin"
             check_real_build(source, need, "verification", twin + " of the same architecture")
             decoder = load_decoder(path)  # verified whole on the real model
