@@ -59,7 +59,6 @@ __all__ = [
     "lower",
     "lower_detailed",
     "executor_seconds",
-    "program_flops",
     "sol_report",
     "verify",
 ]
@@ -470,13 +469,6 @@ def executor_seconds(ir_text: Any) -> float:
         + t["other_ops"] / EXECUTOR_OPS_PER_S
         + (t["bytes_read"] + t["bytes_written"]) / EXECUTOR_BYTES_PER_S
     )
-
-
-def program_flops(ir_text: Any) -> float:
-    """The program's FLOPs (1 MAC = 2 FLOPs; FLOPs = 2 x MACs + other ops): the einsum graph's
-    counts from the lift alone (``_core.totals``), the same as the report's ``totals.flops``,
-    without the SOL analysis (fusion, cache search)."""
-    return float(_totals(ir_text)["flops"])
 
 
 def _totals(ir_text: Any) -> dict:
