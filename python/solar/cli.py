@@ -327,7 +327,8 @@ def _capture(args: argparse.Namespace) -> int:
 def _analyze(args: argparse.Namespace) -> int:
     from solar import definition
 
-    if definition.is_definition(args.model):  # a kernel-benchmark definition (docs/benchmarks.md)
+    # a kernel-benchmark definition, or a folder of them (docs/benchmarks.md)
+    if definition.is_definition(args.model) or definition.is_suite(args.model):
         from solar.definition_cli import analyze_definition
 
         return analyze_definition(args, options_of)

@@ -80,12 +80,14 @@ __all__ = [
     "Workload",
     "headroom",
     "is_definition",
+    "is_suite",
     "load",
     "read_measured",
     "resolve_axes",
     "select",
     "shape_of",
     "sol_score",
+    "suite_definitions",
 ]
 
 
@@ -161,6 +163,23 @@ def is_definition(path: str) -> bool:
     if os.path.isdir(path):
         return os.path.isfile(os.path.join(path, DEFINITION_FILE))
     return path.endswith(".json")
+
+
+def is_suite(path: str) -> bool:
+    """Whether ``path`` is a folder of definitions: a folder without ``definition.json`` with
+    a folder holding one among its entries (``solar analyze SUITE``)."""
+    return os.path.isdir(path) and not is_definition(path) and bool(suite_definitions(path))
+
+
+def suite_definitions(path: str) -> list[str]:
+    """The definition folders of the suite folder ``path`` (its entries that hold a
+    ``definition.json``), sorted by name."""
+    try:
+        names = sorted(os.listdir(path))
+    except OSError as e:
+        raise DefinitionError(f"cannot read '{path}': {e.strerror or e}") from e
+    folders = [os.path.join(path, n) for n in names]
+    return [f for f in folders if os.path.isfile(os.path.join(f, DEFINITION_FILE))]
 
 
 def load(path: str) -> Problem:

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from solar import definition as fmt
@@ -34,7 +38,6 @@ _REFUSED = (
     ("--trace", "trace"),
     ("--dot", "dot"),
     ("--ir", "ir"),
-    ("--stage-times", "stage_times"),
     ("--batch-sweep", "batch_sweep"),
 )
 
@@ -56,18 +59,158 @@ def analyze_definition(
     """``solar analyze DEFINITION [--workload ...] [--csv F] [--json F] [--measured F]``, with
     the options ``options_of(args)`` makes of the command line (``solar.cli.options_of``, once
     the options a definition refuses are ruled out); exit code 1 when a workload's verification
-    failed."""
+    failed. A folder of definitions (``fmt.is_suite``): ``analyze_suite``."""
     from solar._files import check_output_paths, write_atomic
 
     flag = refused(args)
     if flag is not None:
         raise ValueError(f"{flag} cannot be given with a definition (docs/benchmarks.md)")
-    check_output_paths(args.csv, args.json)
+    check_output_paths(args.csv, args.json, args.stage_times)
+    if fmt.is_suite(args.model):
+        return analyze_suite(args, options_of)
     problem = fmt.load(args.model)
     workloads = fmt.select(problem, args.workload)
     measured = fmt.read_measured(args.measured, problem) if args.measured else None
     options = options_of(args)
+    times: dict[str, float] = {}
+    try:
+        done = _analyse(problem, workloads, options, measured, args.suite_only, times)
+    finally:
+        if args.stage_times:
+            _write_stage_times(args.stage_times, times)
+    json_text = _json(done.document)
+    csv_text = fmt.csv_text(done.rows, _columns(measured))
+    if args.csv:  # all files before anything is printed
+        write_atomic(args.csv, csv_text)
+    if args.json and args.json != "-":
+        write_atomic(args.json, json_text)
+    if args.json == "-":
+        sys.stdout.write(json_text)
+    else:
+        sys.stdout.write(done.text)
+        for path in (args.csv, args.json):
+            if path:
+                sys.stdout.write(f"wrote {path}\n")
+    return 1 if done.failed else 0
 
+
+def analyze_suite(
+    args: argparse.Namespace, options_of: Callable[[argparse.Namespace], Options]
+) -> int:
+    """``solar analyze SUITE`` (a folder of definition folders): every workload of every
+    definition, in one process (torch imported and its export warmed up once), each definition
+    as ``solar analyze DEFINITION`` analyses it, its text printed as it is done; a definition
+    that fails is its one line on stderr and the others go on. ``--csv``: every definition's
+    rows under one header; ``--json``: ``{"definitions": [each definition's document],
+    "failures": [...]}``; ``--stage-times``: the seconds of each stage summed, and per
+    definition. Exit code 1 when a definition failed or a workload's verification failed."""
+    from solar._files import write_atomic
+
+    for flag, given in (("--workload", args.workload), ("--measured", args.measured)):
+        if given:
+            raise ValueError(
+                f"{flag} names the workloads of one definition; not with a folder of "
+                "definitions (docs/benchmarks.md)"
+            )
+    paths = fmt.suite_definitions(args.model)
+    options = options_of(args)
+    documents: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    failures: list[dict[str, str]] = []
+    times: dict[str, float] = {}
+    per_definition: dict[str, dict[str, float]] = {}
+    failed = False
+    to_stdout = args.json != "-"
+    for path in paths:
+        own: dict[str, float] = {}
+        start = time.perf_counter()
+        try:
+            with _isolated():
+                problem = fmt.load(path)
+                done = _analyse(problem, problem.workloads, options, None, args.suite_only, own)
+        except Exception as e:  # noqa: BLE001 - one definition's failure; the others go on
+            line = _error_line(e)
+            failures.append({"definition": path, "error": line})
+            failed = True
+            print(f"solar analyze: error: {line}", file=sys.stderr, flush=True)
+            done = None
+        own["total"] = time.perf_counter() - start
+        per_definition[path] = own
+        for stage, seconds in own.items():
+            if stage != "total":
+                times[stage] = times.get(stage, 0.0) + seconds
+        if done is None:
+            continue
+        documents.append(done.document)
+        rows += done.rows
+        failed = failed or done.failed
+        if to_stdout:
+            sys.stdout.write(done.text + "\n")
+            sys.stdout.flush()
+    workloads = sum(len(d["workloads"]) for d in documents)
+    if args.stage_times:
+        _write_stage_times(args.stage_times, times, per_definition)
+    if args.csv:
+        write_atomic(args.csv, fmt.csv_text(rows, _columns(None)))
+    document = {"schema_version": SCHEMA_VERSION, "definitions": documents, "failures": failures}
+    if args.json and args.json != "-":
+        write_atomic(args.json, _json(document))
+    if args.json == "-":
+        sys.stdout.write(_json(document))
+        return 1 if failed else 0
+    names = ", ".join(os.path.basename(f["definition"]) for f in failures)
+    sys.stdout.write(
+        f"suite {args.model}: {len(paths)} definition(s), {len(documents)} analysed "
+        f"({workloads} workload(s)), {len(failures)} failed{': ' + names if names else ''}\n"
+    )
+    for path in (args.csv, args.json):
+        if path:
+            sys.stdout.write(f"wrote {path}\n")
+    return 1 if failed else 0
+
+
+@contextmanager
+def _isolated() -> Iterator[None]:
+    """One definition of a suite: torch's process-wide settings a reference may change (the
+    default dtype, grad mode, the global random state) restored after it."""
+    import torch
+
+    dtype = torch.get_default_dtype()
+    grad = torch.is_grad_enabled()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            yield
+    finally:
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+
+
+def _error_line(e: BaseException) -> str:
+    text = " ".join(str(e).split("\n")[0].split()) or type(e).__name__
+    if isinstance(e, (ValueError, OSError)):  # a user error: its one line
+        return text
+    return f"internal error: {type(e).__name__}: {text} (a bug in SOLAR: please report it)"
+
+
+@dataclass
+class _Analysed:
+    """One definition analysed: its JSON document, CSV rows, terminal text, and whether a
+    workload's verification failed."""
+
+    document: dict[str, Any]
+    rows: list[dict[str, Any]]
+    text: str
+    failed: bool
+
+
+def _analyse(
+    problem: fmt.Problem,
+    workloads: list[fmt.Workload],
+    options: Options,
+    measured: Any,
+    suite_only: bool,
+    times: dict[str, float],
+) -> _Analysed:
     from solar.torch import definition as definition_capture
 
     definition = problem.definition
@@ -78,7 +221,7 @@ def analyze_definition(
     for workload in workloads:
         try:
             report, notes, capture = definition_capture.analyse_workload(
-                definition, workload, namespace, options, captures=captures
+                definition, workload, namespace, options, times, captures
             )
         except ValueError as e:  # one line naming the workload
             text = str(e)
@@ -120,28 +263,33 @@ def analyze_definition(
         },
         "workloads": entries,
     }
-    json_text = json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n"
-    csv_text = fmt.csv_text(rows, _columns(measured))
-    if args.csv:  # all files before anything is printed
-        write_atomic(args.csv, csv_text)
-    if args.json and args.json != "-":
-        write_atomic(args.json, json_text)
-    if args.json == "-":
-        sys.stdout.write(json_text)
-    else:
-        if not args.suite_only:
-            sys.stdout.write("\n".join(tables) + "\n")
-        sys.stdout.write(fmt.suite_table(definition, rows, measured is not None))
-        sys.stdout.write(
-            f"capture: {captures.count} capture(s) for {len(entries)} workload(s), "
-            f"{captures.shared} on a capture shared with another; "
-            "SOL score T_SOL: the fused SOL (docs/benchmarks.md)\n"
-        )
-        for path in (args.csv, args.json):
-            if path:
-                sys.stdout.write(f"wrote {path}\n")
+    text = "" if suite_only else "\n".join(tables) + "\n"
+    text += fmt.suite_table(definition, rows, measured is not None)
+    text += (
+        f"capture: {captures.count} capture(s) for {len(entries)} workload(s), "
+        f"{captures.shared} on a capture shared with another; "
+        "SOL score T_SOL: the fused SOL (docs/benchmarks.md)\n"
+    )
     failed = any(e["row"]["verification"] == "failed" for e in entries)
-    return 1 if failed else 0
+    return _Analysed(document, rows, text, failed)
+
+
+def _json(document: dict[str, Any]) -> str:
+    return json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n"
+
+
+def _write_stage_times(
+    path: str, times: dict[str, float], per_definition: dict[str, dict[str, float]] | None = None
+) -> None:
+    """``--stage-times``: ``{stage: seconds}`` summed over the workloads (as for a model file);
+    for a suite also ``definitions``: each definition's stages and ``total`` (its wall time)."""
+    from solar._files import write_atomic
+    from solar.pipeline import STAGES
+
+    data: dict[str, Any] = {stage: times.get(stage, 0.0) for stage in STAGES}
+    if per_definition is not None:
+        data["definitions"] = per_definition
+    write_atomic(path, json.dumps(data, sort_keys=True, indent=1) + "\n")
 
 
 def _columns(measured: Any) -> tuple[str, ...]:
