@@ -141,7 +141,7 @@ def _random(
         return torch.randperm(math.prod(shape), generator=gen).reshape(shape).to(torch_dtype)
     if dtype == "bool":
         return torch.randint(0, 2, shape, generator=gen).bool()
-    if torch_dtype == getattr(torch, "float4_e2m1fn_x2", None):  # packed fp4: no casts to it
+    if torch_dtype == torch.float4_e2m1fn_x2:  # packed fp4: no cast to it, uniform bytes
         return torch.randint(0, 256, shape, generator=gen, dtype=torch.uint8).view(torch_dtype)
     if torch_dtype.is_floating_point:
         return torch.randn(shape, generator=gen, dtype=torch.float64).to(torch_dtype)
