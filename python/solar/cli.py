@@ -176,7 +176,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
     p.add_argument(
         "model",
         help=MODEL_HELP + "; or a kernel-benchmark definition.json (or its folder) and its "
-        "workloads (docs/benchmarks.md)",
+        "workloads, or a folder of such definition folders (docs/benchmarks.md)",
     )
     p.add_argument("--hw", default="H100-SXM", help="device (solar hw list); default H100-SXM")
     p.add_argument("--policy", help="precision policy (docs/precision.md)")
