@@ -20,9 +20,10 @@ Qwen2 7B/72B, Mixtral and DeepSeek-V3 layers; batch sizes 1 to 512, sequences up
 
 ``run SUITE [--every N] [--jobs 2] [--out DIR]``: analyses every N-th definition of SUITE (all:
 ``--every 1``), each as a user would, ``solar analyze DEF --csv DEF.csv --suite-only`` in its
-own process (``--jobs`` at a time), or all of them in one process (``--one-process``: ``solar
-analyze SUITE --csv ...`` over the folder of definitions); it writes ``DIR/times.csv`` (per
-definition: wall and CPU seconds, workloads, exit code, the error's line), ``DIR/*.csv`` (the
+own process (``--jobs`` at a time), or ``--one-process``: ``solar analyze SUITE --csv ...``
+over a folder of links to them, in ``--jobs`` processes at once (process k takes every
+jobs-th definition from the k-th: two halves on 2 cores); it writes ``DIR/times.csv`` (per
+definition: wall seconds, exit code, the error's line, the stage seconds), ``DIR/*.csv`` (the
 per-workload rows) and prints the totals, the load average before and after, and the
 projection to the whole suite when a sample was run (labelled as one).
 
@@ -854,28 +855,21 @@ def _run_one(folder: str, out: str, solar: list[str], extra: list[str]) -> dict:
     }
 
 
-def _run_together(chosen: list[str], out: str, solar: list[str], extra: list[str]) -> list[dict]:
+def _run_together(
+    chosen: list[str], out: str, solar: list[str], extra: list[str], part: int = 0
+) -> list[dict]:
     """``solar analyze SUITE`` over the chosen definitions (a folder of links to them) in one
     process; the per-definition seconds from its ``--stage-times``."""
-    together = os.path.join(out, "suite")
+    together = os.path.join(out, f"suite{part}")
     os.makedirs(together, exist_ok=True)
     for folder in chosen:
         link = os.path.join(together, os.path.basename(folder))
         if not os.path.exists(link):
             os.symlink(os.path.abspath(folder), link)
-    stages = os.path.join(out, "stages.json")
-    cmd = [
-        *solar,
-        "analyze",
-        together,
-        "--csv",
-        os.path.join(out, "suite.csv"),
-        "--suite-only",
-        "--stage-times",
-        stages,
-        *extra,
-    ]
-    with open(os.path.join(out, "stdout.txt"), "w") as f:
+    stages = os.path.join(out, f"stages{part}.json")
+    cmd = [*solar, "analyze", together, "--csv", os.path.join(out, f"suite{part}.csv")]
+    cmd += ["--suite-only", "--stage-times", stages, *extra]
+    with open(os.path.join(out, f"stdout{part}.txt"), "w") as f:
         proc = subprocess.run(cmd, stdout=f, stderr=subprocess.PIPE, text=True, check=False)
     errors: dict[str, str] = {}
     for line in proc.stderr.splitlines():
@@ -888,13 +882,14 @@ def _run_together(chosen: list[str], out: str, solar: list[str], extra: list[str
     rows = []
     for path, times in per.items():
         name = os.path.basename(path)
+        stage_seconds = {f"{k}_s": round(v, 2) for k, v in times.items() if k != "total"}
         rows.append(
             {
                 "definition": name,
                 "wall_s": round(times["total"], 2),
                 "rc": 1 if name in errors else 0,
                 "error": errors.get(name, ""),
-                **{f"{k}_s": round(v, 2) for k, v in times.items() if k != "total"},
+                **stage_seconds,
             }
         )
         print(f"{times['total']:7.1f} s {name} {errors.get(name, '')}", flush=True)
@@ -915,8 +910,13 @@ def run(args: argparse.Namespace) -> None:
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     rows: list[dict] = []
-    if args.one_process:
-        rows = _run_together(chosen, args.out, solar, extra)
+    if args.one_process:  # --jobs processes, each a suite of every jobs-th definition
+        with ThreadPoolExecutor(args.jobs) as pool:
+            parts = pool.map(
+                lambda k: _run_together(chosen[k :: args.jobs], args.out, solar, extra, k),
+                range(args.jobs),
+            )
+            rows = [row for part in parts for row in part]
     else:
         with ThreadPoolExecutor(args.jobs) as pool:
             for row in pool.map(lambda f: _run_one(f, args.out, solar, extra), chosen):
@@ -937,7 +937,7 @@ def run(args: argparse.Namespace) -> None:
     workloads = 0
     verified: dict[str, int] = {}
     if args.one_process:
-        paths = [os.path.join(args.out, "suite.csv")]
+        paths = [os.path.join(args.out, f"suite{k}.csv") for k in range(args.jobs)]
     else:
         paths = [os.path.join(args.out, f"{row['definition']}.csv") for row in rows]
     for path in paths:
@@ -947,7 +947,8 @@ def run(args: argparse.Namespace) -> None:
                     workloads += 1
                     verified[r["verification"]] = verified.get(r["verification"], 0) + 1
     failed = sum(1 for r in rows if r["rc"] != 0)
-    how = "one process" if args.one_process else f"one process per definition, jobs {args.jobs}"
+    how = f"{args.jobs} process(es) in all" if args.one_process else "one process a definition"
+    how += f", {args.jobs} at a time"
     print(
         f"definitions: {len(rows)} of {len(folders)} (every {args.every}, from {args.offset})"
         f"; failed: {failed}; workloads analysed: {workloads}; verification: {verified}"
