@@ -173,6 +173,24 @@ def run(A, A_scale, B, B_scale, alpha):
 """
 
 
+def _scaled_gemm(
+    name: str, op_type: str, axes: dict, tensors: dict, reference: str, scalars: dict
+) -> tuple[str, dict, list]:
+    """A GEMM of quantized A and B with their scales (random), C [M, N] in bf16, M over the
+    tokens of ``TOKENS``."""
+    definition = {
+        "name": name,
+        "op_type": op_type,
+        "axes": axes,
+        "inputs": tensors,
+        "outputs": {"C": _t(["M", "N"], "bfloat16")},
+        "reference": reference,
+    }
+    values = [{"M": t} for t in TOKENS]
+    inputs = _random(["A", "A_scale", "B", "B_scale"], **scalars)
+    return name, definition, _workloads(values, inputs, "m")
+
+
 def quantized_gemms() -> list[tuple[str, dict, list]]:
     out = []
     shapes = [
@@ -182,42 +200,37 @@ def quantized_gemms() -> list[tuple[str, dict, list]]:
     ]
     for n, k in shapes:  # 16 fp8 block-scaled
         n = n // 128 * 128
-        name = f"gemm_fp8_block128_n{n}_k{k}"
-        definition = {
-            "name": name,
-            "op_type": "gemm_fp8_blockscale",
-            "axes": _axes(M="var", N=n, K=k, KB=k // 128, NB=n // 128),
-            "inputs": {
-                "A": _t(["M", "K"], "float8_e4m3fn"),
-                "A_scale": _t(["M", "KB"], "float32"),
-                "B": _t(["N", "K"], "float8_e4m3fn"),
-                "B_scale": _t(["NB", "KB"], "float32"),
-            },
-            "outputs": {"C": _t(["M", "N"], "bfloat16")},
-            "reference": FP8_REF,
+        tensors = {
+            "A": _t(["M", "K"], "float8_e4m3fn"),
+            "A_scale": _t(["M", "KB"], "float32"),
+            "B": _t(["N", "K"], "float8_e4m3fn"),
+            "B_scale": _t(["NB", "KB"], "float32"),
         }
-        values = [{"M": t} for t in TOKENS]
-        inputs = _random(["A", "A_scale", "B", "B_scale"])
-        out.append((name, definition, _workloads(values, inputs, "m")))
+        axes = _axes(M="var", N=n, K=k, KB=k // 128, NB=n // 128)
+        out.append(
+            _scaled_gemm(
+                f"gemm_fp8_block128_n{n}_k{k}", "gemm_fp8_blockscale", axes, tensors, FP8_REF, {}
+            )
+        )
     for n, k in shapes[:10]:  # 10 packed fp4
-        name = f"gemm_nvfp4_n{n}_k{k}"
-        definition = {
-            "name": name,
-            "op_type": "gemm_fp4",
-            "axes": _axes(M="var", N=n, K=k, K2=k // 2, KS=k // 16),
-            "inputs": {
-                "A": _t(["M", "K2"], "float4_e2m1fn_x2"),
-                "A_scale": _t(["M", "KS"], "float8_e4m3fn"),
-                "B": _t(["N", "K2"], "float4_e2m1fn_x2"),
-                "B_scale": _t(["N", "KS"], "float8_e4m3fn"),
-                "alpha": _t(None, "float32"),
-            },
-            "outputs": {"C": _t(["M", "N"], "bfloat16")},
-            "reference": FP4_REF,
+        tensors = {
+            "A": _t(["M", "K2"], "float4_e2m1fn_x2"),
+            "A_scale": _t(["M", "KS"], "float8_e4m3fn"),
+            "B": _t(["N", "K2"], "float4_e2m1fn_x2"),
+            "B_scale": _t(["N", "KS"], "float8_e4m3fn"),
+            "alpha": _t(None, "float32"),
         }
-        values = [{"M": t} for t in TOKENS]
-        inputs = _random(["A", "A_scale", "B", "B_scale"], alpha=_scalar(0.0625))
-        out.append((name, definition, _workloads(values, inputs, "m")))
+        axes = _axes(M="var", N=n, K=k, K2=k // 2, KS=k // 16)
+        out.append(
+            _scaled_gemm(
+                f"gemm_nvfp4_n{n}_k{k}",
+                "gemm_fp4",
+                axes,
+                tensors,
+                FP4_REF,
+                {"alpha": _scalar(0.0625)},
+            )
+        )
     return out
 
 
@@ -324,6 +337,35 @@ def run(q, k, v, cu_seqlens, sm_scale):
 """
 
 
+def _paged_cache(dtype: str) -> dict:
+    shape = ["num_pages", "page_size", "num_kv_heads", "head_dim"]
+    return {"k_cache": _t(shape, dtype), "v_cache": _t(shape, dtype)}
+
+
+def _attention(
+    name: str,
+    op_type: str,
+    heads: tuple,
+    entry: str,
+    inputs: dict,
+    tokens: str,
+    reference: str,
+    dtype: str = "bfloat16",
+) -> dict:
+    """An attention definition: ``heads`` = (its own axes, query heads, kv heads, head dim),
+    the custom entry point, the inputs before ``sm_scale``, the output [tokens, heads, dim]."""
+    axes, h, kv, d = heads
+    return {
+        "name": name,
+        "op_type": op_type,
+        "axes": {**axes, **_axes(num_qo_heads=h, num_kv_heads=kv, head_dim=d)},
+        "custom_inputs_entrypoint": entry,
+        "inputs": {**inputs, "sm_scale": _t(None, "float32")},
+        "outputs": {"out": _t([tokens, "num_qo_heads", "head_dim"], dtype)},
+        "reference": reference,
+    }
+
+
 def attention() -> list[tuple[str, dict, list]]:
     out = []
     decode_shapes = [(b, p) for b in (1, 4, 16, 64) for p in (8, 32, 128, 256)]
@@ -332,29 +374,22 @@ def attention() -> list[tuple[str, dict, list]]:
         dtype = "bfloat16" if i % 4 else "float16"
         name = f"paged_decode_h{h}_kv{kv}_d{d}_ps{page}_{dtype}"
         scale = d**-0.5
-        definition = {
-            "name": name,
-            "op_type": "gqa_paged_decode",
-            "axes": _axes(
-                batch_size="var",
-                pages_per_seq="var",
-                num_pages="var",
-                page_size=page,
-                num_qo_heads=h,
-                num_kv_heads=kv,
-                head_dim=d,
-            ),
-            "custom_inputs_entrypoint": "block_tables",
-            "inputs": {
-                "q": _t(["batch_size", "num_qo_heads", "head_dim"], dtype),
-                "k_cache": _t(["num_pages", "page_size", "num_kv_heads", "head_dim"], dtype),
-                "v_cache": _t(["num_pages", "page_size", "num_kv_heads", "head_dim"], dtype),
-                "block_table": _t(["batch_size", "pages_per_seq"], "int32"),
-                "sm_scale": _t(None, "float32"),
-            },
-            "outputs": {"out": _t(["batch_size", "num_qo_heads", "head_dim"], dtype)},
-            "reference": DECODE_REF,
+        axes = _axes(batch_size="var", pages_per_seq="var", num_pages="var", page_size=page)
+        inputs = {
+            "q": _t(["batch_size", "num_qo_heads", "head_dim"], dtype),
+            **_paged_cache(dtype),
+            "block_table": _t(["batch_size", "pages_per_seq"], "int32"),
         }
+        definition = _attention(
+            name,
+            "gqa_paged_decode",
+            (axes, h, kv, d),
+            "block_tables",
+            inputs,
+            "batch_size",
+            DECODE_REF,
+            dtype,
+        )
         values = []
         for b, p in decode_shapes:
             p = max(1, p * 16 // page // (4 if page == 1 else 1))  # tokens, not pages
@@ -367,32 +402,29 @@ def attention() -> list[tuple[str, dict, list]]:
     for i, (h, kv, d) in enumerate(HEADS[:9] * 2):  # 18 paged ragged prefill
         page = 16
         name = f"paged_prefill_ragged_h{h}_kv{kv}_d{d}_ps{page}_{i // 9}"
-        definition = {
-            "name": name,
-            "op_type": "gqa_ragged_paged_prefill",
-            "axes": _axes(
-                batch_size="var",
-                total_q="var",
-                num_pages="var",
-                len_indptr="batch_size + 1",
-                page_size=page,
-                num_qo_heads=h,
-                num_kv_heads=kv,
-                head_dim=d,
-            ),
-            "custom_inputs_entrypoint": "ragged",
-            "inputs": {
-                "q": _t(["total_q", "num_qo_heads", "head_dim"], "bfloat16"),
-                "k_cache": _t(["num_pages", "page_size", "num_kv_heads", "head_dim"], "bfloat16"),
-                "v_cache": _t(["num_pages", "page_size", "num_kv_heads", "head_dim"], "bfloat16"),
-                "qo_indptr": _t(["len_indptr"], "int32"),
-                "kv_indptr": _t(["len_indptr"], "int32"),
-                "kv_indices": _t(["num_pages"], "int32"),
-                "sm_scale": _t(None, "float32"),
-            },
-            "outputs": {"out": _t(["total_q", "num_qo_heads", "head_dim"], "bfloat16")},
-            "reference": PREFILL_REF,
+        axes = _axes(
+            batch_size="var",
+            total_q="var",
+            num_pages="var",
+            len_indptr="batch_size + 1",
+            page_size=page,
+        )
+        inputs = {
+            "q": _t(["total_q", "num_qo_heads", "head_dim"], "bfloat16"),
+            **_paged_cache("bfloat16"),
+            "qo_indptr": _t(["len_indptr"], "int32"),
+            "kv_indptr": _t(["len_indptr"], "int32"),
+            "kv_indices": _t(["num_pages"], "int32"),
         }
+        definition = _attention(
+            name,
+            "gqa_ragged_paged_prefill",
+            (axes, h, kv, d),
+            "ragged",
+            inputs,
+            "total_q",
+            PREFILL_REF,
+        )
         values = [
             {"batch_size": b, "total_q": b * q, "num_pages": b * t // page}
             for b, q, t in prefill_shapes
@@ -408,28 +440,22 @@ def attention() -> list[tuple[str, dict, list]]:
     varlen_shapes = [(b, t) for b in (1, 2, 4, 8) for t in (128, 512, 1024, 2048)]
     for h, kv, d in HEADS:  # 10 varlen causal attention
         name = f"varlen_attention_h{h}_kv{kv}_d{d}"
-        definition = {
-            "name": name,
-            "op_type": "varlen_attention",
-            "axes": _axes(
-                batch_size="var",
-                total_tokens="var",
-                len_cu="batch_size + 1",
-                num_qo_heads=h,
-                num_kv_heads=kv,
-                head_dim=d,
-            ),
-            "custom_inputs_entrypoint": "seqlens",
-            "inputs": {
-                "q": _t(["total_tokens", "num_qo_heads", "head_dim"], "bfloat16"),
-                "k": _t(["total_tokens", "num_kv_heads", "head_dim"], "bfloat16"),
-                "v": _t(["total_tokens", "num_kv_heads", "head_dim"], "bfloat16"),
-                "cu_seqlens": _t(["len_cu"], "int32"),
-                "sm_scale": _t(None, "float32"),
-            },
-            "outputs": {"out": _t(["total_tokens", "num_qo_heads", "head_dim"], "bfloat16")},
-            "reference": VARLEN_REF,
+        axes = _axes(batch_size="var", total_tokens="var", len_cu="batch_size + 1")
+        inputs = {
+            "q": _t(["total_tokens", "num_qo_heads", "head_dim"], "bfloat16"),
+            "k": _t(["total_tokens", "num_kv_heads", "head_dim"], "bfloat16"),
+            "v": _t(["total_tokens", "num_kv_heads", "head_dim"], "bfloat16"),
+            "cu_seqlens": _t(["len_cu"], "int32"),
         }
+        definition = _attention(
+            name,
+            "varlen_attention",
+            (axes, h, kv, d),
+            "seqlens",
+            inputs,
+            "total_tokens",
+            VARLEN_REF,
+        )
         values = [{"batch_size": b, "total_tokens": t} for b, t in varlen_shapes]
         inputs = _random(["q", "k", "v"], cu_seqlens=CUSTOM, sm_scale=_scalar(d**-0.5))
         out.append((name, definition, _workloads(values, inputs, "varlen")))
