@@ -99,8 +99,8 @@ def run_children(
     - ``returncode``, ``total_s`` (the child's wall-clock seconds, from its start, or its fork,
       to its exit), ``cpu_s`` (the CPU seconds, user and system, of the child and the processes
       it waited for, from its start or fork to its exit; None where the system cannot say or
-      the child was killed) and ``stages_s`` (with ``stage_times``: ``{stage: seconds}``, None when the
-      child wrote none).
+      the child was killed) and ``stages_s`` (with ``stage_times``: ``{stage: seconds}``, None
+      when the child wrote none).
 
     ``server``: the fork server of ``fork`` isolation (one started, with no framework preloaded,
     and closed here when None)."""
