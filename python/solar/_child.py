@@ -97,8 +97,10 @@ def run_children(
     - ``report``: the JSON report (None without one);
     - ``error``: the child's last line on stderr, or what stopped it (None when analysed);
     - ``returncode``, ``total_s`` (the child's wall-clock seconds, from its start, or its fork,
-      to its exit) and ``stages_s`` (with ``stage_times``: ``{stage: seconds}``, None when the
-      child wrote none).
+      to its exit), ``cpu_s`` (the CPU seconds, user and system, of the child and the processes
+      it waited for, from its start or fork to its exit; None where the system cannot say or
+      the child was killed) and ``stages_s`` (with ``stage_times``: ``{stage: seconds}``, None
+      when the child wrote none).
 
     ``server``: the fork server of ``fork`` isolation (one started, with no framework preloaded,
     and closed here when None)."""
@@ -161,6 +163,7 @@ class _Child:
             argv += ["--stage-times", self.stages_path]
         argv += list(request.options)
         self.returncode: int | None = None
+        self.cpu_s: float | None = None
         self.timed_out = False
         self.start = time.perf_counter()
         self.popen: subprocess.Popen | None = None
@@ -183,10 +186,12 @@ class _Child:
         if self.returncode is not None:
             return True
         if self.popen is not None:
-            code = self.popen.poll()
+            code = self._poll_process()
         else:
             assert self.server is not None
             code = self.server.exit_code(self.pid, block=False)
+            if code is not None:
+                self.cpu_s = self.server.cpu_s.pop(self.pid, None)
         if code is None and time.perf_counter() - self.start > self.request.timeout_s:
             self.timed_out = True
             self.kill()
@@ -194,6 +199,19 @@ class _Child:
         if code is not None:
             self.returncode, self.end = code, time.perf_counter()
         return code is not None
+
+    def _poll_process(self) -> int | None:
+        """The new process's exit code (None while it runs), reaped with its CPU time where the
+        system gives it (``os.wait4``), else by ``Popen.poll``."""
+        assert self.popen is not None
+        if not hasattr(os, "wait4") or self.popen.returncode is not None:
+            return self.popen.poll()
+        pid, status, usage = os.wait4(self.popen.pid, os.WNOHANG)
+        if pid == 0:
+            return None
+        self.popen.returncode = os.waitstatus_to_exitcode(status)
+        self.cpu_s = usage.ru_utime + usage.ru_stime
+        return self.popen.returncode
 
     def kill(self) -> None:
         """Kills the child's process group and reaps the child."""
@@ -224,11 +242,13 @@ class _Child:
                 "error": f"timed out after {request.timeout_s:g} s",
                 "returncode": None,
                 "total_s": total_s,
+                "cpu_s": None,
                 "stages_s": None,
             }
         result: dict[str, Any] = {
             "returncode": self.returncode,
             "total_s": total_s,
+            "cpu_s": self.cpu_s,
             "stages_s": read_stage_times(self.stages_path) if request.stage_times else None,
         }
         if os.path.exists(self.report_path):
@@ -253,7 +273,8 @@ class ForkServer:
     """A new Python (``python -m solar._child FRAMEWORKS``) that imports the frameworks once
     (``solar.adapters.preload``) and forks the children asked of it: on its standard input one
     JSON line per child (``[argv, out, err]``), answered on its standard output by ``fork PID``;
-    ``exit PID CODE`` as each child ends (CODE as ``subprocess``'s: negative for a signal)."""
+    ``exit PID CODE CPU`` as each child ends (CODE as ``subprocess``'s: negative for a signal;
+    CPU: its user and system seconds, ``os.wait4``'s)."""
 
     def __init__(self, frameworks: Iterable[str]) -> None:
         start = time.perf_counter()
@@ -264,6 +285,7 @@ class ForkServer:
         )
         self.lines = _Lines(self.popen.stdout.fileno())  # type: ignore[union-attr]
         self.codes: dict[int, int] = {}
+        self.cpu_s: dict[int, float] = {}  # of each child that exited
         self.forked: deque[int] = deque()
         self.ready = False
         self._wait(lambda: self.ready)
@@ -310,6 +332,7 @@ class ForkServer:
                 self.forked.append(int(rest[0]))
             elif word == "exit":
                 self.codes[int(rest[0])] = int(rest[1])
+                self.cpu_s[int(rest[0])] = float(rest[2])
         if self.lines.closed:
             raise RuntimeError(f"the fork server exited ({self.popen.wait()})")
 
@@ -352,10 +375,11 @@ def serve(frameworks: Sequence[str]) -> int:
     try:
         while True:
             for pid in sorted(children):
-                done, status = os.waitpid(pid, os.WNOHANG)
+                done, status, usage = os.wait4(pid, os.WNOHANG)
                 if done:
                     children.discard(pid)
-                    say(f"exit {pid} {os.waitstatus_to_exitcode(status)}")
+                    cpu = usage.ru_utime + usage.ru_stime
+                    say(f"exit {pid} {os.waitstatus_to_exitcode(status)} {cpu!r}")
             for line in requests.read(POLL_S):
                 argv, out_path, err_path = json.loads(line)
                 pid = _fork(argv, out_path, err_path)

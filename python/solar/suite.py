@@ -19,7 +19,9 @@ problem: status, verification, coverage, counts, SOL per fidelity, headroom, vio
 and median headroom per fidelity, violations). Same inputs, same files.
 
 Stage times (docs/cli.md, "solar bench"): each child writes ``--stage-times`` (seconds of
-capture, lowering, verification, analysis) and is timed as a whole; ``stages.json`` and
+capture, lowering, verification, analysis) and is timed as a whole, in wall-clock seconds
+(``total_s``) and CPU seconds (``cpu_s``: user and system, the child's threads and the processes
+it waited for; None where the system cannot say); ``stages.json`` and
 ``stages.csv`` hold them per problem with an ``all`` row of sums and the run's own wall time
 (``wall_s``: the seconds of this ``solar bench`` run, from its start to its outputs), printed as a
 table. They are measurements, so they stay out of ``problems.*`` and ``summary.*``.
@@ -52,7 +54,7 @@ from solar._files import write_atomic
 from solar.options import add_child_arguments, child_flags
 
 TOP_LEVEL = "."
-TIMING_FIELDS = ("total_s", "stages_s")  # measured: in stages.*, not in problems.*
+TIMING_FIELDS = ("total_s", "cpu_s", "stages_s")  # measured: in stages.*, not in problems.*
 
 
 def find_problems(root: str) -> list[tuple[str, str]]:
@@ -116,7 +118,7 @@ def problem_record(level: str, rel: str, cache_state: str, ms: float | None, chi
         "measured_ms": ms,
         "cache_state": cache_state,
     }
-    record.update(total_s=child["total_s"], stages_s=child["stages_s"])
+    record.update(total_s=child["total_s"], cpu_s=child.get("cpu_s"), stages_s=child["stages_s"])
     if child["report"] is None:  # failed, crashed or timed out: all "failed" here
         record.update(status="failed", error=child["error"])
         return record
@@ -219,11 +221,14 @@ def stage_rows(records: list[dict], run: dict | None = None) -> list[dict]:
         row = {"level": r["level"], "path": r["path"], "total_s": r["total_s"]}
         row.update({f"{stage}_s": stages[stage] for stage in STAGES})
         row["other_s"] = max(0.0, r["total_s"] - sum(stages.values()))
+        row["cpu_s"] = r.get("cpu_s")
         rows.append(row)
     rows.sort(key=lambda row: (row["level"], row["path"]))
     columns = ["total_s", *(f"{stage}_s" for stage in STAGES), "other_s"]
     totals = {"level": "all", "path": None, "problems": len(rows)}
     totals.update({c: sum(row[c] for row in rows) for c in columns})
+    cpu = [row["cpu_s"] for row in rows if row["cpu_s"] is not None]
+    totals["cpu_s"] = sum(cpu) if cpu else None
     totals.update(run or {})
     return [*rows, totals]
 
@@ -274,7 +279,7 @@ def write_outputs(out: str, records: list[dict], run: dict | None = None) -> dic
     timed_rows = stage_rows(records, run)
     write_json_atomic(os.path.join(out, "stages.json"), timed_rows)
     stage_columns = ["level", "path", "problems", "total_s"]
-    stage_columns += [f"{stage}_s" for stage in STAGES] + ["other_s", *RUN_FIELDS]
+    stage_columns += [f"{stage}_s" for stage in STAGES] + ["other_s", "cpu_s", *RUN_FIELDS]
     write_atomic(os.path.join(out, "stages.csv"), _csv(timed_rows, stage_columns))
     records = [{k: v for k, v in r.items() if k not in TIMING_FIELDS} for r in records]
     write_json_atomic(os.path.join(out, "problems.json"), records)

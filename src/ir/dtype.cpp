@@ -226,6 +226,10 @@ std::string_view dtype_all_names() {
 
 double round_to_dtype(double x, DType t) {
   if (t == DType::F64) return x;
+  // f32: the hardware's double -> float conversion, which rounds to nearest, ties to even, with
+  // f32's subnormals and overflow to infinity: the value round_to_format(x, kF32) computes, in
+  // one instruction (the executor rounds every f32 value it stores). NaN kept as it is.
+  if (t == DType::F32) return std::isnan(x) ? x : static_cast<double>(static_cast<float>(x));
   if (t == DType::Bool) return x != 0.0 ? 1.0 : 0.0;  // NaN != 0: true, as in C++ and PyTorch
   if (const FloatFormat* f = narrow_format(t)) return round_to_format(x, *f);
   return round_to_integer(x, t);

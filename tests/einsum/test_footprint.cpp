@@ -278,6 +278,45 @@ TEST(UnionFootprint, MatchesBruteForce) {
   }
 }
 
+// Random unions of box slices x[b0 + b, c0 + c, h0 + h, w0 + w] of a 4-D tensor (the writes of
+// a channel concatenation, the reads of a split): their offsets interleave, so the union is taken
+// in a bitset, where runs that continue one another (w then h then c, when the slice spans whole
+// rows and planes) are set as one range. Against enumeration of the offsets.
+TEST(UnionFootprint, SlicesOfA4dTensorMatchBruteForce) {
+  std::mt19937 rng(4242);
+  const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int iteration = 0; iteration < 2000; ++iteration) {
+    const std::vector<int64_t> extent = {pick(1, 3), pick(1, 6), pick(1, 5), pick(1, 70)};
+    const std::vector<int64_t> strides = {extent[1] * extent[2] * extent[3], extent[2] * extent[3],
+                                          extent[3], 1};
+    const int64_t numel = strides[0] * extent[0];
+    std::vector<AccessMap> maps(static_cast<size_t>(pick(2, 4)));
+    std::set<int64_t> expected;
+    for (AccessMap& m : maps) {
+      m.extent = extent;
+      m.strides = strides;
+      for (size_t d = 0; d < 4; ++d) {
+        const std::string var = "x" + std::to_string(d);
+        // Whole dimensions most of the time, so that runs chain; else a sub-range.
+        const int64_t start = pick(0, 2) == 0 ? pick(0, static_cast<int>(extent[d]) - 1) : 0;
+        const int64_t size =
+            pick(0, 2) == 0 ? pick(1, static_cast<int>(extent[d] - start)) : extent[d] - start;
+        const int64_t lo = pick(0, 2);  // loops from lo: x[start - lo + v], lo <= v < lo + size
+        m.domain.push_back(box(var, lo, lo + size));
+        m.index.push_back(form(start - lo, {{var, 1}}));
+      }
+      const std::set<int64_t> values =
+          brute_force(m.flat(), m.domain, [](const ir::SymbolValues&) { return true; });
+      expected.insert(values.begin(), values.end());
+    }
+    std::vector<const AccessMap*> ptrs;
+    for (const AccessMap& m : maps) ptrs.push_back(&m);
+    const Footprint fp = union_footprint(ptrs, numel);
+    ASSERT_TRUE(fp.exact);
+    ASSERT_EQ(fp.elements, static_cast<int64_t>(expected.size())) << "iteration " << iteration;
+  }
+}
+
 // A padded view, element by element: per position (row-major), the base's flat offset or -1 (the
 // pad value). The reference the view arithmetic of view.cpp is checked against.
 struct Table {

@@ -167,6 +167,19 @@ TEST(DType, F32AndF64) {
   EXPECT_EQ(round_to_dtype(max + std::ldexp(1, 103), DType::F32), kInf);
   EXPECT_EQ(round_to_dtype(std::ldexp(1, -149), DType::F32), std::ldexp(1, -149));
   EXPECT_EQ(round_to_dtype(std::ldexp(1, -150), DType::F32), 0.0);
+  // 3 * 2^-150 lies halfway between 2^-149 (subnormal mantissa 1, odd) and 2^-148 (2, even).
+  EXPECT_EQ(round_to_dtype(3 * std::ldexp(1, -150), DType::F32), std::ldexp(1, -148));
+  // Negative values round as their magnitudes: -(1 + 3 * 2^-24) to -(1 + 2^-22); -1e300 (above
+  // the max) to -inf; -2^-151 (a quarter of the smallest subnormal) to -0, its sign kept.
+  EXPECT_EQ(round_to_dtype(-1.0 - 3 * std::ldexp(1, -24), DType::F32), -1.0 - std::ldexp(1, -22));
+  EXPECT_EQ(round_to_dtype(-1e300, DType::F32), -kInf);
+  const double tiny = round_to_dtype(-std::ldexp(1, -151), DType::F32);
+  EXPECT_EQ(tiny, 0.0);
+  EXPECT_TRUE(std::signbit(tiny));
+  EXPECT_TRUE(std::signbit(round_to_dtype(-0.0, DType::F32)));
+  EXPECT_TRUE(std::isnan(round_to_dtype(kNaN, DType::F32)));
+  // 0.1 (a double) to the nearest f32, 13421773 * 2^-27 = 0.100000001490116...
+  EXPECT_EQ(round_to_dtype(0.1, DType::F32), 13421773 * std::ldexp(1, -27));
   float f = 0;
   store_element(&f, DType::F32, 1e300);  // no undefined narrowing: stored as inf
   EXPECT_EQ(f, std::numeric_limits<float>::infinity());

@@ -80,6 +80,10 @@ def test_fork_and_process_write_the_same_bytes(tmp_path):
         assert totals["wall_s"] >= max(p["total_s"] for p in problems) > 0
         assert 0 <= totals["preload_s"] <= totals["wall_s"]
         assert (totals["preload_s"] == 0) == (isolation == "process")
+        # Each child's CPU seconds (os.wait4's, of the fork or the new process): some were spent
+        # (each imported the model file and ran torch.export), and the all row sums them.
+        assert all(p["cpu_s"] > 0 for p in problems), problems
+        assert totals["cpu_s"] == pytest.approx(sum(p["cpu_s"] for p in problems))
     for name in ("problems.json", "problems.csv", "summary.json", "summary.csv"):
         assert (runs["fork"] / name).read_bytes() == (runs["process"] / name).read_bytes(), name
     records = json.loads((runs["fork"] / "problems.json").read_text())
@@ -88,7 +92,7 @@ def test_fork_and_process_write_the_same_bytes(tmp_path):
     for rel in ("level1/relu", "level1/matmul", "level2/conv"):
         a, b = (json.loads((runs[k] / "problems" / f"{rel}.json").read_text()) for k in runs)
         for r in (a, b):
-            r.pop("total_s"), r.pop("stages_s")
+            r.pop("total_s"), r.pop("cpu_s"), r.pop("stages_s")
         assert a == b, rel
 
 
