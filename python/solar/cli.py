@@ -539,9 +539,9 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--routing",
         choices=("balanced", "concentrated"),
-        help="data-dependent reads (MoE routing, gathers): every index distinct (balanced, the "
-        "default) or all the same (concentrated, the fewest bytes any data can read; "
-        "docs/einsum.md)",
+        help="data-dependent reads (MoE routing, gathers): the fewest any data can read "
+        "(concentrated, the default: top-k of E experts read k experts a layer) or every index "
+        "distinct (balanced: min(E, B*k) experts at batch B; docs/einsum.md)",
     )
 
 

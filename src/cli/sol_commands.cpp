@@ -50,7 +50,7 @@ struct CommonArgs {
   std::vector<std::string> sets;
   std::string level = "L2";
   std::string capacity;  // empty: the level's capacity on the device
-  std::string routing = "balanced";
+  std::string routing = "concentrated";
   detail::CacheStateArgs state;           // --cache-state, --kernel-floor
   const ProgramInput* program = nullptr;  // in memory, standing for `file`
 };

@@ -1,5 +1,6 @@
 // Rules for operators that real model code (Hugging Face `transformers` models, common library
 // custom ops) reaches and the other rule families do not cover. See docs/lowering.md.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -37,7 +38,11 @@ void grouped_mm_rule(NodeLowering& n) {
       "expert", s + " in 0.." + std::to_string(rows) + ", e in 0.." + std::to_string(experts - 1),
       expert.name + "[" + s + "]", "+=", "select(" + s + " >= " + offs.name + "[e], 1.0, 0.0)");
   const TensorInfo rows_w = n.temp("weights", w.dtype, {rows, k, cols});
-  n.stmt(rows_w.name + " = take(" + w.name + ", " + expert.name + ", dim=0)");
+  // offs, the running sum of a histogram of a top-k router's experts (value facts), has as many
+  // non-empty groups as the tokens chose different experts: the rows use that many matrices.
+  const int64_t groups = std::min({n.facts(offs).groups, experts, rows});
+  const std::string distinct = groups >= 2 ? ", distinct=" + std::to_string(groups) : "";
+  n.stmt(rows_w.name + " = take(" + w.name + ", " + expert.name + ", dim=0" + distinct + ")");
   const TensorInfo acc = n.temp("acc", y.dtype, {rows, cols});
   n.kernel("mm", box_loops(acc.shape, kI) + ", k in 0.." + std::to_string(k), at_box(acc),
            "+=", x.name + "[" + s + ", k] * " + rows_w.name + "[" + s + ", k, " + j + "]");

@@ -187,9 +187,11 @@ struct TensorInfo {
 // How the footprints count the elements that data-dependent maps (take, gather, scatter) touch,
 // whose positions the data decide (docs/einsum.md, "Data-dependent accesses"):
 //   Balanced:     every index taken distinct, up to the tensor's size (a batch spread over every
-//                 expert or row it can reach; the default);
-//   Concentrated: every index the same value, the fewest elements any data can touch (all tokens
-//                 routed to one expert): a lower bound on the bytes for every routing.
+//                 expert or row it can reach: min(E, B*k) experts at batch B);
+//   Concentrated: every index the same value, or as many different values as the program
+//                 guarantees (`take(..., distinct=D)`: top-k routing reads k experts), the fewest
+//                 elements any data can touch: a lower bound on the bytes for every routing (the
+//                 default of --routing; the graph lift returns is Balanced).
 enum class Routing : uint8_t { Balanced, Concentrated };
 std::string_view routing_name(Routing r);
 Routing parse_routing(std::string_view name);  // "balanced" or "concentrated" (else UserError)

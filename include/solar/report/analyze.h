@@ -25,7 +25,7 @@ struct AnalysisOptions {
   std::vector<std::string> sets;     // --set KEY=VALUE, on the device
   std::string level = "L2";          // --level
   std::string capacity;              // --capacity; empty: the level's on the device
-  std::string routing = "balanced";  // --routing
+  std::string routing = "concentrated";  // --routing
   std::string cache_state = "cold";  // --cache-state
   std::string kernel_floor = "off";  // --kernel-floor
   std::string parallel;              // --parallel; empty with devices 0: one device
