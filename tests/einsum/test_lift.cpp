@@ -925,6 +925,26 @@ kernel copy_x {
   EXPECT_EQ(touched_elements(g, "table"), 24);
 }
 
+TEST(Lift, TakeWithDistinctIndicesReadsThatManySlicesWhenConcentrated) {
+  // A top-2-of-8 layer's expert weights w [8, 16, 32] (an expert 16*32 = 512 elements) gathered
+  // by the 2B routed ids, which hold at least 2 different values (distinct=2). Batch 1: 2 ids
+  // move 1024 elements; balanced min(8, 2) = 2 experts, 1024; concentrated 2 experts, 1024.
+  // Batch 64: 128 ids move 65536; balanced min(8, 128) = 8 experts, 4096; concentrated 2, 1024.
+  const char* text = R"(size R = 2
+input ids : i64[R]
+weight w : f32[8, 16, 32]
+output rows : f32[R, 16, 32]
+rows = take(w, ids, dim=0, distinct=2)
+)";
+  for (const auto& [r, balanced] : {std::pair<int64_t, int64_t>{2, 1024}, {128, 4096}}) {
+    Graph g = lift_text(text, {{"R", r}});
+    EXPECT_EQ(read(g, "take:rows", "w").footprint, balanced) << r;
+    assume_routing(g, Routing::Concentrated);
+    EXPECT_EQ(read(g, "take:rows", "w").footprint, 1024) << r;
+    EXPECT_EQ(read(g, "take:rows", "w").bytes, 4096) << r;  // 1024 f32
+  }
+}
+
 TEST(Lift, RoutingNames) {
   EXPECT_EQ(parse_routing("balanced"), Routing::Balanced);
   EXPECT_EQ(parse_routing("concentrated"), Routing::Concentrated);
