@@ -16,21 +16,33 @@ namespace solar::frontend {
 namespace {
 
 bool exact_integers(ir::DType t) {  // holds every integer value of an expert index exactly
-  return t == ir::DType::I64 || t == ir::DType::I32 || t == ir::DType::F32 ||
-         t == ir::DType::F64;
+  return t == ir::DType::I64 || t == ir::DType::I32 || t == ir::DType::F32 || t == ir::DType::F64;
 }
 
 bool is_integer(double v) { return std::isfinite(v) && std::floor(v) == v; }
 
 // Ops whose output 0 holds exactly the values of `self` (views, copies, sorted values).
 bool keeps_values(const std::string& op) {
-  for (const char* name :
-       {"aten.view.default", "aten._unsafe_view.default", "aten.reshape.default",
-        "aten._reshape_alias.default", "aten.unsqueeze.default", "aten.squeeze.default",
-        "aten.squeeze.dim", "aten.squeeze.dims", "aten.flatten.using_ints", "aten.clone.default",
-        "aten.alias.default", "aten.detach.default", "aten.lift_fresh_copy.default",
-        "aten.expand.default", "aten.permute.default", "aten.t.default", "aten.transpose.int",
-        "aten._to_copy.default", "aten.sort.default", "aten.sort.stable"}) {
+  for (const char* name : {"aten.view.default",
+                           "aten._unsafe_view.default",
+                           "aten.reshape.default",
+                           "aten._reshape_alias.default",
+                           "aten.unsqueeze.default",
+                           "aten.squeeze.default",
+                           "aten.squeeze.dim",
+                           "aten.squeeze.dims",
+                           "aten.flatten.using_ints",
+                           "aten.clone.default",
+                           "aten.alias.default",
+                           "aten.detach.default",
+                           "aten.lift_fresh_copy.default",
+                           "aten.expand.default",
+                           "aten.permute.default",
+                           "aten.t.default",
+                           "aten.transpose.int",
+                           "aten._to_copy.default",
+                           "aten.sort.default",
+                           "aten.sort.stable"}) {
     if (op == name) return true;
   }
   return false;

@@ -391,7 +391,8 @@ nlohmann::json origin_json(const Report& r) {
 }  // namespace
 
 std::vector<RoutedRead> routed_reads(const einsum::Graph& g) {
-  std::map<std::string, RoutedRead> reads;  // graph inputs and weights read at data-dependent places
+  std::map<std::string, RoutedRead>
+      reads;  // graph inputs and weights read at data-dependent places
   for (const einsum::Node& n : g.nodes) {
     for (const einsum::Access& a : n.reads) {
       const einsum::TensorInfo* t = g.find_tensor(a.tensor);
@@ -545,8 +546,12 @@ nlohmann::json report_to_json(const Report& r) {
     j["routing_assumptions"] = assumptions;
     nlohmann::json reads = nlohmann::json::array();
     for (const RoutedRead& rr : routed_reads(r.graph)) {
-      reads.push_back({{"tensor", rr.tensor}, {"moved", rr.moved}, {"counted", rr.counted},
-                       {"numel", rr.numel}, {"dim", rr.dim}, {"slices", rr.slices},
+      reads.push_back({{"tensor", rr.tensor},
+                       {"moved", rr.moved},
+                       {"counted", rr.counted},
+                       {"numel", rr.numel},
+                       {"dim", rr.dim},
+                       {"slices", rr.slices},
                        {"of", rr.of}});
     }
     j["routed_reads"] = reads;

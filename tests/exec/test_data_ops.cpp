@@ -61,12 +61,12 @@ TEST(Argsort, CheckerRejectsAFloatResultAndABadFlag) {
 TEST(Take, CheckerBoundsDistinct) {
   // distinct=D is at most min(X's size along dim, I's elements): w [8, 4] by 3 ids: 1..3.
   const std::string head = "input ids : i64[3]\nweight w : f32[8, 4]\noutput y : f32[3, 4]\n";
-  EXPECT_NE(user_error(head + "y = take(w, ids, dim=0, distinct=4)")
-                .find("distinct must be in 1..3"),
-            std::string::npos);
-  EXPECT_NE(user_error(head + "y = take(w, ids, dim=0, distinct=0)")
-                .find("distinct must be in 1..3"),
-            std::string::npos);
+  EXPECT_NE(
+      user_error(head + "y = take(w, ids, dim=0, distinct=4)").find("distinct must be in 1..3"),
+      std::string::npos);
+  EXPECT_NE(
+      user_error(head + "y = take(w, ids, dim=0, distinct=0)").find("distinct must be in 1..3"),
+      std::string::npos);
 }
 
 TEST(Bitwise, AndOrXorNotShiftsOnIntegers) {

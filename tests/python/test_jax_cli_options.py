@@ -95,9 +95,9 @@ def test_fidelity_no_verify_and_routing(tmp_path, capsys):
 def test_routing(tmp_path, capsys):
     model = tmp_path / "lookup.py"
     model.write_text(LOOKUP)
-    rc, balanced = analyze_json(tmp_path, capsys, model=str(model))
+    rc, balanced = analyze_json(tmp_path, capsys, "--routing", "balanced", model=str(model))
     assert rc == 0 and balanced["verification"]["status"] == "passed"
-    rc, concentrated = analyze_json(tmp_path, capsys, "--routing", "concentrated", model=str(model))
+    rc, concentrated = analyze_json(tmp_path, capsys, model=str(model))  # the default
     assert rc == 0 and concentrated["verification"]["status"] == "passed"
     assert (balanced["routing"], concentrated["routing"]) == ("balanced", "concentrated")
     # Balanced routing counts the 6 ids as 6 distinct rows of 8 f32 (192 B), concentrated as one
