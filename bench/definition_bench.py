@@ -2,13 +2,13 @@
 
 A bfloat16 GEMM definition (N = 1024, K = 512 const, M var) with ``--workloads W`` workloads
 (M = 16, 32, ..., 16 W) is written to a temporary folder and analysed as ``solar analyze``
-does, one capture per workload; the script prints the seconds of each stage summed over the
-workloads, the time of the first workload alone, and the ratio of all W to one (W when every
-workload costs the same: the figure a capture-once implementation brings down, target <= 3 for
-W = 20).
+does: captured once with M symbolic and bound to each workload (``--alone``: one capture per
+workload, as before issue 28 item 2); the script prints the seconds of each stage summed over
+the workloads, the captures made, the time of the first workload alone, and the ratio of all W
+to one (target <= 3 for W = 20).
 
     export PYTHONPATH=$PWD/build/dev/pkg
-    python3 bench/definition_bench.py [--workloads 20] [--no-verify] [--hw H100-SXM]
+    python3 bench/definition_bench.py [--workloads 20] [--alone] [--no-verify] [--hw H100-SXM]
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import tempfile
 import time
 
 from solar import definition as fmt
-from solar.torch import definition as definition_capture
 from solar.options import Options
 from solar.pipeline import STAGES
+from solar.torch import definition as definition_capture
 
 DEFINITION = {
     "name": "bench_gemm_bf16_n1024_k512",
@@ -43,6 +43,7 @@ DEFINITION = {
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workloads", type=int, default=20)
+    p.add_argument("--alone", action="store_true", help="one capture per workload")
     p.add_argument("--no-verify", action="store_true")
     p.add_argument("--hw", default="H100-SXM")
     args = p.parse_args()
@@ -57,16 +58,20 @@ def main() -> None:
                 f.write("\n")
         problem = fmt.load(folder)
         namespace = definition_capture.reference_namespace(problem.definition)
+        captures = definition_capture.Captures(
+            problem.definition, problem.workloads, namespace, once=not args.alone
+        )
         times: dict[str, float] = {}
         seconds = []
         for workload in problem.workloads:
             start = time.perf_counter()
             definition_capture.analyse_workload(
-                problem.definition, workload, namespace, options, times
+                problem.definition, workload, namespace, options, times, captures
             )
             seconds.append(time.perf_counter() - start)
     total = sum(seconds)
-    print(f"{len(seconds)} workload(s), one capture each, on {args.hw}")
+    how = "one capture each" if args.alone else "captured once, bound to each"
+    print(f"{len(seconds)} workload(s), {how}, on {args.hw}: {captures.count} capture(s)")
     for stage in STAGES:
         print(f"  {stage:<13}{times.get(stage, 0.0):8.2f} s")
     print(f"  {'total':<13}{total:8.2f} s")

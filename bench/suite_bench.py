@@ -4,7 +4,9 @@ in the same run; prints each run's wall time and their ratio (bench/README.md, "
 
     export PYTHONPATH=$(scripts/dev-python.sh build/dev)       # or devbuild.sh's PYTHONPATH
     python3 bench/suite_bench.py OUT/ [--jobs 2] [--only level1,level3] [--limit N]
+                                      [--problems level1/72,level2/100]
                                       [--isolations process,fork] [--hw H100-SXM]
+                                      [--baseline OTHER_BUILD/pkg]
     python3 bench/suite_bench.py OUT/ --generate-only          # just the model files
 
 The suite (``OUT/suite/level{1,2,3}/*.py``, each with ``Model``, ``get_inputs`` and
@@ -601,12 +603,19 @@ def generate(root: str) -> int:
     return count
 
 
-def subset(suite: str, dest: str, only: list[str] | None, limit: int | None) -> None:
-    """Links the chosen files of ``suite`` into ``dest`` (the same levels)."""
+def subset(
+    suite: str, dest: str, only: list[str] | None, limit: int | None, problems: list[str] = ()
+) -> None:
+    """Links the chosen files of ``suite`` into ``dest`` (the same levels); ``problems``:
+    ``level/N`` names, only those."""
     for level in sorted(os.listdir(suite)):
         if only and level not in only:
             continue
         names = sorted(os.listdir(os.path.join(suite, level)), key=lambda n: int(n.split("_")[0]))
+        if problems:
+            names = [n for n in names if f"{level}/{n.split('_')[0]}" in problems]
+        if not names:
+            continue
         os.makedirs(os.path.join(dest, level), exist_ok=True)
         for name in names[:limit]:
             os.symlink(
@@ -623,20 +632,36 @@ def main() -> int:
     p.add_argument("--limit", type=int, help="the first N problems of each level")
     p.add_argument("--isolations", default="process,fork")
     p.add_argument("--timeout-s", default="600")
+    p.add_argument("--problems", help="level/N names, comma-separated (level1/72,level2/100)")
     p.add_argument("--generate-only", action="store_true")
+    p.add_argument(
+        "--baseline",
+        metavar="PYTHONPATH",
+        help="also run each isolation with this PYTHONPATH (a previous build's, e.g. "
+        "/work/main/build/dev/pkg), first, and print the ratio baseline / this build",
+    )
     args = p.parse_args()
     suite = os.path.join(args.out, "suite")
     print(f"generated {generate(suite)} model files in {suite}")
     if args.generate_only:
         return 0
     chosen = suite
-    if args.only or args.limit:
+    if args.only or args.limit or args.problems:
         chosen = os.path.join(args.out, "chosen")
         if not os.path.isdir(chosen):
-            subset(suite, chosen, args.only.split(",") if args.only else None, args.limit)
+            only = args.only.split(",") if args.only else None
+            problems = [n for n in (args.problems or "").split(",") if n]
+            subset(suite, chosen, only, args.limit, problems)
     walls = {}
-    for isolation in args.isolations.split(","):
-        results = os.path.join(args.out, f"results-{isolation}")
+    runs = [(i, "") for i in args.isolations.split(",")]
+    if args.baseline:
+        runs = [(i, b) for i, _ in runs for b in ("-baseline", "")]
+    for isolation, which in runs:
+        name = isolation + which
+        results = os.path.join(args.out, f"results-{name}")
+        env = dict(os.environ)
+        if which:
+            env["PYTHONPATH"] = args.baseline
         cmd = [
             sys.executable,
             "-m",
@@ -654,18 +679,25 @@ def main() -> int:
             "--timeout-s",
             args.timeout_s,
         ]
-        print("$", " ".join(cmd), flush=True)
+        print("$", f"PYTHONPATH={args.baseline} " * bool(which) + " ".join(cmd), flush=True)
         start = time.perf_counter()
-        subprocess.run(cmd, check=True)
-        walls[isolation] = time.perf_counter() - start
+        subprocess.run(cmd, check=True, env=env)
+        walls[name] = time.perf_counter() - start
         *rows, totals = json.load(open(os.path.join(results, "stages.json")))
+        times = sorted(r["total_s"] for r in rows)
         slowest = sorted(rows, key=lambda r: -r["total_s"])[:5]
+        spread = f"median {times[len(times) // 2]:.1f} s, max {times[-1]:.1f} s" if times else ""
         print(
-            f"{isolation}: {walls[isolation]:.1f} s wall ({totals['run']} problems run); slowest: "
+            f"{name}: {walls[name]:.1f} s wall ({totals['run']} problems run, "
+            f"{totals['run'] - len(rows)} timed out or failed); {spread}; slowest: "
             + ", ".join(f"{r['path']} {r['total_s']:.1f} s" for r in slowest),
             flush=True,
         )
-    if len(walls) == 2:
+    if args.baseline:
+        for isolation, _ in runs[::2]:
+            base, new = walls[isolation + "-baseline"], walls[isolation]
+            print(f"ratio {isolation}-baseline / {isolation}: {base / new:.2f}")
+    elif len(walls) == 2:
         a, b = walls.values()
         print(f"ratio {' / '.join(walls)}: {a / b:.2f}")
     return 0

@@ -137,7 +137,7 @@ void bind_analysis(nb::module_& m) {
              const std::string& cache_state, const std::string& kernel_floor,
              const std::string& parallel, int64_t devices, size_t top,
              std::optional<double> measured_ms, const std::string& measured_on,
-             const std::string& measured_method, const std::string& measured_nodes) {
+             const std::string& measured_method, const std::string& measured_nodes, bool serving) {
             new (o) report::AnalysisOptions{
                 policy,
                 fidelity,
@@ -151,14 +151,15 @@ void bind_analysis(nb::module_& m) {
                 parallel,
                 devices,
                 top,
-                report::Measured{measured_ms, measured_on, measured_method, "", measured_nodes}};
+                report::Measured{measured_ms, measured_on, measured_method, "", measured_nodes},
+                serving};
           },
           nb::kw_only(), "policy"_a = "", "fidelity"_a = "all",
           "sizes"_a = std::vector<std::string>{}, "sets"_a = std::vector<std::string>{},
-          "level"_a = "L2", "capacity"_a = "", "routing"_a = "concentrated",
-          "cache_state"_a = "cold", "kernel_floor"_a = "off", "parallel"_a = "", "devices"_a = 0,
-          "top"_a = 10, "measured_ms"_a = nb::none(), "measured_on"_a = "",
-          "measured_method"_a = "", "measured_nodes"_a = "",
+          "level"_a = "L2", "capacity"_a = "", "routing"_a = "concentrated", "cache_state"_a = "cold",
+          "kernel_floor"_a = "off", "parallel"_a = "", "devices"_a = 0, "top"_a = 10,
+          "measured_ms"_a = nb::none(), "measured_on"_a = "", "measured_method"_a = "",
+          "measured_nodes"_a = "", "serving"_a = false,
           "`policy`: the precision policy (empty: the default); `sizes`: 'N=1024' overrides; "
           "`sets`: 'KEY=VALUE' overrides of the device; `fidelity`, `level`, `capacity`, "
           "`routing`, `cache_state` ('cold' or 'warm'), `kernel_floor` ('on' or 'off'), `top`: "
@@ -166,7 +167,8 @@ void bind_analysis(nb::module_& m) {
           "(0: tp x dp x pp): the report gains its `parallel` section (docs/parallel.md); "
           "`measured_ms`, `measured_on`, `measured_method` (how the time was measured), "
           "`measured_nodes` (the per-node times file's JSON text): the `headroom` section "
-          "(docs/calibrate.md). Values are checked by `analyze`.")
+          "(docs/calibrate.md); `serving`: a serving step, whose layout's outputs stay on the "
+          "devices that write them (docs/serving.md). Values are checked by `analyze`.")
       .def_ro("policy", &report::AnalysisOptions::policy)
       .def_ro("fidelity", &report::AnalysisOptions::fidelity)
       .def_ro("sizes", &report::AnalysisOptions::sizes)
@@ -284,7 +286,7 @@ void bind_analysis(nb::module_& m) {
             throw UserError(
                 "serving steps analysed on different devices, policies or cache states");
           }
-          serve.push_back({batch, r.analysis.results});
+          serve.push_back({batch, r.analysis.results, r.parallel});
         }
         for (const std::string& v : verification) {
           c.verification.push_back(parse_section(v, "verification"));
@@ -299,6 +301,16 @@ void bind_analysis(nb::module_& m) {
       "`steps` [(batch, Report), ...] by increasing batch (each the SOL report of that batch's "
       "step, `analyze`'s), `verification` each step's verification object as JSON text. Raises "
       "IRError for a user error (docs/serving.md).");
+
+  m.def(
+      "serving_tp",
+      [](int64_t devices, const std::string& parallel) {
+        return sol::serving_layout(devices, parallel).tp;
+      },
+      "devices"_a, "parallel"_a,
+      "The tensor-parallel degree of `--devices DEVICES --parallel PARALLEL` for `--serve` "
+      "(devices 0: not given); raises IRError for a layout serving does not take (dp, pp, mb, "
+      "sp) or a bad one (docs/serving.md).");
 
   m.def(
       "totals",

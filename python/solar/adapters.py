@@ -80,6 +80,10 @@ PRELOAD = {
     ),
     "jax": ("jax", "jax.numpy", "solar.jax"),
 }
+# Imported too when installed, whatever the framework: ``solar.ir.run`` views bf16/f8 outputs
+# as ml_dtypes arrays, and importing ml_dtypes took 5.1 s of each forked child's verification on
+# the loaded 2-core development machine (issue 29; `python -X importtime`).
+PRELOAD_OPTIONAL = ("ml_dtypes",)
 
 
 def analyze(fn: Any, example_inputs: Any, hw: str = DEFAULT_HW, **options: Any) -> Report:
@@ -195,7 +199,8 @@ def _check_options(options: dict) -> None:
 
 
 def preload(frameworks: Iterable[str]) -> list[str]:
-    """Imports ``PRELOAD``'s modules of each framework ("torch", "jax"); returns the frameworks
+    """Imports ``PRELOAD``'s modules of each framework ("torch", "jax") and those of
+    ``PRELOAD_OPTIONAL`` that are installed; returns the frameworks
     whose modules all imported (one that is not installed is left to the children, whose error
     names it)."""
     import importlib
@@ -208,6 +213,11 @@ def preload(frameworks: Iterable[str]) -> list[str]:
         except ImportError:
             continue
         loaded.append(framework)
+    for name in PRELOAD_OPTIONAL:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
     return loaded
 
 

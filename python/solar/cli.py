@@ -384,7 +384,6 @@ def options_of(args: argparse.Namespace) -> Options:
             ("--measured-ms", args.measured_ms is not None),
             ("--measurement", args.measurement is not None),
             ("--train", args.train),
-            ("--parallel", args.parallel is not None or args.devices is not None),
         )
     if args.llm and args.llm_fallback:
         raise ValueError("--llm and --llm-fallback exclude each other")

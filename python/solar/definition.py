@@ -67,6 +67,7 @@ CSV_COLUMNS = (
     "bytes_fused",
     "precision",
     "verification",
+    "capture",
 )
 SCORE_COLUMNS = ("latency_ms", "baseline_ms", "sol_score", "headroom", "score_note")
 

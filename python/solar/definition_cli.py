@@ -72,12 +72,13 @@ def analyze_definition(
 
     definition = problem.definition
     namespace = definition_capture.reference_namespace(definition)
+    captures = definition_capture.Captures(definition, workloads, namespace)
     entries: list[dict[str, Any]] = []
     tables: list[str] = []
     for workload in workloads:
         try:
-            report, notes = definition_capture.analyse_workload(
-                definition, workload, namespace, options
+            report, notes, capture = definition_capture.analyse_workload(
+                definition, workload, namespace, options, captures=captures
             )
         except ValueError as e:  # one line naming the workload
             text = str(e)
@@ -86,6 +87,7 @@ def analyze_definition(
             raise ValueError(text) from e
         row = fmt.row_of(definition, workload, report.data)
         row["index"] = workload.index
+        row["capture"] = capture
         if measured is not None:
             fmt.add_score(row, measured.get(workload.uuid))
         axes = fmt.resolve_axes(definition, workload)
@@ -107,7 +109,11 @@ def analyze_definition(
     document = {
         "schema_version": SCHEMA_VERSION,
         "definition": definition.name,
-        "capture": "one capture per workload",
+        "capture": {
+            "captures": captures.count,
+            "workloads": len(entries),
+            "shared": captures.shared,
+        },
         "sol_score": {
             "formula": "1 / (1 + (T_kernel - T_SOL) / (T_baseline - T_SOL))",
             "t_sol": "fused",
@@ -127,7 +133,8 @@ def analyze_definition(
             sys.stdout.write("\n".join(tables) + "\n")
         sys.stdout.write(fmt.suite_table(definition, rows, measured is not None))
         sys.stdout.write(
-            f"capture: one per workload ({len(entries)} capture(s)); "
+            f"capture: {captures.count} capture(s) for {len(entries)} workload(s), "
+            f"{captures.shared} on a capture shared with another; "
             "SOL score T_SOL: the fused SOL (docs/benchmarks.md)\n"
         )
         for path in (args.csv, args.json):

@@ -231,8 +231,9 @@ KEYWORDS = (
     "parallel",
     "devices",
 )
-# The keywords of ``KEYWORDS`` that are keywords of the analysis itself (``_core.AnalysisOptions``): also
-# accepted inside ``sol_options``, where ``Options.of`` folds them.
+# The keywords of ``KEYWORDS`` that are keywords of the analysis itself
+# (``_core.AnalysisOptions``): also accepted inside ``sol_options``, where ``Options.of`` folds
+# them.
 SOL_KEYWORDS = ("cache_state", "kernel_floor", "routing", "parallel", "devices")
 # The keywords of ``KEYWORDS`` that describe a serving step (docs/serving.md).
 SERVING_KEYWORDS = ("serve", "batch", "batches", "context")
@@ -265,8 +266,9 @@ def _check(options: Options) -> None:
             ("--llm", p.llm is not None),
             ("--measure", a.measured_method is not None),
             ("--measured-ms", a.measured_ms is not None),
-            ("--parallel", a.parallel is not None or a.devices is not None),
         )
+        if a.parallel is not None or a.devices is not None:
+            serving_tp(a.devices or 0, a.parallel or "")
         if not p.batches:
             raise AnalysisError("no batch size to analyse")
         for b in p.batches:
@@ -282,6 +284,17 @@ def _check(options: Options) -> None:
 
 def _given(options: dict, name: str, default: Any) -> Any:
     return default if options.get(name) is None else options[name]
+
+
+def serving_tp(devices: int, parallel: str) -> int:
+    """The tensor-parallel degree of ``--devices --parallel`` for ``--serve`` (docs/serving.md,
+    "Serving in parallel": tp only); a one-line error for any other layout."""
+    from solar import _core
+
+    try:
+        return int(_core.serving_tp(devices, parallel))
+    except ValueError as e:
+        raise AnalysisError(str(e)) from None
 
 
 def refused_with_serve(*given: tuple[str, bool]) -> None:

@@ -29,8 +29,15 @@ from solar.options import (
     AnalysisError,
 )
 
-# A conservative rate of SOLAR's reference executor (FLOP/s, 1 MAC = 2 FLOPs), for the estimate.
-EXECUTOR_FLOPS_PER_S = 1e8
+# Conservative rates of SOLAR's reference executor, for the estimate of its time
+# (``executor_seconds``), per kind of work as the einsum counts split it, each at most the
+# slowest figure measured on one core of a loaded machine (bench/README.md, "Verification
+# time"): multiply-adds (matmuls, convolutions, transposed convolutions: the GEMM fast path),
+# the other ops (elementwise, reductions, selects: the interpreter), and the bytes each op reads
+# and writes.
+EXECUTOR_MACS_PER_S = 1e8
+EXECUTOR_OPS_PER_S = 5e7
+EXECUTOR_BYTES_PER_S = 5e8
 # The stages of one analysis, in order, as ``stage_times`` names them (seconds each).
 STAGES = ("capture", "lowering", "verification", "analysis")
 
@@ -51,7 +58,7 @@ __all__ = [
     "compare_output",
     "lower",
     "lower_detailed",
-    "program_flops",
+    "executor_seconds",
     "sol_report",
     "verify",
 ]
@@ -412,10 +419,15 @@ def _first_line(text: str) -> str:
     return " ".join(lines[0].split()) if lines else ""
 
 
+class OverTimeBudgetError(Exception):
+    """Raised instead of running a program whose estimated executor time (``executor_seconds``)
+    is over the verification budget; the message says so."""
+
+
 def choose_mode(captured: Any, ir_text: Any, budget_mb: float, budget_s: float) -> tuple[str, str]:
     """ "whole_program" or "per_op", and why. The executor's time is estimated from the
-    program's FLOPs (``program_flops``: the einsum counts, not the SOL analysis, which runs once,
-    after verification)."""
+    program's counts (``executor_seconds``: the einsum counts, not the SOL analysis, which runs
+    once, after verification)."""
     if not captured.has_data:
         return "per_op", "no real inputs to run the whole program on"
     need = graph_bytes(captured.document)
@@ -424,7 +436,7 @@ def choose_mode(captured: Any, ir_text: Any, budget_mb: float, budget_s: float) 
             f"the whole program holds {_fmt_bytes(need)} of tensors, over the verification "
             f"budget of {_fmt_bytes(budget_mb * 1e6)} (--verify-budget-mb)"
         )
-    seconds = program_flops(ir_text) / EXECUTOR_FLOPS_PER_S
+    seconds = executor_seconds(ir_text)
     if seconds > budget_s:
         return "per_op", (
             f"the whole program would take about {seconds:.3g} s in SOLAR's executor, over the "
@@ -436,12 +448,32 @@ def choose_mode(captured: Any, ir_text: Any, budget_mb: float, budget_s: float) 
     )
 
 
-def program_flops(ir_text: Any) -> float:
-    """The program's FLOPs (1 MAC = 2 FLOPs; FLOPs = 2 x MACs + other ops): the einsum graph's
-    counts from the lift alone (``_core.totals``), the same as the report's ``totals.flops``,
-    without the SOL analysis (fusion, cache search)."""
+def over_time_budget(ir_text: Any, budget_s: float) -> str | None:
+    """Why running ``ir_text`` in SOLAR's executor would exceed ``budget_s`` (None: it fits)."""
+    seconds = executor_seconds(ir_text)
+    if seconds <= budget_s:
+        return None
+    return (
+        f"about {seconds:.3g} s in SOLAR's executor, over the verification budget of "
+        f"{budget_s:g} s (--verify-budget-s)"
+    )
+
+
+def executor_seconds(ir_text: Any) -> float:
+    """The estimated time of SOLAR's executor on the program: its multiply-adds at
+    ``EXECUTOR_MACS_PER_S``, its other ops at ``EXECUTOR_OPS_PER_S`` and the bytes its ops
+    read and write at ``EXECUTOR_BYTES_PER_S`` (the counts of ``_core.totals``)."""
+    t = _totals(ir_text)
+    return (
+        t["macs"] / EXECUTOR_MACS_PER_S
+        + t["other_ops"] / EXECUTOR_OPS_PER_S
+        + (t["bytes_read"] + t["bytes_written"]) / EXECUTOR_BYTES_PER_S
+    )
+
+
+def _totals(ir_text: Any) -> dict:
     try:
-        return float(_core.totals(ir_text)["flops"])
+        return _core.totals(ir_text)
     except _core.IRError as e:
         raise AnalysisError(str(e)) from e
 

@@ -99,6 +99,12 @@ def run_serving(
     program = options.program
     phase, batches, context = program.phase, program.batches, program.context
     verify = options.verification.enabled
+    analysis = options.analysis
+    if analysis.parallel is not None or analysis.devices is not None:
+        # In parallel, the step's outputs (its KV-cache rows, its logits) stay on the devices
+        # that write them (docs/serving.md, "Serving in parallel").
+        extra = (*(kv for kv in analysis.extra if kv[0] != "serving"), ("serving", True))
+        options = options.replace(analysis={"extra": extra})
     reports = []
     verifications = []
     with timed(stage_times, "capture"):

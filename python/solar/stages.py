@@ -11,6 +11,9 @@
 - ``lower(captured, options.lowering) -> Lowered``: the lowered program, held once, with its
   coverage; ``verify(lowered, options.verification) -> Verified``; ``analyse(verified,
   options.analysis) -> Analysed`` (``solar.pipeline.Report``: a handle on the engine's report).
+- ``verify_on_twin``: a capture built without weights that has a reduced twin (``twin``: a
+  ``solar.torch.serve`` step of a large causal LM) is verified on the twin, and per op at full
+  size (docs/serving.md, "Verification on a reduced twin").
 - ``run(capture, options)``: the one place the sequence is written; every entry point (``solar
   analyze``, ``solar capture``, ``solar sol MODEL.py``, bench and sweep children, ``--serve``,
   ``--train``, ``--llm``, ``--llm-fallback``, ``solar.analyze``) goes through it.
@@ -78,6 +81,9 @@ class Captured(Protocol):
     default_policy: str | None  # the framework's precision policy (JAX: jax-default)
     translation: Translation | None  # --llm: the program, already verified
     agent: list[dict] | None  # the parts the LLM agent wrote (None: no agent asked)
+    # A model built without weights: its reduced twin's step, ``() -> (Captured, what)``,
+    # verified in its place (``verify_on_twin``); None: the capture is verified itself.
+    twin: Callable[[], tuple[Any, str]] | None
 
     def to_json(self) -> str: ...
 
@@ -163,6 +169,8 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
                 "checked against the framework; the numbers are unverified"
             ),
         )
+    if captured.twin is not None and options.mode == "auto":  # built without weights
+        return Verified(lowered, verify_on_twin(lowered, options, captured.twin))
     mode, why = options.mode, f"{options.mode} verification requested"
     if mode == "auto":
         budgets = (options.budget_mb, options.budget_s)
@@ -183,7 +191,7 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
             if verification["status"] == "failed":
                 _recheck_in_float64(verification, lowered, golden)
     else:
-        verification = _verify_per_op(lowered, options.budget_mb)
+        verification = _verify_per_op(lowered, options.budget_mb, options.budget_s)
     verification["why"] = why
     notes = list(captured.golden_notes or [])
     if notes:
@@ -255,6 +263,43 @@ def recorded(lowered: Any) -> list[str]:
     return fed + [d["value_of"] for d in lowered.random if d["value_of"] not in fed]
 
 
+def verify_on_twin(
+    lowered: Lowered, options: VerificationOptions, twin: Callable[[], tuple[Any, str]]
+) -> dict:
+    """The verification of a program built without weights on its reduced twin: the twin
+    (``twin()``: its ``Captured``, with real weights, and what it is) lowered and verified as
+    any program (whole when it fits, a failed check rechecked in float64), and the full-size
+    program per op. The status is the worse of the two; the detail says exactly what ran; a
+    twin that cannot be built says so (never a silent skip)."""
+    try:
+        twin_captured, what = twin()
+    except AnalysisError as e:
+        twin_v, what = pipeline.not_run(f"{e}; the architecture was NOT run whole"), None
+    else:
+        twin_lowered = lower(twin_captured, lowered.options)
+        twin_v = verify(twin_lowered, options).verification
+    full = _verify_per_op(lowered, options.budget_mb, options.budget_s)
+    order = ("passed", "partial", "not_verified", "not_run", "failed")
+    status = max(twin_v["status"], full["status"], key=order.index)
+    if status == "not_run" and "passed" in (twin_v["status"], full["status"]):
+        status = "partial"
+    head = f"verified on {what}" if what is not None else "no reduced twin"
+    detail = f"{head}: {twin_v['status']} ({twin_v['detail']}); per op at full size: "
+    detail += f"{full['status']} ({full['detail']})"
+    verification = {
+        "status": status,
+        "mode": "twin",
+        "detail": detail,
+        "why": "the model was built without its weights (larger built for real than "
+        "--verify-budget-mb)",
+        "ops": full.get("ops", []),
+    }
+    for key in ("outputs", "not_compared", "conditioning"):
+        if key in twin_v:
+            verification[key] = twin_v[key]
+    return verification
+
+
 def _recheck_in_float64(verification: dict, lowered: Lowered, golden: dict) -> None:
     """``pipeline.recheck_in_float64`` with the capture rebuilt in float64 (nothing when the
     framework does not recheck); ``golden``: the first check's data, whose outputs give the
@@ -289,9 +334,11 @@ def _recheck_in_float64(verification: dict, lowered: Lowered, golden: dict) -> N
     pipeline.recheck_in_float64(verification, captured.document, rerun)
 
 
-def _verify_per_op(lowered: Lowered, budget_mb: float) -> dict:
+def _verify_per_op(lowered: Lowered, budget_mb: float, budget_s: float) -> dict:
     """Each distinct lowered op configuration alone at reduced size, by the capture's
-    ``per_op_cases``; "not_run" for a framework without it."""
+    ``per_op_cases``; "not_run" for a framework without it. A one-op program whose estimated
+    executor time is over ``budget_s`` is not run (``pipeline.OverTimeBudgetError``: that size is
+    refused, and the next one tried)."""
     captured = lowered.captured
     framework = framework_name(captured.document)
     disabled = lowered.options.disabled_rules
@@ -300,6 +347,9 @@ def _verify_per_op(lowered: Lowered, budget_mb: float) -> dict:
         return pipeline.lower_detailed(capture_json, False, disabled).ir
 
     def run_and_compare(ir_text: str, feed: dict, expected: dict, dtypes: dict) -> list[dict]:
+        too_slow = pipeline.over_time_budget(ir_text, budget_s)
+        if too_slow is not None:
+            raise pipeline.OverTimeBudgetError(too_slow)
         got = ir.run(ir_text, feed)
         return [
             pipeline.compare_output(n, dtypes[n], np.asarray(got[n]), e)

@@ -33,6 +33,9 @@ struct Plan {
   std::vector<Dim> batch, m, n, k;
   const Access* a = nullptr;
   const Access* b = nullptr;
+  // C's index is not known one-to-one over the batch, M and N loops (a transposed convolution
+  // scatters: out[s * x + r] += ...): the products are added into a double accumulator.
+  bool scatter = false;
 };
 
 bool uses(const Access& x, size_t l) {
@@ -117,7 +120,7 @@ std::optional<Plan> plan_gemm(const CompiledKernel& k) {
   std::vector<Dim> written = p.batch;
   written.insert(written.end(), p.m.begin(), p.m.end());
   written.insert(written.end(), p.n.begin(), p.n.end());
-  if (!one_to_one(k.out, written)) return std::nullopt;
+  p.scatter = !one_to_one(k.out, written);
   return p;
 }
 
@@ -207,9 +210,11 @@ class Gemm {
         kt_(static_cast<int64_t>(a_cols_.size())),
         pa_(static_cast<size_t>(kMC * kKC)),
         pb_(static_cast<size_t>(kKC * kNC)),
-        cbuf_(static_cast<size_t>(kMC * kNC)) {}
+        cbuf_(static_cast<size_t>(kMC * kNC)),
+        scatter_(p.scatter) {}
 
   void run() {
+    if (scatter_) start_scatter();
     for (size_t t = 0; t < c_batch_.size(); ++t) {
       const Matrix a{a_.data, loader_for(a_.dtype), a_.flat.c + a_batch_[t], a_rows_, a_cols_};
       const Matrix b{b_.data, loader_for(b_.dtype), b_.flat.c + b_batch_[t], b_rows_, b_cols_};
@@ -221,6 +226,7 @@ class Gemm {
         }
       }
     }
+    if (scatter_) finish_scatter();
   }
 
  private:
@@ -241,9 +247,51 @@ class Gemm {
     }
   }
 
+  // Calls fn(offset) for every element of C the kernel writes, in a fixed order.
+  template <typename Fn>
+  void for_each_written(Fn fn) const {
+    for (const int64_t t : c_batch_) {
+      for (const int64_t r : c_rows_) {
+        const int64_t row = k_.out.flat.c + t + r;
+        for (const int64_t c : c_cols_) fn(row + c);
+      }
+    }
+  }
+
+  // A scatter accumulates in double: in the output itself when it is f64, else in a buffer of
+  // the output's size that is rounded once into it at the end (as the interpreter does). The
+  // written elements start at 0 (a reduction initialises its own output).
+  void start_scatter() {
+    if (k_.out.dtype == ir::DType::F64) {
+      acc_ = reinterpret_cast<double*>(k_.out.data);
+    } else {
+      int64_t numel = 1;
+      for (const int64_t d : k_.out.shape) numel *= d;
+      buffer_.assign(static_cast<size_t>(numel), 0.0);
+      acc_ = buffer_.data();
+    }
+    for_each_written([&](int64_t off) { acc_[off] = 0.0; });
+  }
+
+  void finish_scatter() {
+    if (buffer_.empty()) return;
+    const Storer put = storer_for(k_.out.dtype);
+    for_each_written([&](int64_t off) { put(k_.out.data, off, acc_[off]); });
+  }
+
   void store(int64_t base, int64_t r0, int64_t mc, int64_t c0, int64_t nc) {
     const Storer put = storer_for(k_.out.dtype);
     const int64_t ldc = round_up(nc, kNR);
+    if (scatter_) {
+      for (int64_t i = 0; i < mc; ++i) {
+        const int64_t row = base + c_rows_[static_cast<size_t>(r0 + i)];
+        for (int64_t j = 0; j < nc; ++j) {
+          acc_[row + c_cols_[static_cast<size_t>(c0 + j)]] +=
+              cbuf_[static_cast<size_t>(i * ldc + j)];
+        }
+      }
+      return;
+    }
     for (int64_t i = 0; i < mc; ++i) {
       const int64_t row = base + c_rows_[static_cast<size_t>(r0 + i)];
       for (int64_t j = 0; j < nc; ++j) {
@@ -260,6 +308,9 @@ class Gemm {
   const Access& b_;
   int64_t mt_, nt_, kt_;
   std::vector<double> pa_, pb_, cbuf_;
+  bool scatter_;
+  std::vector<double> buffer_;  // a scatter's accumulator, when the output is not f64
+  double* acc_ = nullptr;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "elements.h"
 #include "solar/util/error.h"
 #include "solar/util/text.h"
 
@@ -34,6 +35,25 @@ bool is_float(ir::DType t) {
       return false;
   }
 }
+
+// A tensor's elements as doubles, kBlock at a time (load_strided: the values of Tensor::get,
+// converted in a tight loop instead of one call per element).
+constexpr int64_t kBlock = 4096;
+
+class Blocks {
+ public:
+  explicit Blocks(const Tensor& t) : t_(t), values_(static_cast<size_t>(kBlock)) {}
+  // Elements [i0, min(i0 + kBlock, n)).
+  const double* at(int64_t i0, int64_t n) {
+    load_strided(static_cast<const std::byte*>(t_.data()), t_.dtype(), i0, 1,
+                 std::min(kBlock, n - i0), values_.data());
+    return values_.data();
+  }
+
+ private:
+  const Tensor& t_;
+  std::vector<double> values_;
+};
 
 }  // namespace
 
@@ -72,26 +92,34 @@ OutputCheck compare_output(const std::string& name, const Tensor& got, const Ten
   const Tensor want = bits ? reinterpret_bits(expected, got.dtype()) : expected;
   const int64_t n = got.numel();
   double scale = 1.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double e = want.get(i);
-    if (std::isfinite(e)) scale = std::max(scale, std::abs(e));
+  Blocks expected_blocks(want);
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    const double* es = expected_blocks.at(i0, n);
+    for (int64_t l = 0; l < std::min(kBlock, n - i0); ++l) {
+      if (std::isfinite(es[l])) scale = std::max(scale, std::abs(es[l]));
+    }
   }
   double max_abs = 0.0, max_rel = 0.0;
   bool passed = true;
-  for (int64_t i = 0; i < n; ++i) {
-    const double g = got.get(i), e = want.get(i);
-    if (g == e || (std::isnan(g) && std::isnan(e))) continue;  // equal infinities and NaNs agree
-    const double diff = std::abs(g - e);
-    const double rel = diff / std::max(std::abs(e), std::numeric_limits<double>::min());
-    if (std::isnan(diff)) {
-      max_abs = max_rel = std::numeric_limits<double>::quiet_NaN();
-    } else if (!std::isnan(max_abs)) {
-      max_abs = std::max(max_abs, diff);
-      max_rel = std::max(max_rel, rel);
+  Blocks got_blocks(got);
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    const double* gs = got_blocks.at(i0, n);
+    const double* es = expected_blocks.at(i0, n);
+    for (int64_t l = 0; l < std::min(kBlock, n - i0); ++l) {
+      const double g = gs[l], e = es[l];
+      if (g == e || (std::isnan(g) && std::isnan(e))) continue;  // equal infinities, NaNs agree
+      const double diff = std::abs(g - e);
+      const double rel = diff / std::max(std::abs(e), std::numeric_limits<double>::min());
+      if (std::isnan(diff)) {
+        max_abs = max_rel = std::numeric_limits<double>::quiet_NaN();
+      } else if (!std::isnan(max_abs)) {
+        max_abs = std::max(max_abs, diff);
+        max_rel = std::max(max_rel, rel);
+      }
+      // An infinity agrees only with the same infinity (rtol * |inf| would allow anything).
+      const bool finite = std::isfinite(g) && std::isfinite(e);
+      if (!finite || !(diff <= c.tol.atol * scale + c.tol.rtol * std::abs(e))) passed = false;
     }
-    // An infinity agrees only with the same infinity (rtol * |inf| would allow anything).
-    const bool finite = std::isfinite(g) && std::isfinite(e);
-    if (!finite || !(diff <= c.tol.atol * scale + c.tol.rtol * std::abs(e))) passed = false;
   }
   if (std::isnan(max_abs)) {
     c.err_reason = "errors undefined: a NaN where the other side has a number";

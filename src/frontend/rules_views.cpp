@@ -82,8 +82,8 @@ void permute_rule(NodeLowering& n) {
   permute_to(n, perm);
 }
 
-// slice.Tensor: start and end clamped into 0..size as Python slicing does.
-void slice_rule(NodeLowering& n) {
+// slice.Tensor: start and end clamped into 0..size as Python slicing does. `x[..]` of the slice.
+std::string slice_region(NodeLowering& n) {
   const TensorInfo x = n.tensor("self");
   const int64_t dim = norm_dim(n.integer_or("dim", 0), x.rank());
   const int64_t size = x.shape[dim];
@@ -94,18 +94,33 @@ void slice_rule(NodeLowering& n) {
   for (int64_t d = 0; d < dim; ++d) slices += ":, ";
   slices += std::to_string(start) + ":" + std::to_string(end) + ":" +
             std::to_string(n.integer_or("step", 1));
-  n.stmt(n.out().name + " = " + x.name + "[" + slices + "]");
+  return x.name + "[" + slices + "]";
 }
 
-// select.int: a single index drops the dim.
-void select_rule(NodeLowering& n) {
+// select.int: a single index drops the dim. `x[..]` of the selection.
+std::string select_region(NodeLowering& n) {
   const TensorInfo x = n.tensor("self");
   const int64_t dim = norm_dim(n.integer("dim"), x.rank());
   int64_t index = n.integer("index");
   if (index < 0) index += x.shape[dim];
   std::string slices;
   for (int64_t d = 0; d < dim; ++d) slices += ":, ";
-  n.stmt(n.out().name + " = " + x.name + "[" + slices + std::to_string(index) + "]");
+  return x.name + "[" + slices + std::to_string(index) + "]";
+}
+
+void slice_rule(NodeLowering& n) { n.stmt(n.out().name + " = " + slice_region(n)); }
+void select_rule(NodeLowering& n) { n.stmt(n.out().name + " = " + select_region(n)); }
+
+// select_copy.int / slice_copy.Tensor (make_fx's functionalized views, e.g. of an input updated
+// in place): the view materialised, as view_copy is: a copy kernel over the region.
+Rule region_copy(std::string (*region)(NodeLowering&)) {
+  return [region](NodeLowering& n) {
+    const TensorInfo& y = n.out();
+    const TensorInfo v = n.temp("view", y.dtype, y.shape);
+    n.stmt(v.name + " = " + region(n));
+    const std::string at = "[" + box_index(y.rank(), kI) + "]";
+    n.kernel("copy", box_loops(y.shape, kI), y.name + at, "=", v.name + at);
+  };
 }
 
 // split_with_sizes and split.Tensor: output k is the slice of x along `dim` after the outputs
@@ -250,6 +265,8 @@ void register_view_rules(RuleTable& r) {
   r["aten.permute.default"] = permute_rule;
   r["aten.slice.Tensor"] = slice_rule;
   r["aten.select.int"] = select_rule;
+  r["aten.slice_copy.Tensor"] = region_copy(slice_region);
+  r["aten.select_copy.int"] = region_copy(select_region);
   r["aten.cat.default"] = cat_rule;
   r["aten.stack.default"] = stack_rule;
   r["aten.embedding.default"] = embedding_rule;

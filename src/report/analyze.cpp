@@ -58,7 +58,9 @@ SolReport analyze(const ir::Program& program, const std::string& device,
   r.provenance = std::move(provenance);
   add_step(r, phases, policy, analysis);
   if (options.devices != 0 || !options.parallel.empty()) {
-    add_parallel(r, sol::layout_for(options.devices, options.parallel));
+    sol::ParallelLayout layout = sol::layout_for(options.devices, options.parallel);
+    layout.serving = options.serving;
+    add_parallel(r, layout);
   }
   return make_sol_report(std::move(r), options.measured, options.top);
 }

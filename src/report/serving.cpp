@@ -46,6 +46,10 @@ std::string status_line(const nlohmann::json& v) {
   return s;
 }
 
+std::string bound_name(const sol::ServeFigures& f) {
+  return f.interconnect_bound ? "interconnect" : std::string(sol::bottleneck_name(f.bottleneck));
+}
+
 std::string batch_text(double b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", b);
@@ -60,18 +64,24 @@ nlohmann::json serving_to_json(const sol::Serving& s, const ServingContext& c) {
     const sol::ServeRow& r = s.rows[i];
     nlohmann::json figures = nlohmann::json::object();
     for (const sol::ServeFigures& f : r.figures) {
-      figures[std::string(sol::fidelity_key(f.fidelity))] = {
+      nlohmann::json& x = figures[std::string(sol::fidelity_key(f.fidelity))];
+      x = {
           {"step_s", f.step_s},
           {"tokens_per_s", f.step_s > 0 ? nlohmann::json(f.tokens_per_s) : nlohmann::json(nullptr)},
           {"compute_s", f.compute_s},
           {"memory_s", f.memory_s},
           {"bytes", f.bytes},
-          {"bottleneck", std::string(sol::bottleneck_name(f.bottleneck))}};
+          {"bottleneck", bound_name(f)}};
+      if (s.parallel) x["communication_s"] = f.comm_s;
     }
-    rows.push_back({{"batch", r.batch},
-                    {"tokens", r.tokens},
-                    {"fidelities", std::move(figures)},
-                    {"verification", verification_summary(verification_of(c, i))}});
+    nlohmann::json row = {{"batch", r.batch},
+                          {"tokens", r.tokens},
+                          {"fidelities", std::move(figures)},
+                          {"verification", verification_summary(verification_of(c, i))}};
+    if (s.parallel) {
+      row["collectives"] = {{"count", r.collectives}, {"sent_bytes_per_device", r.sent_bytes}};
+    }
+    rows.push_back(std::move(row));
   }
   nlohmann::json crossover = nlohmann::json::object();
   for (const sol::ServeCrossover& x : s.crossovers) {
@@ -80,8 +90,20 @@ nlohmann::json serving_to_json(const sol::Serving& s, const ServingContext& c) {
         {"first_compute_bound_batch", opt(x.first_compute_bound)},
         {"estimate_batch", x.estimate ? nlohmann::json(*x.estimate) : nlohmann::json(nullptr)}};
   }
+  nlohmann::json parallel = nullptr;
+  if (s.parallel) {
+    const sol::ServeParallel& p = *s.parallel;
+    parallel = {{"layout", sol::parallel_text(p.layout)},
+                {"devices", p.layout.devices()},
+                {"per_device", true},
+                {"link",
+                 {{"name", p.link},
+                  {"per_direction_bytes_per_s", p.link_bytes_per_s},
+                  {"in_network_reduction", p.in_network_reduction}}}};
+  }
   return {{"schema_version", kSchemaVersion},
           {"kind", "serving"},
+          {"parallel", std::move(parallel)},
           {"source", source_name(c.source)},
           {"hardware",
            {{"name", c.device}, {"dram_bandwidth_bytes_per_s", c.dram_bandwidth_bytes_per_s}}},
@@ -102,6 +124,17 @@ std::string render_serving(const sol::Serving& s, const ServingContext& c) {
                     std::to_string(s.context) + " tokens\n";
   out += "  precision policy: " + c.policy + "\n";
   out += "  cache state: " + std::string(sol::cache_state_name(c.cache_state)) + "\n";
+  if (s.parallel) {
+    const sol::ServeParallel& p = *s.parallel;
+    out += "  parallel: " + sol::parallel_text(p.layout) + " on " +
+           std::to_string(p.layout.devices()) + " x " + c.device + ", " +
+           (p.link.empty() ? std::string("scale-up link") : p.link) + " at " +
+           format_bandwidth(p.link_bytes_per_s) + " each way" +
+           (p.in_network_reduction ? ", reducing in the network" : "") +
+           "; every figure is per device (each holds 1/" + std::to_string(p.layout.tp) +
+           " of the weights and of the KV cache and runs its shard of the step at once: the "
+           "per-device step is what a token costs)\n";
+  }
   if (decode) {
     out += "  decode: each step makes one token per sequence, attending to " +
            std::to_string(s.context) +
@@ -132,7 +165,14 @@ std::string render_serving(const sol::Serving& s, const ServingContext& c) {
     head.emplace_back("bound");
     align += "rrl";
   }
-  head.emplace_back("DRAM bytes (" +
+  if (s.parallel) {
+    head.emplace_back("communication (" +
+                      std::string(sol::fidelity_name(s.rows.front().figures.back().fidelity)) +
+                      ")");
+    head.emplace_back("sent/device");
+    align += "rr";
+  }
+  head.emplace_back(std::string(s.parallel ? "DRAM bytes/device (" : "DRAM bytes (") +
                     std::string(sol::fidelity_name(s.rows.front().figures.back().fidelity)) + ")");
   align += "r";
   table.push_back(head);
@@ -141,7 +181,11 @@ std::string render_serving(const sol::Serving& s, const ServingContext& c) {
     for (const sol::ServeFigures& f : r.figures) {
       row.push_back(format_seconds(f.step_s));
       row.push_back(f.step_s > 0 ? format_count(f.tokens_per_s) : "n/a");
-      row.emplace_back(sol::bottleneck_name(f.bottleneck));
+      row.push_back(bound_name(f));
+    }
+    if (s.parallel) {
+      row.push_back(format_seconds(r.figures.back().comm_s));
+      row.push_back(format_bytes(r.sent_bytes));
     }
     row.push_back(format_bytes(static_cast<double>(r.figures.back().bytes)));
     table.push_back(std::move(row));

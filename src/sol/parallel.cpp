@@ -548,7 +548,7 @@ class Planner {
     for (const einsum::TensorInfo& t : g_.tensors) {
       if (t.role != ir::TensorRole::Output || !writer_.count(t.name)) continue;
       Layout& l = layout_of(ax, t.name);
-      if (ax == kDp || may_stay_sharded(t)) {
+      if (ax == kDp || may_stay_sharded(t) || layout_.serving) {
         if (l.partial) {
           const Collective c = ax == kDp ? Collective::AllReduce : Collective::ReduceScatter;
           add_comm(c, ax, t.name, kNone);

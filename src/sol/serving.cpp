@@ -24,7 +24,44 @@ ServePhase parse_serve_phase(std::string_view name) {
   throw UserError("unknown serving phase '" + std::string(name) + "' (valid: prefill, decode)");
 }
 
+ParallelLayout serving_layout(int64_t devices, std::string_view text) {
+  const ParallelLayout l = layout_for(devices, text);
+  if (l.dp > 1 || l.pp > 1 || l.microbatches > 1 || l.sequence_parallel) {
+    throw UserError("--serve takes tensor parallelism only (--parallel tp=N), not '" +
+                    std::string(text) + "' (docs/serving.md, \"Serving in parallel\")");
+  }
+  return l;
+}
+
 namespace {
+
+// The figures of one fidelity of a step on one device.
+ServeFigures figures_of(const FidelityResult& r, int64_t tokens) {
+  ServeFigures f;
+  f.fidelity = r.fidelity;
+  f.step_s = r.time_s;
+  f.tokens_per_s = r.time_s > 0 ? static_cast<double>(tokens) / r.time_s : 0;
+  f.compute_s = r.compute_s;
+  f.memory_s = r.memory_s;
+  f.bytes = r.bytes;
+  f.bottleneck = r.bottleneck;
+  return f;
+}
+
+// The figures of one fidelity of a step laid out over several devices: one device's.
+ServeFigures figures_of(const ParallelResult& r, int64_t tokens) {
+  ServeFigures f;
+  f.fidelity = r.fidelity;
+  f.step_s = r.time_s;
+  f.tokens_per_s = r.time_s > 0 ? static_cast<double>(tokens) / r.time_s : 0;
+  f.compute_s = r.terms.compute_s;
+  f.memory_s = r.terms.memory_s;
+  f.bytes = r.terms.bytes;
+  f.bottleneck = r.terms.compute_s > r.terms.memory_s ? Bottleneck::Compute : Bottleneck::Memory;
+  f.comm_s = r.terms.comm_s;
+  f.interconnect_bound = parallel_bottleneck(r.terms) == "interconnect";
+  return f;
+}
 
 ServeCrossover crossover(const std::vector<ServeRow>& rows, size_t k) {
   ServeCrossover c;
@@ -77,22 +114,30 @@ Serving summarize_serving(ServePhase phase, int64_t context, const std::vector<S
         phase == ServePhase::Decode ? step.batch : checked_mul(step.batch, context);
     if (!tokens) throw UserError("batch x context overflows");
     row.tokens = *tokens;
-    for (size_t k = 0; k < step.results.size(); ++k) {
-      const FidelityResult& r = step.results[k];
-      if (i > 0 && r.fidelity != steps[0].results[k].fidelity) {
-        throw UserError("serving steps analysed at different fidelities");
+    if (step.parallel.has_value() != steps[0].parallel.has_value() ||
+        (step.parallel && !(step.parallel->layout == steps[0].parallel->layout))) {
+      throw UserError("serving steps laid out on different devices");
+    }
+    if (step.parallel) {
+      for (const ParallelResult& r : step.parallel->results) {
+        row.figures.push_back(figures_of(r, row.tokens));
       }
-      ServeFigures f;
-      f.fidelity = r.fidelity;
-      f.step_s = r.time_s;
-      f.tokens_per_s = r.time_s > 0 ? static_cast<double>(row.tokens) / r.time_s : 0;
-      f.compute_s = r.compute_s;
-      f.memory_s = r.memory_s;
-      f.bytes = r.bytes;
-      f.bottleneck = r.bottleneck;
-      row.figures.push_back(f);
+      row.collectives = step.parallel->comms.size();
+      for (const Communication& c : step.parallel->comms) row.sent_bytes += c.sent_bytes;
+      if (row.figures.empty()) throw UserError("a serving step was analysed at no fidelity");
+    } else {
+      for (size_t k = 0; k < step.results.size(); ++k) {
+        const FidelityResult& r = step.results[k];
+        if (i > 0 && r.fidelity != steps[0].results[k].fidelity) {
+          throw UserError("serving steps analysed at different fidelities");
+        }
+        row.figures.push_back(figures_of(r, row.tokens));
+      }
     }
     s.rows.push_back(std::move(row));
+  }
+  if (const std::optional<ParallelAnalysis>& p = steps[0].parallel) {
+    s.parallel = ServeParallel{p->layout, p->link, p->link_bytes_per_s, p->in_network_reduction};
   }
   for (size_t k = 0; k < s.rows.front().figures.size(); ++k) {
     s.crossovers.push_back(crossover(s.rows, k));

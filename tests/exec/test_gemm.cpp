@@ -56,8 +56,9 @@ TEST(GemmPlan, LeavesOtherKernelsToTheInterpreter) {
       << "not a product of two reads";
 }
 
-TEST(GemmPlan, NeedsAOneToOneOutput) {
-  EXPECT_FALSE(takes_fast_path(R"(
+TEST(GemmPlan, TakesAScatterOutput) {
+  // c[i + j] is written by several (i, j): the products are added into an accumulator.
+  EXPECT_TRUE(takes_fast_path(R"(
 input a : f32[32, 32]
 input b : f32[32, 32]
 output c : f32[63]
@@ -182,6 +183,35 @@ kernel conv {
 })",
                       {{"w", r.tensor(ir::DType::F32, {6, 3, 3, 3})},
                        {"x", r.tensor(ir::DType::F32, {2, 3, 10, 10})}},
+                      1e-6);
+}
+
+TEST(GemmValues, Scatters) {
+  // convt: a strided transposed convolution (stride 2, kernel 5), y[n, o, 2p + r] += x * w,
+  // whose output positions receive 2 or 3 products each (M = n, p: 2 x 40; N = o, r: 6 x 5;
+  // K = q: 32); y's last 2 positions (2 * 39 + 4 = 82 < 84) are written by no point and keep 0.
+  // band: c[i + j] of an f64 output, accumulated in place (no buffer); K = 300 spans two
+  // 256-deep blocks, M = 131 two 128-row blocks.
+  test::Random r(7);
+  expect_same_results(R"(
+input x : f32[2, 32, 40]
+input w : f32[32, 6, 5]
+input a : f64[131, 300]
+input b : f64[20, 300]
+output y : f32[2, 6, 84]
+output c : f64[150]
+kernel convt {
+  for n in 0..2, o in 0..6, p in 0..40, r in 0..5, q in 0..32:
+    y[n, o, 2 * p + r] += x[n, q, p] * w[q, o, r]
+}
+kernel band {
+  for i in 0..131, j in 0..20, k in 0..300:
+    c[i + j] += a[i, k] * b[j, k]
+})",
+                      {{"x", r.tensor(ir::DType::F32, {2, 32, 40})},
+                       {"w", r.tensor(ir::DType::F32, {32, 6, 5})},
+                       {"a", r.tensor(ir::DType::F64, {131, 300})},
+                       {"b", r.tensor(ir::DType::F64, {20, 300})}},
                       1e-6);
 }
 

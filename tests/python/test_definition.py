@@ -399,7 +399,106 @@ def test_gemm_per_workload_macs_bytes_and_csv(tmp_path, torch):
     ]
     assert document["workloads"][0]["report"]["totals"]["macs"] == 8192
     assert "test_gemm_n64_k32: 2 workload(s)" in out
-    assert "one per workload (2 capture(s))" in out
+    # captured once (M symbolic), M bound to 4 and 16: the MACs and bytes above are each
+    # workload's own
+    assert document["capture"] == {"captures": 1, "workloads": 2, "shared": 1}
+    assert [r["capture"] for r in rows] == ["symbolic", "symbolic"]
+    assert document["workloads"][1]["notes"] == [
+        "capture shared: traced once with symbolic sizes on workload m4, bound here "
+        "(A.shape[0] = 16)"
+    ]
+    assert "capture: 1 capture(s) for 2 workload(s), 1 on a capture shared" in out
+
+
+def test_expr_axis_workloads_captured_once(tmp_path, torch):
+    workloads = [
+        {**RMSNORM_WORKLOADS[0], "uuid": uuid, "axes": {"batch": b, "seq": q}}
+        for uuid, b, q in (("b2s3", 2, 3), ("b4s5", 4, 5))
+    ]
+    folder = write(tmp_path / "rms", RMSNORM, workloads)
+    json_path = tmp_path / "r.json"
+    rc, _, err = solar("analyze", folder, "--json", str(json_path))
+    assert rc == 0, err
+    document = json.loads(json_path.read_text())
+    assert document["capture"] == {"captures": 1, "workloads": 2, "shared": 1}
+    entries = document["workloads"]
+    # tokens = batch * seq: 2 * 3 = 6 and 4 * 5 = 20 (x's first dimension, symbolic)
+    assert [e["axes"]["tokens"] for e in entries] == [6, 20]
+    # bytes fused = (x + weight + y) * 4 (f32): (6*64 + 64 + 6*64) * 4 = 832 * 4 = 3328;
+    # (20*64 + 64 + 20*64) * 4 = (1280 + 64 + 1280) * 4 = 2624 * 4 = 10496
+    assert [e["report"]["bytes"]["fused"] for e in entries] == [3328, 10496]
+    assert [e["row"]["verification"] for e in entries] == ["passed", "passed"]
+    assert "bound here (x.shape[0] = 20)" in entries[1]["notes"][-1], entries[1]["notes"]
+
+
+def test_differing_scalars_are_captured_alone(tmp_path, torch):
+    # eps is fixed in the captured program: workloads with two values share no capture
+    workloads = [
+        {**RMSNORM_WORKLOADS[0], "uuid": f"eps{i}", "inputs": {**inputs, "eps": eps}}
+        for i, (inputs, eps) in enumerate(
+            (RMSNORM_WORKLOADS[0]["inputs"], {"type": "scalar", "value": v}) for v in (1e-6, 1e-5)
+        )
+    ]
+    folder = write(tmp_path / "rms", RMSNORM, workloads)
+    json_path = tmp_path / "r.json"
+    assert solar("analyze", folder, "--json", str(json_path))[0] == 0
+    document = json.loads(json_path.read_text())
+    assert document["capture"] == {"captures": 2, "workloads": 2, "shared": 0}
+    assert [e["row"]["capture"] for e in document["workloads"]] == ["alone", "alone"]
+
+
+def test_a_size_the_trace_does_not_hold_for_is_traced_again(tmp_path, torch):
+    branch = {
+        **GEMM,
+        "reference": (
+            "import torch\n\ndef run(A, B):\n"
+            "    C = A @ B.t()\n"
+            "    return C * 2 if A.shape[0] > 8 else C\n"
+        ),
+    }
+    m32 = {**GEMM_WORKLOADS[1], "uuid": "m32", "axes": {"M": 32}}
+    m12 = {**GEMM_WORKLOADS[1], "uuid": "m12", "axes": {"M": 12}}
+    folder = write(tmp_path / "branch", branch, [*GEMM_WORKLOADS, m32, m12])
+    csv_path, json_path = tmp_path / "b.csv", tmp_path / "b.json"
+    rc, _, err = solar("analyze", folder, "--csv", str(csv_path), "--json", str(json_path))
+    assert rc == 0, err
+    document = json.loads(json_path.read_text())
+    # the trace on m4 took the branch M <= 8 (it holds for M in [2, 8]); m16 is traced again
+    # (M > 8, workloads remain), and m32 and m12 bind to that second trace
+    assert document["capture"] == {"captures": 2, "workloads": 4, "shared": 2}
+    rows = list(csv.DictReader(csv_path.open()))
+    assert [r["capture"] for r in rows] == ["symbolic"] * 4
+    notes = [w["notes"][-1] for w in document["workloads"]]
+    assert (
+        "traced once with symbolic sizes on workload m16, bound here (A.shape[0] = 12)"
+        in (notes[3])
+    )
+    reports = [w["report"] for w in document["workloads"]]
+    # MACs = M * N * K: 4 * 64 * 32 = 8192; 16 * 64 * 32 = 32768; 32 * 64 * 32 = 65536;
+    # 12 * 64 * 32 = 24576; M > 8 doubles C: M * N other ops, 16 * 64 = 1024, 32 * 64 = 2048,
+    # 12 * 64 = 768 (m4: none)
+    assert [r["totals"]["macs"] for r in reports] == [8192, 32768, 65536, 24576]
+    assert [r["totals"]["other_ops"] for r in reports] == [0, 1024, 2048, 768]
+    assert all(w["row"]["verification"] == "passed" for w in document["workloads"])
+
+
+def test_a_size_the_trace_does_not_hold_for_in_the_last_workload_is_captured_alone(tmp_path, torch):
+    fixed = {
+        **GEMM,
+        "reference": ("import torch\n\ndef run(A, B):\n    return (A @ B.t()).reshape(4, -1)\n"),
+    }
+    folder = write(tmp_path / "fixed", fixed, GEMM_WORKLOADS)
+    json_path = tmp_path / "f.json"
+    assert solar("analyze", folder, "--json", str(json_path))[0] == 0
+    document = json.loads(json_path.read_text())
+    # torch.export fixes M at 4 in the trace of reshape(4, -1) on m4 (Dim.AUTO fixes a
+    # dimension the trace's guards pin); m16, the group's last workload, is captured alone
+    why = "the symbolic capture fixed A.shape[0] at 4, here 16"
+    assert document["capture"]["captures"] == 2
+    assert [w["row"]["capture"] for w in document["workloads"]] == ["symbolic", f"alone: {why}"]
+    assert f"captured alone: {why}" in document["workloads"][1]["notes"]
+    # MACs = M * N * K: 4 * 64 * 32 = 8192; 16 * 64 * 32 = 32768
+    assert [w["report"]["totals"]["macs"] for w in document["workloads"]] == [8192, 32768]
 
 
 def test_same_input_same_bytes(tmp_path, torch):
@@ -563,3 +662,60 @@ def test_a_reference_written_for_cuda_runs_on_the_cpu(tmp_path, torch):
     assert entry["row"]["verification"] == "passed"
     # MACs = M * N * K = 4 * 64 * 32 = 8192 (the bias is made inside run: no input bytes)
     assert entry["report"]["totals"]["macs"] == 8192
+
+
+def test_a_size_of_one_is_captured_alone_and_not_traced_symbolically(tmp_path, torch):
+    # export fixes a dimension of size 1: the symbolic capture is made on m4 (the group's first
+    # workload with M >= 2), m16 binds to it, m1 is captured alone
+    m1 = {**GEMM_WORKLOADS[0], "uuid": "m1", "axes": {"M": 1}}
+    folder = write(tmp_path / "gemm", GEMM, [m1, *GEMM_WORKLOADS])
+    json_path = tmp_path / "g.json"
+    assert solar("analyze", folder, "--json", str(json_path))[0] == 0
+    document = json.loads(json_path.read_text())
+    assert document["capture"] == {"captures": 2, "workloads": 3, "shared": 1}
+    cells = [w["row"]["capture"] for w in document["workloads"]]
+    why = "the symbolic capture holds for A.shape[0] in [2, inf), here 1"
+    assert cells == [f"alone: {why}", "symbolic", "symbolic"]
+    assert f"captured alone: {why}" in document["workloads"][0]["notes"]
+    # MACs = M * N * K: 1 * 64 * 32 = 2048, 4 * 64 * 32 = 8192, 16 * 64 * 32 = 32768
+    assert [w["report"]["totals"]["macs"] for w in document["workloads"]] == [2048, 8192, 32768]
+
+
+# ---------------------------------------------------------------------------------------------
+# Precision for kernel benchmarks (docs/benchmarks.md, "Precision")
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "benchmarks")
+
+
+@pytest.mark.parametrize(
+    ("policy", "m256_us", "m4096_us", "precision"),
+    [
+        # The fp32 GEMM (examples/benchmarks/gemm_fp32: N 1024, K 512) on an H100 SXM.
+        # FLOPs 2 x M x 1024 x 512: M 256, 268,435,456; M 4096, 4,294,967,296.
+        # Bytes (A, B, C in fp32, 4 B): (256 x 512 + 1024 x 512 + 256 x 1024) x 4 = 3,670,016;
+        # (4096 x 512 + 1024 x 512 + 4096 x 1024) x 4 = 27,262,976; over 3.35e12 B/s: 1.0955 us
+        # and 8.1382 us.
+        # As PyTorch runs the reference: fp32 on the CUDA cores at 67e12 FLOP/s: compute bound,
+        # 268,435,456 / 67e12 = 4.0065 us; 4,294,967,296 / 67e12 = 64.104 us.
+        ("pytorch-cuda-default", 4.0065, 64.104, "fp32 vector"),
+        # TF32 tensor cores at 494.5e12: 0.5428 us < 1.0955 us (memory bound); 4,294,967,296 /
+        # 494.5e12 = 8.6855 us > 8.1382 us (still compute bound).
+        ("tf32", 1.0955, 8.6855, "tf32 tensor"),
+        # bf16 tensor cores at 989.5e12: 4.3405 us < 8.1382 us: both memory bound. The bytes stay
+        # fp32 (the definition's inputs and output), so no faster precision moves the SOL below.
+        ("bf16", 1.0955, 8.1382, "bf16 tensor"),
+        ("fp8", 1.0955, 8.1382, "fp8 tensor"),
+    ],
+)
+def test_the_policy_moves_an_fp32_gemms_sol(tmp_path, torch, policy, m256_us, m4096_us, precision):
+    csv_path = tmp_path / "g.csv"
+    folder = os.path.join(EXAMPLES, "gemm_fp32")
+    args = ("analyze", folder, "--policy", policy, "--no-verify", "--csv", str(csv_path))
+    rc, _, err = solar(*args)
+    assert rc == 0, err
+    rows = list(csv.DictReader(csv_path.open()))
+    assert [float(r["bytes_fused"]) for r in rows] == [3_670_016.0, 27_262_976.0]
+    fused_us = [float(r["sol_fused_ms"]) * 1e3 for r in rows]
+    assert fused_us == pytest.approx([m256_us, m4096_us], rel=1e-4)
+    assert all(r["precision"].startswith(precision) for r in rows), rows
+    assert all(r["precision"] == rows[0]["precision"] for r in rows)

@@ -241,8 +241,9 @@ def test_options_are_checked_once():
         options.Options.of(optimizer="adam")
     with pytest.raises(ValueError, match="unknown optimizer 'lion'"):
         options.Options.of(train=True, optimizer="lion")
-    with pytest.raises(ValueError, match="--parallel cannot be given with --serve"):
-        options.Options.of(serve="decode", parallel="tp=2")
+    with pytest.raises(ValueError, match="--serve takes tensor parallelism only"):
+        options.Options.of(serve="decode", parallel="tp=2,dp=2")
+    assert options.Options.of(serve="decode", parallel="tp=2").analysis.parallel == "tp=2"
     with pytest.raises(TypeError, match="unknown option"):
         options.Options.of(verfy=False)
     opts = options.Options.of("B200", cache_state="warm", routing="concentrated", fidelity="fused")

@@ -103,7 +103,10 @@ def test_pipeline_stages_and_sends():
         (["--parallel", "tp=0"], "from 1 to 65536"),
         (["--parallel", "tq=2"], "is not tp=N"),
         (["--devices", "0", "--parallel", "tp=2"], "at least 1"),
-        (["--serve", "decode", "--parallel", "tp=2"], "--parallel cannot be given with --serve"),
+        (
+            ["--serve", "decode", "--parallel", "tp=2,pp=2"],
+            "--serve takes tensor parallelism only (--parallel tp=N)",
+        ),
     ],
 )
 def test_bad_layouts_are_one_line_errors(args, message):

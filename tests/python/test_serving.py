@@ -227,3 +227,89 @@ def test_nvfp4_weights_on_thor_count_four_and_a_half_bits_a_weight():
     # The products with the stored weights run at Thor's fp4 tensor rate (1035e12).
     products = [n for n in step["nodes"] if n["macs"] > 0 and n["precision"] == "fp4 tensor"]
     assert len(products) == 2 * 7 + 1
+
+
+# Serving in parallel (docs/serving.md, "Serving in parallel"): models/serve/llama_tp.py, bf16,
+# hidden 256, 8 query heads and 4 key/value heads of 32, SwiGLU 512, vocabulary 1024, 2 layers.
+# Megatron's layout: q/k/v and gate/up column-parallel, o_proj and down row-parallel, attention by
+# head, the lm_head column-parallel over the vocabulary: each device reads 1/tp of every linear
+# weight and of the KV cache; the norms, the one embedding row, the rotary buffer and the ids are
+# read whole on every device; the logits stay sharded by vocabulary.
+TP_LINEAR = 2 * (256 * 256 + 2 * 256 * 128 + 256 * 256 + 3 * 256 * 512) + 1024 * 256  # 1,441,792
+TP_WHOLE = (2 * 2 * 256 + 256) * 2 + 256 * 2 + 16 * 2 + 2 * 8  # norms, embedding row, rotary, ids
+TP_KV = 2 * 2 * 1 * 4 * 64 * 32 * 2  # layers x (k, v) x batch x kv heads x 64 tokens x 32 x 2 B
+TP_LOGITS = 1024 * 2
+
+
+def tp_step(tp: int, hw: str) -> serving.ServingReport:
+    return serve.analyze_serving(
+        MODELS / "llama_tp.py", "decode", [1], 64, hw=hw, parallel=f"tp={tp}", verify=False
+    )
+
+
+def all_reduces(served: serving.ServingReport) -> list[dict]:
+    comms = served.steps[0].data["parallel"]["communication"]
+    return [c for c in comms if c["collective"] == "all-reduce"]
+
+
+@pytest.mark.parametrize(
+    ("tp", "hw", "bandwidth", "link", "sent", "per_device"),
+    [
+        # H100: NVLink 4, 900 GB/s, 450 GB/s each way, reducing in the network (NVLink SHARP):
+        # each device sends its 512 B buffer once. Per device: 1,441,792 x 2 B / 2 = 1,441,792 B
+        # of linear weights + 3,120 B read whole + 65,536 / 2 = 32,768 B of KV + 2,048 / 2 =
+        # 1,024 B of logits = 1,478,704 B.
+        (2, "H100-SXM", 3.35e12, 450e9, 512, 1_478_704),
+        # A100: NVLink 3, 600 GB/s, 300 GB/s each way, no in-network reduction: the ring's
+        # 2 x (4 - 1) / 4 x 512 = 768 B per device. Per device: 1,441,792 x 2 B / 4 = 720,896 +
+        # 3,120 + 65,536 / 4 = 16,384 + 2,048 / 4 = 512 = 740,912 B.
+        (4, "A100-SXM-80GB", 2.039e12, 300e9, 768, 740_912),
+    ],
+)
+def test_decode_in_tensor_parallel_is_per_device(tp, hw, bandwidth, link, sent, per_device):
+    served = tp_step(tp, hw)
+    # TP_WHOLE: norms (2 x 2 x 256 + 256) x 2 = 2,560 + embedding row 512 + rotary 16 x 2 = 32
+    # (head_dim 32: 16 inverse frequencies) + ids 16 = 3,120 B.
+    assert TP_WHOLE == 3_120 and TP_LINEAR == 1_441_792
+    assert per_device == TP_LINEAR * 2 // tp + TP_WHOLE + TP_KV // tp + TP_LOGITS // tp
+    row = served.data["rows"][0]
+    fused = row["fidelities"]["fused"]
+    assert fused["bytes"] == per_device
+    # Two all-reduces per layer (after o_proj and after down), each of the activation
+    # [1, 1, 256] in bf16: 512 B; 4 in all.
+    reduces = all_reduces(served)
+    assert len(reduces) == 4
+    for c in reduces:
+        assert c["buffer_bytes"] == 1 * 1 * 256 * 2
+        assert c["sent_bytes"] == sent
+        assert c["time_s"] == pytest.approx(sent / link)
+    assert fused["communication_s"] >= 4 * sent / link
+    # Memory bound: the per-device step is the device's bytes over its DRAM bandwidth, and the
+    # group makes one token per step.
+    assert fused["bottleneck"] == "memory"
+    assert fused["step_s"] == pytest.approx(per_device / bandwidth)
+    assert fused["tokens_per_s"] == pytest.approx(1 / fused["step_s"])
+    assert served.data["parallel"]["layout"] == f"tp={tp}"
+    assert served.data["parallel"]["per_device"] is True
+    assert "every figure is per device" in served.table
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--parallel", "tp=3"],
+            "llama_tp.py: --parallel tp=3 must divide the attention heads (8) and the "
+            "key/value heads (4) of LlamaForCausalLM",
+        ),
+        (["--parallel", "tp=8"], "--parallel tp=8 must divide the attention heads (8) and"),
+        (["--parallel", "tp=2,dp=2"], "--serve takes tensor parallelism only (--parallel tp=N)"),
+        (
+            ["--devices", "4", "--parallel", "tp=2"],
+            "uses 2 devices (tp x dp x pp), not --devices 4",
+        ),
+    ],
+)
+def test_bad_parallel_serving_is_a_one_line_error(capsys, extra, message):
+    args = ["analyze", str(MODELS / "llama_tp.py"), "--serve", "decode", "--no-verify", *extra]
+    assert message in one_line_error(capsys, args)

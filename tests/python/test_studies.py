@@ -23,9 +23,9 @@ BLOCK = re.compile(r"```console\n\$ (solar [^\n]*)\n(.*?)```", re.DOTALL)
 
 
 def docs() -> list[Path]:
-    """The study docs, the repository's README (its quick start's output), docs/parallel.md and
-    docs/benchmarks.md."""
-    extra = [ROOT / "docs" / "parallel.md", ROOT / "docs" / "benchmarks.md"]
+    """The study docs, the repository's README (its quick start's output), docs/parallel.md,
+    docs/benchmarks.md and docs/serving.md (its ```console blocks)."""
+    extra = [ROOT / "docs" / d for d in ("parallel.md", "benchmarks.md", "serving.md")]
     return [ROOT / "README.md", *sorted(STUDIES.rglob("README.md")), *extra]
 
 

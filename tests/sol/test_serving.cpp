@@ -88,5 +88,70 @@ TEST(Serving, JsonHasTheRowsAndTheCrossover) {
   EXPECT_TRUE(j["rows"][0]["verification"].is_null());
 }
 
+// A step laid out over 2 devices (tp=2): one device computes for 1 s, reads 30 B in 3 s and
+// sends in two all-reduces of 100 B each for 5 s in all; the fused per-device step is
+// max(1, 3, 5) = 5 s, bound by the interconnect; the one-device results are not used.
+ParallelAnalysis two_devices() {
+  ParallelAnalysis p;
+  p.layout.tp = 2;
+  p.link = "NVLink 4";
+  p.link_bytes_per_s = 40;  // 2 x 100 B / 40 B/s = 5 s
+  ParallelResult r;
+  r.fidelity = Fidelity::Fused;
+  r.terms = {1, 3, 30, 5, 5};  // compute, memory, bytes, communication, time
+  r.time_s = 5;
+  p.results.push_back(r);
+  for (int i = 0; i < 2; ++i) {
+    Communication c;
+    c.buffer_bytes = 100;
+    c.sent_bytes = 100;
+    c.time_s = 2.5;
+    p.comms.push_back(c);
+  }
+  return p;
+}
+
+TEST(Serving, InParallelEveryFigureIsOneDevices) {
+  const Serving s =
+      summarize_serving(ServePhase::Decode, 64, {{4, {fused(2, 6, 60)}, two_devices()}});
+  ASSERT_TRUE(s.parallel.has_value());
+  const ServeFigures& f = s.rows[0].figures.at(0);
+  EXPECT_DOUBLE_EQ(f.step_s, 5);              // the per-device step, not the one-device 6 s
+  EXPECT_DOUBLE_EQ(f.tokens_per_s, 4.0 / 5);  // the group makes batch 4 tokens a step
+  EXPECT_EQ(f.bytes, 30);
+  EXPECT_DOUBLE_EQ(f.comm_s, 5);
+  EXPECT_TRUE(f.interconnect_bound);
+  EXPECT_EQ(f.bottleneck, Bottleneck::Memory);  // of compute (1 s) and memory (3 s)
+  EXPECT_EQ(s.rows[0].collectives, 2u);
+  EXPECT_DOUBLE_EQ(s.rows[0].sent_bytes, 200);  // 2 x 100 B
+  report::ServingContext c{"m.py",           "H100-SXM", 3.35e12, "pytorch-cuda-default",
+                           CacheState::Cold, {}};
+  const nlohmann::json j = report::serving_to_json(s, c);
+  EXPECT_EQ(j["parallel"]["layout"], "tp=2");
+  EXPECT_EQ(j["parallel"]["devices"], 2);
+  EXPECT_EQ(j["rows"][0]["fidelities"]["fused"]["bottleneck"], "interconnect");
+  EXPECT_DOUBLE_EQ(j["rows"][0]["fidelities"]["fused"]["communication_s"].get<double>(), 5);
+  EXPECT_EQ(j["rows"][0]["collectives"]["count"], 2);
+  EXPECT_NE(report::render_serving(s, c).find("every figure is per device"), std::string::npos);
+  // One device: no parallel object, no communication keys.
+  const nlohmann::json one = report::serving_to_json(
+      summarize_serving(ServePhase::Decode, 64, {{4, {fused(2, 6, 60)}}}), c);
+  EXPECT_TRUE(one["parallel"].is_null());
+  EXPECT_FALSE(one["rows"][0]["fidelities"]["fused"].contains("communication_s"));
+}
+
+TEST(Serving, TakesTensorParallelismOnly) {
+  EXPECT_EQ(serving_layout(4, "tp=4").tp, 4);
+  EXPECT_EQ(serving_layout(0, "tp=2").tp, 2);
+  EXPECT_THROW(serving_layout(4, "tp=2,dp=2"), UserError);
+  EXPECT_THROW(serving_layout(2, "pp=2"), UserError);
+  EXPECT_THROW(serving_layout(2, "tp=2,sp"), UserError);
+  EXPECT_THROW(serving_layout(4, "tp=2"), UserError);  // 2 devices, not 4
+  // Steps laid out on different devices (one with a layout, one without) are refused.
+  EXPECT_THROW(summarize_serving(ServePhase::Decode, 64,
+                                 {{1, {fused(1, 2, 3)}, two_devices()}, {2, {fused(1, 2, 3)}}}),
+               UserError);
+}
+
 }  // namespace
 }  // namespace solar::sol

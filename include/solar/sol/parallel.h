@@ -68,6 +68,11 @@ struct ParallelLayout {
   int64_t microbatches = 1;
   bool sequence_parallel = false;
   bool ring = false;
+  // A serving step (docs/serving.md, "Serving in parallel"; not spelled in the text): every graph
+  // output stays on the devices that write it: each device keeps its heads' rows of the KV cache
+  // it writes, and its vocabulary shard of the logits (a sampler reduces a few values per
+  // sequence across the devices, not the logits: leaving that out errs small).
+  bool serving = false;
   int64_t devices() const { return tp * dp * pp; }
   bool operator==(const ParallelLayout&) const = default;
 };

@@ -71,6 +71,7 @@ class JaxCapture:
     rechecks_in_float64: ClassVar[bool] = False
     default_policy: ClassVar[str | None] = DEFAULT_POLICIES["jax"]
     translation: ClassVar[Any] = None
+    twin: ClassVar[None] = None
 
     def in_float64(self) -> None:
         return None

@@ -35,6 +35,7 @@ class TranslatedProgram:
     golden_notes: list[str] = field(default_factory=list)
     has_data: bool = False
     rechecks_in_float64: bool = False
+    twin: None = None
 
     def to_json(self) -> str:
         from solar.document import to_json

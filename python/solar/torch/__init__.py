@@ -63,6 +63,9 @@ class TorchCaptured:
     default_policy: str | None = None
     translation: Any = None
     rechecks_in_float64: bool = True
+    # A model built without weights: its reduced twin's step, ``() -> (TorchCaptured, what)``,
+    # verified in its place (``solar.stages.verify``; ``solar.torch.serve.twin_step``).
+    twin: Callable[[], tuple[Any, str]] | None = None
 
     @property
     def document(self) -> dict:
@@ -89,6 +92,14 @@ class TorchCaptured:
             return self.given(wanted) if callable(self.given) else self.given
         if self._real():
             return self.capture.golden(self.model, self.inputs, wanted)
+        from solar.torch.capture import check_real_build, real_build_bytes
+
+        source = str(self.document.get("source"))
+        need = real_build_bytes(self.model)
+        per_op = f"a --verify-budget-mb under {need / 1e6:.0f} to verify it per op"
+        if self.model is not None and getattr(self.model, "config", None) is not None:
+            per_op += " (--serve verifies a reduced twin of the same architecture)"
+        check_real_build(source, need, "whole-program verification", per_op)
         model, inputs = self.build()  # a model file built with FakeTensors: now for real
         real = self.capture
         if self.capture.holds_fake_values():  # lifted constants were captured as FakeTensors

@@ -21,10 +21,14 @@ Only what the op's semantics allow shrinks. An op whose sizes are tied to a grou
 (GroupNorm's channels, a grouped convolution's channels, a channel or pixel shuffle's channels:
 ``_grouped_sizes``) first tries the three maps with those sizes kept, then without; any other op
 tries them shrinking every size first, then keeping its tensors' second dims (channels), so that
-only the batch and the trailing dims shrink. PyTorch decides whether a reduced node is valid:
+only the batch and the trailing dims shrink. Then a fourth map, ``floor``, in the same plans:
+every size to S // d but none below ``MIN_SHRINK`` (a 3-D convolution whose depth 16 would
+otherwise shrink below its kernel). PyTorch decides whether a reduced node is valid:
 the op must run and give outputs of the original ranks and dtypes, and the lowering must accept
 it. If no map works, the node runs at its real size when its tensors fit ``real_budget_bytes``
-(a reduced map over that budget is not tried); otherwise it is listed as not verified.
+(a reduced map over that budget is not tried) and ``run_and_compare`` accepts its time (it
+raises ``solar.pipeline.OverTimeBudgetError`` when the one-node program's estimated executor time is
+over ``--verify-budget-s``); otherwise it is listed as not verified, with each size's reason.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any
 
 import torch
 
+from solar.pipeline import OverTimeBudgetError
 from solar.torch._golden import deterministic_dropout, to_numpy
 from solar.torch._serialize import DTYPES
 
@@ -87,6 +92,8 @@ def _mapping(sizes: set[int], d: int, mode: str) -> dict[int, int]:
         return {}
     if mode in ("exact", "leading"):
         return {s: s // d for s in sizes if s % d == 0}
+    if mode == "floor":
+        return {s: max(MIN_SHRINK, s // d) for s in sizes}
     return {s: max(1, math.ceil(s / d)) for s in sizes}
 
 
@@ -382,30 +389,38 @@ def _candidates(node, shapes, dtypes, real_budget_bytes):
     """(label, size map) to try in turn. Plans: an op whose sizes are tied to a group count
     (``_grouped_sizes``) first keeps those sizes, then shrinks freely; any other op shrinks
     freely first, then keeps its tensors' second dims (channels). Each plan tries the
-    ``exact``, ``leading`` and ``ceil`` maps; a map whose tensors exceed ``real_budget_bytes``
-    is skipped."""
+    ``exact``, ``leading`` and ``ceil`` maps, then each the ``floor`` map; a map whose tensors
+    exceed ``real_budget_bytes`` is skipped."""
     grouped = {s for s in _grouped_sizes(node, shapes) if s >= MIN_SHRINK}
     channels = {s for s in _channel_sizes(node, shapes) if s >= MIN_SHRINK}
     plans = [grouped, set()] if grouped else [set(), channels]
     tried = []
-    for kept in plans:
-        for mode in ("exact", "leading", "ceil"):
-            sizes = _sizes(node, shapes, leading=mode == "leading") - kept
-            d = 1
-            while _footprint(node, shapes, dtypes, _full_mapping(node, shapes, sizes, d, mode)) > (
-                TARGET_BYTES
+    # The ``floor`` map last: every size to S / d but not below MIN_SHRINK, so that a size an
+    # op needs (a convolution's spatial dims against its kernel) is not shrunk to nothing.
+    for mode, kept in [(m, k) for k in plans for m in ("exact", "leading", "ceil")] + [
+        ("floor", k) for k in plans
+    ]:
+        sizes = _sizes(node, shapes, leading=mode == "leading") - kept
+        d = 1
+        while _footprint(node, shapes, dtypes, _full_mapping(node, shapes, sizes, d, mode)) > (
+            TARGET_BYTES
+        ):
+            if d > max(sizes, default=1):
+                break
+            if mode == "floor" and _full_mapping(node, shapes, sizes, 2 * d, mode) == (
+                _full_mapping(node, shapes, sizes, d, mode)
             ):
-                if d > max(sizes, default=1):
-                    break
-                d *= 2
-            mapping = _full_mapping(node, shapes, sizes, d, mode)
-            if not mapping or mapping in tried:
-                continue
-            tried.append(mapping)
-            if _footprint(node, shapes, dtypes, mapping) > real_budget_bytes:
-                continue
-            keeping = f", keeping {', '.join(map(str, sorted(kept)))}" if kept else ""
-            yield f"reduced ({mode}, sizes / {d}{keeping})", mapping
+                break  # every size at its floor: a larger d changes nothing
+            d *= 2
+        mapping = _full_mapping(node, shapes, sizes, d, mode)
+        if not mapping or mapping in tried:
+            continue
+        tried.append(mapping)
+        if _footprint(node, shapes, dtypes, mapping) > real_budget_bytes:
+            continue
+        keeping = f", keeping {', '.join(map(str, sorted(kept)))}" if kept else ""
+        floor = f", at least {MIN_SHRINK}" if mode == "floor" else ""
+        yield f"reduced ({mode}, sizes / {d}{floor}{keeping})", mapping
     if _footprint(node, shapes, dtypes, {}) <= real_budget_bytes:
         yield "real size", {}
 
@@ -468,7 +483,11 @@ def _check(nodes: list[dict], k: int, tensors: tuple[dict, dict], engine: _Engin
             continue
         feed = {n: to_numpy(t) for n, t in inputs.items()}
         expected = {n: to_numpy(t) for n, t in outputs.items()}
-        compared = engine.run_and_compare(ir, feed, expected, dtypes)
+        try:
+            compared = engine.run_and_compare(ir, feed, expected, dtypes)
+        except OverTimeBudgetError as e:  # too slow at this size in SOLAR's executor: the next one
+            errors.append(f"{how}: {e}")
+            continue
         entry.update(
             size=how,
             shapes={n: list(t.shape) for n, t in {**inputs, **outputs}.items()},

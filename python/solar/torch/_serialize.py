@@ -57,10 +57,14 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 def serialize(
-    traced: Traced, source: str | None
+    traced: Traced, source: str | None, sizes: dict | None = None
 ) -> tuple[dict, dict[str, str], dict[str, list[str | None]]]:
     """The capture document, the capture name of every FX node that holds a tensor, and the
-    element names of every multi-output FX node (``None`` for an element that is no tensor)."""
+    element names of every multi-output FX node (``None`` for an element that is no tensor).
+    ``sizes``: the value of each symbol of a capture with symbolic sizes (sympy symbol -> int,
+    solar.torch._symbolic): every symbolic size is written as its value under them, and the
+    nodes that compute sizes (``aten.sym_size.int``, ``operator.mul`` of sizes, ...) are not
+    written (their values are, where they are read)."""
     graph = traced.graph
     names = NameTable()
     tensor_name: dict[str, str] = {}  # FX node name -> capture tensor name
@@ -117,7 +121,7 @@ def serialize(
                 "name": name,
                 "role": roles.get(name, "intermediate"),
                 "dtype": dtype,
-                "shape": [int(s) for s in val.shape],
+                "shape": [int(bound(s, sizes)) for s in val.shape],
             }
         )
 
@@ -131,6 +135,8 @@ def serialize(
             continue
         if node.op != "call_function":
             raise CaptureError(f"unsupported FX node '{node.name}' ({node.op})")
+        if sizes is not None and _symbolic_scalar(val):
+            continue  # a size computed from sizes: its value is written where it is read
         if node.target is operator.getitem and node.args[0].name in multi:
             continue  # resolved: its tensor is listed with the op that produced it
         op = _op_name(node.target)
@@ -149,7 +155,7 @@ def serialize(
         entry = {
             "name": out_names[0] if node.name not in multi else names.take(node.name),
             "op": op,
-            "args": _args(node, tensor_name),
+            "args": _args(node, tensor_name, sizes),
             "outputs": out_names,
         }
         location = _location(node, source)
@@ -176,11 +182,11 @@ def serialize(
     return doc, tensor_name, multi
 
 
-def _args(node: torch.fx.Node, tensor_name: dict[str, str]) -> dict:
+def _args(node: torch.fx.Node, tensor_name: dict[str, str], sizes: dict | None = None) -> dict:
     target = node.target
     if not isinstance(target, torch._ops.OpOverload):
         # Not an ATen op (e.g. a higher-order op): positional arguments as arg0, arg1, ...
-        return {f"arg{i}": _value(a, tensor_name) for i, a in enumerate(node.args)}
+        return {f"arg{i}": _value(a, tensor_name, sizes) for i, a in enumerate(node.args)}
     args = {}
     positional = list(node.args)
     for i, arg in enumerate(target._schema.arguments):
@@ -195,11 +201,36 @@ def _args(node: torch.fx.Node, tensor_name: dict[str, str]) -> dict:
             value = positional[i]
         if any(t in str(arg.type) for t in _DROPPED_ARG_TYPES):
             continue
-        args[arg.name] = _value(value, tensor_name)
+        args[arg.name] = _value(value, tensor_name, sizes)
     return args
 
 
-def _value(value: Any, tensor_name: dict[str, str]) -> Any:
+def _symbolic_scalar(value: Any) -> bool:
+    return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+def bound(value: Any, sizes: dict | None) -> Any:
+    """``value`` with the symbols of a symbolic size bound to ``sizes`` (sympy symbol -> int),
+    evaluated as Python evaluates it (``torch.utils._sympy``'s reference semantics: floor
+    division, true division in float64); a plain value, or any value when ``sizes`` is None,
+    as it is. A symbol without a value is a CaptureError."""
+    if sizes is None or not _symbolic_scalar(value):
+        return value
+    from torch.utils._sympy.interp import sympy_interp
+    from torch.utils._sympy.reference import PythonReferenceAnalysis
+
+    expr = value.node.expr
+    free = sorted(str(s) for s in expr.free_symbols if s not in sizes)
+    if free:
+        raise CaptureError(f"size '{expr}' depends on {', '.join(free)}, which has no value")
+    return sympy_interp(PythonReferenceAnalysis, sizes, expr)
+
+
+def _value(value: Any, tensor_name: dict[str, str], sizes: dict | None = None) -> Any:
+    if isinstance(value, torch.fx.Node) and sizes is not None:
+        if _symbolic_scalar(value.meta.get("val")):  # a size computed in the graph
+            return _value(bound(value.meta["val"], sizes), tensor_name)
+    value = bound(value, sizes)
     if isinstance(value, torch.fx.Node):
         if value.name not in tensor_name:
             raise CaptureError(f"argument '{value.name}' is not a tensor")
@@ -220,7 +251,7 @@ def _value(value: Any, tensor_name: dict[str, str]) -> Any:
     if isinstance(value, torch.dtype):
         return dtype_name(value)
     if isinstance(value, (list, tuple)):
-        return [_value(v, tensor_name) for v in value]
+        return [_value(v, tensor_name, sizes) for v in value]
     if isinstance(value, (torch.device, torch.layout, torch.memory_format)):
         return str(value)
     raise CaptureError(f"argument value {value!r} of type {type(value).__name__} is not supported")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
+import sys
 import traceback
 import warnings
 from dataclasses import dataclass, field
@@ -41,7 +42,9 @@ class Binding:
     path of a plain tensor attribute, e.g. ``h0``), "constant" (``value``: the lifted tensor),
     "output" (``index``: position among the flattened tensor outputs), "buffer_mutation"
     (``target``: the buffer that receives the value), "attribute_update" (``target``: the plain
-    tensor attribute the forward assigned the value to)."""
+    tensor attribute the forward assigned the value to), "input_mutation" (``target``: the name
+    of the input the forward updated in place, ``index`` its position; the value is the rows
+    the update wrote, or the whole new value: ``_mutation_output``)."""
 
     kind: str
     index: int = -1
@@ -61,11 +64,18 @@ class Traced:
     # A training step's phase of every call node, by FX name (capture/_train.py): "forward",
     # "backward" or "optimizer"; empty for an inference capture.
     phases: dict[str, str] = field(default_factory=dict)
+    # What the capture assumed, for the report: a device mapped, values specialised on.
+    notes: list[str] = field(default_factory=list)
+    # Whether a golden run must run the captured graph (an input mutation's output is the rows
+    # written, which the model's own run does not return).
+    golden_from_graph: bool = False
 
 
-def trace(model: Any, args: tuple) -> Traced:
+def trace(model: Any, args: tuple, dynamic_shapes: Any = None) -> Traced:
     """Traces ``model(*args)``; ``model`` is an nn.Module or a function of tensors. The model is
-    left as it was (its tensor attributes keep their values)."""
+    left as it was (its tensor attributes keep their values). ``dynamic_shapes``: torch.export's,
+    for a capture with symbolic sizes (solar.torch._symbolic); torch.export only (its failure is
+    a CaptureError, not the make_fx fallback)."""
     module = model if isinstance(model, nn.Module) else _FunctionModule(model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecation notices
@@ -73,29 +83,232 @@ def trace(model: Any, args: tuple) -> Traced:
         # traced as inputs here (module docstring); the others are its own parameter swaps
         warnings.filterwarnings("ignore", message=".*assigned during export")
         attributes = tensor_attributes(module)
+        on_cpu = on_cpu_mode()
         try:
-            return _trace(module, args, attributes)
+            with on_cpu, _quiet_data_dependent_errors():
+                traced = _trace(module, args, attributes, dynamic_shapes)
         finally:
             for attr in attributes:  # the tracers set them to fake tensors
                 attr.owner.__dict__[attr.key] = attr.value
+        if on_cpu.mapped:
+            traced.notes.insert(0, cuda_note())
+        return traced
 
 
-def _trace(module: nn.Module, args: tuple, attributes: list[Attribute]) -> Traced:
+def on_cpu_mode() -> Any:
+    """A fresh device mapping (``solar.torch._device.OnCpu``): a program written for a GPU
+    (``device="cuda"``, ``.cuda()``, ``.to("cuda")``) runs on the CPU; ``mapped`` says whether
+    any was met."""
+    from solar.torch._device import OnCpu
+
+    return OnCpu()
+
+
+def cuda_note() -> str:
+    from solar.torch._device import CUDA_NOTE
+
+    return CUDA_NOTE
+
+
+class DataDependentError(CaptureError):
+    """A value of the inputs decides a size or a branch and the inputs are FakeTensors: the
+    program must be captured again on real inputs, specialised on their values."""
+
+
+# What torch's tracers raise when a value of the data decides a size or a branch.
+_DATA_DEPENDENT = (
+    "GuardOnDataDependentSymNode",
+    "DataDependentOutputException",
+    "PendingUnbackedSymbolNotFound",
+    "UserError",  # export's "Could not guard on data-dependent expression"
+)
+
+
+def _is_data_dependent(e: BaseException) -> bool:
+    text = f"{type(e).__name__}: {e}"
+    return type(e).__name__ in _DATA_DEPENDENT[:3] or "data-dependent" in text
+
+
+@contextlib.contextmanager
+def _quiet_data_dependent_errors():
+    """While tracing, what torch prints to stderr when a data-dependent guard fails (the
+    partial FX graph, its loggers' lines) is silenced: the failure is reported in one line."""
+    import io
+    import logging
+
+    names = (
+        "torch.fx.experimental.symbolic_shapes",
+        "torch._subclasses.fake_tensor",
+        "torch.fx.experimental.recording",
+        "torch.export",
+        "torch._export",
+    )
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
     try:
-        traced = _trace_export(module, args, attributes)
+        with contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+def _trace(
+    module: nn.Module, args: tuple, attributes: list[Attribute], dynamic_shapes: Any = None
+) -> Traced:
+    try:
+        traced = _trace_export(module, args, attributes, dynamic_shapes)
     except Exception as e:  # export failed: make_fx is the documented fallback
         export_error = f"{type(e).__name__}: {_first_line(str(e))}"
+        if dynamic_shapes is not None:  # no symbolic sizes in make_fx's graph
+            raise CaptureError(f"torch.export with symbolic sizes: {export_error}") from e
+        data_dependent = _is_data_dependent(e)
     else:
         _drop_unused_attributes(traced)
         return traced
+    last = _LastCall()
     try:
-        traced = _trace_make_fx(module, args, attributes)
+        with last:
+            traced = _trace_make_fx(module, args, attributes)
     except Exception as e:
+        data_dependent = data_dependent or _is_data_dependent(e)
+        make_fx_error = f"{type(e).__name__}: {_first_line(str(e))}"
+        if data_dependent and not _has_fake(args, module):
+            return _trace_specialised(module, args, attributes, export_error)
+        message = f"capture failed: torch.export: {export_error}; make_fx: {make_fx_error}"
+        if last.last is not None and last.last[1] not in message:
+            message += f" (the trace stopped at {last.where()})"
+        if data_dependent:
+            raise DataDependentError(message) from e
+        raise CaptureError(message) from e
+    traced.export_error = export_error
+    _drop_unused_attributes(traced)
+    return traced
+
+
+def _has_fake(args: tuple, module: nn.Module) -> bool:
+    """Whether any input, parameter or buffer is a FakeTensor or on the meta device."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch.utils import _pytree as pytree
+
+    tensors = [t for t in pytree.tree_leaves(args) if isinstance(t, torch.Tensor)]
+    tensors += list(module.parameters()) + list(module.buffers())
+    return any(isinstance(t, FakeTensor) or t.is_meta for t in tensors)
+
+
+class _LastCall(torch.overrides.TorchFunctionMode):
+    """Remembers the last torch function the user's code called and its line, to name where
+    a failed trace stopped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last: tuple[str, str] | None = None
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
+        where = _user_frame()
+        if where:
+            self.last = (_function_name(func), where)
+        return func(*args, **(kwargs or {}))
+
+    def where(self) -> str:
+        """``OP at file:line in function`` of the last call, or empty."""
+        return f"{self.last[0]} at {self.last[1]}" if self.last else ""
+
+
+def _function_name(func: Any) -> str:
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", str(func))
+    module = getattr(func, "__module__", None) or ""
+    if module in ("", "torch._C", "torch._tensor") or "Tensor" in name:
+        return f"torch.{name}" if not name.startswith("torch") else name
+    return f"{module}.{name}"
+
+
+# Tensor methods and functions whose result is the data's value in Python (a number, a list)
+# or a tensor whose size depends on the values.
+_DATA_READS = frozenset(
+    "item tolist __int__ __index__ __float__ __bool__ nonzero argwhere masked_select".split()
+)
+
+
+class _Specialised(torch.overrides.TorchFunctionMode):
+    """Records (``replay=False``, an eager run on the real inputs) or replays (``replay=True``,
+    while tracing) each read of the data's values (``_DATA_READS``): the trace sees the values
+    the eager run read, in order, as constants, and the capture is specialised on them.
+    ``values`` names each, with the user's line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.recorded: list[Any] = []
+        self.values: list[str] = []
+        self.replay = False
+        self.next = 0
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
+        name = getattr(func, "__name__", "")
+        if name not in _DATA_READS:
+            return func(*args, **(kwargs or {}))
+        if self.replay:
+            if not self.recorded:
+                return func(*args, **(kwargs or {}))
+            value = self.recorded[self.next % len(self.recorded)]
+            self.next += 1
+            return value.clone() if isinstance(value, torch.Tensor) else value
+        value = func(*args, **(kwargs or {}))
+        self.recorded.append(value.clone() if isinstance(value, torch.Tensor) else value)
+        where = _user_frame()
+        shown = (
+            f"{name} -> shape {list(value.shape)}"
+            if isinstance(value, torch.Tensor)
+            else (f"{name} = {value}")
+        )
+        self.values.append(f"{shown}{' at ' + where if where else ''}")
+        return value
+
+
+def _trace_specialised(
+    module: nn.Module, args: tuple, attributes: list[Attribute], export_error: str
+) -> Traced:
+    """The program run once eagerly on (copies of) the real inputs, recording every value of
+    the data that reached Python or decided a size (``_Specialised``), then traced with those
+    values replayed as constants: the capture holds for these inputs only, and its notes name
+    each value and where it was read."""
+    import copy
+
+    recorder = _Specialised()
+    try:
+        with torch.no_grad(), recorder:
+            copy.deepcopy(module)(*copy.deepcopy(args))
+    except Exception as e:
+        at = _raised_at(e)
         raise CaptureError(
-            f"capture failed: torch.export: {export_error}; make_fx: "
+            f"capture failed{' at ' + at if at else ''}: the program failed on its inputs: "
             f"{type(e).__name__}: {_first_line(str(e))}"
         ) from e
+    recorder.replay = True
+    last = _LastCall()
+    try:
+        with recorder:
+            try:
+                traced = _trace_export(module, args, attributes)
+            except Exception:
+                recorder.next = 0
+                with last:
+                    traced = _trace_make_fx(module, args, attributes)
+    except CaptureError:
+        raise
+    except Exception as e:
+        at = f" (the trace stopped at {last.where()})" if last.last else ""
+        raise CaptureError(
+            f"capture failed: specialised on the inputs' values: "
+            f"{type(e).__name__}: {_first_line(str(e))}{at}"
+        ) from e
     traced.export_error = export_error
+    traced.notes.append(
+        f"capture specialised on {len(recorder.values)} value(s) read from the inputs (the "
+        f"numbers hold for these inputs only): {'; '.join(recorder.values)}"
+    )
     _drop_unused_attributes(traced)
     return traced
 
@@ -346,16 +559,49 @@ def _bodies_interpreted(gm: torch.fx.GraphModule):
             del sub.forward
 
 
-def _trace_export(module: nn.Module, args: tuple, attributes: list[Attribute] = ()) -> Traced:
+def _updates_an_input(ep: Any) -> bool:
+    """Whether the exported (not yet functional) program writes into a user input in place:
+    an op that mutates its first argument, a user input or a view of one."""
+    from torch.export.graph_signature import InputKind
+
+    inputs = {
+        spec.arg.name
+        for spec in ep.graph_signature.input_specs
+        if spec.kind == InputKind.USER_INPUT
+    }
+    for node in ep.graph.nodes:
+        target = node.target
+        if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+            continue
+        if not target._schema.is_mutable or not node.args:
+            continue
+        base = node.args[0]
+        while isinstance(base, torch.fx.Node) and base.op == "call_function" and base.args:
+            base = base.args[0]
+        if isinstance(base, torch.fx.Node) and base.name in inputs:
+            return True
+    return False
+
+
+def _trace_export(
+    module: nn.Module, args: tuple, attributes: list[Attribute] = (), dynamic_shapes: Any = None
+) -> Traced:
     from torch.export.graph_signature import OutputKind
 
     with _rnn_shapes_only():
+        if attributes and dynamic_shapes is not None:
+            raise CaptureError("symbolic sizes are not traced with tensor attributes")
         if attributes:
             ep, wrapped = _export_with_attributes(module, args, attributes)
         else:
-            ep, wrapped = torch.export.export(module, args), None
+            ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
+            wrapped = None
+        table = _decompositions()
+        if _updates_an_input(ep):
+            for name in _KEPT_FOR_MUTATIONS:
+                table.pop(_aten(name), None)
         with _bodies_interpreted(ep.graph_module):
-            ep = ep.run_decompositions(_decompositions())
+            ep = ep.run_decompositions(table)
     sig = ep.graph_signature
     by_input = {attr.input_name: attr.path for attr in attributes}
     traced = Traced(graph=ep.graph, method="torch.export", module=ep.graph_module)
@@ -373,11 +619,23 @@ def _trace_export(module: nn.Module, args: tuple, attributes: list[Attribute] = 
             n_outputs += 1
         elif spec.kind == OutputKind.BUFFER_MUTATION:
             traced.outputs.append((value, Binding("buffer_mutation", target=spec.target)))
+        elif spec.kind == OutputKind.USER_INPUT_MUTATION:
+            dst = next(
+                (n for n in ep.graph.nodes if n.op == "placeholder" and n.name == spec.target),
+                None,
+            )
+            binding = traced.placeholders.get(dst.name) if dst is not None else None
+            if binding is None or binding.kind != "input":
+                raise CaptureError(f"the model updates '{spec.target}' in place")
+            value = _mutation_output(traced, ep.graph, value, dst)
+            traced.outputs.append(
+                (value, Binding("input_mutation", index=binding.index, target=dst.name))
+            )
         else:
             raise CaptureError(f"unsupported exported output kind {spec.kind.name}")
     # user outputs first, then the buffers' new values (export lists the mutations first), then
-    # the attributes'
-    order = {"output": 0, "buffer_mutation": 1, "attribute_update": 2}
+    # the inputs' updates, then the attributes'
+    order = {"output": 0, "buffer_mutation": 1, "input_mutation": 2, "attribute_update": 3}
     traced.outputs.sort(key=lambda item: order[item[1].kind])
     return traced
 
@@ -452,13 +710,33 @@ _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _SOLAR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _user_location(filename: str, line: int, function: str) -> str:
+    """``file:line in function`` when the frame is the user's code (outside torch and solar),
+    else empty."""
+    path = os.path.abspath(filename)
+    if path.startswith((_TORCH_DIR, _SOLAR_DIR)) or filename.startswith("<"):
+        return ""
+    return f"{os.path.basename(filename)}:{line} in {function}"
+
+
+def _raised_at(e: BaseException) -> str:
+    """Where in the user's code ``e`` was raised: the innermost user frame of its traceback,
+    or empty."""
+    for f in reversed(traceback.extract_tb(e.__traceback__)):
+        if where := _user_location(f.filename, f.lineno, f.name):
+            return where
+    return ""
+
+
 def _user_frame() -> str:
-    """``file:line in function`` of the innermost frame of the caller's stack outside torch and
-    solar, or empty."""
-    for frame in reversed(traceback.extract_stack()):
-        path = os.path.abspath(frame.filename)
-        if not path.startswith((_TORCH_DIR, _SOLAR_DIR)) and not frame.filename.startswith("<"):
-            return f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}"
+    """The innermost user frame of the caller's stack, or empty (read from the frames
+    directly: it is asked on every torch call while make_fx traces)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if where := _user_location(code.co_filename, frame.f_lineno, code.co_name):
+            return where
+        frame = frame.f_back
     return ""
 
 
@@ -484,10 +762,13 @@ def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] =
         return pytree.tree_leaves(out) + list(new_values)
 
     functional = torch.func.functionalize(flat_fn, remove="mutations_and_views")
+    table = _decompositions(core_aten_decompositions())
+    for name in _KEPT_FOR_MUTATIONS:  # a write into a view: the part written stays visible
+        table.pop(_aten(name), None)
     with _RecurrentRefused():
         gm = make_fx(
             functional,
-            decomposition_table=_decompositions(core_aten_decompositions()),
+            decomposition_table=table,
             tracing_mode="fake",
             record_stack_traces=True,
         )(*params.values(), *buffers.values(), *(a.value for a in attributes), *flat_args)
@@ -497,6 +778,7 @@ def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] =
     arg_names = _argument_names(module, len(flat_args))
     state_kinds = [("weight", t) for t in params] + [("buffer", t) for t in buffers]
     by_node: dict[str, str] = {}
+    inputs: dict[str, int] = {}  # input placeholder -> position
     for k, node in enumerate(placeholders):
         if k < n_state:
             kind, target = state_kinds[k]
@@ -511,6 +793,8 @@ def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] =
         else:
             node.name = arg_names[k - n_state - n_attrs]
             traced.placeholders[node.name] = Binding("input", index=k - n_state - n_attrs)
+            inputs[node.name] = k - n_state - n_attrs
+    mutations: list[tuple[Any, Any, Any]] = []
     for node in gm.graph.nodes:
         if node.op == "get_attr":
             value = getattr(gm, node.target)
@@ -518,8 +802,11 @@ def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] =
         # functionalize writes mutated inputs back with copy_(input, new value) at the end
         if node.op == "call_function" and node.target is torch.ops.aten.copy_.default:
             dst, src = node.args[0], node.args[1]
+            if dst.name in inputs:
+                mutations.append((node, dst, src))
+                continue
             if by_node.get(dst.name) != "buffer":
-                raise CaptureError(f"the model mutates its input '{dst.name}' in place")
+                raise CaptureError(f"the model mutates its '{dst.name}' in place")
             traced.outputs.append((src, Binding("buffer_mutation", target=dst._solar_target)))
             traced.dropped.add(node.name)
     output_node = next(n for n in gm.graph.nodes if n.op == "output")
@@ -529,8 +816,89 @@ def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] =
         (v, Binding("attribute_update", target=attr.path))
         for v, attr in zip(results[wrapped.n_outputs :], wrapped.updated, strict=True)
     ]
-    traced.outputs = user + traced.outputs + updates
+    written = []
+    for copy, dst, src in mutations:  # the copy_ back into the input: its new value is an output
+        traced.dropped.add(copy.name)
+        value = _mutation_output(traced, gm.graph, src, dst)
+        written.append((value, Binding("input_mutation", index=inputs[dst.name], target=dst.name)))
+    traced.outputs = user + traced.outputs + written + updates
     return traced
+
+
+# The functional updates of a part of a tensor (what an in-place write into an input becomes):
+# op -> (position of the updated tensor, position of the values written).
+_PART_UPDATES = {
+    "aten.select_scatter.default": (0, 1),
+    "aten.slice_scatter.default": (0, 1),
+    "aten.index_put.default": (0, 2),
+}
+# Kept whole while an input is updated in place: their decompositions (a `where` over the whole
+# tensor) hide which part is written.
+_KEPT_FOR_MUTATIONS = ("select_scatter.default", "slice_scatter.default")
+
+
+_COPY_BACK = torch.ops.aten.copy_.default  # make_fx's write-back of a mutated input
+
+
+def _mutation_output(traced: Traced, graph: Any, value: Any, dst: Any) -> Any:
+    """The output that stands for an in-place update of input ``dst`` whose new value is FX
+    node ``value``. When the new value is a functional update of a part of ``dst``
+    (``_PART_UPDATES``, not accumulating) and nothing else reads it, the output is the part
+    written (its values, broadcast to the part's shape): an in-place kernel writes those
+    elements and no others, so they are the bytes the update moves. The functional update is
+    not serialized unless the program reads the updated tensor afterwards (it is then an
+    intermediate of the graph). Otherwise the output is the whole new value (every element
+    written)."""
+    from solar.torch._where import _op_name
+
+    if value.op != "call_function" or not isinstance(value.target, torch._ops.OpOverload):
+        return value
+    op = _op_name(value.target)
+    if op not in _PART_UPDATES or value.args[0] is not dst:
+        return value
+    if op == "aten.index_put.default" and (len(value.args) > 3 and value.args[3]):
+        return value  # accumulate=True reads the part too
+    src = value.args[_PART_UPDATES[op][1]]
+    if not isinstance(src, torch.fx.Node):
+        return value
+    part = _part_shape(op, value)
+    if part is None:
+        return value
+    traced.golden_from_graph = True
+    with graph.inserting_after(value):
+        written = src
+        if list(src.meta["val"].shape) != part:
+            written = graph.call_function(torch.ops.aten.expand.default, (src, part))
+            written.meta["val"] = src.meta["val"].expand(part)
+            written.meta["stack_trace"] = value.meta.get("stack_trace")
+        # a copy of its own: the part's values as written, once
+        copy = graph.call_function(torch.ops.aten.clone.default, (written,))
+        copy.meta["val"] = written.meta["val"].clone()
+        copy.meta["stack_trace"] = value.meta.get("stack_trace")
+    copy.name = f"{dst.name}_written"
+    readers = [u for u in value.users if u.op != "output" and u.target is not _COPY_BACK]
+    if not readers:
+        traced.dropped.add(value.name)
+    return copy
+
+
+def _part_shape(op: str, node: Any) -> list[int] | None:
+    """The shape of the part of its first argument that a ``_PART_UPDATES`` node writes."""
+    base = node.args[0].meta["val"]
+    if op != "aten.index_put.default":
+        return list(node.args[1].meta["val"].shape)
+    indices = node.args[1]
+    meta = []
+    for index in indices:
+        if index is None:
+            meta.append(slice(None))
+        else:
+            v = index.meta["val"]
+            meta.append(torch.zeros(v.shape, dtype=v.dtype, device="meta"))
+    try:
+        return list(torch.empty(base.shape, device="meta")[tuple(meta)].shape)
+    except Exception:
+        return None
 
 
 def _refuse_in_place(graph: Any) -> None:

@@ -32,7 +32,14 @@ from solar._modelfile import call_model_code, import_model_file
 from solar.document import write_npz
 from solar.torch._golden import has_random_dropout, run_graph, to_numpy
 from solar.torch._serialize import serialize
-from solar.torch._trace import CaptureError, Traced, trace
+from solar.torch._trace import (
+    CaptureError,
+    DataDependentError,
+    Traced,
+    cuda_note,
+    on_cpu_mode,
+    trace,
+)
 
 __all__ = [
     "Capture",
@@ -40,7 +47,9 @@ __all__ = [
     "capture",
     "capture_model_file",
     "capture_train",
+    "check_real_build",
     "is_fake",
+    "without_weights",
     "load_model_file",
     "model_module",
     "to_float64",
@@ -126,19 +135,21 @@ class Capture:
                 arrays[name] = to_numpy(value)  # a copy: taken before the run mutates buffers
         wanted = set(intermediates)
         random_dropout = has_random_dropout(self.traced.graph)
-        self.golden_notes = []
-        if wanted or random_dropout:
+        self.golden_notes = list(self.traced.notes)
+        if wanted or random_dropout or self.traced.golden_from_graph:
             if random_dropout:
                 self.golden_notes.append(DETERMINISTIC_DROPOUT_NOTE)
             self._golden_from_graph(placeholder_values, wanted, arrays)
             return arrays
-        with torch.no_grad():
+        with torch.no_grad(), on_cpu_mode():
             result = model(*inputs)
         flat_outputs = [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
         for node, binding in self.traced.outputs:
             name = self.fx_to_name[node.name]
             if binding.kind == "output":
                 value = flat_outputs[binding.index]
+            elif binding.kind == "input_mutation":  # the whole new value: the input, updated
+                value = flat_inputs[binding.index]
             elif binding.kind == "attribute_update":
                 value = _attribute(module, binding.target)
             else:
@@ -207,8 +218,9 @@ class TrainCapture(Capture):
                 "--train: the outputs of unsupported nodes cannot be fed from PyTorch's run "
                 "(a training step is verified whole)"
             )
-        self.golden_notes = []
-        values = golden_step(model, inputs, self.loss_fn, self.optimizer, self.traced)
+        self.golden_notes = list(self.traced.notes)
+        with on_cpu_mode():
+            values = golden_step(model, inputs, self.loss_fn, self.optimizer, self.traced)
         return {self.fx_to_name[k]: to_numpy(v) for k, v in values.items() if k in self.fx_to_name}
 
 
@@ -249,19 +261,113 @@ def capture_model_file(
         def recapture(m: Any, xs: tuple) -> Any:
             return capture(m, xs, source=source)
 
+    on_cpu = on_cpu_mode()
     try:
-        model, inputs = load_model_file(path, fake=True)
-        return recapture(model, inputs), model, inputs
+        model, inputs = load_model_file(path, fake=True, on_cpu=on_cpu)
+        return _noted(recapture(model, inputs), on_cpu), model, inputs
+    except DataDependentError:  # a value decides a size: captured on real inputs (specialised)
+        failure = None
     except CaptureError:
         raise
-    except Exception as e:  # a model that cannot be built with FakeTensors: build it for real
-        print(
-            f"{prog}: note: building {source} with FakeTensors failed ({type(e).__name__});"
-            " building the model with real tensors",
-            file=sys.stderr,
+    except Exception as e:  # a model that cannot be built with FakeTensors: without weights?
+        failure = type(e).__name__
+    if failure is not None:
+        try:
+            on_cpu = on_cpu_mode()
+            model, inputs = load_model_file(path, fake="meta", on_cpu=on_cpu)
+            return _noted(recapture(model, inputs), on_cpu), model, inputs
+        except CaptureError:
+            raise
+        except Exception:  # nor without weights (its init reads tensor values): built for real
+            print(
+                f"{prog}: note: building {source} with FakeTensors failed ({failure});"
+                " building the model with real tensors",
+                file=sys.stderr,
+            )
+    on_cpu = on_cpu_mode()
+    model, inputs = load_model_file(path, on_cpu=on_cpu)
+    return _noted(recapture(model, inputs), on_cpu), model, inputs
+
+
+def _noted(captured: Any, on_cpu: Any) -> Any:
+    """``captured`` with the device mapping of the model file's building noted (once)."""
+    note = cuda_note()
+    if on_cpu.mapped and note not in captured.traced.notes:
+        captured.traced.notes.insert(0, note)
+    return captured
+
+
+def without_weights(build: Callable[[], Any]) -> tuple[Any, Any]:
+    """``(model, mode)``: ``build()`` run on the meta device (no weight is allocated or
+    initialised), then every parameter, buffer and plain tensor attribute replaced by a CPU
+    FakeTensor of the same shape, dtype and ``requires_grad`` under ``mode``, a
+    ``FakeTensorMode`` the caller traces in. The graph is the CPU one: the model runs on CPU
+    FakeTensors, never on meta tensors (whose kernels differ: ``load_model_file``)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with torch.device("meta"):
+        model = build()
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    made: dict[int, torch.Tensor] = {}  # a tensor shared (tied weights) stays shared
+
+    def fake(t: torch.Tensor) -> torch.Tensor:
+        if id(t) not in made:
+            with mode:
+                made[id(t)] = torch.empty(t.shape, dtype=t.dtype)
+            if isinstance(t, torch.nn.Parameter):
+                made[id(t)] = torch.nn.Parameter(made[id(t)], t.requires_grad)
+        return made[id(t)]
+
+    if isinstance(model, torch.nn.Module):
+        for sub in model.modules():
+            for key, p in list(sub._parameters.items()):
+                if p is not None:
+                    sub._parameters[key] = fake(p)
+            for key, b in list(sub._buffers.items()):
+                if b is not None:
+                    sub._buffers[key] = fake(b)
+            for key, value in list(vars(sub).items()):
+                if isinstance(value, torch.Tensor) and not key.startswith("_"):
+                    setattr(sub, key, fake(value))
+    return model, mode
+
+
+def available_bytes() -> int | None:
+    """The machine's available memory (``MemAvailable`` of /proc/meminfo; None elsewhere)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def check_real_build(source: str, need: int, why: str, instead: str) -> None:
+    """A one-line ``CaptureError`` when building a model of ``need`` bytes for real (``why``:
+    what for) would not fit the machine's available memory: never a kill by the kernel.
+    ``instead``: what verifies it without the real build. A real build is typically made in
+    float32 before any cast: ``need`` is counted so by the caller (``real_build_bytes``)."""
+    have = available_bytes()
+    if have is not None and need > have:
+        raise CaptureError(
+            f"{source}: {why} would build the model for real (about {need / 1e9:.1f} GB of "
+            f"weights, over the {have / 1e9:.1f} GB of memory available); give --no-verify, "
+            f"or {instead}"
         )
-    model, inputs = load_model_file(path)
-    return recapture(model, inputs), model, inputs
+
+
+def real_build_bytes(model: Any) -> int:
+    """The memory a real build of ``model`` (built without weights) takes at its peak: each
+    floating-point tensor at 4 bytes an element at least (built in float32, then cast)."""
+    if not isinstance(model, torch.nn.Module):
+        return 0
+    seen: dict[int, int] = {}
+    for t in [*model.parameters(), *model.buffers()]:
+        size = t.element_size()
+        seen[id(t)] = t.numel() * (max(size, 4) if t.is_floating_point() else size)
+    return sum(seen.values())
 
 
 def is_fake(inputs: tuple) -> bool:
@@ -281,15 +387,28 @@ def model_module(path: str | os.PathLike, prefix: str = "_solar_model_") -> Any:
     return import_model_file(path, name, CaptureError)
 
 
-def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, tuple]:
+def load_model_file(
+    path: str | os.PathLike, fake: bool | str = False, on_cpu: Any = None
+) -> tuple[Any, tuple]:
     """The model and inputs of a benchmark-style file: ``Model(*get_init_inputs())`` and
     ``get_inputs()``, built after ``torch.manual_seed(0)``.
 
     ``fake=True`` builds both as FakeTensors (torch._subclasses.fake_tensor.FakeTensorMode):
     shapes, dtypes and devices without memory or values, enough to capture but not to make
     golden data. (Not the meta device: it picks other kernels, e.g. a different SDPA
-    decomposition, so its graph would differ from the one PyTorch runs on the CPU.)"""
+    decomposition, so its graph would differ from the one PyTorch runs on the CPU.)
+    ``fake="meta"`` builds the model on the meta device and then swaps its tensors for CPU
+    FakeTensors (``without_weights``: no weight is initialised; what ``transformers`` models,
+    whose init casts or ties weights, need), the inputs FakeTensors of the same mode.
+
+    A file written for a GPU (``device="cuda"``, ``.cuda()``, ``.to("cuda")``) is built on the
+    CPU under ``on_cpu`` (``_trace.on_cpu_mode``; a fresh one when not given)."""
     path = os.fspath(path)
+    with on_cpu if on_cpu is not None else on_cpu_mode():
+        return _load_model_file(path, fake)
+
+
+def _load_model_file(path: str, fake: bool | str) -> tuple[Any, tuple]:
     module = model_module(path)
     for attr in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, attr):
@@ -307,6 +426,10 @@ def load_model_file(path: str | os.PathLike, fake: bool = False) -> tuple[Any, t
                 f"{path}: get_inputs() returned {type(inputs).__name__}, not a list of inputs"
             )
         inputs = tuple(inputs)
+    elif fake == "meta":  # built on the meta device, its tensors then CPU FakeTensors
+        model, mode = without_weights(lambda: module.Model(*module.get_init_inputs()))
+        with mode:
+            inputs = tuple(module.get_inputs())
     else:
         from torch._subclasses.fake_tensor import FakeTensorMode
 

@@ -10,7 +10,12 @@ Imports torch; ``solar.definition`` reads the files without it.
   workload's index; ``scalar`` the value; ``custom`` from ``custom_inputs_entrypoint(axes_and_
   scalars, device)``; ``safetensors`` a tensor of the declared shape and dtype whose values
   were not read (refused where its values decide a shape: ``check_safetensors``).
-- ``analyse_workload(definition, workload, namespace, options)``: the workload's report.
+- ``Captures(definition, workloads)``: how the workloads are captured: once for all the
+  workloads that differ only in their sizes (``solar.torch._symbolic``: torch.export with the
+  dimensions of the non-const axes symbolic, the trace re-specialised to each workload's sizes),
+  else alone; ``count`` says how many captures were made.
+- ``analyse_workload(definition, workload, namespace, options, captures=...)``: the workload's
+  report and notes.
 
 A reference written for a GPU (``device="cuda"``, ``.cuda()``, ``.to("cuda")``) runs on the CPU
 (``OnCpu``), and the workload's notes say so once.
@@ -30,6 +35,7 @@ from torch.overrides import TorchFunctionMode
 from solar.definition import Definition, DefinitionError, Workload, resolve_axes, shape_of
 from solar.options import Options
 from solar.stages import run as run_stages
+from solar.torch._device import CUDA_NOTE, DEVICE, OnCpu
 
 # The format's dtypes as torch's.
 TORCH_DTYPES = {
@@ -48,7 +54,6 @@ TORCH_DTYPES = {
     "uint8": torch.uint8,
     "bool": torch.bool,
 }
-DEVICE = torch.device("cpu")  # where the inputs are made and the reference traced
 
 __all__ = ["Inputs", "analyse_workload", "make_inputs", "reference_namespace"]
 
@@ -194,37 +199,8 @@ def _check_made(value: Any, spec: Any, shape: tuple[int, ...] | None, at: str) -
 
 
 # ---------------------------------------------------------------------------------------------
-# device="cuda" in a reference: mapped to the CPU, where SOLAR runs it
-
-CUDA_NOTE = "device 'cuda' in the reference mapped to the CPU, where SOLAR runs it"
-
-
-def _is_cuda(value: Any) -> bool:
-    return isinstance(value, (str, torch.device)) and str(value).startswith("cuda")
-
-
-class OnCpu(TorchFunctionMode):
-    """Runs a reference written for a GPU on the CPU: ``device="cuda"`` (a string or a
-    ``torch.device``) becomes the CPU, ``.cuda()`` is the tensor itself, ``.to("cuda")`` stays
-    on the CPU; ``mapped`` says whether any was met. The work is the same on any device."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.mapped = False
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
-        kwargs = dict(kwargs or {})
-        name = getattr(func, "__name__", "")
-        if name == "cuda" and args and isinstance(args[0], torch.Tensor):
-            self.mapped = True
-            return args[0]
-        if _is_cuda(kwargs.get("device")):
-            self.mapped = True
-            kwargs["device"] = DEVICE
-        if name == "to" and any(_is_cuda(a) for a in args[1:]):
-            self.mapped = True
-            args = tuple(DEVICE if _is_cuda(a) else a for a in args)
-        return func(*args, **kwargs)
+# device="cuda" in a reference: mapped to the CPU, where SOLAR runs it (solar.torch._device,
+# shared with model files)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -363,30 +339,236 @@ def reference_module(
     return cls(), tuple(template[i] for i in at)
 
 
+# The symbolic traces a group may make: its first, and one more each time a workload's sizes
+# hold for none of them while workloads of the group remain (a program that branches on a size
+# takes another path there).
+MAX_TRACES = 4
+
+
+class Captures:
+    """How the workloads of one definition are captured (docs/benchmarks.md, "Capture once, bind
+    each workload"). The workloads that share their fixed values (the scalars fixed in the
+    captured program) form a group; a group of two or more is traced with the dimensions of its
+    non-const axes symbolic (``solar.torch._symbolic``), once, and each workload of the group
+    binds its own sizes to that trace. A workload whose sizes the trace does not hold for (a
+    size export fixed, a guard of the trace broken) binds to a further trace, made on it while
+    workloads of the group remain (at most ``MAX_TRACES`` a group), else is captured alone; a
+    workload of a group whose symbolic trace failed is captured alone; the capture cell of a
+    workload captured alone says why. ``once=False``: every workload alone.
+
+    ``count``: the captures made (torch.export runs, the recaptures of a failed check's float64
+    rerun aside); ``shared``: the workloads analysed on a capture made for another."""
+
+    def __init__(
+        self,
+        definition: Definition,
+        workloads: list[Workload],
+        namespace: dict | None = None,
+        once: bool = True,
+    ) -> None:
+        self.definition = definition
+        self.namespace = namespace
+        self.count = 0
+        self.shared = 0
+        self._groups: dict[tuple, list[Workload]] = {}
+        if once:
+            for workload in workloads:
+                self._groups.setdefault(_fixed_values(definition, workload), []).append(workload)
+        self._done: set[int] = set()  # the workloads captured, by index
+        # (group, fixed values) -> its traces: (Symbolic, the uuid traced, device mapped), or
+        # why one could not be made
+        self._traces: dict[tuple, list[Any]] = {}
+
+    def capture(
+        self,
+        workload: Workload,
+        module: Any,
+        tensors: tuple,
+        options: Options,
+        on_cpu: OnCpu,
+        fixed: tuple = (),
+    ) -> tuple[Any, str, list[str]]:
+        """``(captured, cell, notes)``: the workload's ``TorchCaptured``, its CSV ``capture``
+        cell ("symbolic": its sizes bound to a symbolic capture of its group; "alone"; "alone:
+        WHY") and the notes that say so; ``fixed``: the values fixed in ``module`` (its
+        non-tensor arguments), which a shared capture must have too."""
+        from solar.torch import TorchCaptured, captured_call
+        from solar.torch._symbolic import NotBoundError
+
+        self._done.add(workload.index)
+        source = f"{self.definition.name}:{workload.uuid}"
+        key = _fixed_values(self.definition, workload)
+        why = ""
+        if len(self._groups.get(key, ())) >= 2:
+            for symbolic in self._symbolic(key, fixed, workload, module, tensors, on_cpu):
+                if isinstance(symbolic, str):
+                    why = why or symbolic
+                    continue
+                trace, first, mapped = symbolic
+                try:
+                    cap, sizes = trace.bind(tensors)
+                except NotBoundError as e:
+                    why = why or str(e)
+                    continue
+                recapture = _recapture(cap.document.get("source"))
+                captured = TorchCaptured(cap, recapture, module, tensors)
+                shared = first != workload.uuid
+                self.shared += shared
+                bound = ", ".join(f"{d} = {n}" for d, n in sizes.items()) or "no sizes"
+                notes = [
+                    f"capture {'shared' if shared else 'made'}: traced once with symbolic "
+                    f"sizes on workload {first}, bound here ({bound})"
+                ] + ([CUDA_NOTE] if mapped else [])
+                return captured, "symbolic", notes
+        with torch.no_grad():
+            captured = captured_call(module, tensors, options, source)
+        self.count += 1
+        if not why:
+            return captured, "alone", []
+        return captured, f"alone: {why}", [f"captured alone: {why}"]
+
+    def _symbolic(
+        self,
+        group: tuple,
+        fixed: tuple,
+        workload: Workload,
+        module: Any,
+        tensors: tuple,
+        on_cpu: OnCpu,
+    ) -> Any:
+        """The group's symbolic traces, one by one (each ``(Symbolic, the uuid of the workload
+        traced, device mapped)``, or why it could not be made). The first is made on the
+        group's first workload whose dimensions to keep symbolic are all 2 or more (export
+        fixes a dimension of size 0 or 1), else on ``workload``; after the last, one more is
+        made on ``workload`` (its dimensions 2 or more) while workloads of the group remain and
+        fewer than ``MAX_TRACES`` were made."""
+        dynamic = _dynamic_dims(self.definition)
+        traces = self._traces.setdefault((group, fixed), [])
+        if not traces:
+            example = next(
+                (w for w in self._groups[group] if _all_symbolic(self.definition, w, dynamic)),
+                workload,
+            )
+            if example is not workload and self.namespace is not None:
+                example_cpu = OnCpu()
+                inputs = make_inputs(self.definition, example, self.namespace, example_cpu)
+                if tuple(_fixed_of(inputs)) == fixed:  # else: traced on this workload
+                    made = reference_module(self.definition, self.namespace, inputs, example_cpu)
+                    traces.append(self._trace(example, *made, dynamic, example_cpu))
+            if not traces:
+                traces.append(self._trace(workload, module, tensors, dynamic, on_cpu))
+            yield traces[0]
+        else:
+            yield from list(traces)
+        remaining = any(w.index not in self._done for w in self._groups[group])
+        made_here = any(not isinstance(t, str) and t[1] == workload.uuid for t in traces)
+        failed = any(isinstance(t, str) for t in traces)  # export refuses symbolic sizes
+        if (
+            remaining
+            and not made_here
+            and not failed
+            and len(traces) < MAX_TRACES
+            and _all_symbolic(self.definition, workload, dynamic)
+        ):
+            traces.append(self._trace(workload, module, tensors, dynamic, on_cpu))
+            yield traces[-1]
+
+    def _trace(
+        self, workload: Workload, module: Any, tensors: tuple, dynamic: list, on_cpu: OnCpu
+    ) -> Any:
+        from solar.torch._symbolic import capture_symbolic
+
+        source = f"{self.definition.name}:{workload.uuid}"
+        self.count += 1
+        try:
+            with torch.no_grad():
+                trace = capture_symbolic(module, tensors, dynamic, source)
+        except ValueError as e:  # CaptureError: the workloads it would have held for alone
+            return f"no symbolic capture ({_first_line(e)})"
+        return (trace, workload.uuid, on_cpu.mapped)
+
+
+def _fixed_of(inputs: Inputs) -> list[str]:
+    """The values of ``run``'s non-tensor arguments, fixed in its captured program."""
+    return [repr(v) for v in inputs.values if not isinstance(v, torch.Tensor)]
+
+
+def _all_symbolic(definition: Definition, workload: Workload, dynamic: list[list[int]]) -> bool:
+    """Whether every dimension to keep symbolic (``dynamic``, by shaped input) is 2 or more in
+    ``workload``."""
+    axes = resolve_axes(definition, workload)
+    shapes = [shape_of(s, axes) for s in definition.inputs.values() if s.shape is not None]
+    return all(shape[d] >= 2 for shape, dims in zip(shapes, dynamic, strict=True) for d in dims)
+
+
+def _recapture(source: str | None) -> Any:
+    """How a workload's program is captured again (the float64 rerun of a failed check)."""
+
+    def recapture(m: Any, xs: tuple) -> Any:
+        from solar.torch.capture import capture
+
+        return capture(m, xs, source=source)
+
+    return recapture
+
+
+def _fixed_values(definition: Definition, workload: Workload) -> tuple:
+    """The values a capture fixes (the scalars without a shape): workloads that share them can
+    share a capture."""
+    return tuple(
+        (name, repr(given.value))
+        for name, given in workload.inputs.items()
+        if given.kind == "scalar" and definition.inputs[name].shape is None
+    )
+
+
+def _dynamic_dims(definition: Definition) -> list[list[int]]:
+    """For each tensor input (a shaped one), the dimensions whose axis is not const (var, or an
+    expression of the var axes): those the symbolic capture keeps symbolic."""
+    out = []
+    for spec in definition.inputs.values():
+        if spec.shape is None:
+            continue
+        out.append(
+            [
+                d
+                for d, axis in enumerate(spec.shape)
+                if axis in definition.axes and definition.axes[axis].kind != "const"
+            ]
+        )
+    return out
+
+
 def analyse_workload(
     definition: Definition,
     workload: Workload,
     namespace: dict,
     options: Options,
     stage_times: dict[str, float] | None = None,
-) -> tuple[Any, list[str]]:
-    """``(report, notes)``: ``run`` on the workload's inputs, captured (once per workload) and
-    analysed by ``solar.stages.run``; the notes say how the inputs were made."""
-    from solar.torch import captured_call
-
+    captures: Captures | None = None,
+) -> tuple[Any, list[str], str]:
+    """``(report, notes, capture)``: ``run`` on the workload's inputs, captured (by
+    ``captures``: None, alone) and analysed by ``solar.stages.run``; the notes say how the
+    inputs were made and how the program was captured, ``capture`` is the CSV's cell."""
+    captures = captures or Captures(definition, [workload], namespace)
     on_cpu = OnCpu()
     inputs = make_inputs(definition, workload, namespace, on_cpu)
     check_safetensors(definition, workload, namespace, inputs, on_cpu)
     module, tensors = reference_module(definition, namespace, inputs, on_cpu)
-    source = f"{definition.name}:{workload.uuid}"
+    made: list[Any] = []
 
     def capture() -> Any:
-        with torch.no_grad():
-            return captured_call(module, tensors, options, source)
+        fixed = tuple(_fixed_of(inputs))
+        captured, cell, notes = captures.capture(workload, module, tensors, options, on_cpu, fixed)
+        made.append((cell, notes))
+        return captured
 
     report = run_stages(capture, options, stage_times)
-    notes = inputs.notes + ([CUDA_NOTE] if on_cpu.mapped else [])
-    return report, notes
+    cell, capture_notes = made[0]
+    notes = inputs.notes + capture_notes
+    if on_cpu.mapped and CUDA_NOTE not in notes:
+        notes.append(CUDA_NOTE)
+    return report, notes, cell
 
 
 def _first_line(e: BaseException) -> str:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from solar import serving
-from solar.options import DEFAULT_HW, AnalysisError, Options
+from solar.options import DEFAULT_HW, AnalysisError, Options, serving_tp
 from solar.serving import PHASES, ServingReport, check_step
 
 HOOK = "get_serve_inputs"
@@ -66,13 +66,18 @@ class Step:
     name: str  # the causal LM's class, or the model's
 
 
-def _load(path: str) -> tuple[Any, Any]:
-    """The model file's module and ``Model(*get_init_inputs())``, built after
-    ``torch.manual_seed(0)``."""
+def _load(path: str, weights: bool, prog: str = "solar") -> tuple[Any, Any, Any]:
+    """The model file's module, ``Model(*get_init_inputs())`` built after
+    ``torch.manual_seed(0)``, and the FakeTensorMode its tensors live in: ``weights=False``
+    builds it without weights (``solar.torch.capture.without_weights``: no weight memory; a
+    model whose init reads tensor values is built for real, a note on stderr first), else
+    for real (mode None)."""
+    import sys
+
     import torch
 
     from solar._modelfile import call_model_code
-    from solar.torch.capture import CaptureError, model_module
+    from solar.torch.capture import CaptureError, model_module, without_weights
 
     module = model_module(path, "_solar_serve_")
     if not hasattr(module, "Model"):
@@ -80,8 +85,20 @@ def _load(path: str) -> tuple[Any, Any]:
     torch.manual_seed(0)
     get_init = getattr(module, "get_init_inputs", lambda: [])
     init = call_model_code(path, "get_init_inputs()", CaptureError, get_init)
+    if not weights:
+        try:
+            model, mode = without_weights(lambda: module.Model(*init))
+            return module, model, mode
+        except Exception as e:  # an init that reads tensor values: built for real
+            text = " ".join(str(e).split("\n")[0].split())[:120]
+            print(
+                f"{prog}: note: {os.path.basename(path)} cannot be built without its weights "
+                f"({type(e).__name__}: {text}); building it for real",
+                file=sys.stderr,
+            )
+            torch.manual_seed(0)
     model = call_model_code(path, "Model(...)", CaptureError, lambda: module.Model(*init))
-    return module, model
+    return module, model, None
 
 
 def causal_lms(model: Any) -> list[tuple[str, Any]]:
@@ -116,22 +133,24 @@ class Decoder:
     module: Any
     model: Any
     lm: Any = None  # the Hugging Face causal LM; None with get_serve_inputs
+    mode: Any = None  # the FakeTensorMode of a model built without weights; None: real
 
     def step(self, phase: str, batch: int, context: int) -> Step:
         """The step of ``phase`` at ``batch`` x ``context`` (module doc)."""
         check_step(phase, batch, context)
         if self.lm is not None:
-            return hf_step(self.lm, phase, batch, context)
+            return hf_step(self.lm, phase, batch, context, self.mode)
         from solar._modelfile import call_model_code
         from solar.torch.capture import CaptureError
 
         hook = getattr(self.module, HOOK)
-        inputs = call_model_code(
-            self.path,
-            f"{HOOK}({phase!r}, {batch}, {context})",
-            CaptureError,
-            lambda: hook(phase, batch, context),
-        )
+        with _within(self.mode):  # the hook's tensors: FakeTensors with a model built so
+            inputs = call_model_code(
+                self.path,
+                f"{HOOK}({phase!r}, {batch}, {context})",
+                CaptureError,
+                lambda: hook(phase, batch, context),
+            )
         if not isinstance(inputs, (list, tuple)):
             raise AnalysisError(
                 f"{self.path}: {HOOK}() returned {type(inputs).__name__}, not a list of inputs"
@@ -139,16 +158,24 @@ class Decoder:
         return Step(self.model, tuple(inputs), "hook", type(self.model).__name__)
 
 
-def load_decoder(path: str) -> Decoder:
-    """The model file as a decoder (module doc); a one-line error when it is none."""
-    module, model = _load(path)
+def _within(mode: Any) -> Any:
+    """``mode`` as a context (a FakeTensorMode), or no context (None)."""
+    from contextlib import nullcontext
+
+    return nullcontext() if mode is None else mode
+
+
+def load_decoder(path: str, weights: bool = True, prog: str = "solar") -> Decoder:
+    """The model file as a decoder (module doc), built for real (``weights``) or without its
+    weights (its steps' tensors are then FakeTensors); a one-line error when it is none."""
+    module, model, mode = _load(path, weights, prog)
     if hasattr(module, HOOK):
-        return Decoder(path, module, model)
+        return Decoder(path, module, model, mode=mode)
     lms = causal_lms(model)
     if len(lms) != 1:
         found = "none" if not lms else ", ".join(f"'{p or 'Model'}'" for p, _ in lms)
         raise AnalysisError(f"{os.path.basename(path)}: causal LMs found: {found}; {EXPECTED}")
-    return Decoder(path, module, model, lms[0][1])
+    return Decoder(path, module, model, lms[0][1], mode)
 
 
 def step_of_file(path: str, phase: str, batch: int, context: int) -> Step:
@@ -249,15 +276,16 @@ def _hf_step_module() -> type:
     return HFStep
 
 
-def _kv_shapes(lm: Any) -> list[tuple[tuple, tuple, Any]]:
+def _kv_shapes(lm: Any, mode: Any = None) -> list[tuple[tuple, tuple, Any]]:
     """Per attention layer: (key shape, value shape, dtype) of one token of one sequence, as
-    ``(heads, 1, head_dim)``: from one real single-token run of the model through the step's
-    cache (the shapes every model gives its cache, MLA's decompressed keys included)."""
+    ``(heads, 1, head_dim)``: from one single-token run of the model through the step's cache
+    (the shapes every model gives its cache, MLA's decompressed keys included), a run of
+    FakeTensors in ``mode`` for a model built without weights."""
     import torch
 
     n = int(lm.config.get_text_config().num_hidden_layers)
-    token = torch.zeros((1, 1), dtype=torch.long)
-    with torch.no_grad():
+    with _within(mode), torch.no_grad():
+        token = torch.zeros((1, 1), dtype=torch.long)
         _, written = _run_through_step_cache(lm, token, token, 1, [], n)
     shapes = []
     for k, v in written:
@@ -265,16 +293,24 @@ def _kv_shapes(lm: Any) -> list[tuple[tuple, tuple, Any]]:
     return shapes
 
 
-def hf_step(lm: Any, phase: str, batch: int, context: int) -> Step:
+def hf_step(lm: Any, phase: str, batch: int, context: int, mode: Any = None) -> Step:
     """The step of a Hugging Face causal LM (module doc): decode, ``batch`` new tokens at
     position ``context`` - 1 attending to ``context`` tokens (the ``context - 1`` cached ones,
-    inputs, and their own); prefill, ``batch`` x ``context`` prompt tokens."""
+    inputs, and their own); prefill, ``batch`` x ``context`` prompt tokens. ``mode``: the
+    FakeTensorMode of a model built without weights (the inputs are then FakeTensors too)."""
+    check_step(phase, batch, context)
+    shapes = _kv_shapes(lm, mode)
+    step = _hf_step_module()(lm, context, len(shapes))
+    with _within(mode):
+        inputs = _step_inputs(lm, shapes, phase, batch, context)
+    return Step(step, inputs, "transformers", type(lm).__name__)
+
+
+def _step_inputs(lm: Any, shapes: list, phase: str, batch: int, context: int) -> tuple:
+    """The inputs of ``hf_step``'s step: token ids, positions and the cached keys and values."""
     import torch
 
-    check_step(phase, batch, context)
     vocab = int(lm.config.get_text_config().vocab_size)
-    shapes = _kv_shapes(lm)
-    step = _hf_step_module()(lm, context, len(shapes))
     gen = torch.Generator().manual_seed(0)
     if phase == "decode":
         ids = torch.randint(0, vocab, (batch, 1), generator=gen)
@@ -291,7 +327,20 @@ def hf_step(lm: Any, phase: str, batch: int, context: int) -> Step:
         inputs = (ids, positions)
     if phase == "decode" and context == 1:
         inputs = inputs[:2]  # nothing cached before the first token
-    return Step(step, inputs, "transformers", type(lm).__name__)
+    return inputs
+
+
+def check_heads(lm: Any, tp: int, source: str) -> None:
+    """Tensor parallelism over ``tp`` devices gives each device whole heads: a one-line error
+    when ``tp`` does not divide the attention heads and the key/value heads."""
+    config = lm.config.get_text_config()
+    heads = int(config.num_attention_heads)
+    kv = int(getattr(config, "num_key_value_heads", None) or heads)
+    if heads % tp or kv % tp:
+        raise AnalysisError(
+            f"{source}: --parallel tp={tp} must divide the attention heads ({heads}) and the "
+            f"key/value heads ({kv}) of {type(lm).__name__}: each device serves whole heads"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,24 +369,145 @@ def run_serving(
 ) -> ServingReport:
     """The serving report of a model file under ``options`` (``options.program``: the phase,
     the batches, the context): the decoder loaded once, its step at each batch size captured
-    (``solar.serving.run_serving`` runs the loop)."""
+    (``solar.serving.run_serving`` runs the loop).
+
+    The decoder is built without weights (docs/serving.md, "No weight memory"); it is built
+    again for real only when the whole program will be verified on it: verification on,
+    and its real build (``real_build_bytes``) within ``--verify-budget-mb``. A larger causal
+    LM is verified on a reduced twin (``twin_of``), a larger ``get_serve_inputs`` decoder per
+    op at full size."""
     from solar.torch import TorchCaptured
-    from solar.torch.capture import capture
+    from solar.torch.capture import capture, check_real_build, real_build_bytes
 
     path = os.fspath(path)
     program = options.program
     source = os.path.basename(path)
+    v = options.verification
 
     def recapture(m: Any, xs: tuple) -> Any:
         return capture(m, xs, source=source)
 
     def load_steps() -> Any:
-        decoder = load_decoder(path)
+        decoder = load_decoder(path, weights=False)
+        need = real_build_bytes(decoder.model)
+        if (
+            decoder.mode is not None
+            and v.enabled
+            and v.mode != "per_op"
+            and need <= v.budget_mb * 1e6
+        ):
+            twin = f"a --verify-budget-mb under {need / 1e6:.0f} to verify a reduced twin"
+            check_real_build(source, need, "verification", twin + " of the same architecture")
+            decoder = load_decoder(path)  # verified whole on the real model
+        a = options.analysis
+        if decoder.lm is not None and (a.parallel or a.devices):
+            check_heads(decoder.lm, serving_tp(a.devices or 0, a.parallel or ""), source)
 
         def step(batch: int) -> TorchCaptured:
             s = decoder.step(program.phase, batch, program.context)
-            return TorchCaptured(recapture(s.module, s.inputs), recapture, s.module, s.inputs)
+            captured = TorchCaptured(recapture(s.module, s.inputs), recapture, s.module, s.inputs)
+            if decoder.mode is not None and decoder.lm is not None:
+                captured.twin = lambda: twin_step(decoder.lm, program.phase, batch, source)
+            return captured
 
         return step
 
     return serving.run_serving(source, load_steps, options, stage_times)
+
+
+# ---------------------------------------------------------------------------------------------
+# The reduced twin of a causal LM (verification without the weights)
+
+TWIN_LAYERS = 2  # the twin's layers (more when the first layers differ: DeepSeek's dense ones)
+TWIN_WIDTH = 512  # the twin's hidden width at most (a multiple of the heads: 8 a head at least)
+TWIN_VOCAB = 1024  # the twin's vocabulary at most
+TWIN_CONTEXT = 64  # the twin's context at most
+
+
+def twin_config(config: Any) -> tuple[Any, str]:
+    """A copy of a ``transformers`` config shrunk to a reduced twin: fewer layers
+    (``TWIN_LAYERS``, and the first ``first_k_dense_replace`` dense ones), a narrower width
+    (``TWIN_WIDTH`` at most, the same query and key/value heads, so the same head structure
+    at a smaller head dimension; the MLP's widths scaled alike), a smaller vocabulary; the
+    same experts, the same routing (top-k), the same layer kinds. And its description."""
+    import copy
+
+    twin = copy.deepcopy(config)
+    text = twin.get_text_config()
+    layers = int(text.num_hidden_layers)
+    keep = min(layers, TWIN_LAYERS + int(getattr(text, "first_k_dense_replace", 0) or 0))
+    for key, value in list(vars(text).items()):  # per-layer lists (layer_types, ...)
+        if isinstance(value, list) and len(value) == layers:
+            setattr(text, key, value[:keep])
+    text.num_hidden_layers = keep
+    width = int(text.hidden_size)
+    heads = int(text.num_attention_heads)
+    narrow = width
+    if width > TWIN_WIDTH:
+        narrow = max(heads * 8, TWIN_WIDTH // heads * heads)
+    if narrow < width:
+        scale = narrow / width
+        text.hidden_size = narrow
+        if getattr(text, "head_dim", None) is not None:
+            text.head_dim = narrow // heads
+        for key in (
+            "intermediate_size",
+            "moe_intermediate_size",
+            "shared_expert_intermediate_size",
+        ):
+            value = getattr(text, key, None)
+            if isinstance(value, int) and value > 0:
+                setattr(text, key, max(8, int(value * scale) // 8 * 8))
+    vocab = int(text.vocab_size)
+    if vocab > TWIN_VOCAB:
+        text.vocab_size = TWIN_VOCAB
+        for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
+            value = getattr(text, key, None)
+            if isinstance(value, int) and value >= TWIN_VOCAB:
+                setattr(text, key, None)
+    parts = [f"a {keep}-layer, width-{text.hidden_size}"]
+    if text.vocab_size != vocab:
+        parts.append(f"vocabulary-{text.vocab_size}")
+    what = ", ".join(parts) + " twin of the same architecture"
+    what += f" ({heads} query heads"
+    kv = getattr(text, "num_key_value_heads", None)
+    if kv is not None:
+        what += f", {kv} key/value heads"
+    experts = getattr(text, "num_local_experts", None) or getattr(text, "n_routed_experts", None)
+    experts = experts or getattr(text, "num_experts", None)
+    if experts:
+        what += f", {experts} experts"
+    return twin, what + ")"
+
+
+def twin_step(lm: Any, phase: str, batch: int, source: str) -> tuple[Any, str]:
+    """The step of ``lm``'s reduced twin (``twin_config``), built for real (random weights,
+    ``torch.manual_seed(0)``), in ``lm``'s dtype, at ``batch`` and a context of
+    ``TWIN_CONTEXT`` at most: ``(TorchCaptured, what was verified)``; a one-line
+    ``AnalysisError`` when the twin cannot be built."""
+    import torch
+
+    from solar.torch import TorchCaptured
+    from solar.torch.capture import capture
+
+    config, what = twin_config(lm.config)
+    dtypes = [p.dtype for p in lm.parameters() if p.is_floating_point()]
+    try:
+        torch.manual_seed(0)
+        twin = type(lm)(config).to(dtypes[0] if dtypes else torch.float32).eval()
+    except Exception as e:
+        text = " ".join(str(e).split("\n")[0].split())[:160]
+        raise AnalysisError(
+            f"no reduced twin of {type(lm).__name__} could be built ({type(e).__name__}: {text})"
+        ) from e
+    context = min(
+        TWIN_CONTEXT,
+        int(getattr(config.get_text_config(), "max_position_embeddings", TWIN_CONTEXT)),
+    )
+    s = hf_step(twin, phase, batch, context)
+
+    def recapture(m: Any, xs: tuple) -> Any:
+        return capture(m, xs, source=source)
+
+    captured = TorchCaptured(recapture(s.module, s.inputs), recapture, s.module, s.inputs)
+    return captured, f"{what}, its {phase} step at batch {batch}, context {context}"

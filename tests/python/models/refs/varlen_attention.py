@@ -1,0 +1,23 @@
+"""Variable-length attention over packed sequences: cu_seqlens [0, 3, 8] holds two sequences of
+3 and 5 tokens in q, k and v ([8, 16]); each attends over its own tokens."""
+
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def forward(self, q, k, v, cu_seqlens):
+        outs = []
+        for i in range(cu_seqlens.shape[0] - 1):
+            start, end = int(cu_seqlens[i]), int(cu_seqlens[i + 1])
+            scores = q[start:end] @ k[start:end].transpose(0, 1)
+            outs.append(torch.softmax(scores, dim=-1) @ v[start:end])
+        return torch.cat(outs)
+
+
+def get_inputs():
+    return [torch.randn(8, 16), torch.randn(8, 16), torch.randn(8, 16), torch.tensor([0, 3, 8])]
+
+
+def get_init_inputs():
+    return []

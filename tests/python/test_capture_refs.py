@@ -1,0 +1,154 @@
+"""Every reference program captured (issue 28, item 3; docs/capture.md, "Programs written for a
+GPU", "In-place updates of inputs", "Values of the data"): the models are
+tests/python/models/refs/, each analysed as `solar analyze` does (built with FakeTensors first),
+verified against PyTorch, and its MACs and bytes counted by hand. H100-SXM."""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import solar  # noqa: E402
+
+MODELS = Path(__file__).resolve().parent / "models" / "refs"
+F32 = 4  # bytes
+
+
+@functools.cache
+def report(name: str) -> dict:
+    data = solar.analyze_file(MODELS / f"{name}.py", hw="H100-SXM").data
+    assert data["verification"]["status"] == "passed", data["verification"]
+    assert data["verification"]["mode"] == "whole_program"
+    return data
+
+
+def macs(data: dict) -> int:
+    return sum(n["macs"] for n in data["nodes"])
+
+
+def notes(data: dict) -> list[str]:
+    return data["verification"].get("notes", [])
+
+
+def test_a_reference_written_for_cuda_runs_on_the_cpu_and_says_so_once():
+    data = report("cuda_device")
+    assert notes(data) == ["device 'cuda' in the reference mapped to the CPU, where SOLAR runs it"]
+    # x + ones: fused reads x [4, 8] (128 B) and writes the sum (128 B): 256 B (the ones are
+    # made on chip)
+    assert data["bytes"]["fused"] == 4 * 8 * F32 * 2
+
+
+def test_a_kv_cache_write_in_place_counts_only_the_rows_written():
+    data = report("kv_write")
+    # cache[:, 5] = k writes 2 x 16 f32 = 128 B into the [2, 64, 16] cache (8,192 B), which is
+    # neither read nor written whole. Fused: read k 128 B and q 128 B, write the scores
+    # [2] 8 B and the written rows 128 B: 392 B (not 392 + 2 x 8,192 for a functional copy).
+    assert data["bytes"]["fused"] == 128 + 128 + 8 + 128
+    outputs = [o["name"] for o in data["verification"]["outputs"]]
+    assert "cache_written" in outputs  # the rows, checked against PyTorch's updated cache
+
+
+def test_index_copy_into_a_state_counts_the_rows_it_writes():
+    data = report("index_copy_state")
+    # state.index_copy_(0, [3, 17], rows): 2 rows of 8 f32 = 64 B written into the [32, 8]
+    # state (1,024 B). Fused: read rows 64 B, write rows * 2 64 B and the written rows 64 B:
+    # 192 B.
+    assert data["bytes"]["fused"] == 64 + 64 + 64
+
+
+def test_a_whole_state_updated_in_place_is_written_whole():
+    data = report("state_update")
+    # state.mul_(0.5).add_(x) writes all 64 f32 of the state: fused reads state 256 B and x
+    # 256 B, writes the new state 256 B and x * 2 256 B: 1024 B
+    assert data["bytes"]["fused"] == 4 * 256
+    assert len(data["verification"]["outputs"]) == 2  # x * 2 and the new state, checked
+
+
+def test_an_item_that_decides_a_size_is_specialised_and_named():
+    data = report("item_size")
+    # counts.max().item() = 5: x[:5] * 2 reads 5 x 8 f32 = 160 B and writes 160 B
+    assert data["bytes"]["fused"] == 160 + 160
+    (note,) = notes(data)
+    assert "specialised on 1 value(s)" in note
+    assert "item = 5 at item_size.py:10 in forward" in note
+
+
+def test_varlen_attention_is_specialised_on_its_sequence_lengths():
+    data = report("varlen_attention")
+    # cu_seqlens [0, 3, 8]: sequences of 3 and 5 tokens, head width 16. Each sequence of L
+    # tokens: q k^T L x L x 16 MACs, p v L x L x 16 MACs: 2 x 16 x (3^2 + 5^2) = 1088 MACs
+    # (the sum of per-sequence squares, not 2 x 16 x 8^2 = 2048 for the packed batch)
+    assert macs(data) == 2 * 16 * (3**2 + 5**2)
+    (note,) = notes(data)
+    assert "specialised on 4 value(s)" in note  # the two bounds of each of the two sequences
+    for value in (0, 3, 8):
+        assert f"__int__ = {value} at varlen_attention.py:12 in forward" in note
+
+
+def test_vanilla_rnn_with_its_hidden_state_updated_in_forward_analyses_and_verifies():
+    data = report("vanilla_rnn")
+    # B=4, I=12, H=20, O=6: i2h B*H*(I+H) = 4*20*32 = 2560, h2o B*O*H = 4*6*20 = 480
+    assert macs(data) == 2560 + 480
+    outputs = {o["name"] for o in data["verification"]["outputs"]}
+    assert len(outputs) == 2  # the output and the new hidden state
+
+
+def test_a_capture_that_still_fails_names_the_line_in_one_line():
+    env = dict(os.environ)
+    cmd = [sys.executable, "-m", "solar", "analyze", str(MODELS / "capture_fails.py")]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 1
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("solar analyze: error: capture failed at capture_fails.py:11")
+    assert "nonexistent_op" in lines[0]
+
+
+def test_a_data_dependent_size_on_fake_inputs_is_one_line_naming_the_call():
+    from solar.torch._trace import DataDependentError
+    from solar.torch.capture import capture, load_model_file
+
+    model, inputs = load_model_file(MODELS / "item_size.py", fake=True)
+    with pytest.raises(DataDependentError) as e:
+        capture(model, inputs)
+    message = str(e.value)
+    assert "\n" not in message
+    assert message.startswith("capture failed: torch.export: ")
+    # the op and the line where the trace stopped
+    assert message.endswith(
+        "(the trace stopped at torch.TensorBase.item at item_size.py:10 in forward)"
+    )
+
+
+# name -> fused bytes, by hand (the cache itself, [2, 64, 16] f32 = 8,192 B, is never counted)
+WRITES = {
+    # read k 128 B and q 128 B, write the scores 8 B and the row written 128 B (above)
+    "kv_write": 128 + 128 + 8 + 128,
+    # cache[:, 4:6] = k, k [2, 2, 16] f32 = 256 B: read k 256 B, write its sums [2, 2] 16 B and
+    # the rows written 256 B
+    "kv_slice_write": 256 + 16 + 256,
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRITES))
+@pytest.mark.parametrize("tracer", ["torch.export", "make_fx"])
+def test_both_tracers_capture_a_cache_write_as_the_rows_written(monkeypatch, name, tracer):
+    from solar.torch import _trace
+
+    if tracer == "make_fx":  # the fallback: functionalize's copy_ back into the input
+
+        def refuse(*args):
+            raise RuntimeError("export refused")
+
+        monkeypatch.setattr(_trace, "_trace_export", refuse)
+    data = solar.analyze_file(MODELS / f"{name}.py", hw="H100-SXM").data
+    assert data["verification"]["status"] == "passed", data["verification"]
+    assert data["bytes"]["fused"] == WRITES[name]
+    assert "cache_written" in [o["name"] for o in data["verification"]["outputs"]]

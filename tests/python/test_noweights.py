@@ -1,0 +1,176 @@
+"""No weight memory (docs/serving.md, "No weight memory", "Verification on a reduced twin"):
+``solar analyze --serve`` builds a causal LM on the meta device and traces it on CPU
+FakeTensors, so a full-size model's decode step is analysed without its weights' memory; a
+model too large to build for real is verified on a reduced twin of the same architecture. The
+bytes are counted by hand below."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from solar import cli  # noqa: E402
+from solar.torch import serve  # noqa: E402
+
+MODELS = Path(__file__).resolve().parent / "models" / "serve"
+
+# Llama-3-8B (models/serve/llama3_8b.py), bf16 (2 B an element): hidden 4096, 32 query heads and
+# 8 key/value heads of 128, SwiGLU 14336, vocabulary 128256, 32 layers, untied embeddings.
+LAYER = (
+    4096 * 4096  # q_proj: 16,777,216
+    + 4096 * 1024  # k_proj (8 kv heads x 128): 4,194,304
+    + 4096 * 1024  # v_proj: 4,194,304
+    + 4096 * 4096  # o_proj: 16,777,216
+    + 3 * 4096 * 14336  # gate, up, down: 176,160,768
+    + 2 * 4096  # the two RMSNorm weights: 8,192
+)  # = 218,112,000 elements
+ALL_WEIGHTS = 32 * LAYER + 4096 + 2 * 128256 * 4096  # layers, final norm, embedding, lm_head
+WEIGHT_BYTES = (
+    2 * ALL_WEIGHTS
+)  # = 2 x 8,030,261,248 = 16,060,522,496 B: what a real build would hold (bf16)
+
+CHILD = """
+import json, resource, sys
+from solar.torch import serve
+served = serve.analyze_serving(sys.argv[1], "decode", [1], 4096, verify=False)
+step = served.steps[0]
+print(json.dumps({"fused": step.data["bytes"]["fused"],
+                  "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "verification": step.verification["status"]}))
+"""
+
+
+def test_llama3_8b_decode_step_is_analysed_without_its_weights_memory():
+    assert LAYER == 218_112_000 and WEIGHT_BYTES == 16_060_522_496
+    # In a child process, so that its peak resident memory is the analysis's alone.
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(MODELS / "llama3_8b.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    # Decode at batch 1, context 4096: one embedding row (4096 elements; the table's other rows
+    # are not read), every other weight once; the KV cache of 4096 tokens moves once (4095
+    # read, the new token's written): 32 layers x 2 (k, v) x 8 kv heads x 4096 x 128 x 2 B.
+    weights = 2 * (32 * LAYER + 4096 + 128256 * 4096 + 4096)  # = 15,009,857,536 B
+    kv = 32 * 2 * 8 * 4096 * 128 * 2  # = 536,870,912 B
+    logits = 128256 * 2  # the one token's logits, written: 256,512 B
+    ids = 2 * 8  # input_ids and position_ids, i64[1, 1] each
+    inv_freq = 64 * 2  # the rotary embedding's 64 inverse frequencies (bf16)
+    assert weights == 15_009_857_536 and kv == 536_870_912
+    assert got["fused"] == weights + kv + logits + ids + inv_freq == 15_546_985_104
+    # Peak resident memory: far below the 16 GB of weights a real build holds (a real build
+    # made in float32 before the cast holds twice that). Under an eighth of it.
+    assert got["peak_rss"] < WEIGHT_BYTES / 8, got["peak_rss"]
+    assert got["verification"] == "not_run"
+
+
+def test_a_model_too_large_to_build_is_verified_on_a_reduced_twin():
+    # models/serve/llama_wide.py built for real: about 40 M float32 elements (170 MB), over a
+    # --verify-budget-mb of 50: built without weights, verified on a twin of 2 layers, width
+    # 512 (16 heads x 32), vocabulary 1024, whole (its tensors: about 11 MB, under 50 MB), and
+    # the full-size program per op.
+    served = serve.analyze_serving(
+        MODELS / "llama_wide.py", "decode", [1], 128, verify_budget_mb=50
+    )
+    v = served.steps[0].verification
+    assert v["status"] == "passed" and v["mode"] == "twin"
+    assert v["detail"].startswith(
+        "verified on a 2-layer, width-512, vocabulary-1024 twin of the same architecture "
+        "(16 query heads, 4 key/value heads), its decode step at batch 1, context 64: passed "
+        "(5 output(s) compared with PyTorch on the same inputs); per op at full size: passed ("
+    )
+    # The twin's five outputs: the logits, and 2 layers' new keys and values.
+    assert len(v["outputs"]) == 5
+    assert v["ops"] and all(op["result"] == "passed" for op in v["ops"])
+    assert "verified on a 2-layer, width-512, vocabulary-1024 twin" in served.table
+
+
+def test_twin_config_keeps_the_head_structure():
+    from transformers import LlamaConfig
+
+    config = LlamaConfig(
+        vocab_size=128256,
+        hidden_size=8192,
+        intermediate_size=28672,
+        num_hidden_layers=80,
+        num_attention_heads=64,
+        num_key_value_heads=8,
+    )
+    twin, what = serve.twin_config(config)
+    # 512 // 64 = 8 a head, 64 heads: width 512; the MLP scaled alike, 28672 x 512 / 8192.
+    assert (twin.num_hidden_layers, twin.hidden_size, twin.head_dim) == (2, 512, 8)
+    assert twin.intermediate_size == 28672 * 512 // 8192 == 1792
+    assert (twin.num_attention_heads, twin.num_key_value_heads, twin.vocab_size) == (64, 8, 1024)
+    assert config.num_hidden_layers == 80  # the model's own config is not touched
+    assert what == (
+        "a 2-layer, width-512, vocabulary-1024 twin of the same architecture "
+        "(64 query heads, 8 key/value heads)"
+    )
+
+
+def test_a_real_build_over_the_machines_memory_is_refused_in_one_line(capsys, monkeypatch):
+    # A verification budget that lets the whole 8B model be built for real (32 GB in float32)
+    # on a machine said to have 1 GB available: refused before any build, naming --no-verify
+    # and the twin.
+    from solar.torch import capture
+
+    monkeypatch.setattr(capture, "available_bytes", lambda: 10**9)
+    argv = [
+        "analyze",
+        str(MODELS / "llama3_8b.py"),
+        "--serve",
+        "decode",
+        "--context",
+        "16",
+        "--verify-budget-mb",
+        "100000",
+    ]
+    assert cli.main(argv) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "--no-verify" in err and "reduced twin" in err and "over the 1.0 GB" in err
+
+
+def test_a_twin_that_cannot_be_built_is_said_so_never_skipped(monkeypatch):
+    # The twin's build fails: the full-size step is still verified per op, and the detail
+    # says that no twin ran; the status is "partial" (one of the two checks ran), not "passed".
+    from solar.options import AnalysisError
+
+    def no_twin(*args):
+        raise AnalysisError("no reduced twin of LlamaForCausalLM could be built (test)")
+
+    monkeypatch.setattr(serve, "twin_step", no_twin)
+    served = serve.analyze_serving(MODELS / "llama_wide.py", "decode", [1], 16, verify_budget_mb=50)
+    v = served.steps[0].verification
+    assert v["status"] == "partial" and v["mode"] == "twin"
+    assert v["detail"].startswith(
+        "no reduced twin: not_run (no reduced twin of LlamaForCausalLM could be built (test); "
+        "the architecture was NOT run whole); per op at full size: passed ("
+    )
+
+
+def test_without_weights_keeps_tied_weights_tied_and_allocates_nothing():
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    from solar.torch.capture import without_weights
+
+    def build():
+        emb = torch.nn.Embedding(50_000, 4096)  # 204.8 M elements: 819 MB in float32, if real
+        head = torch.nn.Linear(4096, 50_000, bias=False)
+        head.weight = emb.weight  # tied, as tie_word_embeddings ties them
+        return torch.nn.ModuleDict({"emb": emb, "head": head})
+
+    model, mode = without_weights(build)
+    weight = model["emb"].weight
+    assert isinstance(weight, FakeTensor) and weight.device.type == "cpu"
+    assert model["head"].weight is weight  # one tensor, read once by the analysis
+    assert weight.shape == (50_000, 4096) and weight.requires_grad
