@@ -37,6 +37,7 @@ struct ValueFacts {
   int64_t lo = 0, hi = -1;  // ... each an integer in lo..hi (topk's indices: 0..n-1)
   int64_t nonzero = 0;      // at least this many nonzero entries, every entry >= 0 (histc's bins)
   int64_t groups = 0;  // a non-decreasing cumulative count of at least this many non-empty groups
+  int64_t permutation = 0;  // a rank-1 permutation of 0..permutation-1 (sort's, argsort's order)
 };
 using FactMap = std::map<std::string, ValueFacts>;
 
@@ -104,8 +105,9 @@ class NodeLowering {
   // The value facts of the capture's tensors so far, set by the driver (else none are known).
   void set_facts(const FactMap* facts) { facts_ = facts; }
   ValueFacts facts(const TensorInfo& t) const;
-  // ", distinct=D" for a take whose index `index` is known to hold D >= 2 different values, else
-  // "" (docs/ir.md, take).
+  // ", distinct=D" for a take whose index `index` is a router's choice known to hold D >= 1
+  // different values (a top-k's indices, through views and sorts), else "": the mark of a routed
+  // take, the one kind --routing governs (docs/ir.md, take).
   std::string distinct_attr(const TensorInfo& index) const;
 
   // Output i is a random draw (docs/ir.md, `random`): its values are the framework's draw,

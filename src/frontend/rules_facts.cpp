@@ -3,8 +3,9 @@
 // views, copies and sorts of them hold the same values; a histogram with one bin per integer has
 // a nonzero bin per different value, and its running sum as many non-empty groups. The rules
 // that gather rows by such an index (index.Tensor, index_select, embedding, transformers'
-// grouped_mm_fallback) write `take(..., distinct=D)`, and --routing concentrated counts D slices
-// read rather than one (docs/lowering.md, "Value facts").
+// grouped_mm_fallback) write `take(..., distinct=D)`: a routed take, whose bytes --routing decides
+// (concentrated: D slices; balanced: every index distinct). Takes by other indices (block tables,
+// token ids) carry no mark and read the rows they name (docs/lowering.md, "Value facts").
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -58,7 +59,7 @@ ValueFacts NodeLowering::facts(const TensorInfo& t) const {
 
 std::string NodeLowering::distinct_attr(const TensorInfo& index) const {
   const ValueFacts f = facts(index);
-  if (f.distinct < 2 || f.lo < 0) return "";  // a negative index would wrap onto another
+  if (f.distinct < 1 || f.lo < 0) return "";  // a negative index would wrap onto another
   return ", distinct=" + std::to_string(f.distinct);
 }
 
@@ -80,6 +81,26 @@ void propagate_facts(const NodeLowering& n, FactMap& facts) {
   }
   if (!n.has("self") || !n.is_tensor("self")) return;
   const ValueFacts in = n.facts(n.tensor("self"));
+  const TensorInfo self = n.tensor("self");
+  const bool sort = op == "aten.sort.default" || op == "aten.sort.stable";
+  const bool argsort = op == "aten.argsort.default" || op == "aten.argsort.stable";
+  if ((sort || argsort) && self.rank() == 1) {
+    // The order of a rank-1 sort: every position 0..n-1 once.
+    const size_t at = sort ? 1 : 0;
+    if (n.outputs() > at && !n.out(at).name.empty()) {
+      facts[n.out(at).name].permutation = self.shape[0];
+    }
+  }
+  if (op == "aten.index.Tensor" && self.rank() == 1 && in.distinct > 0) {
+    // A rank-1 tensor taken in a permuted order (the router's experts sorted by argsort) holds
+    // the same values.
+    const std::vector<TensorInfo> index = n.tensor_list_or_null("indices");
+    if (index.size() == 1 && !index[0].name.empty() &&
+        n.facts(index[0]).permutation == self.shape[0] && index[0].rank() == 1) {
+      facts[n.out(0).name] = in;
+    }
+    return;
+  }
   if (keeps_values(op)) {
     if (op == "aten._to_copy.default" && !exact_integers(n.out(0).dtype)) return;
     if (in.distinct > 0 || in.nonzero > 0 || in.groups > 0) facts[n.out(0).name] = in;

@@ -404,6 +404,7 @@ std::vector<RoutedRead> routed_reads(const einsum::Graph& g) {
         RoutedRead& r = reads[a.tensor];
         r.tensor = a.tensor;
         r.moved += m.moved;
+        r.routed = r.routed || m.routed;
         if (m.data_dim >= 0 && r.dim < 0) r.dim = m.data_dim;
       }
     }
@@ -435,16 +436,18 @@ std::vector<std::string> routing_assumptions(const einsum::Graph& g) {
       head += " (" + std::to_string(r.slices) + " of its " + std::to_string(r.of) +
               " slices along dim " + std::to_string(r.dim) + ")";
     }
-    out.push_back(head + ": " +
-                  (g.routing == einsum::Routing::Concentrated
-                       ? "concentrated routing (--routing concentrated), every index the same "
-                         "value, or the fewest different values the program guarantees (top-k "
-                         "routing: k experts): the fewest any batch can read, a lower bound for "
-                         "every routing"
-                       : "every index taken different, as balanced routing spreads a batch over "
-                         "every expert or row it can reach; a batch that repeats indices (skewed "
-                         "routing, repeated tokens) reads fewer, down to what --routing "
-                         "concentrated counts"));
+    const char* why =
+        !r.routed ? "every index taken different, the rows its index names (not a router's "
+                    "choice: --routing does not apply); an index that repeats rows (shared pages, "
+                    "repeated tokens) reads fewer"
+        : g.routing == einsum::Routing::Concentrated
+            ? "routed, concentrated routing (--routing concentrated): the fewest different "
+              "values the program guarantees (top-k routing: k experts), the fewest any batch "
+              "can read, a lower bound for every routing"
+            : "routed, every index taken different, as balanced routing spreads a batch over "
+              "every expert it can reach; a batch that repeats experts (skewed routing) reads "
+              "fewer, down to what --routing concentrated counts";
+    out.push_back(head + ": " + why);
   }
   return out;
 }
@@ -550,6 +553,7 @@ nlohmann::json report_to_json(const Report& r) {
                        {"moved", rr.moved},
                        {"counted", rr.counted},
                        {"numel", rr.numel},
+                       {"routed", rr.routed},
                        {"dim", rr.dim},
                        {"slices", rr.slices},
                        {"of", rr.of}});

@@ -574,10 +574,9 @@ def test_custom_inputs_entrypoint(tmp_path, torch):
     entry = analysed(tmp_path, EMBEDDING, EMBEDDING_WORKLOADS)
     assert entry["row"]["verification"] == "passed"
     assert any("made by make_ids(axes_and_scalars" in n for n in entry["notes"])
-    # fused bytes: the 8 ids (int64) + one row gathered of 16 f32 (every index the same value,
-    # --routing concentrated, the default) + the output 8 x 16 f32: 8*8 + 16*4 + 8*16*4 =
-    # 64 + 64 + 512 = 640
-    assert entry["report"]["bytes"]["fused"] == 640
+    # fused bytes: the 8 ids (int64) + the 8 rows gathered of 16 f32 (each index distinct,
+    # --routing balanced) + the output 8 x 16 f32: 8*8 + 8*16*4 + 8*16*4 = 64 + 512 + 512 = 1088
+    assert entry["report"]["bytes"]["fused"] == 1088
 
 
 def test_custom_entrypoint_with_the_wrong_shape(tmp_path, torch):

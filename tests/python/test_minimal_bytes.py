@@ -19,9 +19,7 @@ DRAM = 3.35e12
 
 
 def _report(name: str) -> dict:
-    # --routing balanced: the rows and pages counted are the ones the indices can name (the
-    # default, concentrated, counts one: tests/python/test_moe_routing.py)
-    data = solar.analyze_file(PATTERNS / f"{name}.py", hw="H100-SXM", routing="balanced").data
+    data = solar.analyze_file(PATTERNS / f"{name}.py", hw="H100-SXM").data
     assert data["verification"]["status"] == "passed", data["verification"]
     return data
 

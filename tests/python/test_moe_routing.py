@@ -167,3 +167,22 @@ def test_qwen3_moe_macs_are_the_routed_work():
         for w in ("gate_up_proj", "down_proj"):
             # concentrated (the default): k = 2 of the 8 experts a layer
             assert reads[f"p_model_layers_{layer}_mlp_experts_{w}"]["slices"] == 2
+
+
+def test_qwen3_moe_bf16_export_uses_torchs_grouped_mm():
+    # In bf16, transformers' grouped experts call torch.nn.functional.grouped_mm under export
+    # (aten._grouped_mm: the path every full-size bf16 MoE takes), not its fallback op: the same
+    # routed work and the same k = 2 experts a layer, verified against the real run.
+    ids = torch.randint(0, 64, (B, T), generator=torch.Generator().manual_seed(0))
+    model = Last(qwen3_moe("grouped_mm").to(torch.bfloat16))
+    r = solar_torch.analyze(model, (ids,))
+    assert r.verification["status"] == "passed", r.summary()
+    graph = torch.export.export(model, (ids,)).graph
+    assert any(n.target == torch.ops.aten._grouped_mm.default for n in graph.nodes)
+    assert r.data["coverage"]["unsupported_ops"] == []
+    assert r.data["totals"]["macs"] == 7471104  # as in the float32 test above, by hand
+    reads = {x["tensor"]: x for x in r.data["routed_reads"]}
+    for layer in (0, 1):
+        for w in ("gate_up_proj", "down_proj"):
+            read = reads[f"p_model_layers_{layer}_mlp_experts_{w}"]
+            assert (read["routed"], read["slices"], read["of"]) == (True, 2, 8)

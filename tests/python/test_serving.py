@@ -72,19 +72,18 @@ def test_llama_prefill_writes_the_prompts_cache():
     served = serve.analyze_serving(MODELS / "llama_gqa.py", "prefill", [2], 32)
     step = served.steps[0]
     assert step.verification["status"] == "passed"
-    # Prefill of 2 x 32 tokens: one embedding row read (every token the same row: --routing
-    # concentrated, the default, the fewest any prompt reads), every other weight once, the KV
-    # cache of 2 x 32 tokens written, the last token's logits of each sequence written,
-    # input_ids and position_ids (i64[2, 32]) read. (Balanced: 64 rows, 63 * 512 = 32256 B more.)
+    # Prefill of 2 x 32 tokens: 64 embedding rows read (every token a different row, balanced
+    # routing), every other weight once, the KV cache of 2 x 32 tokens written, the last
+    # token's logits of each sequence written, input_ids and position_ids (i64[2, 32]) read.
     expected = (
-        1 * 256 * 2
+        64 * 256 * 2
         + WEIGHTS_BUT_EMBEDDING
         + kv_bytes(2, 32)
         + 2 * 1000 * 2
         + 2 * (2 * 32 * 8)
         + INV_FREQ
     )
-    assert step.data["bytes"]["fused"] == expected == 2_977_248 - 32_256
+    assert step.data["bytes"]["fused"] == expected == 2_977_248
     row = served.data["rows"][0]
     assert row["tokens"] == 64
     fused = row["fidelities"]["fused"]
