@@ -186,3 +186,40 @@ def test_qwen3_moe_bf16_export_uses_torchs_grouped_mm():
         for w in ("gate_up_proj", "down_proj"):
             read = reads[f"p_model_layers_{layer}_mlp_experts_{w}"]
             assert (read["routed"], read["slices"], read["of"]) == (True, 2, 8)
+
+
+@functools.cache
+def served(routing: str):
+    from pathlib import Path
+
+    from solar.torch import serve
+
+    model = Path(__file__).resolve().parent / "models" / "serve" / "qwen3_moe_tiny.py"
+    return serve.analyze_serving(model, "decode", [1, 64], 64, verify=False, routing=routing)
+
+
+def test_serving_report_states_the_routing_and_the_experts_each_layer_reads():
+    # qwen3_moe_tiny: 2 layers, 8 experts, top-2; an expert's gate_up_proj is 2*32 x 64 = 4096
+    # elements, its down_proj 64 x 32 = 2048. Concentrated (the default): 2 experts a layer at
+    # batch 1 and at batch 64; balanced: min(8, 1*2) = 2 at batch 1, min(8, 64*2) = 8 at 64.
+    for routing, experts in (("concentrated", {1: 2, 64: 2}), ("balanced", {1: 2, 64: 8})):
+        data = served(routing).data
+        assert data["routing"] == routing
+        for row in data["rows"]:
+            reads = {r["tensor"]: r for r in row["routed_reads"]}
+            assert len(reads) == 4  # 2 layers x (gate_up_proj, down_proj)
+            n = experts[row["batch"]]
+            for layer in (0, 1):
+                up = reads[f"p_lm_model_layers_{layer}_mlp_experts_gate_up_proj"]
+                down = reads[f"p_lm_model_layers_{layer}_mlp_experts_down_proj"]
+                assert (up["experts"], up["of"], up["elements"]) == (n, 8, n * 4096)
+                assert (down["experts"], down["of"], down["elements"]) == (n, 8, n * 2048)
+        assert f"routing: {routing} (--routing" in served(routing).table
+    # At batch 64 balanced reads 6 more experts a layer: 2 layers x 6 x (4096 + 2048) elements
+    # x 2 B (bf16) = 147456 B more fused bytes; at batch 1 the same bytes.
+    fused = {
+        routing: [r["fidelities"]["fused"]["bytes"] for r in served(routing).data["rows"]]
+        for routing in ("concentrated", "balanced")
+    }
+    assert fused["balanced"][0] == fused["concentrated"][0]
+    assert fused["balanced"][1] - fused["concentrated"][1] == 147456
