@@ -129,8 +129,12 @@ def test_moe_top2_concentrated_routing_counts_k_experts_a_lower_bound_for_any_ro
     assert data["totals"]["macs"] == 2048 + 131072  # the work does not depend on the routing
     assumptions = data["routing_assumptions"]
     assert any(
-        a.startswith("p_w1: 65536 elements") and "counted as 4096 of its 8192" in a
-        and "(2 of its 4 slices along dim 0)" in a and "routed, concentrated" in a
+        a.startswith("p_w1: 65536 elements")
+        and "counted as 4096 of its 8192" in a
+        and "(2 of its 4 slices along dim 0)" in a
+        and "routed, concentrated" in a
         for a in assumptions
     )
-    assert any(a.startswith("x: 1024 elements") and "not a router's choice" in a for a in assumptions)
+    assert any(
+        a.startswith("x: 1024 elements") and "not a router's choice" in a for a in assumptions
+    )
