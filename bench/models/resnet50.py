@@ -7,7 +7,9 @@ from torch import nn
 
 
 def conv_bn(c_in: int, c_out: int, k: int, stride: int = 1) -> nn.Sequential:
-    return nn.Sequential(nn.Conv2d(c_in, c_out, k, stride, k // 2, bias=False), nn.BatchNorm2d(c_out))
+    return nn.Sequential(
+        nn.Conv2d(c_in, c_out, k, stride, k // 2, bias=False), nn.BatchNorm2d(c_out)
+    )
 
 
 class Block(nn.Module):
@@ -16,7 +18,9 @@ class Block(nn.Module):
         self.a = conv_bn(c_in, width, 1)
         self.b = conv_bn(width, width, 3, stride)
         self.c = conv_bn(width, 4 * width, 1)
-        self.proj = conv_bn(c_in, 4 * width, 1, stride) if stride != 1 or c_in != 4 * width else None
+        self.proj = (
+            conv_bn(c_in, 4 * width, 1, stride) if stride != 1 or c_in != 4 * width else None
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.c(torch.relu(self.b(torch.relu(self.a(x)))))

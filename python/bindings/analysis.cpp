@@ -156,10 +156,10 @@ void bind_analysis(nb::module_& m) {
           },
           nb::kw_only(), "policy"_a = "", "fidelity"_a = "all",
           "sizes"_a = std::vector<std::string>{}, "sets"_a = std::vector<std::string>{},
-          "level"_a = "L2", "capacity"_a = "", "routing"_a = "balanced", "cache_state"_a = "cold",
-          "kernel_floor"_a = "off", "parallel"_a = "", "devices"_a = 0, "top"_a = 10,
-          "measured_ms"_a = nb::none(), "measured_on"_a = "", "measured_method"_a = "",
-          "measured_nodes"_a = "", "serving"_a = false,
+          "level"_a = "L2", "capacity"_a = "", "routing"_a = "concentrated",
+          "cache_state"_a = "cold", "kernel_floor"_a = "off", "parallel"_a = "", "devices"_a = 0,
+          "top"_a = 10, "measured_ms"_a = nb::none(), "measured_on"_a = "",
+          "measured_method"_a = "", "measured_nodes"_a = "", "serving"_a = false,
           "`policy`: the precision policy (empty: the default); `sizes`: 'N=1024' overrides; "
           "`sets`: 'KEY=VALUE' overrides of the device; `fidelity`, `level`, `capacity`, "
           "`routing`, `cache_state` ('cold' or 'warm'), `kernel_floor` ('on' or 'off'), `top`: "
@@ -287,6 +287,12 @@ void bind_analysis(nb::module_& m) {
                 "serving steps analysed on different devices, policies or cache states");
           }
           serve.push_back({batch, r.analysis.results, r.parallel});
+          std::vector<report::RoutedRead> routed;
+          for (report::RoutedRead& rr : report::routed_reads(r.graph)) {
+            if (rr.routed) routed.push_back(std::move(rr));
+          }
+          if (!routed.empty()) c.routing = einsum::routing_name(r.graph.routing);
+          c.routed.push_back(std::move(routed));
         }
         for (const std::string& v : verification) {
           c.verification.push_back(parse_section(v, "verification"));

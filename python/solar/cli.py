@@ -539,9 +539,9 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--routing",
         choices=("balanced", "concentrated"),
-        help="data-dependent reads (MoE routing, gathers): every index distinct (balanced, the "
-        "default) or all the same (concentrated, the fewest bytes any data can read; "
-        "docs/einsum.md)",
+        help="a top-k router's expert-weight reads: the fewest any routing reads (concentrated, "
+        "the default: k experts a layer) or every index distinct (balanced: min(E, B*k) experts "
+        "at batch B); other gathers read the rows they name under both (docs/einsum.md)",
     )
 
 

@@ -21,7 +21,8 @@ int curve_impl(const std::vector<std::string>& args, std::ostream& out, std::ost
                const ProgramInput* program) {
   CLI::App app{"DRAM traffic and SOL against on-chip capacity, 1 KiB to 1 GiB (docs/report.md).",
                "solar curve"};
-  std::string file, hw, json, csv, svg, policy{sol::kDefaultPrecisionPolicy}, routing = "balanced";
+  std::string file, hw, json, csv, svg, policy{sol::kDefaultPrecisionPolicy},
+      routing = "concentrated";
   std::string cache_state = "cold";
   std::vector<std::string> sizes, sets;
   app.add_option("FILE", file, "IR file")->required()->type_name("");

@@ -50,7 +50,7 @@ struct CommonArgs {
   std::vector<std::string> sets;
   std::string level = "L2";
   std::string capacity;  // empty: the level's capacity on the device
-  std::string routing = "balanced";
+  std::string routing = "concentrated";
   detail::CacheStateArgs state;           // --cache-state, --kernel-floor
   const ProgramInput* program = nullptr;  // in memory, standing for `file`
 };
@@ -236,8 +236,8 @@ void add_cache_options(CLI::App& app, std::string& level, std::string& capacity,
 
 void add_routing_option(CLI::App& app, std::string& routing) {
   app.add_option("--routing", routing,
-                 "Data-dependent reads (MoE routing, take/gather): balanced or concentrated "
-                 "(docs/einsum.md)")
+                 "A top-k router's reads (take distinct=D: MoE expert weights): concentrated "
+                 "or balanced; other gathers read the rows they name (docs/einsum.md)")
       ->type_name("R")
       ->capture_default_str();
 }

@@ -23,7 +23,7 @@ namespace solar::cli::detail {
 // DiagnosticError).
 // `program`: the program in memory, standing for `file` (sol_commands.h).
 einsum::Graph load_graph(const std::string& file, const std::vector<std::string>& sizes,
-                         const std::string& routing = "balanced",
+                         const std::string& routing = "concentrated",
                          const ProgramInput* program = nullptr);
 
 // A built-in device or device file, with `--set` overrides applied.

@@ -75,8 +75,9 @@ Image map_image(const AccessMap& m);
 bool same_map(const AccessMap& a, const AccessMap& b);
 
 // Distinct elements of a tensor of `numel` elements touched by all of `maps` together, up to
-// numel. Data-dependent maps add their moved elements (assumed distinct: balanced routing), or,
-// when `concentrated`, make the count at least their `fewest` (graph.h, Routing).
+// numel. Data-dependent maps add their moved elements (assumed distinct: balanced routing, and
+// every map that is not routed), or, when `concentrated`, make the count at least their `fewest`
+// (graph.h, Routing).
 Footprint union_footprint(const std::vector<const AccessMap*>& maps, int64_t numel);
 
 // Sets a.footprint, a.footprint_exact and a.bytes from the union of a's maps, for a tensor `t`.

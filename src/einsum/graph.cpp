@@ -57,7 +57,7 @@ void assume_routing(Graph& g, Routing r) {
         bool dependent = false;
         for (AccessMap& m : a.maps) {
           if (!m.data_dependent) continue;
-          m.concentrated = r == Routing::Concentrated;
+          m.concentrated = r == Routing::Concentrated && m.routed;
           dependent = true;
         }
         if (!dependent) continue;

@@ -1000,10 +1000,14 @@ class Lifter {
     const bool take = c.op == ir::ComposeOp::Take;
     const std::string text = indexed_text(x, x_rank, dim, idx, idx_rank, take);
     auto read = data_dependent(x, text, y.numel);
-    // Every index the same value: take reads one slice, X's other dimensions over Y's loops
-    // (Y's elements / I's); gather one position along dim for each of the others.
+    // A take whose index is a router's choice, known to hold `distinct=D` different values
+    // (top-k routing: k experts per token), is routed: under Routing::Concentrated it reads D
+    // slices (X's other dimensions over Y's loops: Y's elements / I's each). Other takes and
+    // gathers read the rows they name, all taken distinct, under every routing.
     const int64_t chosen = take ? tensor(idx).numel : y.shape[dim];
-    read.second.fewest = chosen == 0 ? 0 : y.numel / chosen;
+    const std::vector<int64_t> distinct = take ? ints(c, "distinct", s) : std::vector<int64_t>{};
+    read.second.routed = !distinct.empty();
+    read.second.fewest = chosen == 0 || distinct.empty() ? 0 : distinct[0] * (y.numel / chosen);
     // The dimensions other than `dim` follow the loops of the elements moved, as in the text.
     const View xv = binding(x);
     read.second.domain = detail::box_domain(y.shape);

@@ -604,6 +604,7 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
     std::set<std::string> random;   // outputs that are random draws
     std::set<std::string> read;     // tensors some node reads
     std::set<std::string> fired;    // operators whose rule lowered a node (SOLAR_RULE_LOG)
+    FactMap facts;                  // value facts of the tensors lowered so far (rules.h)
     for (const json& node : nodes) {
       std::vector<std::string> refs;
       for (const auto& [key, value] : node.at("args").items()) collect_refs(value, refs);
@@ -625,8 +626,10 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
       } else {
         NodeLowering lowering(node, tensors, used_names, index_prefix);
         lowering.set_usage(&read, &graph_outputs);
+        lowering.set_facts(&facts);
         try {
           rules().at(op)(lowering);
+          propagate_facts(lowering, facts);
           random.insert(lowering.random_outputs().begin(), lowering.random_outputs().end());
           for (const auto& [tensor, value_of] : lowering.random_draws()) {
             result.random.push_back({tensor, value_of, node_name, op});

@@ -29,6 +29,23 @@ struct TensorInfo {
 // One node being lowered: typed access to its arguments and outputs, fresh names, and the IR
 // text it produces (declarations of temporaries, then statements). Argument errors throw
 // UserError with a message that the driver prefixes with the node's location.
+// What the driver knows of a tensor's values from the operators that made it, whatever the data
+// (docs/lowering.md, "Value facts"): what lets a routed mixture of experts' weights be counted at
+// the k experts a top-k router picks under --routing concentrated. Zero fields know nothing.
+struct ValueFacts {
+  int64_t distinct = 0;     // at least this many different values ...
+  int64_t lo = 0, hi = -1;  // ... each an integer in lo..hi (topk's indices: 0..n-1)
+  int64_t nonzero = 0;      // at least this many nonzero entries, every entry >= 0 (histc's bins)
+  int64_t groups = 0;  // a non-decreasing cumulative count of at least this many non-empty groups
+  int64_t permutation = 0;  // a rank-1 permutation of 0..permutation-1 (sort's, argsort's order)
+};
+using FactMap = std::map<std::string, ValueFacts>;
+
+// The facts of `n`'s outputs from those of its arguments (topk, sort, histc, cumsum, views and
+// copies), added to `facts`. Defined in rules_facts.cpp.
+class NodeLowering;
+void propagate_facts(const NodeLowering& n, FactMap& facts);
+
 class NodeLowering {
  public:
   // `index_prefix` is prepended to every loop index name of the node's kernels, so that the
@@ -85,6 +102,14 @@ class NodeLowering {
   // multi-output op, such as a dropout mask nothing uses, need not be written).
   bool output_needed(size_t i) const;
 
+  // The value facts of the capture's tensors so far, set by the driver (else none are known).
+  void set_facts(const FactMap* facts) { facts_ = facts; }
+  ValueFacts facts(const TensorInfo& t) const;
+  // ", distinct=D" for a take whose index `index` is a router's choice known to hold D >= 1
+  // different values (a top-k's indices, through views and sorts), else "": the mark of a routed
+  // take, the one kind --routing governs (docs/ir.md, take).
+  std::string distinct_attr(const TensorInfo& index) const;
+
   // Output i is a random draw (docs/ir.md, `random`): its values are the framework's draw,
   // supplied at run time, and the analysis generates it on chip. Declared `random` (a graph
   // output: a `random` tensor copied into it). Defined in rules_data.cpp.
@@ -114,6 +139,7 @@ class NodeLowering {
   std::vector<TensorInfo> outputs_;
   const std::set<std::string>* read_ = nullptr;
   const std::set<std::string>* graph_outputs_ = nullptr;
+  const FactMap* facts_ = nullptr;
   std::vector<std::pair<std::string, std::string>> draws_;
   std::set<std::string> random_outputs_;
   std::string decls_;

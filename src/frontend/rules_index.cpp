@@ -82,7 +82,7 @@ void index_select_rule(NodeLowering& n) {
     index = one;
   }
   n.stmt(n.out().name + " = take(" + x.name + ", " + index.name + ", dim=" + std::to_string(dim) +
-         ")");
+         n.distinct_attr(index) + ")");
 }
 
 // Advanced indexing shared by index.Tensor and index_put: the indexed dims of x (non-null entries
@@ -172,8 +172,13 @@ Advanced advanced_index(NodeLowering& n, const TensorInfo& x) {
 void index_rule(NodeLowering& n) {
   const TensorInfo x = n.tensor("self");
   const Advanced a = advanced_index(n, x);
+  // One index tensor: the flat index is it, negatives wrapped, so it holds as many different
+  // values (value facts: a top-k router's experts).
+  std::string distinct;
+  const std::vector<TensorInfo> all = n.tensor_list_or_null("indices");
+  if (all.size() == 1 && !all[0].name.empty()) distinct = n.distinct_attr(all[0]);
   n.stmt(n.out().name + " = take(" + a.merged.name + ", " + a.flat.name +
-         ", dim=" + std::to_string(a.pos) + ")");
+         ", dim=" + std::to_string(a.pos) + distinct + ")");
 }
 
 // index_put: the values, broadcast to the indexed region's shape, are scattered into the merged

@@ -50,6 +50,7 @@ OpSpec op_spec(ComposeOp op) {
                {"hi", ArgKind::IntList, true},
                {"value", ArgKind::Number, false}}};
     case ComposeOp::Take:
+      return {2, 2, false, {{"dim", ArgKind::Int, true}, {"distinct", ArgKind::Int, false}}};
     case ComposeOp::Gather:
       return {2, 2, false, {{"dim", ArgKind::Int, true}}};
     case ComposeOp::Scatter:
@@ -544,6 +545,20 @@ class ComposeChecker {
     result.insert(result.end(), shape(1).begin(), shape(1).end());
     result.insert(result.end(), x.begin() + static_cast<std::ptrdiff_t>(*dim) + 1, x.end());
     expect_result(result, "take");
+    // distinct=D: the index holds at least D different values (1 <= D <= X's size along dim and
+    // the index's element count), a fact the frontend knows (top-k picks k different experts).
+    if (const ComposeAttr* a = find_attr("distinct")) {
+      const std::optional<int64_t> v = cx_.eval(*a->ints[0], scope_);
+      int64_t most = x[*dim];
+      int64_t elements = 1;
+      for (const int64_t n : shape(1)) elements *= n;
+      most = std::min(most, elements);
+      if (v && (*v < 1 || *v > most)) {
+        cx_.error(a->loc, "distinct must be in 1.." + std::to_string(most) + " (the size of " +
+                              quoted(c_.srcs[0]) + " along dim and the index's elements), not " +
+                              std::to_string(*v));
+      }
+    }
   }
 
   // torch.gather: I has X's rank and is no larger than X outside `dim`; Y has I's shape.

@@ -110,10 +110,10 @@ struct AttrSpec {
   AttrType type;
 };
 
-constexpr AttrSpec kAttrs[] = {{"dim", AttrType::Int},       {"dims", AttrType::List},
-                               {"lo", AttrType::List},       {"hi", AttrType::List},
-                               {"value", AttrType::Number},  {"reduce", AttrType::Word},
-                               {"descending", AttrType::Int}};
+constexpr AttrSpec kAttrs[] = {{"dim", AttrType::Int},        {"dims", AttrType::List},
+                               {"lo", AttrType::List},        {"hi", AttrType::List},
+                               {"value", AttrType::Number},   {"reduce", AttrType::Word},
+                               {"descending", AttrType::Int}, {"distinct", AttrType::Int}};
 
 constexpr std::string_view kReduceModes[] = {"none", "add", "max", "min"};
 
@@ -137,6 +137,7 @@ OpSignature signature(ComposeOp op) {
     case ComposeOp::Pad:
       return {1, false, {"lo", "hi", "value"}, {"lo", "hi"}};
     case ComposeOp::Take:
+      return {2, false, {"dim", "distinct"}, {"dim"}};
     case ComposeOp::Gather:
       return {2, false, {"dim"}, {"dim"}};
     case ComposeOp::Scatter:

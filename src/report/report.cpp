@@ -390,8 +390,9 @@ nlohmann::json origin_json(const Report& r) {
 
 }  // namespace
 
-std::vector<std::string> routing_assumptions(const einsum::Graph& g) {
-  std::map<std::string, int64_t> moved;  // graph inputs and weights read at data-dependent places
+std::vector<RoutedRead> routed_reads(const einsum::Graph& g) {
+  std::map<std::string, RoutedRead>
+      reads;  // graph inputs and weights read at data-dependent places
   for (const einsum::Node& n : g.nodes) {
     for (const einsum::Access& a : n.reads) {
       const einsum::TensorInfo* t = g.find_tensor(a.tensor);
@@ -399,27 +400,54 @@ std::vector<std::string> routing_assumptions(const einsum::Graph& g) {
         continue;
       }
       for (const einsum::AccessMap& m : a.maps) {
-        if (m.data_dependent) moved[a.tensor] += m.moved;
+        if (!m.data_dependent) continue;
+        RoutedRead& r = reads[a.tensor];
+        r.tensor = a.tensor;
+        r.moved += m.moved;
+        r.routed = r.routed || m.routed;
+        if (m.data_dim >= 0 && r.dim < 0) r.dim = m.data_dim;
       }
     }
   }
-  std::vector<std::string> out;
-  for (const auto& [name, count] : moved) {
+  std::vector<RoutedRead> out;
+  for (auto& [name, r] : reads) {
     const einsum::TensorInfo& t = *g.find_tensor(name);
-    const int64_t distinct = einsum::touched_footprint(g, name).elements;
-    const std::string head = name + ": " + std::to_string(count) +
-                             " elements read at data-dependent positions (take/gather), counted "
-                             "as " +
-                             std::to_string(distinct) + " of its " + std::to_string(t.numel) +
-                             " distinct: ";
-    out.push_back(head +
-                  (g.routing == einsum::Routing::Concentrated
-                       ? "concentrated routing (--routing concentrated), every index the same "
-                         "value, the fewest any batch can read: a lower bound for every routing"
-                       : "every index taken different, as balanced routing spreads a batch over "
-                         "every expert or row it can reach; a batch that repeats indices (skewed "
-                         "routing, repeated tokens) reads fewer, down to what --routing "
-                         "concentrated counts"));
+    r.numel = t.numel;
+    r.counted = einsum::touched_footprint(g, name).elements;
+    // Whole slices along the chosen dimension (an expert's weights in [E, ...]): how many.
+    if (r.dim >= 0 && static_cast<size_t>(r.dim) < t.shape.size() && t.shape[r.dim] > 0) {
+      const int64_t slice = t.numel / t.shape[r.dim];
+      r.of = t.shape[r.dim];
+      r.slices = slice == 0 ? 0 : (r.counted + slice - 1) / slice;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<std::string> routing_assumptions(const einsum::Graph& g) {
+  std::vector<std::string> out;
+  for (const RoutedRead& r : routed_reads(g)) {
+    std::string head = r.tensor + ": " + std::to_string(r.moved) +
+                       " elements read at data-dependent positions (take/gather), counted as " +
+                       std::to_string(r.counted) + " of its " + std::to_string(r.numel) +
+                       " distinct";
+    if (r.dim >= 0) {
+      head += " (" + std::to_string(r.slices) + " of its " + std::to_string(r.of) +
+              " slices along dim " + std::to_string(r.dim) + ")";
+    }
+    const char* why =
+        !r.routed ? "every index taken different, the rows its index names (not a router's "
+                    "choice: --routing does not apply); an index that repeats rows (shared pages, "
+                    "repeated tokens) reads fewer"
+        : g.routing == einsum::Routing::Concentrated
+            ? "routed, concentrated routing (--routing concentrated): the fewest different "
+              "values the program guarantees (top-k routing: k experts), the fewest any batch "
+              "can read, a lower bound for every routing"
+            : "routed, every index taken different, as balanced routing spreads a batch over "
+              "every expert it can reach; a batch that repeats experts (skewed routing) reads "
+              "fewer, down to what --routing concentrated counts";
+    out.push_back(head + ": " + why);
   }
   return out;
 }
@@ -519,6 +547,18 @@ nlohmann::json report_to_json(const Report& r) {
   if (!assumptions.empty()) {
     j["routing"] = einsum::routing_name(r.graph.routing);
     j["routing_assumptions"] = assumptions;
+    nlohmann::json reads = nlohmann::json::array();
+    for (const RoutedRead& rr : routed_reads(r.graph)) {
+      reads.push_back({{"tensor", rr.tensor},
+                       {"moved", rr.moved},
+                       {"counted", rr.counted},
+                       {"numel", rr.numel},
+                       {"routed", rr.routed},
+                       {"dim", rr.dim},
+                       {"slices", rr.slices},
+                       {"of", rr.of}});
+    }
+    j["routed_reads"] = reads;
   }
   return j;
 }

@@ -2,8 +2,10 @@
 #include "solar/report/serving.h"
 
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "format.h"
@@ -50,6 +52,19 @@ std::string bound_name(const sol::ServeFigures& f) {
   return f.interconnect_bound ? "interconnect" : std::string(sol::bottleneck_name(f.bottleneck));
 }
 
+// "2 of 8 experts (64 weights)" per distinct (slices, of) of a row's routed reads, joined by "; ".
+std::string experts_text(const std::vector<RoutedRead>& reads) {
+  std::map<std::pair<int64_t, int64_t>, int64_t> tensors;  // (slices, of) -> weights
+  for (const RoutedRead& r : reads) ++tensors[{r.slices, r.of}];
+  std::string s;
+  for (const auto& [key, n] : tensors) {
+    if (!s.empty()) s += "; ";
+    s += std::to_string(key.first) + " of " + std::to_string(key.second) + " experts (" +
+         std::to_string(n) + (n == 1 ? " weight)" : " weights)");
+  }
+  return s;
+}
+
 std::string batch_text(double b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", b);
@@ -81,6 +96,16 @@ nlohmann::json serving_to_json(const sol::Serving& s, const ServingContext& c) {
     if (s.parallel) {
       row["collectives"] = {{"count", r.collectives}, {"sent_bytes_per_device", r.sent_bytes}};
     }
+    if (!c.routing.empty() && i < c.routed.size()) {
+      nlohmann::json reads = nlohmann::json::array();
+      for (const RoutedRead& rr : c.routed[i]) {
+        reads.push_back({{"tensor", rr.tensor},
+                         {"experts", rr.slices},
+                         {"of", rr.of},
+                         {"elements", rr.counted}});
+      }
+      row["routed_reads"] = std::move(reads);
+    }
     rows.push_back(std::move(row));
   }
   nlohmann::json crossover = nlohmann::json::object();
@@ -101,18 +126,21 @@ nlohmann::json serving_to_json(const sol::Serving& s, const ServingContext& c) {
                   {"per_direction_bytes_per_s", p.link_bytes_per_s},
                   {"in_network_reduction", p.in_network_reduction}}}};
   }
-  return {{"schema_version", kSchemaVersion},
-          {"kind", "serving"},
-          {"parallel", std::move(parallel)},
-          {"source", source_name(c.source)},
-          {"hardware",
-           {{"name", c.device}, {"dram_bandwidth_bytes_per_s", c.dram_bandwidth_bytes_per_s}}},
-          {"precision_policy", c.policy},
-          {"cache_state", sol::cache_state_name(c.cache_state)},
-          {"phase", std::string(sol::serve_phase_name(s.phase))},
-          {"context", s.context},
-          {"rows", std::move(rows)},
-          {"crossover", std::move(crossover)}};
+  nlohmann::json out = {
+      {"schema_version", kSchemaVersion},
+      {"kind", "serving"},
+      {"parallel", std::move(parallel)},
+      {"source", source_name(c.source)},
+      {"hardware",
+       {{"name", c.device}, {"dram_bandwidth_bytes_per_s", c.dram_bandwidth_bytes_per_s}}},
+      {"precision_policy", c.policy},
+      {"cache_state", sol::cache_state_name(c.cache_state)},
+      {"phase", std::string(sol::serve_phase_name(s.phase))},
+      {"context", s.context},
+      {"rows", std::move(rows)},
+      {"crossover", std::move(crossover)}};
+  if (!c.routing.empty()) out["routing"] = c.routing;
+  return out;
 }
 
 std::string render_serving(const sol::Serving& s, const ServingContext& c) {
@@ -124,6 +152,17 @@ std::string render_serving(const sol::Serving& s, const ServingContext& c) {
                     std::to_string(s.context) + " tokens\n";
   out += "  precision policy: " + c.policy + "\n";
   out += "  cache state: " + std::string(sol::cache_state_name(c.cache_state)) + "\n";
+  if (!c.routing.empty()) {
+    out += "  routing: " + c.routing +
+           (c.routing == "concentrated"
+                ? " (--routing: the k experts a top-k router picks, the fewest any routing reads)"
+                : " (--routing: every routed index distinct, min(E, batch x k) experts)") +
+           "; expert weights read, each at\n";
+    for (size_t i = 0; i < s.rows.size() && i < c.routed.size(); ++i) {
+      out +=
+          "    batch " + std::to_string(s.rows[i].batch) + ": " + experts_text(c.routed[i]) + "\n";
+    }
+  }
   if (s.parallel) {
     const sol::ServeParallel& p = *s.parallel;
     out += "  parallel: " + sol::parallel_text(p.layout) + " on " +

@@ -876,22 +876,26 @@ acc = scatter(acc, idx, src, dim=1, reduce=add)
   EXPECT_EQ(write(g, "scatter:acc", "acc").text, "acc[d0, idx[d0, d1]]");
 }
 
-TEST(Lift, ConcentratedRoutingCountsTheFewestElementsAnyIndicesTouch) {
-  // Every index the same value. take: ids [2, 3] pick rows of table [10, 4]: one row, 24 moved
-  // elements / 6 indices = 4 (balanced: 6 rows, 24). gather along dim 1 of x [4, 6] by idx
-  // [4, 2]: one column for each of the 4 rows, 8 / 2 = 4 (balanced 8). In-place scatter-add by
-  // idx [4, 2] along dim 1: one position per row of idx, 8 / 2 = 4 read and written (balanced
-  // 8). x is also read whole by the copy `y = x` (24 elements): the union is at least that.
+TEST(Lift, ConcentratedRoutingCountsTheFewestElementsOnlyOfRoutedTakes) {
+  // The routed take (distinct=1: a router's choice, at least one value): ids [2, 3] pick rows of
+  // table [10, 4]; concentrated, one row, 24 moved elements / 6 indices = 4 (balanced: 6 rows,
+  // 24). Every other data-dependent map reads what its index names under both routings: the
+  // same ids without the mark pick 6 rows of table2, 24; gather along dim 1 of x [4, 6] by idx
+  // [4, 2], 8; the in-place scatter-add by idx [4, 2] along dim 1, 8 read and written. x is
+  // also read whole by the copy `y = x` (24 elements): the union is at least that.
   const char* text = R"(input ids : i64[2, 3]
 weight table : f32[10, 4]
+weight table2 : f32[10, 4]
 input x : f32[4, 6]
 input idx : i64[4, 2]
 input src : f32[4, 3]
 output emb : f32[2, 3, 4]
+output plain : f32[2, 3, 4]
 output picked : f32[4, 2]
 output acc : f32[4, 6]
 output y : f32[4, 6]
-emb = take(table, ids, dim=0)
+emb = take(table, ids, dim=0, distinct=1)
+plain = take(table2, ids, dim=0)
 picked = gather(x, idx, dim=1)
 kernel zero {
   for i in 0..4, j in 0..6:
@@ -914,15 +918,37 @@ kernel copy_x {
   EXPECT_EQ(read(g, "take:emb", "table").footprint, 4);
   EXPECT_EQ(read(g, "take:emb", "table").bytes, 16);   // 4 f32
   EXPECT_EQ(read(g, "take:emb", "ids").footprint, 6);  // the index tensor is read whole
-  EXPECT_EQ(read(g, "gather:picked", "x").footprint, 4);
-  EXPECT_EQ(read(g, "scatter:acc", "acc").footprint, 4);
-  EXPECT_EQ(write(g, "scatter:acc", "acc").footprint, 4);
+  EXPECT_EQ(read(g, "take:plain", "table2").footprint, 24);
+  EXPECT_EQ(read(g, "gather:picked", "x").footprint, 8);
+  EXPECT_EQ(read(g, "scatter:acc", "acc").footprint, 8);
+  EXPECT_EQ(write(g, "scatter:acc", "acc").footprint, 8);
   EXPECT_EQ(touched_elements(g, "table"), 4);
-  EXPECT_EQ(touched_elements(g, "x"), 24);    // max(24 affine, 4 gathered)
+  EXPECT_EQ(touched_elements(g, "table2"), 24);
+  EXPECT_EQ(touched_elements(g, "x"), 24);    // the copy's 24 affine and the 8 gathered
   EXPECT_EQ(touched_elements(g, "acc"), 24);  // the zeroing writes all of it
   assume_routing(g, Routing::Balanced);       // and back: the lifted counts again
   EXPECT_EQ(read(g, "take:emb", "table").footprint, 24);
   EXPECT_EQ(touched_elements(g, "table"), 24);
+}
+
+TEST(Lift, TakeWithDistinctIndicesReadsThatManySlicesWhenConcentrated) {
+  // A top-2-of-8 layer's expert weights w [8, 16, 32] (an expert 16*32 = 512 elements) gathered
+  // by the 2B routed ids, which hold at least 2 different values (distinct=2). Batch 1: 2 ids
+  // move 1024 elements; balanced min(8, 2) = 2 experts, 1024; concentrated 2 experts, 1024.
+  // Batch 64: 128 ids move 65536; balanced min(8, 128) = 8 experts, 4096; concentrated 2, 1024.
+  const char* text = R"(size R = 2
+input ids : i64[R]
+weight w : f32[8, 16, 32]
+output rows : f32[R, 16, 32]
+rows = take(w, ids, dim=0, distinct=2)
+)";
+  for (const auto& [r, balanced] : {std::pair<int64_t, int64_t>{2, 1024}, {128, 4096}}) {
+    Graph g = lift_text(text, {{"R", r}});
+    EXPECT_EQ(read(g, "take:rows", "w").footprint, balanced) << r;
+    assume_routing(g, Routing::Concentrated);
+    EXPECT_EQ(read(g, "take:rows", "w").footprint, 1024) << r;
+    EXPECT_EQ(read(g, "take:rows", "w").bytes, 4096) << r;  // 1024 f32
+  }
 }
 
 TEST(Lift, RoutingNames) {

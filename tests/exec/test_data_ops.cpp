@@ -58,6 +58,17 @@ TEST(Argsort, CheckerRejectsAFloatResultAndABadFlag) {
             std::string::npos);
 }
 
+TEST(Take, CheckerBoundsDistinct) {
+  // distinct=D is at most min(X's size along dim, I's elements): w [8, 4] by 3 ids: 1..3.
+  const std::string head = "input ids : i64[3]\nweight w : f32[8, 4]\noutput y : f32[3, 4]\n";
+  EXPECT_NE(
+      user_error(head + "y = take(w, ids, dim=0, distinct=4)").find("distinct must be in 1..3"),
+      std::string::npos);
+  EXPECT_NE(
+      user_error(head + "y = take(w, ids, dim=0, distinct=0)").find("distinct must be in 1..3"),
+      std::string::npos);
+}
+
 TEST(Bitwise, AndOrXorNotShiftsOnIntegers) {
   // 12 = 0b1100, 10 = 0b1010: and 8, or 14, xor 6; not 12 = -13; 12 << 2 = 48; -12 >> 2 = -3
   // (arithmetic: -12 / 4 = -3 exactly); a shift by 64 gives 0 (shl) and the sign (shr).

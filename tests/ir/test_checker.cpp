@@ -361,16 +361,17 @@ TEST(CheckerDefensive, CompositionSignatures) {
                   attr("dim", {int_const(0)}, false, {11, 30})};
   p.body.push_back(make_stmt(concat, {11, 1}));
   p.body.push_back(make_stmt(compose(ComposeOp::Pad, {"x"}), {12, 1}));
-  EXPECT_EQ(diags(p), (Lines{
-                          "t.ir:9:1: error: 'take' takes 2 tensor arguments, found 1",
-                          "t.ir:9:20: error: unknown argument 'dimm' for 'take'; valid: dim",
-                          "t.ir:9:30: error: argument 'dim' of 'take' must be an integer",
-                          "t.ir:10:1: error: 'permute' needs a permutation list, e.g. "
-                          "permute(x, [1, 0])",
-                          "t.ir:11:30: error: argument 'dim' is given twice",
-                          "t.ir:12:1: error: 'pad' needs the argument 'lo='",
-                          "t.ir:12:1: error: 'pad' needs the argument 'hi='",
-                      }));
+  EXPECT_EQ(diags(p),
+            (Lines{
+                "t.ir:9:1: error: 'take' takes 2 tensor arguments, found 1",
+                "t.ir:9:20: error: unknown argument 'dimm' for 'take'; valid: dim, distinct",
+                "t.ir:9:30: error: argument 'dim' of 'take' must be an integer",
+                "t.ir:10:1: error: 'permute' needs a permutation list, e.g. "
+                "permute(x, [1, 0])",
+                "t.ir:11:30: error: argument 'dim' is given twice",
+                "t.ir:12:1: error: 'pad' needs the argument 'lo='",
+                "t.ir:12:1: error: 'pad' needs the argument 'hi='",
+            }));
 }
 
 TEST(CheckerDefensive, ArgumentsOfOperationsWithoutKeywords) {

@@ -144,7 +144,7 @@ def test_analysis_options_and_provenance_are_read_only_objects():
     assert (options.fidelity, options.cache_state, options.measured_ms) == ("fused", "warm", 2.0)
     assert (options.level, options.routing, options.kernel_floor, options.top) == (
         "L2",
-        "balanced",
+        "concentrated",
         "off",
         10,
     )

@@ -88,7 +88,7 @@ def test_topk_sort_argsort_histc():
 
 
 def test_moe_top2_counts_routed_macs_and_each_expert_weight_once():
-    data = analyze("moe_top2")
+    data = analyze("moe_top2", sol_options={"routing": "balanced"})
     assert data["verification"]["status"] == "passed"
     # T = 16, H = 32, F = 64, E = 4, top-2. Gate: T * H * E = 2048. Each of the T * 2 = 32 routed
     # slots runs its expert's two products, H * F + F * H = 4096: 32 * 4096 = 131072 (a dense
@@ -115,17 +115,26 @@ def test_moe_top2_counts_routed_macs_and_each_expert_weight_once():
     )
 
 
-def test_moe_top2_concentrated_routing_counts_one_expert_a_lower_bound_for_any_routing():
-    data = analyze("moe_top2", sol_options={"routing": "concentrated"})
+def test_moe_top2_concentrated_routing_counts_k_experts_a_lower_bound_for_any_routing():
+    data = analyze("moe_top2")  # --routing concentrated, the default
     assert data["routing"] == "concentrated"
-    # Every index the same value: the 32 slots gather one token row of x (32 elements) and one
-    # expert of w1 and of w2 (H * F = 2048 elements each, 8192 bytes). x is also read whole by
-    # the gate (512 elements): max(512, 32) = 512. Fused bytes: x 2048, gate 512, w1 and w2
-    # 8192 each, the output 2048: 2048 + 512 + 2 * 8192 + 2048 = 20992 (balanced: 70144).
-    assert data["bytes"]["fused"] == 20992
+    # The expert index is flat[order]: the router's top-2 experts (2 different ones in every
+    # row) taken in argsort's order, a permutation, so it holds 2 different experts whatever the
+    # data: w1 and w2 are read at 2 experts, H * F = 2048 elements each, 2 * 2048 * 4 = 16384 B.
+    # The token gather (x by order // K) is no router's choice: it reads the rows it names, the
+    # 32 slots' 1024 elements counted as x's 512, which the gate reads whole anyway. Fused bytes:
+    # x 2048, gate 512, w1 and w2 16384 each, the output 2048: 2048 + 512 + 2 * 16384 + 2048 =
+    # 37376 (balanced: 70144).
+    assert data["bytes"]["fused"] == 37376
     assert data["totals"]["macs"] == 2048 + 131072  # the work does not depend on the routing
+    assumptions = data["routing_assumptions"]
     assert any(
-        a.startswith("p_w1: 65536 elements") and "counted as 2048 of its 8192" in a
-        for a in data["routing_assumptions"]
+        a.startswith("p_w1: 65536 elements")
+        and "counted as 4096 of its 8192" in a
+        and "(2 of its 4 slices along dim 0)" in a
+        and "routed, concentrated" in a
+        for a in assumptions
     )
-    assert analyze("moe_top2")["routing"] == "balanced"
+    assert any(
+        a.startswith("x: 1024 elements") and "not a router's choice" in a for a in assumptions
+    )

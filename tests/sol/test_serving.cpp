@@ -58,7 +58,7 @@ TEST(Serving, MemoryBoundEverywhereHasNoCrossover) {
   EXPECT_FALSE(s.crossovers[0].first_compute_bound.has_value());
   EXPECT_FALSE(s.crossovers[0].estimate.has_value());
   report::ServingContext c{"m.py",           "H100-SXM", 3.35e12, "pytorch-cuda-default",
-                           CacheState::Cold, {}};
+                           CacheState::Cold, {},         {},      {}};
   EXPECT_NE(report::render_serving(s, c).find("fused: memory bound at every batch up to 8"),
             std::string::npos);
 }
@@ -76,7 +76,7 @@ TEST(Serving, BadStepsAreUserErrors) {
 TEST(Serving, JsonHasTheRowsAndTheCrossover) {
   const Serving s = summarize_serving(ServePhase::Decode, 128, steps());
   report::ServingContext c{"dir/m.py",       "H100-SXM", 3.35e12, "pytorch-cuda-default",
-                           CacheState::Cold, {}};
+                           CacheState::Cold, {},         {},      {}};
   const nlohmann::json j = report::serving_to_json(s, c);
   EXPECT_EQ(j["source"], "m.py");
   EXPECT_EQ(j["phase"], "decode");
@@ -125,7 +125,7 @@ TEST(Serving, InParallelEveryFigureIsOneDevices) {
   EXPECT_EQ(s.rows[0].collectives, 2u);
   EXPECT_DOUBLE_EQ(s.rows[0].sent_bytes, 200);  // 2 x 100 B
   report::ServingContext c{"m.py",           "H100-SXM", 3.35e12, "pytorch-cuda-default",
-                           CacheState::Cold, {}};
+                           CacheState::Cold, {},         {},      {}};
   const nlohmann::json j = report::serving_to_json(s, c);
   EXPECT_EQ(j["parallel"]["layout"], "tp=2");
   EXPECT_EQ(j["parallel"]["devices"], 2);

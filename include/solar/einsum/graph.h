@@ -85,9 +85,13 @@ struct AccessMap {
   int64_t moved = 0;
   int64_t data_dim = -1;  // take and gather reads: the dimension the index tensor chooses
   // Data-dependent maps: the fewest distinct elements the map can touch, whatever the index
-  // values (every index the same value), and whether the footprint counts that many
-  // (Routing::Concentrated) instead of `moved`, all taken distinct (Routing::Balanced).
+  // values (every index the same value, or the `distinct=D` the program guarantees), and whether
+  // the footprint counts that many (Routing::Concentrated) instead of `moved`, all taken distinct
+  // (Routing::Balanced). Only a routed map (the read of a take that carries `distinct=D`: a
+  // router's choice, the experts a top-k router picks) follows the routing; every other
+  // data-dependent map (a gather by a block table, an embedding lookup) counts `moved`.
   int64_t fewest = 0;
+  bool routed = false;
   bool concentrated = false;
 
   ir::AffineForm flat() const;  // offset + sum_d strides[d] * index[d] (affine maps only)
@@ -184,12 +188,16 @@ struct TensorInfo {
   int64_t bytes_of(int64_t elements) const;  // element_bits().bytes(elements)
 };
 
-// How the footprints count the elements that data-dependent maps (take, gather, scatter) touch,
-// whose positions the data decide (docs/einsum.md, "Data-dependent accesses"):
+// How the footprints count the elements that routed takes (`take(..., distinct=D)`: a router's
+// choice of experts) touch, whose positions the data decide (docs/einsum.md, "Data-dependent
+// accesses"); every other data-dependent map (take, gather, scatter by ids the program names)
+// counts every index distinct under both:
 //   Balanced:     every index taken distinct, up to the tensor's size (a batch spread over every
-//                 expert or row it can reach; the default);
-//   Concentrated: every index the same value, the fewest elements any data can touch (all tokens
-//                 routed to one expert): a lower bound on the bytes for every routing.
+//                 expert it can reach: min(E, B*k) experts at batch B);
+//   Concentrated: as many different values as the program guarantees (top-k routing reads k
+//                 experts), the fewest elements any routing can touch: a lower bound on the bytes
+//                 for every routing (the default of --routing; the graph lift returns is
+//                 Balanced).
 enum class Routing : uint8_t { Balanced, Concentrated };
 std::string_view routing_name(Routing r);
 Routing parse_routing(std::string_view name);  // "balanced" or "concentrated" (else UserError)

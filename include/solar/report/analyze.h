@@ -19,19 +19,19 @@ namespace solar::report {
 // Every option of one analysis, each as `solar sol`'s option of that name spells it
 // (docs/report.md, docs/fidelities.md, docs/cache-state.md, docs/parallel.md, docs/calibrate.md).
 struct AnalysisOptions {
-  std::string policy;                // --policy; empty: sol::kDefaultPrecisionPolicy
-  std::string fidelity = "all";      // --fidelity
-  std::vector<std::string> sizes;    // --size N=V
-  std::vector<std::string> sets;     // --set KEY=VALUE, on the device
-  std::string level = "L2";          // --level
-  std::string capacity;              // --capacity; empty: the level's on the device
-  std::string routing = "balanced";  // --routing
-  std::string cache_state = "cold";  // --cache-state
-  std::string kernel_floor = "off";  // --kernel-floor
-  std::string parallel;              // --parallel; empty with devices 0: one device
-  int64_t devices = 0;               // --devices; 0: tp x dp x pp
-  size_t top = 10;                   // --top: rows per table
-  Measured measured;                 // --measured-ms, --measured-on, --measured-nodes
+  std::string policy;                    // --policy; empty: sol::kDefaultPrecisionPolicy
+  std::string fidelity = "all";          // --fidelity
+  std::vector<std::string> sizes;        // --size N=V
+  std::vector<std::string> sets;         // --set KEY=VALUE, on the device
+  std::string level = "L2";              // --level
+  std::string capacity;                  // --capacity; empty: the level's on the device
+  std::string routing = "concentrated";  // --routing
+  std::string cache_state = "cold";      // --cache-state
+  std::string kernel_floor = "off";      // --kernel-floor
+  std::string parallel;                  // --parallel; empty with devices 0: one device
+  int64_t devices = 0;                   // --devices; 0: tp x dp x pp
+  size_t top = 10;                       // --top: rows per table
+  Measured measured;                     // --measured-ms, --measured-on, --measured-nodes
   // A serving step (`--serve` with `--parallel`, docs/serving.md): its layout's outputs stay on
   // the devices that write them (sol::ParallelLayout::serving).
   bool serving = false;

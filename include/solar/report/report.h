@@ -75,6 +75,19 @@ nlohmann::json report_to_json(const Report& r);
 // as if every index differs, up to the tensor's size (docs/report.md, "Routing assumption").
 std::vector<std::string> routing_assumptions(const einsum::Graph& g);
 
+// A graph input or weight read at data-dependent positions (take/gather): `moved` elements,
+// `counted` distinct under the graph's routing, of `numel`; `routed` when a router's choice picks
+// them (a take with `distinct=D`: --routing decides the count; else every index distinct); for a
+// take or gather along `dim` (else -1), `slices` whole slices along it (rounded up) of its `of`
+// (an [E, ...] expert weight: the experts read).
+struct RoutedRead {
+  std::string tensor;
+  bool routed = false;
+  int64_t moved = 0, counted = 0, numel = 0;
+  int64_t dim = -1, slices = 0, of = 0;
+};
+std::vector<RoutedRead> routed_reads(const einsum::Graph& g);
+
 // A readable summary: the provenance lines of a captured program (render_provenance), header,
 // totals, one row per fidelity, the cache-aware groups (the `top_nodes` with most traffic), the
 // `top_nodes` slowest nodes (unfused time), and every precision fallback. Units scaled (ns/us/ms/s,

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "solar/report/report.h"
 #include "solar/sol/serving.h"
 
 namespace solar::report {
@@ -21,6 +22,11 @@ struct ServingContext {
   // One per row: the step's `verification` object (docs/report.md), e.g. {"status": "passed",
   // "mode": "whole_program", "detail": "..."}; null when unknown.
   std::vector<nlohmann::json> verification;
+  // A mixture of experts' steps: the `--routing` their bytes assume ("" when no step has a
+  // routed read) and, one per row, the step's routed reads (report.h, routed_reads: each
+  // [E, ...] expert weight, the experts it is read at).
+  std::string routing;
+  std::vector<std::vector<RoutedRead>> routed;
 };
 
 nlohmann::json serving_to_json(const sol::Serving& s, const ServingContext& c);
