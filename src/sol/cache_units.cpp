@@ -95,9 +95,8 @@ std::optional<einsum::Node> reshape_over_source(const einsum::Node& n) {
   for (size_t d = w.index.size(); d-- > 0;) {
     const ir::AffineLoop& l = n.domain[d];
     if (!l.lo.coeffs.empty() || !l.hi.coeffs.empty() || l.lo.constant != 0 ||
-        l.hi.constant != w.extent[d] || w.index[d].constant != 0 ||
-        w.index[d].coeffs.size() != 1 || w.index[d].coeff(l.var) != 1 ||
-        (w.extent[d] > 1 && w.strides[d] != stride)) {
+        l.hi.constant != w.extent[d] || w.index[d].constant != 0 || w.index[d].coeffs.size() != 1 ||
+        w.index[d].coeff(l.var) != 1 || (w.extent[d] > 1 && w.strides[d] != stride)) {
       return std::nullopt;
     }
     stride = sat_mul(stride, w.extent[d]);

@@ -766,12 +766,12 @@ TEST(CacheStreaming, InstanceNormReshapedBackIsOneGroup) {
 // A reshape of a permuted tensor into a graph output: the copy's read runs over the permuted
 // box (3 loops), its write over the output (2 loops); a reshape keeps row-major order, so the
 // optimiser writes y over the read's box (y[b, a, c] at 8 b + 4 a + c) and the copy tiles, alone
-// and with the kernel before it. x, y : 2 x 3 x 4 f32 = 96 B each. At 1 KiB: the elementwise kernel (x read, t written: 192 B),
-// then the copy, or all untiled (x and y once, 192 B, t on chip: 288 B of working set): 192 B.
-// At 100 B the kernel streams (192 B) and so does the copy, which is a relabelling reshape of
-// the intermediate t (einsum::Node::relabel): the kernel can write y's layout itself, so the copy
-// moves nothing and t's 96 B written stand for y's: 192 B (384 B when it was charged as a copy:
-// t read and y written again).
+// and with the kernel before it. x, y : 2 x 3 x 4 f32 = 96 B each. At 1 KiB: the elementwise kernel
+// (x read, t written: 192 B), then the copy, or all untiled (x and y once, 192 B, t on chip: 288 B
+// of working set): 192 B. At 100 B the kernel streams (192 B) and so does the copy, which is a
+// relabelling reshape of the intermediate t (einsum::Node::relabel): the kernel can write y's
+// layout itself, so the copy moves nothing and t's 96 B written stand for y's: 192 B (384 B when it
+// was charged as a copy: t read and y written again).
 TEST(CacheStreaming, CopyOverAnotherShapeTiles) {
   const einsum::Graph g = lift_text(R"(
 input x : f32[2, 3, 4]
