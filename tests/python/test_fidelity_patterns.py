@@ -214,6 +214,19 @@ def test_a_grouped_query_decode_step_reads_the_keys_and_values_once():
     assert whole["bytes"]["cache_aware"] == fused
 
 
+def test_enable_gqa_reads_the_keys_and_values_once_with_no_copy():
+    """gqa_decode_enable_gqa.py, the same step with enable_gqa=True: query head 4 bg + br reads
+    key head bg, no repeated copy. Unfused (one op) = fused: q 1024 + k 65536 + v 65536 + the
+    output 1024 = 133120 B (1181696 B unfused with repeat_kv's copies). At 32 KiB the same two
+    groups as with repeat_kv: (65536 + 65536 + 1024 + 32 + 1024) + (1024 + 32 + 1024) =
+    135232 B."""
+    fused = 1024 + 65536 + 65536 + 1024
+    data = _cache("gqa_decode_enable_gqa", "32KiB")
+    assert data["bytes"]["fused"] == fused
+    assert data["bytes"]["unfused"] == fused
+    assert data["bytes"]["cache_aware"] == (65536 + 65536 + 1024 + 32 + 1024) + (1024 + 32 + 1024)
+
+
 def test_batch_norm_larger_than_the_capacity_reads_x_twice():
     """Training-mode batch norm, x [8, 4, 32, 32] f32 = 32768 x 4 = 131072 B over 64 KiB: the
     statistics in one pass (sum and sum of squared deviations paired, Welford), then the
