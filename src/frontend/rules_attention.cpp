@@ -110,8 +110,8 @@ Attention attention_of(NodeLowering& n, const TensorInfo& q, const TensorInfo& k
     const int64_t hk = k.shape[static_cast<size_t>(r - 3)];
     if (hk < 1 || v.shape[static_cast<size_t>(r - 3)] != hk || a.batch[h] % hk != 0) {
       throw UserError("enable_gqa: the query's " + std::to_string(a.batch[h]) +
-                      " heads are not a multiple of the key's and value's " +
-                      std::to_string(hk) + " and " + std::to_string(v.shape[static_cast<size_t>(r - 3)]));
+                      " heads are not a multiple of the key's and value's " + std::to_string(hk) +
+                      " and " + std::to_string(v.shape[static_cast<size_t>(r - 3)]));
     }
     rep = a.batch[h] / hk;
     if (rep > 1) {
@@ -143,8 +143,8 @@ Attention attention_of(NodeLowering& n, const TensorInfo& q, const TensorInfo& k
     if (a.names[d] == "b" + std::to_string(d)) {
       a.bl += a.names[d] + " in 0.." + std::to_string(a.batch[d]) + ", ";
     } else {  // the split head loop
-      a.bl += "bg in 0.." + std::to_string(kv_batch[d]) + ", br in 0.." + std::to_string(rep) +
-              ", ";
+      a.bl +=
+          "bg in 0.." + std::to_string(kv_batch[d]) + ", br in 0.." + std::to_string(rep) + ", ";
     }
     a.bi += a.names[d] + ", ";
   }
