@@ -217,6 +217,8 @@ class Lifter {
     const size_t end = steps_.size();
     const size_t next_write = next_after(writes_at_[dst], i, end);
     const std::vector<size_t>& reads = reads_at_[dst];
+    // Read after a region copy into it: the elements the copy leaves come from this value.
+    if (region_write(next_write) && !reads.empty() && reads.back() > i) return false;
     const auto last = std::lower_bound(reads.begin(), reads.end(), next_write);
     if (last == reads.begin() || *std::prev(last) <= i) return true;  // never read: dead
     const size_t last_read = *std::prev(last);
@@ -227,6 +229,42 @@ class Lifter {
       }
     }
     return next_after(writes_at_[base], i, end) >= last_read;
+  }
+
+  // Whether step i (steps_.size(): none) is a copy into a region of its destination.
+  bool region_write(size_t i) const {
+    if (i >= steps_.size() || steps_[i].stmt->kind() == ir::StmtKind::Kernel) return false;
+    return !std::get<ir::Compose>(steps_[i].stmt->node).dst_region.empty();
+  }
+
+  // The functional form of an in-place update of a graph input x (`cache[:, pos] = k`,
+  // `index_copy_`; docs/capture.md, "In-place updates of inputs") at step i: `dst = x`, a whole
+  // copy into an intermediate that only region copies write after it, or `dst = scatter(x, ...)`;
+  // and nothing reads x afterwards. dst becomes an alias of x: the copy moves nothing, the region
+  // copies and the scatter write x's elements they name, and later reads of dst read x's
+  // storage, as an in-place kernel leaves it. `v`: x's view (the copy's source, the scatter's
+  // first operand).
+  bool in_place_alias(size_t i, const ir::Compose& c, const View& v) {
+    if (!c.dst_region.empty() || (c.op != ir::ComposeOp::Copy && c.op != ir::ComposeOp::Scatter)) {
+      return false;
+    }
+    const TensorInfo& x = tensor(v.base);
+    const TensorInfo& y = tensor(c.dst);
+    if (x.role != ir::TensorRole::Input || y.role != ir::TensorRole::Intermediate ||
+        x.dtype != y.dtype || !detail::is_whole(v, x) || x.shape != y.shape) {
+      return false;
+    }
+    const std::vector<size_t>& x_reads = reads_at_[v.base];
+    if (!x_reads.empty() && x_reads.back() > i) return false;
+    const std::vector<size_t>& writes = writes_at_[c.dst];
+    const auto after = std::upper_bound(writes.begin(), writes.end(), i);
+    if (c.op == ir::ComposeOp::Copy && after == writes.end()) return false;
+    for (auto w = after; w != writes.end(); ++w) {
+      if (!region_write(*w)) return false;
+    }
+    bindings_[c.dst] = v;
+    aliased_inputs_.insert(c.dst);
+    return true;
   }
 
   // ------------------------------------------------------------------------------------------
@@ -830,6 +868,8 @@ class Lifter {
       return;
     }
     if (v && alias_into_output(i, c.dst, *v)) return;
+    if (v && in_place_alias(i, c, *v)) return;
+    if (c.op == ir::ComposeOp::Scatter) in_place_alias(i, c, binding(c.srcs[0]));
     Movement m = movement(c, s, v);
     const TensorInfo& y = tensor(c.dst);
     const bool expanded = v && expanded_output(*v, y, m);
@@ -851,7 +891,7 @@ class Lifter {
       n.compute_dtype = detail::promote(n.compute_dtype, tensor(a.tensor).dtype);
     track_movement(c, n);
     g_.nodes.push_back(std::move(n));
-    materialise(c.dst);
+    if (!aliased_inputs_.contains(c.dst)) materialise(c.dst);
   }
 
   // The canonical text of one statement (repeat indices stay symbolic; the node name has them).
@@ -935,8 +975,10 @@ class Lifter {
     m.points_shape = y.shape;
     switch (c.op) {
       case ir::ComposeOp::Copy: {
-        const View region =
-            *detail::slice_view(detail::whole_view(y), slices(c.dst_region, y.shape, s));
+        // An alias of an input updated in place (in_place_alias): the region of the input.
+        const View region = *detail::slice_view(
+            aliased_inputs_.contains(c.dst) ? binding(c.dst) : detail::whole_view(y),
+            slices(c.dst_region, y.shape, s));
         m.reads.push_back(box(binding(c.srcs[0])));
         m.writes.push_back(box(region));
         m.points_shape = region.shape;
@@ -1037,7 +1079,7 @@ class Lifter {
     const View s_part = *detail::slice_view(binding(c.srcs[2]), leading);
     m.reads.push_back(box(binding(c.srcs[1])));
     m.reads.push_back(box(s_part));
-    const bool in_place = detail::is_whole(x, y);
+    const bool in_place = detail::is_whole(x, y) || aliased_inputs_.contains(c.dst);
     if (!in_place) {
       m.reads.push_back(box(x));
       m.writes.push_back(whole(c.dst));
@@ -1070,6 +1112,7 @@ class Lifter {
   std::map<std::string, ir::DType> origin_;  // origin precision of a storage tensor's values
   std::set<std::string> fp4_codes_;          // storage tensors of 4-bit codes of fp4 data
   std::set<std::string> expanded_;           // storage tensors holding copies of fewer elements
+  std::set<std::string> aliased_inputs_;     // intermediates that alias an input updated in place
   std::map<std::string, int> name_counts_;
   std::vector<std::string> random_;                      // the `random` tensors
   std::map<size_t, std::vector<std::string>> draws_at_;  // step -> draws first read there

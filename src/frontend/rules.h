@@ -228,6 +228,7 @@ struct Attention {
   std::vector<int64_t> row_shape;  // batch + [Lq]
   std::vector<int64_t> s_shape;    // batch + [Lq, Lk]
   std::string bl, bi;              // "b0 in 0..B, b1 in 0..H, " and "b0, b1, " (or "")
+  std::vector<std::string> names;  // the index of each batch dim in bi ("b1", "4 * bg + br")
   std::string ki, vi;              // the key's and value's batch index ("b0, 0, " broadcast)
   bool broadcast_kv = false;       // key or value broadcast against the query's batch dims
   std::string rows, cols;          // the loops over the rows, over the scores

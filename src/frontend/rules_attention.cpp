@@ -57,7 +57,7 @@ void sdpa_rule(NodeLowering& n) {
     std::string flat = "i * " + std::to_string(len_k) + " + j";
     int64_t stride = len_q * len_k;
     for (int d = r - 3; d >= 0; --d) {
-      flat = "b" + std::to_string(d) + " * " + std::to_string(stride) + " + " + flat;
+      flat = "(" + a.names[static_cast<size_t>(d)] + ") * " + std::to_string(stride) + " + " + flat;
       stride *= q_batch[d];
     }
     pd = n.temp("dropped", q.dtype, s_shape);
@@ -96,33 +96,57 @@ Attention attention_of(NodeLowering& n, const TensorInfo& q, const TensorInfo& k
   a.batch.assign(q.shape.begin(), q.shape.end() - 2);
   // Key and value may broadcast against the query's batch and head dims (numpy rules, as the
   // framework's matmuls do): multi-query attention passes k, v [B, 1, Lk, E] with q [B, H, Lq, E].
-  // A broadcast dim is read at index 0: every head reads the same keys and values.
-  std::vector<std::string> names;
-  for (size_t d = 0; d < a.batch.size(); ++d) names.push_back("b" + std::to_string(d));
+  // A broadcast dim is read at index 0: every head reads the same keys and values. With
+  // enable_gqa, k and v may have Hk heads where q has H = R Hk (grouped-query attention): the
+  // head loop is split into the key head bg and the query head of its group br (query head
+  // R bg + br reads key head bg), so each key and value row is read by the R query heads of
+  // its group, as repeat_kv's copies would give them.
+  std::vector<int64_t> kv_batch = a.batch;  // the batch and head dims k and v broadcast to
+  for (size_t d = 0; d < a.batch.size(); ++d) a.names.push_back("b" + std::to_string(d));
+  std::vector<std::string> kv_names = a.names;
+  int64_t rep = 1;
+  if (n.flag_or("enable_gqa", false) && r >= 3 && k.rank() == r && v.rank() == r) {
+    const size_t h = a.batch.size() - 1;
+    const int64_t hk = k.shape[static_cast<size_t>(r - 3)];
+    if (hk < 1 || v.shape[static_cast<size_t>(r - 3)] != hk || a.batch[h] % hk != 0) {
+      throw UserError("enable_gqa: the query's " + std::to_string(a.batch[h]) +
+                      " heads are not a multiple of the key's and value's " + std::to_string(hk) +
+                      " and " + std::to_string(v.shape[static_cast<size_t>(r - 3)]));
+    }
+    rep = a.batch[h] / hk;
+    if (rep > 1) {
+      kv_batch[h] = hk;
+      kv_names[h] = "bg";
+      a.names[h] = std::to_string(rep) + " * bg + br";
+    }
+  }
   auto batch_index = [&](const TensorInfo& t) {
     const std::vector<int64_t> dims(t.shape.begin(), t.shape.end() - 2);
-    bool fits = dims.size() <= a.batch.size();
+    bool fits = dims.size() <= kv_batch.size();
     for (size_t d = 0; fits && d < dims.size(); ++d) {
-      const int64_t want = a.batch[a.batch.size() - dims.size() + d];
+      const int64_t want = kv_batch[kv_batch.size() - dims.size() + d];
       fits = dims[d] == want || dims[d] == 1;
     }
     if (!fits) {
       throw UserError(
           "key and value must have the query's batch and head dims or broadcast to "
-          "them (grouped heads need enable_gqa, which has no rule yet)");
+          "them (grouped heads: enable_gqa)");
     }
     if (dims != a.batch) a.broadcast_kv = true;
-    const std::string index = bcast_names(dims, a.batch, names);
+    const std::string index = bcast_names(dims, kv_batch, kv_names);
     return index.empty() ? index : index + ", ";
   };
   a.ki = batch_index(k);
   a.vi = batch_index(v);
   a.scale = n.number_or("scale", 1.0 / std::sqrt(static_cast<double>(a.e)));
-  a.bl = box_loops(a.batch, "b");
-  a.bi = box_index(r - 2, "b");
-  if (!a.bl.empty()) {
-    a.bl += ", ";
-    a.bi += ", ";
+  for (size_t d = 0; d < a.batch.size(); ++d) {
+    if (a.names[d] == "b" + std::to_string(d)) {
+      a.bl += a.names[d] + " in 0.." + std::to_string(a.batch[d]) + ", ";
+    } else {  // the split head loop
+      a.bl +=
+          "bg in 0.." + std::to_string(kv_batch[d]) + ", br in 0.." + std::to_string(rep) + ", ";
+    }
+    a.bi += a.names[d] + ", ";
   }
   a.rows = a.bl + "i in 0.." + std::to_string(a.len_q);
   a.cols = a.rows + ", j in 0.." + (a.causal ? "i + 1" : std::to_string(a.len_k));
@@ -141,8 +165,7 @@ std::string attention_logits(NodeLowering& n, const Attention& a, const TensorIn
   std::string logits = sc.name + a.ij() + " * " + lit(a.scale);
   if (n.has("attn_mask")) {
     const TensorInfo m = n.tensor("attn_mask");
-    std::vector<std::string> names;  // the scores' index names: b.., i, j
-    for (size_t d = 0; d < a.batch.size(); ++d) names.push_back("b" + std::to_string(d));
+    std::vector<std::string> names = a.names;  // the scores' index names: b.., i, j
     names.push_back("i");
     names.push_back("j");
     const std::string mread = m.name + "[" + bcast_names(m.shape, a.s_shape, names) + "]";

@@ -70,6 +70,65 @@ bool copies_over_own_elements(const einsum::Node& n) {
   return true;
 }
 
+namespace {
+
+// A reshape copy's maps are over two boxes: the read over the source view's shape, the write over
+// the destination's. Row-major order is what a reshape keeps, so the element at point d of the
+// source box lands at the destination's flat offset rowmajor(d): the same copy with both maps
+// over the source's box (the write's dimensions those of the source box, its strides row-major
+// over them). A broadcast copy then reshaped (repeat_kv's expand + reshape of the keys) becomes a
+// unit that copies over its own elements, which the tiled mode joins with its readers
+// (docs/fidelities.md, "The join rule"). nullopt: not such a copy.
+std::optional<einsum::Node> reshape_over_source(const einsum::Node& n) {
+  if (n.kind != einsum::NodeKind::Movement || n.op != "reshape" || n.reads.size() != 1 ||
+      n.writes.size() != 1 || n.reads[0].maps.size() != 1 || n.writes[0].maps.size() != 1) {
+    return std::nullopt;
+  }
+  const einsum::AccessMap& r = n.reads[0].maps[0];
+  const einsum::AccessMap& w = n.writes[0].maps[0];
+  if (r.data_dependent || w.data_dependent || r.guarded || w.guarded || w.offset != 0 ||
+      same_domain(r.domain, n.domain) || !same_domain(w.domain, n.domain) ||
+      w.index.size() != n.domain.size()) {
+    return std::nullopt;
+  }
+  int64_t stride = 1;  // the write: every loop once, in order, row-major contiguous
+  for (size_t d = w.index.size(); d-- > 0;) {
+    const ir::AffineLoop& l = n.domain[d];
+    if (!l.lo.coeffs.empty() || !l.hi.coeffs.empty() || l.lo.constant != 0 ||
+        l.hi.constant != w.extent[d] || w.index[d].constant != 0 || w.index[d].coeffs.size() != 1 ||
+        w.index[d].coeff(l.var) != 1 || (w.extent[d] > 1 && w.strides[d] != stride)) {
+      return std::nullopt;
+    }
+    stride = sat_mul(stride, w.extent[d]);
+  }
+  einsum::AccessMap out = w;
+  out.domain = r.domain;
+  out.index.clear();
+  out.extent.clear();
+  int64_t points = 1;
+  for (const ir::AffineLoop& l : r.domain) {
+    if (!l.lo.coeffs.empty() || !l.hi.coeffs.empty() || l.lo.constant != 0) return std::nullopt;
+    ir::AffineForm f;
+    f.coeffs[l.var] = 1;
+    out.index.push_back(std::move(f));
+    out.extent.push_back(l.hi.constant);
+    points = sat_mul(points, l.hi.constant);
+  }
+  if (points != stride) return std::nullopt;
+  out.strides.assign(out.extent.size(), 0);
+  int64_t step = 1;
+  for (size_t d = out.extent.size(); d-- > 0;) {
+    out.strides[d] = step;
+    step = sat_mul(step, out.extent[d]);
+  }
+  einsum::Node copy = n;
+  copy.domain = r.domain;
+  copy.writes[0].maps[0] = std::move(out);
+  return copy;
+}
+
+}  // namespace
+
 std::optional<std::vector<int64_t>> translation(const einsum::Node& a, const einsum::Node& b) {
   if (a.kind != einsum::NodeKind::Einsum || b.kind != einsum::NodeKind::Einsum ||
       a.reduction != b.reduction || !same_domain(a.domain, b.domain) ||
@@ -130,7 +189,9 @@ const Unit& CacheOptimizer::Impl::unit(size_t a, size_t b) {
   const auto key = std::make_pair(a, b);
   const auto found = units.find(key);
   if (found != units.end()) return found->second;
-  const einsum::Node& node = g.nodes[a];
+  const std::optional<einsum::Node> reshaped =
+      b - a == 1 ? reshape_over_source(g.nodes[a]) : std::nullopt;
+  const einsum::Node& node = reshaped ? *reshaped : g.nodes[a];
   Unit u;
   u.first = a;
   u.last = b;

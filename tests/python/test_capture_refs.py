@@ -63,6 +63,32 @@ def test_index_copy_into_a_state_counts_the_rows_it_writes():
     assert data["bytes"]["fused"] == 64 + 64 + 64
 
 
+def test_a_row_written_through_another_name_then_read_counts_the_cache_read():
+    data = report("kv_write_read")
+    # s = cache; s[:, 3] = k; s.sum(): an in-place write of 4 f32 (16 B) into the [4, 64] cache
+    # (1,024 B), then the whole updated cache read. Fused: read the cache 1,024 B and k 16 B,
+    # write the rows written 16 B and the sum 4 B: 1,060 B (36 B before: the copy of the cache
+    # was taken for dead, and the sum's read of the cache lost).
+    assert data["bytes"]["fused"] == 1024 + 16 + 16 + 4
+    # Unfused: the write (k 16 B read, 16 B of rows written), the rows written as an output
+    # (16 B read, 16 B written), the sum (1,024 B read, 4 B written): 1,092 B; no copy of the
+    # whole cache (an in-place kernel makes none).
+    assert data["bytes"]["unfused"] == 32 + 32 + 1028
+    assert data["bytes"]["cache_aware"] == 1024 + 16 + 16 + 4
+
+
+def test_an_index_copy_then_a_read_of_the_state_writes_the_rows_in_place():
+    data = report("index_copy_read")
+    # cache.index_copy_(1, [3, 7], k): 4 x 2 f32 (32 B) written into the [4, 64] state
+    # (1,024 B), then the whole state read. Fused: read the state 1,024 B, k 32 B and the index
+    # 2 x 8 = 16 B, write the rows written 32 B and the sum 4 B: 1,108 B.
+    assert data["bytes"]["fused"] == 1024 + 32 + 16 + 32 + 4
+    # Unfused: index_copy_ reads the index 16 B and k 32 B and writes 32 B of the state in place
+    # (80 B); the rows written as an output 32 + 32 B; the sum 1,024 + 4 B: 1,172 B (3,188 B
+    # before: a scatter into a whole copy of the state, read and written).
+    assert data["bytes"]["unfused"] == 80 + 64 + 1028
+
+
 def test_a_whole_state_updated_in_place_is_written_whole():
     data = report("state_update")
     # state.mul_(0.5).add_(x) writes all 64 f32 of the state: fused reads state 256 B and x

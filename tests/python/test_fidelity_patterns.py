@@ -118,8 +118,13 @@ def test_instance_norm_writes_its_output_without_a_copy(reports):
     assert reports["instance_norm"]["bytes"]["fused"] == 16384
 
 
+# Reference programs whose inputs are updated in place and read afterwards (issue 28, item 3;
+# tests/python/test_capture_refs.py counts their bytes by hand).
+IN_PLACE = [MODELS / "refs" / f"{name}.py" for name in ("kv_write_read", "index_copy_read")]
+
+
 def _all_models() -> list[Path]:
-    return sorted(MODELS.glob("*.py")) + sorted(PATTERNS.glob("*.py"))
+    return sorted(MODELS.glob("*.py")) + sorted(PATTERNS.glob("*.py")) + IN_PLACE
 
 
 @pytest.mark.parametrize("path", _all_models(), ids=lambda p: p.stem)
@@ -189,6 +194,37 @@ def test_cache_aware_equals_fused_when_the_stream_fits(name):
     data = _cache(name, capacity)
     assert data["bytes"]["fused"] == hand
     assert data["bytes"]["cache_aware"] == hand, data["cache"]["groups"]
+
+
+def test_a_grouped_query_decode_step_reads_the_keys_and_values_once():
+    """One GQA decode step, gqa_decode_sdpa.py: q [1, 8, 1, 32] 256 x 4 = 1024 B read, k and v
+    [1, 2, 256, 32] 16384 x 4 = 65536 B each read, the output [1, 8, 1, 32] 1024 B written:
+    fused 133120 B. At 32 KiB the keys do not fit; the repeat_kv copies join the attention in
+    one group tiled over the key position (docs/fidelities.md, "The join rule"): k and v read
+    once, q once, the row sums [8] 32 B and the accumulator [8, 32] 1024 B written once
+    (133152 B); the final divide, which has no key loop, reads them back and writes the output
+    (1024 + 32 + 1024 = 2080 B): 135232 B = fused + 2112. Before: each repeated copy went
+    through DRAM, 1183808 B, above the unfused 1181696 B. At the default L2 the whole step fits:
+    the fused bytes."""
+    fused = 1024 + 65536 + 65536 + 1024
+    data = _cache("gqa_decode_sdpa", "32KiB")
+    assert data["bytes"]["fused"] == fused
+    assert data["bytes"]["cache_aware"] == (65536 + 65536 + 1024 + 32 + 1024) + (1024 + 32 + 1024)
+    whole = solar.analyze_file(PATTERNS / "gqa_decode_sdpa.py", hw="H100-SXM", verify=False).data
+    assert whole["bytes"]["cache_aware"] == fused
+
+
+def test_enable_gqa_reads_the_keys_and_values_once_with_no_copy():
+    """gqa_decode_enable_gqa.py, the same step with enable_gqa=True: query head 4 bg + br reads
+    key head bg, no repeated copy. Unfused (one op) = fused: q 1024 + k 65536 + v 65536 + the
+    output 1024 = 133120 B (1181696 B unfused with repeat_kv's copies). At 32 KiB the same two
+    groups as with repeat_kv: (65536 + 65536 + 1024 + 32 + 1024) + (1024 + 32 + 1024) =
+    135232 B."""
+    fused = 1024 + 65536 + 65536 + 1024
+    data = _cache("gqa_decode_enable_gqa", "32KiB")
+    assert data["bytes"]["fused"] == fused
+    assert data["bytes"]["unfused"] == fused
+    assert data["bytes"]["cache_aware"] == (65536 + 65536 + 1024 + 32 + 1024) + (1024 + 32 + 1024)
 
 
 def test_batch_norm_larger_than_the_capacity_reads_x_twice():

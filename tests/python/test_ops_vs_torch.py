@@ -307,6 +307,18 @@ CASES = {
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
         (r(2, 4, 8, 16), r(4, 8, 16), r(1, 8, 12)),
     ),
+    # grouped-query attention: 6 query heads over 2 key/value heads (enable_gqa), causal with a
+    # dropout-free float mask too
+    "sdpa_enable_gqa": lambda: (
+        lambda q, k, v, m: (
+            F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+            F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True),
+            F.scaled_dot_product_attention(
+                q, k[:, :, :3], v[:, :, :3], is_causal=True, enable_gqa=True
+            ),
+        ),
+        (r(2, 6, 3, 4), r(2, 2, 5, 4), r(2, 2, 5, 4), r(2, 6, 3, 5)),
+    ),
     "sdpa_causal": lambda: (
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
         (r(2, 4, 4), r(2, 4, 4), r(2, 4, 3)),

@@ -764,14 +764,15 @@ TEST(CacheStreaming, InstanceNormReshapedBackIsOneGroup) {
 }
 
 // A reshape of a permuted tensor into a graph output: the copy's read runs over the permuted
-// box (3 loops), its write over the output (2 loops), so it cannot tile; it streams alone.
-// x, y : 2 x 3 x 4 f32 = 96 B each. At 1 KiB: the elementwise kernel (x read, t written: 192 B),
-// then the copy, or all untiled (x and y once, 192 B, t on chip: 288 B of working set): 192 B.
-// At 100 B the kernel streams (192 B) and so does the copy, which is a relabelling reshape of
-// the intermediate t (einsum::Node::relabel): the kernel can write y's layout itself, so the copy
-// moves nothing and t's 96 B written stand for y's: 192 B (384 B when it was charged as a copy:
-// t read and y written again).
-TEST(CacheStreaming, CopyOverAnotherShapeStreamsAlone) {
+// box (3 loops), its write over the output (2 loops); a reshape keeps row-major order, so the
+// optimiser writes y over the read's box (y[b, a, c] at 8 b + 4 a + c) and the copy tiles, alone
+// and with the kernel before it. x, y : 2 x 3 x 4 f32 = 96 B each. At 1 KiB: the elementwise kernel
+// (x read, t written: 192 B), then the copy, or all untiled (x and y once, 192 B, t on chip: 288 B
+// of working set): 192 B. At 100 B the kernel streams (192 B) and so does the copy, which is a
+// relabelling reshape of the intermediate t (einsum::Node::relabel): the kernel can write y's
+// layout itself, so the copy moves nothing and t's 96 B written stand for y's: 192 B (384 B when it
+// was charged as a copy: t read and y written again).
+TEST(CacheStreaming, CopyOverAnotherShapeTiles) {
   const einsum::Graph g = lift_text(R"(
 input x : f32[2, 3, 4]
 tensor t : f32[2, 3, 4]
@@ -786,8 +787,8 @@ y = reshape(p)
 )");
   ASSERT_EQ(g.nodes.size(), 2u);
   CacheOptimizer opt(g);
-  EXPECT_FALSE(opt.tiled_dims(1, 2));
-  EXPECT_FALSE(opt.tiled_dims(0, 2));
+  EXPECT_TRUE(opt.tiled_dims(1, 2));
+  EXPECT_TRUE(opt.tiled_dims(0, 2));
   EXPECT_EQ(opt.optimize(1024).traffic_bytes, 192);
   EXPECT_EQ(opt.optimize(100).traffic_bytes, 192);
   EXPECT_TRUE(g.nodes[1].relabel);
@@ -1021,20 +1022,109 @@ TEST(CacheStream, RepeatKvIsAReReadOfTheKeys) {
   const einsum::Graph g = lift_text(kRepeatKv);
   ASSERT_EQ(g.nodes.size(), 2u);  // the materialised repeat (a copy), the scores
   CacheOptimizer opt(g);
-  // 1 KiB: the untiled chain (k 256 + kr 512 + q 512 + s 1024 = 2304 B) does not fit; the
-  // scores alone reach their least traffic with a head per tile (q 32 + kr 32 + s 64 elements
-  // = 512 B), and the keys (256 B) stay on chip while their 2 query heads re-read them: k 256
-  // + q 512 + s 1024 = 1792 B, the fused bytes (not 256 + 512 for the copy, then 512 + 512 +
-  // 1024 = 2816 B).
+  // 1 KiB: the untiled chain (k 256 + kr 512 + q 512 + s 1024 = 2304 B) does not fit. The copy's
+  // write runs over its read's box (kr[2 g + r, j, d] over g, r, j, d: a reshape keeps row-major
+  // order), so copy and scores are one tiled group over the key position j (tile 1) and d
+  // (whole): per tile k 2 x 1 x 4 = 8 elements (32 B), kr 4 x 1 x 4 = 16 (64 B, on chip), s
+  // 4 x 8 x 1 = 32 (128 B), q whole (128 elements, 512 B, fetched once): 736 B of working set;
+  // k 256 + q 512 + s 1024 = 1792 B, the fused bytes (not 256 + 512 for the copy, then 512 +
+  // 512 + 1024 = 2816 B). A schedule, not the stream bound of the same bytes.
   const CacheSchedule s = opt.optimize(1024);
   EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 256 + 512 + 1024);
   EXPECT_EQ(s.traffic_bytes, 256 + 512 + 1024);
   ASSERT_EQ(s.groups.size(), 1u);
-  EXPECT_EQ(s.groups[0].mode, GroupMode::Stream);
-  EXPECT_EQ(s.groups[0].working_set_bytes, 256);  // the keys
+  EXPECT_EQ(s.groups[0].mode, GroupMode::Tiled);
+  EXPECT_EQ(s.groups[0].working_set_bytes, 32 + 64 + 128 + 512);
   EXPECT_EQ(opt.try_optimize_exhaustive(1024)->traffic_bytes, s.traffic_bytes);
   // 128 B: the keys do not stay: no stream.
   EXPECT_GT(opt.optimize(128).traffic_bytes, 256 + 512 + 1024);
+}
+
+// A grouped-query decode step (issue 29): one query row per head, 4 query heads over 2 key/value
+// heads, keys and values repeated per query head by repeat_kv's expand + reshape, then the
+// attention as the SDPA rule lowers it. All f32: q, o 1 x 4 x 1 x 8 = 32 elements (128 B each);
+// k, v 1 x 2 x 64 x 8 = 1024 elements (4096 B each). Fused: 4096 + 4096 + 128 + 128 = 8448 B.
+// At 2 KiB the keys (4 KiB) do not fit. The copies write over their reads' boxes (vk[2 g + r,
+// j, e] over g, r, j, e: a reshape keeps row-major order), so they join the attention in one
+// group tiled over the key position j (tile 1): per step k and v 2 x 1 x 8 f32 (64 B each),
+// read once in all (4096 B each); q whole, fetched once (128 B); the row sums sm (4 x 4 = 16 B)
+// and the accumulator acc (4 x 8 x 4 = 128 B) written once: 4096 + 4096 + 128 + 16 + 128 =
+// 8464 B. The divide `out` has no j loop, so it is a group of its own: acc 128 + sm 16 read, o
+// 128 written = 272 B. Total 8736 B = the fused 8448 + 288 (the accumulator and row sums written
+// and read back once). Before: each repeated copy streamed alone (k 4096 read, vk 8192 written;
+// the same for v) and the attention read vk and vv (8192 B each): 41,504 B, about the keys and
+// values once per query head.
+TEST(CacheStream, GroupedQueryDecodeReadsTheKeysOnce) {
+  const einsum::Graph g = lift_text(R"(
+input q : f32[1, 4, 1, 8]
+input k : f32[1, 2, 64, 8]
+input v : f32[1, 2, 64, 8]
+tensor uk : f32[1, 2, 1, 64, 8]
+tensor ek : f32[1, 2, 2, 64, 8]
+tensor ck : f32[1, 2, 2, 64, 8]
+tensor vk : f32[1, 4, 64, 8]
+tensor uv : f32[1, 2, 1, 64, 8]
+tensor ev : f32[1, 2, 2, 64, 8]
+tensor cv : f32[1, 2, 2, 64, 8]
+tensor vv : f32[1, 4, 64, 8]
+tensor scores : f32[1, 4, 1, 64]
+tensor logits : f32[1, 4, 1, 64]
+tensor mx : f32[1, 4, 1]
+tensor p : f32[1, 4, 1, 64]
+tensor sm : f32[1, 4, 1]
+tensor acc : f32[1, 4, 1, 8]
+output o : f32[1, 4, 1, 8]
+uk = reshape(k)
+ek = broadcast(uk)
+op reshape {
+ck = ek
+vk = reshape(ck)
+}
+uv = reshape(v)
+ev = broadcast(uv)
+op reshape_1 {
+cv = ev
+vv = reshape(cv)
+}
+op attn {
+kernel qk {
+  for b0 in 0..1, b1 in 0..4, i in 0..1, j in 0..64, e in 0..8:
+    scores[b0, b1, i, j] += q[b0, b1, i, e] * vk[b0, b1, j, e]
+}
+kernel lg {
+  for b0 in 0..1, b1 in 0..4, i in 0..1, j in 0..64:
+    logits[b0, b1, i, j] = scores[b0, b1, i, j] * 0.35355339059327373
+}
+kernel mx2 {
+  for b0 in 0..1, b1 in 0..4, i in 0..1, j in 0..64:
+    mx[b0, b1, i] max= logits[b0, b1, i, j]
+}
+kernel ex {
+  for b0 in 0..1, b1 in 0..4, i in 0..1, j in 0..64:
+    p[b0, b1, i, j] = exp(logits[b0, b1, i, j] - mx[b0, b1, i])
+}
+kernel sm2 {
+  for b0 in 0..1, b1 in 0..4, i in 0..1, j in 0..64:
+    sm[b0, b1, i] += p[b0, b1, i, j]
+}
+kernel pv {
+  for b0 in 0..1, b1 in 0..4, i in 0..1, d in 0..8, j in 0..64:
+    acc[b0, b1, i, d] += p[b0, b1, i, j] * vv[b0, b1, j, d]
+}
+kernel out {
+  for b0 in 0..1, b1 in 0..4, i in 0..1, d in 0..8:
+    o[b0, b1, i, d] = acc[b0, b1, i, d] / sm[b0, b1, i]
+}
+}
+)");
+  CacheOptimizer opt(g);
+  EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 4096 + 4096 + 128 + 128);
+  const CacheSchedule s = opt.optimize(2048);
+  EXPECT_EQ(s.traffic_bytes, (4096 + 4096 + 128 + 16 + 128) + (128 + 16 + 128));
+  ASSERT_EQ(s.groups.size(), 2u);
+  EXPECT_EQ(s.groups[0].mode, GroupMode::Tiled);
+  EXPECT_EQ(s.groups[0].last - s.groups[0].first, 8u);  // both copies and the attention to pv
+  EXPECT_EQ(opt.try_optimize_exhaustive(2048)->traffic_bytes, s.traffic_bytes);
 }
 
 // Time: fused <= cache-aware through the analysis, and T = max(compute, traffic / bandwidth).
