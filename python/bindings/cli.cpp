@@ -5,6 +5,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -64,6 +65,21 @@ void bind_cli(nb::module_& m) {
       "Runs `solar COMMAND ARGS...` (sol, provision, compare, curve) with `ir_text` standing for "
       "the FILE argument and the report's capture, coverage and verification sections given as "
       "JSON text (docs/report.md); returns the exit code, the output as run_cli.");
+  m.def(
+      "check_program_args",
+      [](const std::string& command, const std::vector<std::string>& args) -> nb::object {
+        std::optional<int> rc;
+        const int code = forwarded([&](std::ostream& out, std::ostream& err) {
+          rc = cli::check_program_args(command, args, out, err);
+          return rc.value_or(0);
+        });
+        return rc ? nb::object(nb::int_(code)) : nb::none();
+      },
+      nb::arg("command"), nb::arg("args"),
+      "Checks `solar COMMAND ARGS...` (sol, provision, compare, curve) as `run_on_program` "
+      "would before it reads its program: its options, devices, policy, fidelities. None: "
+      "good; else the exit code, the error (or the help) written as run_cli writes it. A "
+      "frontend calls it before it captures the model.");
   m.def(
       "run_cli",
       [](const std::vector<std::string>& args) {
