@@ -202,9 +202,14 @@ struct Attention {
   std::vector<int64_t> row_shape;  // batch + [Lq]
   std::vector<int64_t> s_shape;    // batch + [Lq, Lk]
   std::string bl, bi;              // "b0 in 0..B, b1 in 0..H, " and "b0, b1, " (or "")
+  std::vector<std::string> names;  // the query's batch index, one per dim: "b0", "b1"
   std::string ki, vi;              // the key's and value's batch index ("b0, 0, " broadcast)
   bool broadcast_kv = false;       // key or value broadcast against the query's batch dims
-  std::string rows, cols;          // the loops over the rows, over the scores
+  // enable_gqa with Hk key and value heads, 1 < Hk < H: the query heads per key head, H / Hk
+  // (else 1). The head loop is split, `b1 in 0..Hk, g in 0..G`: query head G*b1 + g reads key
+  // and value head b1, as PyTorch's repeat_interleave of the key and value heads does.
+  int64_t groups = 1;
+  std::string rows, cols;  // the loops over the rows, over the scores
   std::string ij() const { return "[" + bi + "i, j]"; }
   std::string row() const { return "[" + bi + "i]"; }
 };

@@ -57,7 +57,9 @@ void sdpa_rule(NodeLowering& n) {
     std::string flat = "i * " + std::to_string(len_k) + " + j";
     int64_t stride = len_q * len_k;
     for (int d = r - 3; d >= 0; --d) {
-      flat = "b" + std::to_string(d) + " * " + std::to_string(stride) + " + " + flat;
+      const std::string& b = a.names[d];  // "b1", or "4*b1 + g" with enable_gqa
+      flat = (a.groups > 1 && d == r - 3 ? "(" + b + ")" : b) + " * " + std::to_string(stride) +
+             " + " + flat;
       stride *= q_batch[d];
     }
     pd = n.temp("dropped", q.dtype, s_shape);
@@ -94,6 +96,22 @@ Attention attention_of(NodeLowering& n, const TensorInfo& q, const TensorInfo& k
   a.causal = n.flag_or("is_causal", false);
   if (a.causal && a.len_q > a.len_k) throw UserError("is_causal with more queries than keys");
   a.batch.assign(q.shape.begin(), q.shape.end() - 2);
+  // enable_gqa: key and value with Hk heads, the query with H, a multiple (PyTorch repeats each
+  // key and value head H / Hk times, repeat_interleave). Hk 1 is the broadcast below.
+  std::vector<int64_t> kv_batch = a.batch;
+  if (n.flag_or("enable_gqa", false) && !a.batch.empty() && k.rank() >= 3 && v.rank() >= 3) {
+    const int64_t h = a.batch.back();
+    const int64_t hk = k.shape[k.rank() - 3];
+    if (hk != h && hk != 1) {
+      if (hk < 1 || h % hk != 0 || v.shape[v.rank() - 3] != hk) {
+        throw UserError("enable_gqa: the query's " + std::to_string(h) +
+                        " heads must be a multiple of the key's and the value's, not " +
+                        std::to_string(hk) + " and " + std::to_string(v.shape[v.rank() - 3]));
+      }
+      a.groups = h / hk;
+      kv_batch.back() = hk;
+    }
+  }
   // Key and value may broadcast against the query's batch and head dims (numpy rules, as the
   // framework's matmuls do): multi-query attention passes k, v [B, 1, Lk, E] with q [B, H, Lq, E].
   // A broadcast dim is read at index 0: every head reads the same keys and values.
@@ -101,25 +119,31 @@ Attention attention_of(NodeLowering& n, const TensorInfo& q, const TensorInfo& k
   for (size_t d = 0; d < a.batch.size(); ++d) names.push_back("b" + std::to_string(d));
   auto batch_index = [&](const TensorInfo& t) {
     const std::vector<int64_t> dims(t.shape.begin(), t.shape.end() - 2);
-    bool fits = dims.size() <= a.batch.size();
+    bool fits = dims.size() <= kv_batch.size();
     for (size_t d = 0; fits && d < dims.size(); ++d) {
-      const int64_t want = a.batch[a.batch.size() - dims.size() + d];
+      const int64_t want = kv_batch[kv_batch.size() - dims.size() + d];
       fits = dims[d] == want || dims[d] == 1;
     }
     if (!fits) {
       throw UserError(
           "key and value must have the query's batch and head dims or broadcast to "
-          "them (grouped heads need enable_gqa, which has no rule yet)");
+          "them (or, with enable_gqa, a number of heads that divides the query's)");
     }
     if (dims != a.batch) a.broadcast_kv = true;
-    const std::string index = bcast_names(dims, a.batch, names);
+    const std::string index = bcast_names(dims, kv_batch, names);
     return index.empty() ? index : index + ", ";
   };
   a.ki = batch_index(k);
   a.vi = batch_index(v);
+  a.names = names;
+  a.bl = box_loops(kv_batch, "b");
+  if (a.groups > 1) {
+    const std::string g = std::to_string(a.groups);
+    a.names.back() = g + "*" + names.back() + " + g";
+    a.bl += ", g in 0.." + g;
+  }
+  a.bi = join(a.names, ", ");
   a.scale = n.number_or("scale", 1.0 / std::sqrt(static_cast<double>(a.e)));
-  a.bl = box_loops(a.batch, "b");
-  a.bi = box_index(r - 2, "b");
   if (!a.bl.empty()) {
     a.bl += ", ";
     a.bi += ", ";
@@ -141,8 +165,7 @@ std::string attention_logits(NodeLowering& n, const Attention& a, const TensorIn
   std::string logits = sc.name + a.ij() + " * " + lit(a.scale);
   if (n.has("attn_mask")) {
     const TensorInfo m = n.tensor("attn_mask");
-    std::vector<std::string> names;  // the scores' index names: b.., i, j
-    for (size_t d = 0; d < a.batch.size(); ++d) names.push_back("b" + std::to_string(d));
+    std::vector<std::string> names = a.names;  // the scores' index names: b.., i, j
     names.push_back("i");
     names.push_back("j");
     const std::string mread = m.name + "[" + bcast_names(m.shape, a.s_shape, names) + "]";
