@@ -109,8 +109,9 @@ int64_t numel_of(const einsum::Graph& g, const std::string& tensor) {
 }
 
 // A node a chain may hold: a contraction (one product of two operands under a sum, over a box
-// from zero) or a relabeling (one tensor copied by permute, reshape, broadcast or copy, or
-// scaled by a constant). Each read and the write as digits, both ways (see digit_map).
+// from zero) or a relabeling (one tensor copied by permute, reshape, broadcast or copy, by a copy
+// kernel (a clone), or scaled by a constant). Each read and the write as digits, both ways (see
+// digit_map).
 struct Member {
   bool contraction = false;
   struct Map {
@@ -147,8 +148,10 @@ std::optional<Member> chain_member(const einsum::Graph& g, const einsum::Node& n
     if (n.op != "permute" && n.op != "reshape" && n.op != "broadcast" && n.op != "copy") return {};
     if (n.reads.size() != 1) return std::nullopt;
   } else if (n.kind == einsum::NodeKind::Einsum && n.reduction == einsum::Reduction::None) {
-    if (n.counts.macs != 0 || n.counts.other_ops() != n.points || n.reads.size() != 1) return {};
-    if (!n.scales_a_read) return std::nullopt;
+    if (n.counts.macs != 0 || n.reads.size() != 1) return {};
+    // A copy kernel (a clone: no operation), or a scale of its read by a constant.
+    const bool copies = n.counts.other_ops() == 0;
+    if (!copies && (n.counts.other_ops() != n.points || !n.scales_a_read)) return std::nullopt;
   } else {
     return std::nullopt;
   }
