@@ -79,12 +79,6 @@ std::string json_text(const nlohmann::json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-// The provenance of a report (report::Provenance) and the name the report shows.
-struct ProvenanceObject {
-  std::string source;
-  report::Provenance sections;
-};
-
 // The serving report of a decoder's steps (docs/serving.md): the JSON and the table.
 struct ServingReport {
   nlohmann::json json;

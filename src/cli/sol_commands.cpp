@@ -98,7 +98,10 @@ sol::AnalysisOptions analysis_options(const CommonArgs& a) {
 }
 
 einsum::Graph load_graph(const CommonArgs& a) {
-  const ir::Program p = a.program ? ir::parse(a.program->ir_text, a.file) : ir::parse_file(a.file);
+  SOLAR_CHECK(!a.program || a.program->program, "a program in memory without its program");
+  std::optional<ir::Program> parsed;  // an IR file's; a program in memory is parsed already
+  if (!a.program) parsed = ir::parse_file(a.file);
+  const ir::Program& p = parsed ? *parsed : *a.program->program;
   einsum::Graph g = einsum::lift(ir::check_program(p, ir::parse_size_overrides(a.sizes)));
   g.source = a.file;
   einsum::assume_routing(g, einsum::parse_routing(a.routing));
