@@ -486,7 +486,8 @@ def per_op_verification(ops: list[dict], framework: str) -> dict:
     reduced = sum(1 for c in ops if (c["size"] or "").startswith("reduced"))
     detail = (
         f"{len(ops) - len(unverified)} of {len(ops)} distinct op configuration(s) "
-        f"({nodes} nodes) run alone and compared with {framework}, {reduced} at reduced size"
+        f"({nodes} node{'' if nodes == 1 else 's'}) run alone and compared with {framework}, "
+        f"{reduced} at reduced size"
     )
     if unverified:
         detail += f"; {len(unverified)} NOT verified"
