@@ -23,6 +23,7 @@
 namespace solar::sol {
 namespace {
 
+using testing::lift_file;
 using testing::lift_text;
 
 const PrecisionPolicy& policy() { return find_precision_policy(kDefaultPrecisionPolicy); }
@@ -358,41 +359,26 @@ TEST(Insights, OptimalProgramOrderIsKept) {
 // A fusion opportunity names framework operations (an op block, or a node outside any), once
 // each, and never the producer's own.
 TEST(Insights, FusionOpportunitiesNameOperations) {
-  const Insights in = insights_of(lift_text(R"(size N = 64
-input x : f32[N]
-tensor t : f32[N]
-tensor u : f32[N]
-output y : f32[N]
-op first {
-  kernel a {
-    for i in 0..N:
-      t[i] = x[i] * 2.0
-  }
-  kernel b {
-    for i in 0..N:
-      u[i] = t[i] + 1.0
-  }
-}
-kernel c {
-  for i in 0..N:
-    y[i] = u[i] * u[i]
-}
-)"));
-  // t stays inside op `first` (no opportunity); u crosses from `first` to `c`: written with
-  // 64 x 4 = 256 bytes and read with 256 (c's two reads of u are one read of the op) = 512.
-  ASSERT_EQ(in.fusions.size(), 1u);
-  EXPECT_EQ(in.fusions[0].tensor, "u");
-  EXPECT_EQ(in.fusions[0].producer, "first");
-  EXPECT_EQ(in.fusions[0].consumers, (std::vector<std::string>{"c"}));
-  EXPECT_EQ(in.fusions[0].bytes_saved, 512);
+  const Insights in = insights_of(lift_file(SOLAR_SOURCE_DIR "/tests/fixtures/op_blocks.ir"));
+  // op a (kernels twice: t = x * 2, inc: u = t + 1), then kernel b: y = t * u. t crosses from a
+  // to b (inc, inside a, is no consumer of its own): written with 64 x 4 = 256 bytes, read
+  // with 256 by each op (a's inc, b) = 768; u from a to b: 256 + 256 = 512.
+  ASSERT_EQ(in.fusions.size(), 2u);
+  EXPECT_EQ(in.fusions[0].tensor, "t");
+  EXPECT_EQ(in.fusions[0].producer, "a");
+  EXPECT_EQ(in.fusions[0].consumers, (std::vector<std::string>{"b"}));
+  EXPECT_EQ(in.fusions[0].bytes_saved, 768);
+  EXPECT_EQ(in.fusions[1].tensor, "u");
+  EXPECT_EQ(in.fusions[1].producer, "a");
+  EXPECT_EQ(in.fusions[1].consumers, (std::vector<std::string>{"b"}));
+  EXPECT_EQ(in.fusions[1].bytes_saved, 512);
 }
 
 // An intermediate relabelled into a graph output (an expanded view, no kernel in the framework)
 // must reach DRAM: no opportunity, and no "fuse disc -> broadcast" claiming the 256 + 256 bytes
 // of a relabelling the unfused model never charged (tests/fixtures/expand_output.ir).
 TEST(Insights, ARelabellingIsNoFusionOpportunity) {
-  const ir::Program p = ir::parse_file(SOLAR_SOURCE_DIR "/tests/fixtures/expand_output.ir");
-  const Insights in = insights_of(einsum::lift(p, ir::check_or_throw(p)));
+  const Insights in = insights_of(lift_file(SOLAR_SOURCE_DIR "/tests/fixtures/expand_output.ir"));
   EXPECT_TRUE(in.fusions.empty());
 }
 
