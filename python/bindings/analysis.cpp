@@ -21,6 +21,7 @@
 #include "bindings.h"
 #include "solar/einsum/graph.h"
 #include "solar/frontend/lower.h"
+#include "solar/hw/device.h"
 #include "solar/ir/ast.h"
 #include "solar/ir/checker.h"
 #include "solar/ir/parser.h"
@@ -77,12 +78,6 @@ nlohmann::json section_of(const nb::handle& value, const char* name) {
 std::string json_text(const nlohmann::json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
-
-// The provenance of a report (report::Provenance) and the name the report shows.
-struct ProvenanceObject {
-  std::string source;
-  report::Provenance sections;
-};
 
 // The serving report of a decoder's steps (docs/serving.md): the JSON and the table.
 struct ServingReport {
@@ -318,6 +313,12 @@ void bind_analysis(nb::module_& m) {
       "(devices 0: not given); raises IRError for a layout serving does not take (dp, pp, mb, "
       "sp) or a bad one (docs/serving.md).");
 
+  m.def(
+      "check_device", [](const std::string& device) { (void)hw::resolve_device(device); },
+      "device"_a,
+      "Checks a device as `analyze` takes it (a built-in name or a .yaml file): raises IRError, "
+      "one line naming the close built-in names and the list, for one that is not (docs/"
+      "devices.md). Entry points call it before they capture.");
   m.def(
       "totals",
       [](const nb::handle& program, const std::vector<std::string>& sizes) {

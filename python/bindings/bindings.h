@@ -4,7 +4,18 @@
 
 #include <nanobind/nanobind.h>
 
+#include <string>
+
+#include "solar/report/provenance.h"
+
 namespace solar::python {
+
+// `_core.Provenance` (analysis.cpp): the provenance of a report (report::Provenance) and the name
+// the report shows; `_core.run_on_program` (cli.cpp) takes it too.
+struct ProvenanceObject {
+  std::string source;
+  report::Provenance sections;
+};
 
 void bind_ir(nanobind::module_& m);    // ir.cpp:   Program, parse, print, check
 void bind_exec(nanobind::module_& m);  // exec.cpp: run on numpy arrays

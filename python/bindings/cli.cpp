@@ -4,7 +4,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -12,6 +12,7 @@
 #include "bindings.h"
 #include "solar/cli/cli.h"
 #include "solar/cli/sol_commands.h"
+#include "solar/frontend/lower.h"
 #include "solar/report/provenance.h"
 
 namespace nb = nanobind;
@@ -40,30 +41,38 @@ int forwarded(Command command) {
   return rc;
 }
 
-nlohmann::json section(const std::string& text) {
-  return text.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(text);
-}
-
 }  // namespace
 
 void bind_cli(nb::module_& m) {
   m.def(
       "run_on_program",
       [](const std::string& command, const std::vector<std::string>& args,
-         const std::string& ir_text, const std::string& capture, const std::string& coverage,
-         const std::string& verification) {
-        cli::ProgramInput program{ir_text,
-                                  report::provenance_from_json(section(capture), section(coverage),
-                                                               section(verification))};
+         const frontend::LowerResult& lowered, const ProvenanceObject& provenance) {
+        const cli::ProgramInput program{&lowered.program, provenance.sections};
         return forwarded([&](std::ostream& out, std::ostream& err) {
           return cli::run_on_program(command, args, program, out, err);
         });
       },
-      nb::arg("command"), nb::arg("args"), nb::arg("ir_text"), nb::arg("capture") = "",
-      nb::arg("coverage") = "", nb::arg("verification") = "",
-      "Runs `solar COMMAND ARGS...` (sol, provision, compare, curve) with `ir_text` standing for "
-      "the FILE argument and the report's capture, coverage and verification sections given as "
-      "JSON text (docs/report.md); returns the exit code, the output as run_cli.");
+      nb::arg("command"), nb::arg("args"), nb::arg("program"), nb::arg("provenance"),
+      "Runs `solar COMMAND ARGS...` (sol, provision, compare, curve) with `program` (a "
+      "LoweringResult: its checked program, parsed once) standing for the FILE argument and "
+      "the report's capture, coverage and verification sections from `provenance` (a "
+      "Provenance; docs/report.md); returns the exit code, the output as run_cli.");
+  m.def(
+      "check_program_args",
+      [](const std::string& command, const std::vector<std::string>& args) -> nb::object {
+        std::optional<int> rc;
+        const int code = forwarded([&](std::ostream& out, std::ostream& err) {
+          rc = cli::check_program_args(command, args, out, err);
+          return rc.value_or(0);
+        });
+        return rc ? nb::object(nb::int_(code)) : nb::none();
+      },
+      nb::arg("command"), nb::arg("args"),
+      "Checks `solar COMMAND ARGS...` (sol, provision, compare, curve) as `run_on_program` "
+      "would before it reads its program: its options, devices, policy, fidelities. None: "
+      "good; else the exit code, the error (or the help) written as run_cli writes it. A "
+      "frontend calls it before it captures the model.");
   m.def(
       "run_cli",
       [](const std::vector<std::string>& args) {

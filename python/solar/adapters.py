@@ -291,12 +291,11 @@ def measured_keywords(
 def run_command(verified: Any, command: str, argv: list[str], model_at: int) -> int:
     """``solar CMD MODEL.py ARGS...`` once the model file is verified (``run_file`` up to
     ``Verified``): the C++ command ``command`` on the lowered program in memory
-    (``_core.run_on_program``) with ``argv`` (``argv[model_at]`` is the model file) unchanged,
-    the framework's default policy added when they give none; the report shows the model
-    file's capture, coverage and verification. Returns the command's exit code."""
-    import json
-
-    from solar import _core
+    (``_core.run_on_program``: the lowering result, whose program was parsed once, and a
+    ``_core.Provenance``) with ``argv`` (``argv[model_at]`` is the model file) unchanged, the
+    framework's default policy added when they give none; the report shows the model file's
+    capture, coverage and verification. Returns the command's exit code."""
+    from solar import _core, pipeline
     from solar.document import capture_section
 
     lowered = verified.lowered
@@ -305,12 +304,11 @@ def run_command(verified: Any, command: str, argv: list[str], model_at: int) -> 
         "coverage": lowered.coverage(),
         "verification": verified.verification,
     }
-    text = {k: json.dumps(x, sort_keys=True, allow_nan=False) for k, x in sections.items()}
     rest = argv[:model_at] + argv[model_at + 1 :]
     policy = lowered.captured.default_policy
     if policy and _option_value(rest, "--policy") is None:
         argv = [*argv, "--policy", policy]
-    return _core.run_on_program(command, argv, lowered.ir, **text)
+    return _core.run_on_program(command, argv, lowered.result, pipeline.provenance(sections))
 
 
 def _option_value(args: list[str], name: str) -> str | None:

@@ -95,7 +95,9 @@ def _model_file_index(args: list[str]) -> int | None:
 
 
 def _run_on_model_file(args: list[str]) -> int:
-    """``solar CMD MODEL.py ARGS...``: capture, lower and verify the model (whole program when it
+    """``solar CMD MODEL.py ARGS...``: ARGS checked first (``_core.check_program_args``: an
+    unknown device or a bad option costs no capture); capture, lower and verify the model
+    (whole program when it
     fits, else per op: ``solar.stages.run`` up to ``Verified``), then run ``CMD`` on the lowered
     program in memory (``_core.run_on_program``), with ARGS unchanged (the framework's default
     policy added when ARGS give none); the report shows the model file's name and its capture,
@@ -103,6 +105,9 @@ def _run_on_model_file(args: list[str]) -> int:
     one-line error and exit code 1."""
     command, index = args[0], _model_file_index(args)
     path = args[index]
+    rc = _core.check_program_args(command, args[1:])  # a wrong device costs no capture
+    if rc is not None:
+        return rc
     try:
         from solar import adapters
         from solar.options import Options
@@ -364,6 +369,7 @@ def options_of(args: argparse.Namespace) -> Options:
     checked by ``Options``; the flags of the LLM agent and of measuring, which the options
     carry as their results, here)."""
     from solar.options import (
+        AnalysisOptions,
         LoweringOptions,
         Options,
         ProgramOptions,
@@ -373,7 +379,11 @@ def options_of(args: argparse.Namespace) -> Options:
 
     llm = "program" if args.llm else ("fallback" if args.llm_fallback else None)
     kind = "train" if args.train else "forward"
-    Options(program=ProgramOptions(kind, args.optimizer, llm=llm))  # the program's rules first
+    # The program's rules and the device first: before --measure runs the model.
+    Options(
+        program=ProgramOptions(kind, args.optimizer, llm=llm),
+        analysis=AnalysisOptions(args.hw, args.policy),
+    )
     if llm and args.stage_times:
         raise ValueError("--stage-times times the capture pipeline; it cannot be given with --llm")
     if args.batch_sweep and not args.serve:

@@ -280,6 +280,19 @@ def _check(options: Options) -> None:
         raise AnalysisError(f"unknown verify mode '{v.mode}' (valid: {', '.join(VERIFY_MODES)})")
     if a.devices is not None and a.devices < 1:
         raise AnalysisError(f"--devices must be at least 1, not {a.devices}")
+    check_device(a.hw)
+
+
+def check_device(hw: str) -> None:
+    """A device as the analysis takes it (a built-in name or a .yaml file), checked before
+    anything is captured: an unknown one is one line naming the close built-in names and the
+    list (``AnalysisError``)."""
+    from solar import _core
+
+    try:
+        _core.check_device(hw)
+    except ValueError as e:
+        raise AnalysisError(str(e)) from None
 
 
 def _given(options: dict, name: str, default: Any) -> Any:

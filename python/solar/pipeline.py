@@ -486,7 +486,8 @@ def per_op_verification(ops: list[dict], framework: str) -> dict:
     reduced = sum(1 for c in ops if (c["size"] or "").startswith("reduced"))
     detail = (
         f"{len(ops) - len(unverified)} of {len(ops)} distinct op configuration(s) "
-        f"({nodes} nodes) run alone and compared with {framework}, {reduced} at reduced size"
+        f"({nodes} node{'' if nodes == 1 else 's'}) run alone and compared with {framework}, "
+        f"{reduced} at reduced size"
     )
     if unverified:
         detail += f"; {len(unverified)} NOT verified"
@@ -498,6 +499,12 @@ def not_run(detail: str) -> dict:
     return {"status": "not_run", "mode": None, "detail": detail}
 
 
+def provenance(sections: dict[str, Any] | None = None) -> Any:
+    """The ``_core.Provenance`` of ``sections`` (its keywords: ``source``, ``capture``,
+    ``coverage``, ``verification``, ``agent``; None or absent: an IR file's)."""
+    return _core.Provenance(**{k: v for k, v in (sections or {}).items() if v is not None})
+
+
 def analyze(program: Any, hw: str, options: Any, sections: dict[str, Any] | None = None) -> Any:
     """``_core.analyze``: the SOL report (a ``_core.Report``) of ``program`` (IR text, a
     ``solar.Program`` or a ``_core.LoweringResult``) on ``hw`` under ``options`` (a
@@ -506,8 +513,7 @@ def analyze(program: Any, hw: str, options: Any, sections: dict[str, Any] | None
     ``verification`` and ``agent`` sections; absent: an IR file's, no agent). A user error is an
     ``AnalysisError``."""
     try:
-        origin = _core.Provenance(**{k: v for k, v in (sections or {}).items() if v is not None})
-        return _core.analyze(program, hw, options, origin)
+        return _core.analyze(program, hw, options, provenance(sections))
     except _core.IRError as e:
         raise AnalysisError(str(e).removeprefix("solar: error: ")) from e
 

@@ -346,11 +346,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.jobs < 1:
             raise ValueError("--jobs must be at least 1")
         timings = load_timings(args.timings)
-        from solar import pipeline
+        from solar.options import check_device
 
-        rc, _out, err = pipeline.run_cli_captured(["hw", "show", args.hw])
-        if rc != 0:  # an unknown device: one error now, not one per problem
-            raise ValueError(err.strip().split("\n")[0].split(": error: ", 1)[-1])
+        check_device(args.hw)  # an unknown device: one error now, not one per problem
         problems = find_problems(args.dir)
         if not problems:
             raise ValueError(f"{args.dir}: no *.py problem files")

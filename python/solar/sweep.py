@@ -367,12 +367,10 @@ def axes_of(args: argparse.Namespace) -> dict:
     for model in axes["models"]:
         if not os.path.isfile(model):
             raise ValueError(f"{model}: no such model file")
-    from solar import pipeline
+    from solar.options import check_device
 
     for hw in axes["hw"]:
-        rc, _out, err = pipeline.run_cli_captured(["hw", "show", hw])
-        if rc != 0:  # an unknown device: one error now, not one per task
-            raise ValueError(err.strip().split("\n")[0].split(": error: ", 1)[-1])
+        check_device(hw)  # an unknown device: one error now, not one per task
     return axes
 
 

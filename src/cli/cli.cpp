@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "sol_common.h"
 #include "solar/cli/curve_command.h"
 #include "solar/cli/guard.h"
 #include "solar/cli/hw_command.h"
@@ -561,6 +562,16 @@ int run_on_program(const std::string& command, const std::vector<std::string>& a
   });
   out.flush();
   err.flush();
+  return rc;
+}
+
+std::optional<int> check_program_args(const std::string& command,
+                                      const std::vector<std::string>& args, std::ostream& out,
+                                      std::ostream& err) {
+  ProgramInput arguments;
+  arguments.arguments_only = true;
+  const int rc = run_on_program(command, args, arguments, out, err);
+  if (rc == detail::kArgumentsGood) return std::nullopt;
   return rc;
 }
 

@@ -47,9 +47,14 @@ int curve_impl(const std::vector<std::string>& args, std::ostream& out, std::ost
   detail::add_cache_state_option(app, cache_state);
   return detail::run_command(app, args, out, err, [&] {
     const sol::PrecisionPolicy& p = sol::find_precision_policy(policy);
+    const hw::Device device = detail::load_device(hw, sets);  // before the program
+    const sol::CacheState state = sol::parse_cache_state(cache_state);
+    if (detail::arguments_only(program)) {
+      detail::check_graph_options(sizes, routing);
+      return detail::kArgumentsGood;
+    }
     const sol::Curve c =
-        sol::make_curve(detail::load_graph(file, sizes, routing, program),
-                        detail::load_device(hw, sets), p, sol::parse_cache_state(cache_state));
+        sol::make_curve(detail::load_graph(file, sizes, routing, program), device, p, state);
     std::string table = report::render_curve(c);
     std::vector<std::pair<std::string, std::string>> files;  // written together by emit
     if (!csv.empty()) {

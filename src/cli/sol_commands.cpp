@@ -98,7 +98,10 @@ sol::AnalysisOptions analysis_options(const CommonArgs& a) {
 }
 
 einsum::Graph load_graph(const CommonArgs& a) {
-  const ir::Program p = a.program ? ir::parse(a.program->ir_text, a.file) : ir::parse_file(a.file);
+  SOLAR_CHECK(!a.program || a.program->program, "a program in memory without its program");
+  std::optional<ir::Program> parsed;  // an IR file's; a program in memory is parsed already
+  if (!a.program) parsed = ir::parse_file(a.file);
+  const ir::Program& p = parsed ? *parsed : *a.program->program;
   einsum::Graph g = einsum::lift(ir::check_program(p, ir::parse_size_overrides(a.sizes)));
   g.source = a.file;
   einsum::assume_routing(g, einsum::parse_routing(a.routing));
@@ -138,14 +141,22 @@ void emit(const nlohmann::json& j, const std::string& json_path, const std::stri
 }
 
 int run_sol(const SolArgs& a, std::ostream& out) {
+  // What needs no program first: a wrong device costs no lifting (and no capture, when a
+  // frontend checks the arguments before it captures: check_program_args).
   const sol::PrecisionPolicy& policy = sol::find_precision_policy(a.common.policy);
   const std::vector<sol::Fidelity> fidelities = sol::parse_fidelities(a.common.fidelity);
-  report::Report r = report::make_report(load_graph(a.common), load_device(a.hw, a.common.sets),
-                                         policy, fidelities, analysis_options(a.common));
-  if (a.common.program) r.provenance = a.common.program->provenance;
-  if (a.devices != 0 || !a.parallel.empty()) {
-    report::add_parallel(r, sol::layout_for(a.devices, a.parallel));
+  hw::Device device = load_device(a.hw, a.common.sets);
+  const sol::AnalysisOptions options = analysis_options(a.common);
+  std::optional<sol::ParallelLayout> layout;
+  if (a.devices != 0 || !a.parallel.empty()) layout = sol::layout_for(a.devices, a.parallel);
+  if (detail::arguments_only(a.common.program)) {
+    detail::check_graph_options(a.common.sizes, a.common.routing);
+    return detail::kArgumentsGood;
   }
+  report::Report r =
+      report::make_report(load_graph(a.common), std::move(device), policy, fidelities, options);
+  if (a.common.program) r.provenance = a.common.program->provenance;
+  if (layout) report::add_parallel(r, *layout);
   // The JSON report only when something reads it: on a graph of 100k nodes building it is a
   // large part of a run.
   const bool json = !a.common.json.empty() || reads_json_report(a.outputs);
@@ -162,10 +173,15 @@ int run_multi(const MultiArgs& a, bool provision, std::ostream& out) {
   const std::vector<sol::Fidelity> fidelities = sol::parse_fidelities(a.common.fidelity);
   std::optional<double> latency;
   if (provision) latency = sol::parse_duration(a.latency);
+  const std::vector<hw::Device> devices = load_devices(a.hw, a.common.sets);
+  const sol::AnalysisOptions options = analysis_options(a.common);
+  if (detail::arguments_only(a.common.program)) {
+    detail::check_graph_options(a.common.sizes, a.common.routing);
+    return detail::kArgumentsGood;
+  }
   const einsum::Graph g = load_graph(a.common);
   report::MultiDeviceReport r;
-  r.comparison = sol::compare_devices(g, load_devices(a.hw, a.common.sets), policy, fidelities,
-                                      latency, analysis_options(a.common));
+  r.comparison = sol::compare_devices(g, devices, policy, fidelities, latency, options);
   if (a.common.program) r.verification = a.common.program->provenance.verification;
   emit(report::multi_device_to_json(r), a.common.json,
        provision ? report::render_provision(r) : report::render_compare(r), out);
@@ -184,6 +200,11 @@ void add_multi_options(CLI::App& app, MultiArgs& a) {
 }  // namespace
 
 namespace detail {  // sol_common.h: what `solar curve` shares
+
+void check_graph_options(const std::vector<std::string>& sizes, const std::string& routing) {
+  ir::parse_size_overrides(sizes);
+  einsum::parse_routing(routing);
+}
 
 einsum::Graph load_graph(const std::string& file, const std::vector<std::string>& sizes,
                          const std::string& routing, const ProgramInput* program) {

@@ -26,6 +26,18 @@ einsum::Graph load_graph(const std::string& file, const std::vector<std::string>
                          const std::string& routing = "concentrated",
                          const ProgramInput* program = nullptr);
 
+// What a command's body returns when its program is `arguments_only` and its arguments are good
+// (check_program_args); never an exit code.
+inline constexpr int kArgumentsGood = -1;
+
+// Whether the command stops after checking its arguments (ProgramInput::arguments_only).
+inline bool arguments_only(const ProgramInput* program) {
+  return program != nullptr && program->arguments_only;
+}
+
+// `--size` and `--routing` checked without a program (UserError).
+void check_graph_options(const std::vector<std::string>& sizes, const std::string& routing);
+
 // A built-in device or device file, with `--set` overrides applied.
 hw::Device load_device(const std::string& spec, const std::vector<std::string>& sets);
 

@@ -99,6 +99,12 @@ OutputCheck compare_output(const std::string& name, const Tensor& got, const Ten
       if (std::isfinite(es[l])) scale = std::max(scale, std::abs(es[l]));
     }
   }
+  // The relative error of an element divides by |expected|, but by no less than the magnitude
+  // below which the absolute allowance governs, (atol / rtol) * scale (exact dtypes: scale):
+  // near 0, the error relative to the absolute allowance's own reference. So the figure stays
+  // comparable with rtol: a failing element's is above rtol, a passing output's at most 2 rtol
+  // (an expected 0 against 1e-8 in f32: 1e-8 / (0.1 * 1) = 1e-7, not 1e-8 / 2.2e-308).
+  const double floor = c.tol.rtol > 0 ? c.tol.atol / c.tol.rtol * scale : scale;
   double max_abs = 0.0, max_rel = 0.0;
   bool passed = true;
   Blocks got_blocks(got);
@@ -109,7 +115,8 @@ OutputCheck compare_output(const std::string& name, const Tensor& got, const Ten
       const double g = gs[l], e = es[l];
       if (g == e || (std::isnan(g) && std::isnan(e))) continue;  // equal infinities, NaNs agree
       const double diff = std::abs(g - e);
-      const double rel = diff / std::max(std::abs(e), std::numeric_limits<double>::min());
+      const double reference = std::max(std::abs(e), floor);
+      const double rel = reference > 0 ? diff / reference : std::numeric_limits<double>::infinity();
       if (std::isnan(diff)) {
         max_abs = max_rel = std::numeric_limits<double>::quiet_NaN();
       } else if (!std::isnan(max_abs)) {

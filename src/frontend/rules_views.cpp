@@ -16,8 +16,28 @@ namespace {
 
 // ---- views and copies --------------------------------------------------------------------
 
-// `y = x`, a copy (which also converts dtypes).
+// `y = x`, a copy (which also converts dtypes). Of the same dtype, the analysis folds it as a view
+// (alias, detach, lift_fresh: no kernel in eager either).
 void copy_rule(NodeLowering& n) { n.stmt(n.out().name + " = " + n.tensor("self").name); }
+
+// `y[i..] = v[i..]`: a copy kernel, which reads v's elements and writes y's, as eager's copy
+// kernels do (a plain `y = v` copy statement of the same dtype would be a relabelling the analysis
+// does not charge).
+void copy_kernel(NodeLowering& n, const std::string& v) {
+  const TensorInfo& y = n.out();
+  const std::string at = "[" + box_index(y.rank(), kI) + "]";
+  n.kernel("copy", box_loops(y.shape, kI), y.name + at, "=", v + at);
+}
+
+// clone (also what `contiguous()` of a non-contiguous tensor exports as), lift_fresh_copy and
+// _to_copy: eager runs a copy kernel, which reads the input and writes a new tensor, so the
+// unfused fidelity charges both. A dtype change is a `y = x` copy, which converts, and which the
+// lift charges as a movement node (read x, write y) already.
+void clone_rule(NodeLowering& n) {
+  const TensorInfo x = n.tensor("self");
+  if (x.dtype != n.out().dtype) return copy_rule(n);
+  copy_kernel(n, x.name);
+}
 
 // Every view that keeps the row-major order: `y = reshape(x)`.
 void reshape_rule(NodeLowering& n) {
@@ -32,8 +52,7 @@ void view_copy_rule(NodeLowering& n) {
   const TensorInfo& y = n.out();
   const TensorInfo v = n.temp("view", x.dtype, y.shape);
   n.stmt(v.name + " = reshape(" + x.name + ")");
-  const std::string at = "[" + box_index(y.rank(), kI) + "]";
-  n.kernel("copy", box_loops(y.shape, kI), y.name + at, "=", v.name + at);
+  copy_kernel(n, v.name);
 }
 
 // view.dtype: the same bytes read as another dtype of the same size. Supported where the value of
@@ -247,8 +266,11 @@ void tri_rule(NodeLowering& n, const std::string& cmp) {
 }  // namespace
 
 void register_view_rules(RuleTable& r) {
-  for (const char* op : {"clone", "alias", "detach", "lift_fresh", "lift_fresh_copy", "_to_copy"}) {
+  for (const char* op : {"alias", "detach", "lift_fresh"}) {
     r[std::string("aten.") + op + ".default"] = copy_rule;
+  }
+  for (const char* op : {"clone", "lift_fresh_copy", "_to_copy"}) {
+    r[std::string("aten.") + op + ".default"] = clone_rule;
   }
   for (const char* op : {"view.default", "_unsafe_view.default", "reshape.default",
                          "_reshape_alias.default", "unsqueeze.default", "squeeze.default",

@@ -142,9 +142,9 @@ std::string header(const Report& r) {
   s += "  precision policy: " + r.analysis.policy + "\n";
   const nlohmann::json stored = stored_weights_json(r.graph);
   if (!stored.is_null()) {
-    s += "  weights stored as " + stored["format"].get<std::string>() +
-         " (scales included): " + std::to_string(stored["tensors"].size()) +
-         " tensors, the linear weights unless the policy's options say otherwise, " +
+    s += "  weights stored as " + stored["format"].get<std::string>() + " (scales included): " +
+         counted(static_cast<int64_t>(stored["tensors"].size()), "tensor") +
+         ", the linear weights unless the policy's options say otherwise, " +
          format_bytes(stored["bytes"].get<double>()) + " (docs/precision.md)\n";
   }
   s += "  " + cache_state_line(r.analysis.memory) + "\n";

@@ -109,8 +109,9 @@ int64_t numel_of(const einsum::Graph& g, const std::string& tensor) {
 }
 
 // A node a chain may hold: a contraction (one product of two operands under a sum, over a box
-// from zero) or a relabeling (one tensor copied by permute, reshape, broadcast or copy, or
-// scaled by a constant). Each read and the write as digits, both ways (see digit_map).
+// from zero) or a relabeling (one tensor copied by permute, reshape, broadcast or copy, by a copy
+// kernel (a clone), or scaled by a constant). Each read and the write as digits, both ways (see
+// digit_map).
 struct Member {
   bool contraction = false;
   struct Map {
@@ -147,8 +148,10 @@ std::optional<Member> chain_member(const einsum::Graph& g, const einsum::Node& n
     if (n.op != "permute" && n.op != "reshape" && n.op != "broadcast" && n.op != "copy") return {};
     if (n.reads.size() != 1) return std::nullopt;
   } else if (n.kind == einsum::NodeKind::Einsum && n.reduction == einsum::Reduction::None) {
-    if (n.counts.macs != 0 || n.counts.other_ops() != n.points || n.reads.size() != 1) return {};
-    if (!n.scales_a_read) return std::nullopt;
+    if (n.counts.macs != 0 || n.reads.size() != 1) return {};
+    // A copy kernel (a clone: no operation), or a scale of its read by a constant.
+    const bool copies = n.counts.other_ops() == 0;
+    if (!copies && (n.counts.other_ops() != n.points || !n.scales_a_read)) return std::nullopt;
   } else {
     return std::nullopt;
   }
@@ -483,15 +486,41 @@ void find_chains(const einsum::Graph& g, const Analysis& a, Insights& out) {
 }
 
 // Intermediates that cross framework operations (inside one, the unfused model already keeps
-// them on chip: fusing there saves nothing).
+// them on chip: fusing there saves nothing), named by those operations (an op block's name, or a
+// node outside any block, which is its own operation). A relabelling node (Node::relabel: a view
+// in the framework, no kernel, no bytes in the unfused model) is no producer nor consumer: the
+// tensor it writes is the one it reads, under another name, so the saving counts the bytes the
+// unfused model charges, and an intermediate relabelled into a graph output is no opportunity
+// (it must reach DRAM).
 void find_fusions(const einsum::Graph& g, const Analysis& a, Insights& out) {
   std::vector<size_t> unit_of(g.nodes.size());
   std::iota(unit_of.begin(), unit_of.end(), g.nodes.size());  // a node in no op: its own
+  std::vector<std::string> op_of(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) op_of[i] = g.nodes[i].name;
   for (size_t u = 0; u < a.ops.size(); ++u) {
-    for (size_t i = a.ops[u].first; i < a.ops[u].last; ++i) unit_of[i] = u;
+    for (size_t i = a.ops[u].first; i < a.ops[u].last; ++i) {
+      unit_of[i] = u;
+      op_of[i] = a.ops[u].name;
+    }
   }
-  // Per tensor name, its accesses in node order (a node's writes before its reads): one pass over
-  // the nodes instead of one per tensor.
+  // The tensor a name stands for, through relabellings.
+  std::map<std::string_view, std::string_view> base;
+  const auto resolve = [&](std::string_view name) {
+    for (auto it = base.find(name); it != base.end(); it = base.find(name)) name = it->second;
+    return name;
+  };
+  for (const einsum::Node& n : g.nodes) {
+    if (!n.relabel || n.reads.empty()) continue;
+    for (const einsum::Access& w : n.writes) base[w.tensor] = resolve(n.reads.front().tensor);
+  }
+  std::set<std::string_view> kept;  // relabelled into a graph input or output
+  for (const einsum::TensorInfo& t : g.tensors) {
+    if (t.role != ir::TensorRole::Intermediate && base.contains(t.name)) {
+      kept.insert(resolve(t.name));
+    }
+  }
+  // Per tensor, its accesses in node order (a node's writes before its reads): one pass over the
+  // nodes instead of one per tensor.
   struct Event {
     size_t node = 0;
     const einsum::Access* access = nullptr;
@@ -500,11 +529,14 @@ void find_fusions(const einsum::Graph& g, const Analysis& a, Insights& out) {
   std::map<std::string_view, std::vector<Event>> events;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const einsum::Node& n = g.nodes[i];
-    for (const einsum::Access& w : n.writes) events[w.tensor].push_back({i, &w, true});
-    for (const einsum::Access& r : n.reads) events[r.tensor].push_back({i, &r, false});
+    if (n.relabel) continue;
+    for (const einsum::Access& w : n.writes) events[resolve(w.tensor)].push_back({i, &w, true});
+    for (const einsum::Access& r : n.reads) events[resolve(r.tensor)].push_back({i, &r, false});
   }
   for (const einsum::TensorInfo& t : g.tensors) {
-    if (t.role != ir::TensorRole::Intermediate) continue;
+    if (t.role != ir::TensorRole::Intermediate || base.contains(t.name) || kept.contains(t.name)) {
+      continue;
+    }
     FusionOpportunity f;
     f.tensor = t.name;
     int producers = 0;
@@ -512,16 +544,17 @@ void find_fusions(const einsum::Graph& g, const Analysis& a, Insights& out) {
     std::map<size_t, int64_t> read_by_unit;
     const auto found = events.find(t.name);
     for (const Event& e : found == events.end() ? std::vector<Event>{} : found->second) {
-      const einsum::Node& n = g.nodes[e.node];
       if (e.write) {
         ++producers;
-        f.producer = n.name;
+        f.producer = op_of[e.node];
         f.bytes_saved += e.access->bytes;
         units.insert(unit_of[e.node]);
         continue;
       }
-      f.consumers.push_back(n.name);
-      int64_t& read = read_by_unit[unit_of[e.node]];  // an op reads it once: its widest read
+      const size_t unit = unit_of[e.node];
+      // Each consumer operation once; the producer's own is none.
+      if (!units.contains(unit)) f.consumers.push_back(op_of[e.node]);
+      int64_t& read = read_by_unit[unit];  // an op reads it once: its widest read
       read = std::max(read, e.access->bytes);
       units.insert(unit_of[e.node]);
     }

@@ -91,6 +91,10 @@ std::string join(const std::vector<std::string_view>& words, std::string_view se
   return join_words(words, separator);
 }
 
+std::string counted(int64_t n, std::string_view noun) {
+  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
 std::string join_ints(const std::vector<int64_t>& numbers, std::string_view separator) {
   std::string out;
   for (size_t i = 0; i < numbers.size(); ++i) {

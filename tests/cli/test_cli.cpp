@@ -12,11 +12,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "solar/cli/sol_commands.h"
 #include "solar/exec/npz.h"
 #include "solar/exec/tensor.h"
 #include "solar/ir/parser.h"
@@ -610,6 +613,51 @@ TEST_F(CliTest, SolOfAnIrFileIsReportAnalyze) {
   EXPECT_TRUE(s.json.contains("insights"));
   EXPECT_TRUE(s.json.contains("headroom"));
   EXPECT_THROW(report::render_output(s, "pdf"), UserError);
+}
+
+// check_program_args: what `solar CMD MODEL.py` checks before it captures the model. The FILE
+// named does not exist: nothing of the program is read.
+TEST(CliProgramArgs, AreCheckedWithoutTheProgram) {
+  const auto check = [](const std::string& command, const std::vector<std::string>& args) {
+    std::ostringstream out;
+    std::ostringstream err;
+    const std::optional<int> rc = check_program_args(command, args, out, err);
+    return std::pair{rc, err.str()};
+  };
+  for (const std::string command : {"sol", "curve"}) {
+    EXPECT_EQ(check(command, {"absent.py", "--hw", "H100-SXM"}).first, std::nullopt) << command;
+    const auto [rc, err] = check(command, {"absent.py", "--hw", "H100-SMX"});
+    EXPECT_EQ(rc, 1) << command;
+    EXPECT_EQ(count_lines(err), 1) << err;
+    EXPECT_EQ(err.rfind("solar " + command +
+                            ": error: unknown device 'H100-SMX' (did you mean "
+                            "'H100-SXM'?); built-in devices: B200, ",
+                        0),
+              0U)
+        << err;
+  }
+  EXPECT_EQ(check("compare", {"absent.py"}).first, std::nullopt);  // every built-in device
+  EXPECT_EQ(check("compare", {"absent.py", "--hw", "B200,nope"}).first, 1);
+  EXPECT_EQ(check("provision", {"absent.py", "--hw", "B200", "--latency", "1ms"}).first,
+            std::nullopt);
+  EXPECT_EQ(check("provision", {"absent.py", "--hw", "B200"}).first, 1);  // --latency required
+  EXPECT_EQ(check("provision", {"absent.py", "--hw", "B200", "--latency", "soon"}).first, 1);
+  EXPECT_EQ(check("sol", {"absent.py", "--hw", "B200", "--policy", "nope"}).first, 1);
+  EXPECT_EQ(check("sol", {"absent.py", "--hw", "B200", "--fidelity", "nope"}).first, 1);
+  EXPECT_EQ(check("sol", {"absent.py", "--hw", "B200", "--parallel", "tp=two"}).first, 1);
+  EXPECT_EQ(check("sol", {"absent.py", "--hw", "B200", "--size", "N"}).first, 1);
+  EXPECT_EQ(check("curve", {"absent.py", "--hw", "B200", "--set", "no_such_key=1"}).first, 1);
+  EXPECT_EQ(check("curve", {"absent.py", "--hw", "B200", "--routing", "sideways"}).first, 1);
+  EXPECT_EQ(check("lift", {"absent.py"}).first, 1);  // not a command on a program
+  const auto [help, err] = check("sol", {"absent.py", "--help"});
+  EXPECT_EQ(help, 0) << err;
+}
+
+// `solar sol FILE.ir` checks its device before it reads FILE.
+TEST(CliProgramArgs, AnIrFileIsReadAfterTheDevice) {
+  const Result r = solar({"sol", "absent.ir", "--hw", "H100-SMX"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("unknown device 'H100-SMX'"), std::string::npos) << r.err;
 }
 
 }  // namespace

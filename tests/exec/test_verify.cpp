@@ -72,22 +72,58 @@ TEST(Verify, AnErrorThatIsNoFiniteNumberIsEmptyWithItsReason) {
   EXPECT_EQ(inf.err_reason,
             "errors undefined: an infinity where the other side is finite or the opposite "
             "infinity");
-  // i64 indices [0, 28] against [0, 0] (a sort's indices among ties): |28 - 0| = 28 is the
-  // absolute error; the relative one, 28 / max(0, 2.2e-308), overflows: undefined
+  // Under a custom tolerance of atol 0 an output that differs where the expected value is 0 has
+  // no relative error: 1e-3 / max(0, (0 / 1e-4) * 1) divides by 0.
   const OutputCheck zero =
-      compare_output("i", make(ir::DType::I64, {2}, {0, 28}), make(ir::DType::I64, {2}, {0, 0}));
+      compare_output("y", f32({2}, {0, 1e-3}), f32({2}, {0, 0}), Tolerance{1e-4, 0.0});
   EXPECT_FALSE(zero.passed);
-  EXPECT_EQ(*zero.max_abs_err, 28.0);
+  EXPECT_EQ(*zero.max_abs_err, static_cast<double>(1e-3F));
   EXPECT_FALSE(zero.max_rel_err.has_value());
   EXPECT_EQ(zero.err_reason,
             "relative error undefined: the outputs differ where the expected value is 0");
   EXPECT_EQ(render_checks({zero}),
-            "i i64[2]: max abs err 28, max rel err undefined (relative error undefined: the "
-            "outputs differ where the expected value is 0) (exact): FAILED\n");
+            "y f32[2]: max abs err 0.001, max rel err undefined (relative error undefined: the "
+            "outputs differ where the expected value is 0) (rtol 0.0001, atol 0): FAILED\n");
   // agreeing outputs keep both errors and no reason
   const OutputCheck ok = compare_output("y", f32({1}, {2}), f32({1}, {2}));
   EXPECT_EQ(*ok.max_rel_err, 0.0);
   EXPECT_EQ(ok.err_reason, "");
+}
+
+// Near an expected 0 the relative error is relative to the absolute allowance's reference,
+// (atol / rtol) * scale, not to |expected| (which made it ~1e300 against the smallest normal
+// double); pass and fail are unchanged.
+TEST(Verify, TheRelativeErrorNearZeroIsAgainstTheAbsoluteAllowance) {
+  // f32 (rtol 1e-4, atol 1e-5), expected [0, 1]: scale = max(1, 1) = 1, reference floor
+  // (1e-5 / 1e-4) * 1 = 0.1. Off by 2^-20 = 9.5367431640625e-7 at the 0: passes (<= 1e-5 * 1 +
+  // 1e-4 * 0 = 1e-5); relative 2^-20 / 0.1 = 9.5367431640625e-6 (was 2^-20 / 2.2e-308 = 4e301).
+  const OutputCheck near =
+      compare_output("y", f32({2}, {std::ldexp(1.0, -20), 1}), f32({2}, {0, 1}));
+  EXPECT_TRUE(near.passed);
+  EXPECT_EQ(*near.max_abs_err, std::ldexp(1.0, -20));
+  EXPECT_DOUBLE_EQ(*near.max_rel_err, std::ldexp(1.0, -20) / 0.1);
+  EXPECT_EQ(near.err_reason, "");
+  // Off by 2^-16 = 1.52587890625e-5 > 1e-5 at the 0: fails; relative 2^-16 / 0.1 =
+  // 1.52587890625e-4, above rtol 1e-4 as every failing element's.
+  const OutputCheck far =
+      compare_output("y", f32({2}, {std::ldexp(1.0, -16), 1}), f32({2}, {0, 1}));
+  EXPECT_FALSE(far.passed);
+  EXPECT_DOUBLE_EQ(*far.max_rel_err, std::ldexp(1.0, -16) / 0.1);
+  EXPECT_GT(*far.max_rel_err, 1e-4);
+  // A tiny expected value, 1e-30 (expected [1e-30, 100]: scale 100, floor 0.1 * 100 = 10), got
+  // 1e-30 + 2^-20: relative 2^-20 / 10 = 9.5367431640625e-8 (not 2^-20 / 1e-30 = 9.5e23).
+  const OutputCheck tiny =
+      compare_output("y", make(ir::DType::F64, {2}, {1e-30 + std::ldexp(1.0, -20), 100}),
+                     make(ir::DType::F64, {2}, {1e-30, 100}), Tolerance{1e-4, 1e-5});
+  EXPECT_DOUBLE_EQ(*tiny.max_rel_err, std::ldexp(1.0, -20) / 10);
+  // i64 indices [0, 28] against [0, 0] (a sort's indices among ties): exact, so the reference
+  // is scale = max(1, 0) = 1: relative 28 / 1 = 28, defined (was undefined).
+  const OutputCheck ties =
+      compare_output("i", make(ir::DType::I64, {2}, {0, 28}), make(ir::DType::I64, {2}, {0, 0}));
+  EXPECT_FALSE(ties.passed);
+  EXPECT_EQ(*ties.max_abs_err, 28.0);
+  EXPECT_EQ(*ties.max_rel_err, 28.0);
+  EXPECT_EQ(render_checks({ties}), "i i64[2]: max abs err 28, max rel err 28 (exact): FAILED\n");
 }
 
 TEST(Verify, IntegersAreExactAndShapesMustMatch) {

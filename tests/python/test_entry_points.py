@@ -297,6 +297,19 @@ def test_the_program_is_parsed_once_per_analysis(files):
     assert _core.parse_count() - before == 1
 
 
+@pytest.mark.parametrize("command", ["sol", "compare", "provision", "curve"])
+def test_a_model_file_command_parses_the_program_once(files, capsys, command):
+    # `solar sol|compare|provision|curve MODEL.py`: the C++ command runs on the lowering
+    # result's program (_core.run_on_program), not on its text parsed again.
+    from solar import _core, cli
+
+    args = {"compare": ["--hw", "H100-SXM"], "provision": ["--latency", "1ms", "--hw", "B200"]}
+    before = _core.parse_count()
+    rc = cli.main([command, str(files / "emb.py"), *args.get(command, ["--hw", "H100-SXM"])])
+    assert rc == 0, capsys.readouterr().err
+    assert _core.parse_count() - before == 1
+
+
 def _document(*ops: str) -> dict:
     # one f32[4] tensor per node: 4 * 4 B = 16 B each
     return {

@@ -72,13 +72,15 @@ def test_an_undefined_error_is_null_with_a_reason_and_json_compliant():
 
     # i64 indices [0, 28] against [0, 0] (a sort's indices among ties, as the per-op check of
     # transformers' Mixtral met them): absolute error |28 - 0| = 28; the relative one divides
-    # by 0 (by the smallest normal double: beyond the double range), so it is undefined.
+    # by max(|0|, scale = max(1, 0) = 1) (exact dtypes: the scale): 28 / 1 = 28, a number.
     check = pipeline.compare_output("i", "i64", np.array([0, 28]), np.array([0, 0]))
     assert check["max_abs_err"] == 28.0
-    assert check["max_rel_err"] is None
-    assert check["err_reason"] == (
-        "relative error undefined: the outputs differ where the expected value is 0"
-    )
+    assert check["max_rel_err"] == 28.0
+    assert "err_reason" not in check
+    # f32 expected [0, 1], got [2^-20, 1]: relative to (atol / rtol) * scale = (1e-5 / 1e-4) * 1
+    # = 0.1 at the 0: 2^-20 / 0.1 = 9.5367e-6 (not 2^-20 / 2.2e-308 ~ 4e301); passes.
+    small = pipeline.compare_output("y", "f32", np.float32([2**-20, 1]), np.float32([0, 1]))
+    assert small["passed"] and small["max_rel_err"] == pytest.approx(2**-20 / 0.1, rel=1e-12)
     # a NaN against 1.0: neither error is a number
     nan = pipeline.compare_output(
         "y", "f32", np.array([np.nan], np.float32), np.ones(1, np.float32)

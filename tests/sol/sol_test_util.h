@@ -55,6 +55,12 @@ inline einsum::Graph lift_text(const std::string& text, const std::string& file 
   return einsum::lift(p, ir::check_or_throw(p, sizes));
 }
 
+// The graph of the IR file at `path`, lifted at its default sizes.
+inline einsum::Graph lift_file(const std::string& path) {
+  const ir::Program p = ir::parse_file(path);
+  return einsum::lift(p, ir::check_or_throw(p));
+}
+
 // C[M, N] = A[M, K] @ B[K, N] in one dtype, at sizes M, K, N: M*N*K MACs; every tensor is a
 // graph input or output, so unfused and fused bytes are both (M*K + K*N + M*N) x element size.
 inline einsum::Graph lift_gemm(const std::string& dtype, int64_t m, int64_t k, int64_t n) {

@@ -20,6 +20,7 @@ namespace {
 
 using hw::ComputeUnit;
 using hw::Precision;
+using testing::lift_file;
 using testing::lift_gemm;
 using testing::lift_gemv;
 using testing::lift_text;
@@ -417,27 +418,7 @@ TEST(Unfused, AnIntermediateNeededAfterTheOpIsWrittenOnce) {
   // op a moves: x read (64 x 4 = 256 B); t written (256 B, b reads it); u written (256 B, b
   // reads it): 768 B. b alone: reads t, u (512 B), writes y (256 B): 768 B. Total 1536 B,
   // against the three kernels' 512 + 512 + 768 = 1792 B.
-  const std::string text = R"(size N = 64
-input x : f32[N]
-tensor t : f32[N]
-tensor u : f32[N]
-output y : f32[N]
-op a {
-  kernel twice {
-    for i in 0..N:
-      t[i] = x[i] * 2.0
-  }
-  kernel inc {
-    for i in 0..N:
-      u[i] = t[i] + 1.0
-  }
-}
-kernel b {
-  for i in 0..N:
-    y[i] = t[i] * u[i]
-}
-)";
-  const einsum::Graph g = lift_text(text);
+  const einsum::Graph g = lift_file(SOLAR_SOURCE_DIR "/tests/fixtures/op_blocks.ir");
   const std::vector<einsum::OpUnit> units = einsum::op_units(g);
   ASSERT_EQ(units.size(), 2u);
   EXPECT_EQ(units[0].name, "a");
@@ -547,11 +528,6 @@ std::vector<std::string> example_files() {
   }
   std::sort(files.begin(), files.end());
   return files;
-}
-
-einsum::Graph lift_file(const std::string& path) {
-  const ir::Program p = ir::parse_file(path);
-  return einsum::lift(p, ir::check_or_throw(p));
 }
 
 TEST(SolLaws, FusedIsNeverAboveUnfused) {

@@ -23,6 +23,7 @@
 namespace solar::sol {
 namespace {
 
+using testing::lift_file;
 using testing::lift_text;
 
 const PrecisionPolicy& policy() { return find_precision_policy(kDefaultPrecisionPolicy); }
@@ -353,6 +354,32 @@ TEST(Insights, OptimalProgramOrderIsKept) {
   EXPECT_EQ(c.best.steps, c.program.steps);
   EXPECT_EQ(c.flops_saved(), 0);
   EXPECT_EQ(c.compute_s_saved, 0);
+}
+
+// A fusion opportunity names framework operations (an op block, or a node outside any), once
+// each, and never the producer's own.
+TEST(Insights, FusionOpportunitiesNameOperations) {
+  const Insights in = insights_of(lift_file(SOLAR_SOURCE_DIR "/tests/fixtures/op_blocks.ir"));
+  // op a (kernels twice: t = x * 2, inc: u = t + 1), then kernel b: y = t * u. t crosses from a
+  // to b (inc, inside a, is no consumer of its own): written with 64 x 4 = 256 bytes, read
+  // with 256 by each op (a's inc, b) = 768; u from a to b: 256 + 256 = 512.
+  ASSERT_EQ(in.fusions.size(), 2u);
+  EXPECT_EQ(in.fusions[0].tensor, "t");
+  EXPECT_EQ(in.fusions[0].producer, "a");
+  EXPECT_EQ(in.fusions[0].consumers, (std::vector<std::string>{"b"}));
+  EXPECT_EQ(in.fusions[0].bytes_saved, 768);
+  EXPECT_EQ(in.fusions[1].tensor, "u");
+  EXPECT_EQ(in.fusions[1].producer, "a");
+  EXPECT_EQ(in.fusions[1].consumers, (std::vector<std::string>{"b"}));
+  EXPECT_EQ(in.fusions[1].bytes_saved, 512);
+}
+
+// An intermediate relabelled into a graph output (an expanded view, no kernel in the framework)
+// must reach DRAM: no opportunity, and no "fuse disc -> broadcast" claiming the 256 + 256 bytes
+// of a relabelling the unfused model never charged (tests/fixtures/expand_output.ir).
+TEST(Insights, ARelabellingIsNoFusionOpportunity) {
+  const Insights in = insights_of(lift_file(SOLAR_SOURCE_DIR "/tests/fixtures/expand_output.ir"));
+  EXPECT_TRUE(in.fusions.empty());
 }
 
 TEST(Insights, MlpFusionOpportunitiesAndBottlenecks) {

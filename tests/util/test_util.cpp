@@ -61,6 +61,10 @@ TEST(Join, WordsAndNumbers) {
   EXPECT_EQ(join(std::vector<std::string_view>{"L2", "SMEM"}, " | "), "L2 | SMEM");
   EXPECT_EQ(join_ints({1, -2, 3}), "1, -2, 3");
   EXPECT_EQ(join_ints({}, "x"), "");
+  // A count and its noun: plural unless the count is 1 (no "1 tensors").
+  EXPECT_EQ(counted(1, "tensor"), "1 tensor");
+  EXPECT_EQ(counted(0, "tensor"), "0 tensors");
+  EXPECT_EQ(counted(2, "node"), "2 nodes");
 }
 
 TEST(DidYouMean, Identifiers) {

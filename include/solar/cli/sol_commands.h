@@ -14,19 +14,25 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "solar/ir/ast.h"
 #include "solar/report/provenance.h"
 
 namespace solar::cli {
 
-// A program handed over in memory by a frontend (python/solar/cli.py, `solar CMD MODEL.py`): its
-// IR text stands for the FILE argument (which names the model file: reports show its name), and
-// the reports carry the frontend's capture, coverage and verification.
+// A program handed over in memory by a frontend (python/solar/cli.py, `solar CMD MODEL.py`),
+// parsed once (frontend::LowerResult::program): it stands for the FILE argument (which names the
+// model file: reports show its name), and the reports carry the frontend's capture, coverage and
+// verification. `program` is the caller's, and outlives the command.
 struct ProgramInput {
-  std::string ir_text;
+  const ir::Program* program = nullptr;
   report::Provenance provenance;
+  // Set: the command checks what it can without the program (its options, devices with their
+  // `--set` overrides, policy, fidelities, latency) and stops there (check_program_args).
+  bool arguments_only = false;
 };
 
 // The commands above on a program in memory.
@@ -41,6 +47,14 @@ int compare_on_program(const std::vector<std::string>& args, std::ostream& out, 
 // another CMD; errors as run_cli).
 int run_on_program(const std::string& command, const std::vector<std::string>& args,
                    const ProgramInput& program, std::ostream& out, std::ostream& err);
+
+// `solar CMD ARGS...` as run_on_program checks it before it reads its program (an unknown device,
+// policy or fidelity, a bad option): before a frontend captures the model, so that a mistake
+// costs no capture. nullopt: the arguments are good; else the exit code, the error (or the
+// help) written as run_on_program writes it.
+std::optional<int> check_program_args(const std::string& command,
+                                      const std::vector<std::string>& args, std::ostream& out,
+                                      std::ostream& err);
 
 // `args` are the words after the command name, e.g. {"examples/gemm.ir", "--hw", "H100-SXM"}.
 // Each returns the process exit code (0 ok, 1 user error, 2 internal error), writes errors to

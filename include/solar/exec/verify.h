@@ -30,11 +30,15 @@ struct Tolerance {
 Tolerance tolerance(ir::DType dtype);
 
 // One output compared. `max_abs_err` and `max_rel_err` are empty when the shapes differ (then
-// `error` says how); elements that agree exactly count 0 in both, and the relative error divides
-// by max(|expected|, the smallest normal double). An error that is no finite number is empty
-// too, with `err_reason` saying why (JSON has no NaN or infinity): a NaN or an infinity against
-// a different value leaves both undefined; outputs that differ where the expected value is 0 (a
-// quotient beyond the double range) leave the relative error undefined.
+// `error` says how); elements that agree exactly count 0 in both. An element passes when
+// |got - expected| <= atol * scale + rtol * |expected|, scale = max(1, max |expected|); its
+// relative error divides by max(|expected|, (atol / rtol) * scale) (rtol 0, exact dtypes:
+// scale), so near an expected 0, where the absolute allowance governs, it is relative to that
+// allowance's reference: a failing element's is above rtol, a passing output's at most 2 rtol.
+// An error that is no finite number is empty too, with `err_reason` saying why (JSON has no NaN
+// or infinity): a NaN or an infinity against a different value leaves both undefined; outputs
+// that differ where the expected value is 0 under a tolerance of atol 0 (a custom one) leave the
+// relative error undefined.
 struct OutputCheck {
   std::string name;
   ir::DType dtype = ir::DType::F32;  // the program's dtype of the output

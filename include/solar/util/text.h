@@ -20,6 +20,9 @@ size_t edit_distance(std::string_view a, std::string_view b);
 // The words with `separator` between them: join({"a", "b", "c"}) == "a, b, c"; "" for none.
 std::string join(const std::vector<std::string>& words, std::string_view separator = ", ");
 std::string join(const std::vector<std::string_view>& words, std::string_view separator = ", ");
+// A count and its noun, plural unless the count is 1: counted(1, "tensor") == "1 tensor",
+// counted(0, "tensor") == "0 tensors" (nouns whose plural adds an s).
+std::string counted(int64_t n, std::string_view noun);
 // The numbers in decimal, the same way: join_ints({1, -2, 3}) == "1, -2, 3".
 std::string join_ints(const std::vector<int64_t>& numbers, std::string_view separator = ", ");
 
