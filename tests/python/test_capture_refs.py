@@ -152,3 +152,15 @@ def test_both_tracers_capture_a_cache_write_as_the_rows_written(monkeypatch, nam
     assert data["verification"]["status"] == "passed", data["verification"]
     assert data["bytes"]["fused"] == WRITES[name]
     assert "cache_written" in [o["name"] for o in data["verification"]["outputs"]]
+
+
+def test_varlen_attention_with_item_is_specialised_like_int():
+    data = report("varlen_attention_item")
+    # as varlen_attention, its bounds read by .item(), which torch.export keeps as
+    # aten._local_scalar_dense: cu_seqlens [0, 3, 8], head width 16, 2 x 16 x (3^2 + 5^2) =
+    # 1088 MACs
+    assert macs(data) == 2 * 16 * (3**2 + 5**2)
+    (note,) = notes(data)
+    assert "specialised on 4 value(s)" in note
+    for value in (0, 3, 8):
+        assert f"item = {value} at varlen_attention_item.py:13 in forward" in note
