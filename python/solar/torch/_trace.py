@@ -172,9 +172,7 @@ def _trace(
             return traced
         # export kept a read of the data (``.item()``) as an unbacked value: the capture holds
         # no size for it, so it is specialised on the real inputs' values like int()
-        message = (
-            f"capture failed: {read} reads a value of the data, which FakeTensors do not hold"
-        )
+        message = f"capture failed: {read} reads a value of the data, which FakeTensors do not hold"
         if _has_fake(args, module):
             raise DataDependentError(message)
         return _trace_specialised(module, args, attributes, message)
