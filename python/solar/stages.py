@@ -180,7 +180,8 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
         if not captured.has_data:
             raise AnalysisError("whole-program verification needs real inputs")
         try:
-            golden.update(captured.golden(recorded(lowered.result)))
+            keys = [t["keys"] for t in pipeline.topk_indices(captured.document).values()]
+            golden.update(captured.golden([*recorded(lowered.result), *keys]))
         except GoldenUnavailableError as e:
             verification = pipeline.not_run(f"{e}; the lowered program was NOT checked")
             verification["mode"] = "whole_program"

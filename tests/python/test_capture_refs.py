@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -178,3 +179,40 @@ def test_both_tracers_capture_a_cache_write_as_the_rows_written(monkeypatch, nam
     assert data["verification"]["status"] == "passed", data["verification"]
     assert data["bytes"]["fused"] == WRITES[name]
     assert "cache_written" in [o["name"] for o in data["verification"]["outputs"]]
+
+
+def test_varlen_attention_with_item_is_specialised_like_int():
+    data = report("varlen_attention_item")
+    # as varlen_attention, its bounds read by .item(), which torch.export keeps as
+    # aten._local_scalar_dense: cu_seqlens [0, 3, 8], head width 16, 2 x 16 x (3^2 + 5^2) =
+    # 1088 MACs
+    assert macs(data) == 2 * 16 * (3**2 + 5**2)
+    (note,) = notes(data)
+    assert "specialised on 3 value(s)" in note  # each bound read once
+    for value in (0, 3, 8):
+        assert f"item = {value} at varlen_attention_item.py:11 in" in note
+
+
+def test_topk_indices_among_tied_keys_verify_up_to_ties():
+    data = report("topk_ties")
+    # every row's 8 probabilities are [a, b, a, b, a, b, a, b] with a > b: experts 0, 2, 4, 6
+    # tie at the top, so any two distinct of them are a valid top-2; PyTorch and SOLAR pick
+    # differently and the indices pass only because the keys they select are equal
+    assert "verified up to ties in topk (getitem_1" in data["verification"]["detail"]
+
+
+def test_tied_indices_are_accepted_only_when_they_select_equal_keys():
+    from solar.pipeline import _accept_tied_indices
+
+    keys = {"k": np.array([[1.0, 0.0, 1.0, 1.0]])}  # experts 0, 2, 3 tie at the top
+    topk = {"keys": "k", "dim": -1}
+    cases = [
+        ([[2, 3]], True),  # keys 1, 1: a valid pick among the ties
+        ([[0, 1]], False),  # keys 1, 0: expert 1 is not a top-2 expert
+        ([[2, 2]], False),  # keys 1, 1 but one expert twice
+    ]
+    for ours, passed in cases:
+        compared = {"name": "idx", "passed": False}
+        golden = {**keys, "idx": np.array([[0, 2]])}  # the framework's pick: keys 1, 1
+        _accept_tied_indices(compared, topk, np.array(ours), golden)
+        assert compared["passed"] is passed, ours

@@ -109,6 +109,46 @@ EMBEDDING_WORKLOADS = [
     }
 ]
 
+# Variable-length attention over cu_seqlens, its bounds read with .item() (FlashInfer-style
+# prefill): the custom entry point packs sequences of 3 and 5 tokens.
+VARLEN = {
+    "name": "test_varlen_attention_item_d16",
+    "axes": axes("batch", "tokens", dim=16),
+    "custom_inputs_entrypoint": "make_cu",
+    "inputs": {
+        "q": {"shape": ["tokens", "dim"], "dtype": "float32"},
+        "k": {"shape": ["tokens", "dim"], "dtype": "float32"},
+        "v": {"shape": ["tokens", "dim"], "dtype": "float32"},
+        "cu_seqlens": {"shape": ["batch_plus_one"], "dtype": "int64"},
+    },
+    "outputs": {"out": {"shape": ["tokens", "dim"], "dtype": "float32"}},
+    "reference": (
+        "import torch\n\n"
+        "def make_cu(axes_and_scalars, device):\n"
+        "    return {'cu_seqlens': torch.tensor([0, 3, 8], device=device)}\n\n"
+        "def run(q, k, v, cu_seqlens):\n"
+        "    outs = []\n"
+        "    for b in range(cu_seqlens.shape[0] - 1):\n"
+        "        s, e = cu_seqlens[b].item(), cu_seqlens[b + 1].item()\n"
+        "        p = torch.softmax(q[s:e] @ k[s:e].transpose(0, 1), dim=-1)\n"
+        "        outs.append(p @ v[s:e])\n"
+        "    return torch.cat(outs)\n"
+    ),
+}
+VARLEN["axes"]["batch_plus_one"] = {"type": "expr", "expression": "batch + 1"}
+VARLEN_WORKLOADS = [
+    {
+        "uuid": "b2",
+        "axes": {"batch": 2, "tokens": 8},
+        "inputs": {
+            "q": {"type": "random"},
+            "k": {"type": "random"},
+            "v": {"type": "random"},
+            "cu_seqlens": {"type": "custom"},
+        },
+    }
+]
+
 # A GEMM plus a bias read from a safetensors file: its values decide no shape (float32).
 F32 = {"shape": None, "dtype": "float32"}
 BIAS = {
@@ -577,6 +617,18 @@ def test_custom_inputs_entrypoint(tmp_path, torch):
     # fused bytes: the 8 ids (int64) + the 8 rows gathered of 16 f32 (each index distinct,
     # --routing balanced) + the output 8 x 16 f32: 8*8 + 8*16*4 + 8*16*4 = 64 + 512 + 512 = 1088
     assert entry["report"]["bytes"]["fused"] == 1088
+
+
+def test_varlen_attention_with_item_is_specialised(tmp_path, torch):
+    entry = analysed(tmp_path, VARLEN, VARLEN_WORKLOADS)
+    assert entry["row"]["verification"] == "passed"
+    # cu_seqlens [0, 3, 8], head width 16: per sequence of L tokens q k^T and p v are L x L x 16
+    # MACs each: 2 x 16 x (3^2 + 5^2) = 1088 (not 2 x 16 x 8^2 = 2048 for the packed batch)
+    assert entry["report"]["totals"]["macs"] == 2 * 16 * (3**2 + 5**2)
+    (note,) = entry["report"]["verification"]["notes"]
+    assert "specialised on 4 value(s)" in note, note
+    for value in (0, 3, 8):
+        assert f"item = {value} at " in note, note
 
 
 def test_custom_entrypoint_with_the_wrong_shape(tmp_path, torch):

@@ -166,8 +166,16 @@ def _trace(
             raise CaptureError(f"torch.export with symbolic sizes: {export_error}") from e
         data_dependent = _is_data_dependent(e)
     else:
-        _drop_unused_attributes(traced)
-        return traced
+        read = _values_read(traced)
+        if read is None:
+            _drop_unused_attributes(traced)
+            return traced
+        # export kept a read of the data (``.item()``) as an unbacked value: the capture holds
+        # no size for it, so it is specialised on the real inputs' values like int()
+        message = f"capture failed: {read} reads a value of the data, which FakeTensors do not hold"
+        if _has_fake(args, module):
+            raise DataDependentError(message)
+        return _trace_specialised(module, args, attributes, message)
     last = _LastCall()
     try:
         with last:
@@ -186,6 +194,20 @@ def _trace(
     traced.export_error = export_error
     _drop_unused_attributes(traced)
     return traced
+
+
+# Ops by which an exported graph reads a value of the data into Python (``.item()``), leaving
+# an unbacked size that no concrete capture holds.
+_SCALAR_READS = ("aten._local_scalar_dense.default", "aten.item.default")
+
+
+def _values_read(traced: Traced) -> str | None:
+    """The first node of ``traced``'s graph that reads a value of the data (``_SCALAR_READS``),
+    as ``OP ('NAME')``, or None."""
+    for node in traced.graph.nodes:
+        if node.op == "call_function" and str(node.target) in _SCALAR_READS:
+            return f"{node.target} ('{node.name}')"
+    return None
 
 
 def _has_fake(args: tuple, module: nn.Module) -> bool:
@@ -304,6 +326,9 @@ def _trace_specialised(
             f"capture failed: specialised on the inputs' values: "
             f"{type(e).__name__}: {_first_line(str(e))}{at}"
         ) from e
+    read = _values_read(traced)
+    if read is not None:
+        raise CaptureError(f"capture failed: specialised on the inputs' values: {read} remains")
     traced.export_error = export_error
     traced.notes.append(
         f"capture specialised on {len(recorder.values)} value(s) read from the inputs (the "
