@@ -1,6 +1,8 @@
 // Operation counts and dtypes of kernels (see counts.h).
 #include "counts.h"
 
+#include <climits>
+#include <cmath>
 #include <optional>
 
 #include "solar/util/checked.h"
@@ -223,6 +225,24 @@ ir::DType compute_dtype(const ir::Expr& rhs, ir::DType out, const DTypeOf& dtype
   ir::DType widest = out;
   visit_dtypes(rhs, dtype_of, have, widest, false);
   return widest;
+}
+
+OpCounts fft_counts(int64_t transforms, int64_t n, bool real) {
+  OpCounts c;
+  if (transforms <= 0 || n <= 1) return c;
+  // n log2(n) for n = 2^k is n k, exactly; 2.5 n k is whole for every n >= 2.
+  int64_t k = 0;
+  while ((int64_t{1} << k) < n && k < 62) ++k;
+  if ((int64_t{1} << k) == n) {
+    const int64_t per = real ? 5 * n * k / 2 : 5 * n * k;
+    c.simple = saturating_mul(transforms, per);
+    return c;
+  }
+  // Otherwise the nearest double below the real value, rounded down: never above it.
+  const double per = (real ? 2.5 : 5.0) * static_cast<double>(n) * std::log2(static_cast<double>(n));
+  const double total = std::nextafter(per * static_cast<double>(transforms), 0.0);
+  c.simple = total >= 9.2e18 ? INT64_MAX : static_cast<int64_t>(std::floor(total));
+  return c;
 }
 
 }  // namespace solar::einsum::detail

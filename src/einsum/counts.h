@@ -32,6 +32,12 @@ bool scales_a_read(const ir::Kernel& k);
 // MACs and other operations of a kernel over `points` points of its domain.
 OpCounts count_ops(const ir::Kernel& k, int64_t points);
 
+// The operations of `transforms` FFTs of length n (a signal of n points), by the convention of
+// FFTW's benchmark methodology (benchFFT, "Method"): 5 n log2(n) floating-point operations per
+// complex transform (fft, ifft), 2.5 n log2(n) per transform of real input or output (rfft,
+// irfft), counted as simple ops (no MACs), rounded down (docs/fidelities.md, "FFTs").
+OpCounts fft_counts(int64_t transforms, int64_t n, bool real);
+
 // The dtype two values of dtypes a and b combine to: a float over an integer over bool; the wider
 // of two floats (or of two integers); f16 with bf16 gives f32, the two f8 give f16, i8 with u8
 // gives i32 (no narrower dtype holds both).

@@ -48,6 +48,7 @@ constexpr NpyType kNpyTypes[] = {
     {"<i8", ir::DType::I64},  {"<i4", ir::DType::I32},  {"|i1", ir::DType::I8},
     {"|u1", ir::DType::U8},   {"|b1", ir::DType::Bool}, {"<u2", ir::DType::BF16},
     {"<V2", ir::DType::BF16}, {"|V2", ir::DType::BF16}, {"|V1", ir::DType::U8},
+    {"<c8", ir::DType::C64},  {"<c16", ir::DType::C128},
 };
 
 std::optional<ir::DType> dtype_of_descr(std::string_view descr) {
@@ -80,6 +81,10 @@ std::string_view descr_of(ir::DType t) {
       return "|i1";
     case ir::DType::Bool:
       return "|b1";
+    case ir::DType::C64:
+      return "<c8";
+    case ir::DType::C128:
+      return "<c16";
   }
   return "";
 }

@@ -551,6 +551,25 @@ LoweredNode lowered_node(const json& node, const NodeLowering& lowering) {
   return l;
 }
 
+// A node that reads or writes a complex tensor, of an operator whose rule does not take them:
+// a UserError naming the operator and the tensor (docs/lowering.md, "Complex tensors and FFTs").
+void refuse_complex(const json& node, const std::string& op,
+                    const std::map<std::string, TensorInfo>& tensors) {
+  if (takes_complex(op)) return;
+  std::vector<std::string> names;
+  for (const auto& [key, value] : node.at("args").items()) collect_refs(value, names);
+  for (const json& name : node.at("outputs")) {
+    if (name.is_string()) names.push_back(name.get<std::string>());
+  }
+  for (const std::string& name : names) {
+    const auto it = tensors.find(name);
+    if (it != tensors.end() && ir::dtype_is_complex(it->second.dtype)) {
+      throw UserError(op + " of complex tensor '" + name + "' has no lowering rule (complex " +
+                      "tensors: FFTs, view_as_real, view_as_complex, mul, abs and views)");
+    }
+  }
+}
+
 }  // namespace
 
 LowerResult lower_capture_detailed(const std::string& json_text, const std::string& file,
@@ -626,6 +645,7 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
         NodeLowering lowering(node, tensors, used_names, index_prefix);
         lowering.set_usage(&read, &graph_outputs);
         try {
+          refuse_complex(node, op, tensors);
           rules().at(op)(lowering);
           random.insert(lowering.random_outputs().begin(), lowering.random_outputs().end());
           for (const auto& [tensor, value_of] : lowering.random_draws()) {

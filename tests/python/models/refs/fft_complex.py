@@ -1,0 +1,20 @@
+"""An fft of a complex input z [4, 64] c64, a product with another complex input, its real pairs
+(view_as_real) and an ifft back."""
+
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def forward(self, z, w):
+        f = torch.fft.fft(z, dim=-1)
+        g = f * w
+        return torch.view_as_real(g), torch.fft.ifft(g, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(4, 64, dtype=torch.complex64), torch.randn(4, 64, dtype=torch.complex64)]
+
+
+def get_init_inputs():
+    return []
