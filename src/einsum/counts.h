@@ -32,10 +32,11 @@ bool scales_a_read(const ir::Kernel& k);
 // MACs and other operations of a kernel over `points` points of its domain.
 OpCounts count_ops(const ir::Kernel& k, int64_t points);
 
-// The operations of `transforms` FFTs of length n (a signal of n points), by the convention of
-// FFTW's benchmark methodology (benchFFT, "Method"): 5 n log2(n) floating-point operations per
-// complex transform (fft, ifft), 2.5 n log2(n) per transform of real input or output (rfft,
-// irfft), counted as simple ops (no MACs), rounded down (docs/fidelities.md, "FFTs").
+// The operations of `transforms` FFTs of length n (a signal of n points): floor(34/9 n log2(n))
+// per complex transform (fft, ifft), floor(17/9 n log2(n)) per transform of real input or
+// output (rfft, irfft): the leading term of Johnson & Frigo's modified split radix (2007), below
+// benchFFT's reporting convention 5 n log2(n); simple ops (no MACs), rounded down per transform
+// (docs/fidelities.md, "FFTs").
 OpCounts fft_counts(int64_t transforms, int64_t n, bool real);
 
 // The dtype two values of dtypes a and b combine to: a float over an integer over bool; the wider

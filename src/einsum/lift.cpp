@@ -121,12 +121,9 @@ class Lifter {
       const bool random = t.role == ir::TensorRole::Random;
       // A complex tensor is its (real, imaginary) pairs: c64[s] is f32[s, 2], the same bytes
       // (docs/einsum.md, "Complex tensors"), so view_as_real and view_as_complex fold as views.
-      TensorInfo info{t.name,
-                      random ? ir::TensorRole::Intermediate : t.role,
-                      ir::complex_part(t.dtype),
-                      {},
-                      0,
-                      0};
+      TensorInfo info{
+          t.name, random ? ir::TensorRole::Intermediate : t.role, ir::complex_part(t.dtype), {}, 0,
+          0};
       if (random) random_.push_back(t.name);
       for (const ir::IntExprP& d : t.shape) info.shape.push_back(ir::eval_int(*d, sizes, p.file));
       if (ir::dtype_is_complex(t.dtype)) {
@@ -498,8 +495,8 @@ class Lifter {
                              ? std::vector<std::string>{}
                              : c.srcs);
     if (c.op == ir::ComposeOp::Scatter || c.op == ir::ComposeOp::Argsort ||
-        c.op == ir::ComposeOp::Rfft || c.op == ir::ComposeOp::Irfft ||
-        c.op == ir::ComposeOp::Fft || c.op == ir::ComposeOp::Ifft) {
+        c.op == ir::ComposeOp::Rfft || c.op == ir::ComposeOp::Irfft || c.op == ir::ComposeOp::Fft ||
+        c.op == ir::ComposeOp::Ifft) {
       origin_[dst] = tensor(dst).dtype;
       expanded_.erase(dst);
       return;
@@ -1110,8 +1107,8 @@ class Lifter {
   std::set<std::string> fp4_codes_;          // storage tensors of 4-bit codes of fp4 data
   std::set<std::string> expanded_;           // storage tensors holding copies of fewer elements
   std::map<std::string, int> name_counts_;
-  std::vector<std::string> random_;                      // the `random` tensors
-  std::set<std::string> complex_;  // the complex tensors (each lifted as its real pairs)
+  std::vector<std::string> random_;  // the `random` tensors
+  std::set<std::string> complex_;    // the complex tensors (each lifted as its real pairs)
   std::map<size_t, std::vector<std::string>> draws_at_;  // step -> draws first read there
 };
 

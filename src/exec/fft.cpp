@@ -13,8 +13,8 @@ using C = std::complex<double>;
 
 // exp(sign * 2 pi i m / n) for 0 <= m < n.
 C twiddle(int64_t m, int64_t n, int sign) {
-  const double angle = sign * 2.0 * std::numbers::pi * static_cast<double>(m) /
-                       static_cast<double>(n);
+  const double angle =
+      sign * 2.0 * std::numbers::pi * static_cast<double>(m) / static_cast<double>(n);
   return {std::cos(angle), std::sin(angle)};
 }
 

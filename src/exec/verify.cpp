@@ -85,8 +85,8 @@ OutputCheck compare_output(const std::string& name, const Tensor& got, const Ten
       shape.push_back(2);
       return Tensor::borrow(ir::complex_part(t.dtype()), shape, const_cast<void*>(t.data()));
     };
-    OutputCheck c = compare_output(name, pairs(got), pairs(expected),
-                                   tol ? *tol : tolerance(got.dtype()));
+    OutputCheck c =
+        compare_output(name, pairs(got), pairs(expected), tol ? *tol : tolerance(got.dtype()));
     c.dtype = got.dtype();
     c.shape = expected.shape();
     return c;

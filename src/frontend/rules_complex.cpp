@@ -167,15 +167,28 @@ Rule complex_aware(Rule real, const std::string& op) {
 bool takes_complex(const std::string& op) {
   // The FFTs and views, the complex forms of complex_aware, and the view and copy rules, which
   // move complex elements whole (composition statements).
-  static const std::set<std::string> ops = {
-      "aten._fft_r2c.default",       "aten._fft_c2r.default",   "aten._fft_c2c.default",
-      "aten.view_as_real.default",   "aten.view_as_complex.default",
-      "aten.mul.Tensor",             "aten.mul.Scalar",         "aten.abs.default",
-      "aten.clone.default",          "aten.alias.default",      "aten.detach.default",
-      "aten.view.default",           "aten._unsafe_view.default", "aten.reshape.default",
-      "aten.unsqueeze.default",      "aten.squeeze.dim",        "aten.permute.default",
-      "aten.t.default",              "aten.transpose.int",      "aten.slice.Tensor",
-      "aten.select.int",             "aten.cat.default"};
+  static const std::set<std::string> ops = {"aten._fft_r2c.default",
+                                            "aten._fft_c2r.default",
+                                            "aten._fft_c2c.default",
+                                            "aten.view_as_real.default",
+                                            "aten.view_as_complex.default",
+                                            "aten.mul.Tensor",
+                                            "aten.mul.Scalar",
+                                            "aten.abs.default",
+                                            "aten.clone.default",
+                                            "aten.alias.default",
+                                            "aten.detach.default",
+                                            "aten.view.default",
+                                            "aten._unsafe_view.default",
+                                            "aten.reshape.default",
+                                            "aten.unsqueeze.default",
+                                            "aten.squeeze.dim",
+                                            "aten.permute.default",
+                                            "aten.t.default",
+                                            "aten.transpose.int",
+                                            "aten.slice.Tensor",
+                                            "aten.select.int",
+                                            "aten.cat.default"};
   return ops.contains(op);
 }
 

@@ -96,8 +96,8 @@ void register_elementwise_rules(RuleTable& r) {
     };
   }
 
-  for (const char* fn : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin",
-                         "cos", "floor", "ceil", "sign", "expm1", "log1p", "log2"}) {
+  for (const char* fn : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos",
+                         "floor", "ceil", "sign", "expm1", "log1p", "log2"}) {
     r[std::string("aten.") + fn + ".default"] = call(fn);
   }
   r["aten.abs.default"] = complex_aware(call("abs"), "abs");

@@ -226,8 +226,8 @@ class ComposeChecker {
       } else if (c_.op == ComposeOp::Copy && src.dtype != dst_->decl->dtype &&
                  (dtype_is_complex(src.dtype) || dtype_is_complex(dst_->decl->dtype))) {
         cx_.error(loc_, "cannot copy " + quoted(src.name) + " of " +
-                            std::string(dtype_name(src.dtype)) + " to " + quoted(c_.dst) +
-                            " of " + std::string(dtype_name(dst_->decl->dtype)) +
+                            std::string(dtype_name(src.dtype)) + " to " + quoted(c_.dst) + " of " +
+                            std::string(dtype_name(dst_->decl->dtype)) +
                             "; a copy converts complex values only to their own dtype");
       } else if (c_.op != ComposeOp::Copy && src.dtype != dst_->decl->dtype) {
         cx_.error(loc_, quoted(src.name) + " is " + std::string(dtype_name(src.dtype)) + " but " +
@@ -331,14 +331,13 @@ class ComposeChecker {
   void check_fft() {
     const bool inverse_real = c_.op == ComposeOp::Irfft;
     const Shape& real = inverse_real ? dst_shape() : shape(0);
-    const std::optional<size_t> dim =
-        dim_arg(real.size(), inverse_real ? c_.dst : c_.srcs[0]);
+    const std::optional<size_t> dim = dim_arg(real.size(), inverse_real ? c_.dst : c_.srcs[0]);
     if (!dim) return;
     if (const ComposeAttr* a = find_attr("norm")) {
       const std::optional<int64_t> v = cx_.eval(*a->ints[0], scope_);
       if (v && (*v < 0 || *v > 2)) {
-        cx_.error(a->loc, "norm must be 0 (none), 1 (by sqrt(n)) or 2 (by n), not " +
-                              std::to_string(*v));
+        cx_.error(a->loc,
+                  "norm must be 0 (none), 1 (by sqrt(n)) or 2 (by n), not " + std::to_string(*v));
       }
     }
     Shape half = real;

@@ -110,9 +110,9 @@ struct AttrSpec {
   AttrType type;
 };
 
-constexpr AttrSpec kAttrs[] = {{"dim", AttrType::Int},       {"dims", AttrType::List},
-                               {"lo", AttrType::List},       {"hi", AttrType::List},
-                               {"value", AttrType::Number},  {"reduce", AttrType::Word},
+constexpr AttrSpec kAttrs[] = {{"dim", AttrType::Int},        {"dims", AttrType::List},
+                               {"lo", AttrType::List},        {"hi", AttrType::List},
+                               {"value", AttrType::Number},   {"reduce", AttrType::Word},
                                {"descending", AttrType::Int}, {"norm", AttrType::Int}};
 
 constexpr std::string_view kReduceModes[] = {"none", "add", "max", "min"};

@@ -318,8 +318,8 @@ struct SliceSpec {
 //             n/2+1, the one-sided half, or n, the whole spectrum); norm divides by 1, sqrt(n), n
 //   Irfft     `Y = irfft(X, dim=d, norm=0|1|2)`  complex X (n/2+1 along d) -> real Y (n): the
 //             inverse of the one-sided half, unnormalised (exponent sign +) unless norm says
-//   Fft, Ifft `Y = fft(X, dim=d, norm=0|1|2)`    complex -> complex, exponent sign - (fft), + (ifft)
-//   ViewAsReal    `Y = view_as_real(X)`     complex X[s] -> real Y[s, 2]: (real, imaginary) pairs
+//   Fft, Ifft `Y = fft(X, dim=d, norm=0|1|2)`    complex -> complex, sign - (fft), + (ifft)
+//   ViewAsReal    `Y = view_as_real(X)`     complex X[s] -> real Y[s, 2]: (real, imag) pairs
 //   ViewAsComplex `Y = view_as_complex(X)`  real X[s, 2] -> complex Y[s]
 // clang-format off
 #define SOLAR_COMPOSE_OPS(X) \
