@@ -6,6 +6,7 @@
 #include <complex>
 #include <numbers>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exec_test_util.h"
@@ -151,40 +152,35 @@ std::string check_error(const std::string& text) {
 }
 
 TEST(Fft, CheckerRules) {
-  // A kernel never reads a complex tensor.
-  EXPECT_NE(check_error("input z : c64[2]\noutput y : f32[2]\nkernel k {\n  for i in 0..2:\n    "
-                        "y[i] = z[i]\n}")
-                .find("kernel 'k' reads complex tensor 'z'"),
-            std::string::npos);
-  // rfft of [8] gives 5 (8 / 2 + 1) or 8 points, not 4.
-  EXPECT_NE(check_error("input x : f32[8]\noutput y : c64[4]\ny = rfft(x, dim=0)")
-                .find("rfft gives shape [5] (or [8]) but 'y' has shape [4]"),
-            std::string::npos);
-  // irfft to 8 points reads 5.
-  EXPECT_NE(check_error("input x : c64[4]\noutput y : f32[8]\ny = irfft(x, dim=0)")
-                .find("reads shape [5] but 'x' has shape [4]"),
-            std::string::npos);
-  // Dtypes: rfft of f64 into c64 (parts f32); fft of a real tensor; norm out of range.
-  EXPECT_NE(check_error("input x : f64[8]\noutput y : c64[5]\ny = rfft(x, dim=0)")
-                .find("needs a real 'x' of parts f32, not f64"),
-            std::string::npos);
-  EXPECT_NE(check_error("input x : f32[8]\noutput y : c64[8]\ny = fft(x, dim=0)")
-                .find("needs a complex 'x'"),
-            std::string::npos);
-  EXPECT_NE(check_error("input x : c64[8]\noutput y : c64[8]\ny = fft(x, dim=0, norm=3)")
-                .find("norm must be 0 (none), 1 (by sqrt(n)) or 2 (by n), not 3"),
-            std::string::npos);
-  // view_as_complex needs a last dimension of 2; pad refuses complex tensors; a copy does not
-  // convert them.
-  EXPECT_NE(check_error("input x : f32[3, 3]\noutput y : c64[3]\ny = view_as_complex(x)")
-                .find("needs a last dimension of 2"),
-            std::string::npos);
-  EXPECT_NE(check_error("input x : c64[3]\noutput y : c64[5]\ny = pad(x, lo=[1], hi=[1])")
-                .find("'pad' does not take complex tensors"),
-            std::string::npos);
-  EXPECT_NE(check_error("input x : c64[3]\noutput y : c128[3]\ny = x")
-                .find("a copy converts complex values only to their own dtype"),
-            std::string::npos);
+  // {program, a fragment of its one-line error}
+  const std::pair<const char*, const char*> cases[] = {
+      // A kernel reads no complex tensor.
+      {"input z : c64[2]\noutput y : f32[2]\nkernel k {\n  for i in 0..2:\n    y[i] = z[i]\n}",
+       "kernel 'k' reads complex tensor 'z'"},
+      // rfft of [8] gives 5 (8 / 2 + 1) or 8 points, not 4.
+      {"input x : f32[8]\noutput y : c64[4]\ny = rfft(x, dim=0)",
+       "rfft gives shape [5] (or [8]) but 'y' has shape [4]"},
+      // irfft to 8 points reads 5.
+      {"input x : c64[4]\noutput y : f32[8]\ny = irfft(x, dim=0)",
+       "reads shape [5] but 'x' has shape [4]"},
+      // Dtypes: rfft of f64 into c64 (parts f32); fft of a real tensor; norm out of range.
+      {"input x : f64[8]\noutput y : c64[5]\ny = rfft(x, dim=0)",
+       "needs a real 'x' of parts f32, not f64"},
+      {"input x : f32[8]\noutput y : c64[8]\ny = fft(x, dim=0)", "needs a complex 'x'"},
+      {"input x : c64[8]\noutput y : c64[8]\ny = fft(x, dim=0, norm=3)",
+       "norm must be 0 (none), 1 (by sqrt(n)) or 2 (by n), not 3"},
+      // view_as_complex needs a last dimension of 2; pad refuses complex tensors; a copy does
+      // not convert them.
+      {"input x : f32[3, 3]\noutput y : c64[3]\ny = view_as_complex(x)",
+       "needs a last dimension of 2"},
+      {"input x : c64[3]\noutput y : c64[5]\ny = pad(x, lo=[1], hi=[1])",
+       "'pad' does not take complex tensors"},
+      {"input x : c64[3]\noutput y : c128[3]\ny = x",
+       "a copy converts complex values only to their own dtype"},
+  };
+  for (const auto& [program, fragment] : cases) {
+    EXPECT_NE(check_error(program).find(fragment), std::string::npos) << program;
+  }
 }
 
 TEST(Fft, CanonicalTextRoundTrips) {
