@@ -85,13 +85,13 @@ TEST(Fft, RfftAndFftMatchANaiveDftOnEveryLine) {
     const Tensor x = rng.tensor(ir::DType::F32, {3, n});
     std::vector<C> z;
     for (int64_t i = 0; i < 3 * n; ++i) z.emplace_back(rng.next(), rng.next());
-    const std::string N = std::to_string(n);
-    const TensorMap out =
-        run_text("input x : f32[3, " + N + "]\ninput z : c64[3, " + N + "]\noutput full : c64[3, " +
-                     N + "]\noutput f : c64[3, " + N + "]\noutput b : c64[3, " + N +
-                     "]\nfull = rfft(x, dim=1, norm=2)\nf = fft(z, dim=1, "
-                     "norm=1)\nb = ifft(z, dim=1)",
-                 {{"x", x}, {"z", c64({3, n}, z)}});
+    const std::string len = std::to_string(n);
+    const TensorMap out = run_text("input x : f32[3, " + len + "]\ninput z : c64[3, " + len +
+                                       "]\noutput full : c64[3, " + len + "]\noutput f : c64[3, " +
+                                       len + "]\noutput b : c64[3, " + len +
+                                       "]\nfull = rfft(x, dim=1, norm=2)\nf = fft(z, dim=1, "
+                                       "norm=1)\nb = ifft(z, dim=1)",
+                                   {{"x", x}, {"z", c64({3, n}, z)}});
     const Tensor zs = c64({3, n}, z);  // z as stored (f32 parts)
     const std::vector<C> zq = complex_values(zs);
     std::vector<C> want_full, want_f, want_b;
