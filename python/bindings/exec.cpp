@@ -47,7 +47,11 @@ std::optional<ir::DType> ir_dtype_of(nb::dlpack::dtype dt, std::optional<ir::DTy
   const bool f8 = declared == ir::DType::F8E4M3 || declared == ir::DType::F8E5M2 ||
                   declared == ir::DType::F4E2M1X2;
   switch (dt.bits) {
+    case 128:
+      if (code == Code::Complex) return ir::DType::C128;
+      break;
     case 64:
+      if (code == Code::Complex) return ir::DType::C64;
       if (code == Code::Float) return ir::DType::F64;
       if (code == Code::Int) return ir::DType::I64;
       break;
@@ -94,6 +98,10 @@ nb::dlpack::dtype numpy_dtype_of(ir::DType t) {
       return nb::dtype<uint8_t>();
     case ir::DType::Bool:
       return nb::dtype<bool>();
+    case ir::DType::C64:
+      return {static_cast<uint8_t>(Code::Complex), 64, 1};
+    case ir::DType::C128:
+      return {static_cast<uint8_t>(Code::Complex), 128, 1};
   }
   internal_error(__FILE__, __LINE__, "unknown dtype");
 }

@@ -36,6 +36,8 @@ ELEMENT_BYTES = {
     "u8": 1,
     "f4e2m1x2": 1,  # a packed pair of fp4 values
     "bool": 1,
+    "c64": 8,  # a (real, imaginary) pair of f32
+    "c128": 16,
 }
 
 # The frameworks' names as reports print them.

@@ -1,6 +1,8 @@
 // Operation counts and dtypes of kernels (see counts.h).
 #include "counts.h"
 
+#include <climits>
+#include <cmath>
 #include <optional>
 
 #include "solar/util/checked.h"
@@ -223,6 +225,27 @@ ir::DType compute_dtype(const ir::Expr& rhs, ir::DType out, const DTypeOf& dtype
   ir::DType widest = out;
   visit_dtypes(rhs, dtype_of, have, widest, false);
   return widest;
+}
+
+OpCounts fft_counts(int64_t transforms, int64_t n, bool real) {
+  OpCounts c;
+  if (transforms <= 0 || n <= 1) return c;
+  // Per transform: floor(34/9 n log2(n)) complex, floor(17/9 n log2(n)) real-input or
+  // real-output (Johnson & Frigo's modified split radix, less its O(n) term); rounded down per
+  // transform, then times the transforms. n log2(n) for n = 2^k is n k, exactly.
+  const int64_t num = real ? 17 : 34;
+  int64_t k = 0;
+  while ((int64_t{1} << k) < n && k < 62) ++k;
+  if ((int64_t{1} << k) == n && n <= (INT64_MAX / 34) / 62) {
+    c.simple = saturating_mul(transforms, num * n * k / 9);
+    return c;
+  }
+  // Otherwise the nearest double below the real value, rounded down: never above it.
+  const double per = std::floor(std::nextafter(
+      static_cast<double>(num) / 9.0 * static_cast<double>(n) * std::log2(static_cast<double>(n)),
+      0.0));
+  c.simple = per >= 9.2e18 ? INT64_MAX : saturating_mul(transforms, static_cast<int64_t>(per));
+  return c;
 }
 
 }  // namespace solar::einsum::detail

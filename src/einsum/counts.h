@@ -32,6 +32,13 @@ bool scales_a_read(const ir::Kernel& k);
 // MACs and other operations of a kernel over `points` points of its domain.
 OpCounts count_ops(const ir::Kernel& k, int64_t points);
 
+// The operations of `transforms` FFTs of length n (a signal of n points): floor(34/9 n log2(n))
+// per complex transform (fft, ifft), floor(17/9 n log2(n)) per transform of real input or
+// output (rfft, irfft): the leading term of Johnson & Frigo's modified split radix (2007), below
+// benchFFT's reporting convention 5 n log2(n); simple ops (no MACs), rounded down per transform
+// (docs/fidelities.md, "FFTs").
+OpCounts fft_counts(int64_t transforms, int64_t n, bool real);
+
 // The dtype two values of dtypes a and b combine to: a float over an integer over bool; the wider
 // of two floats (or of two integers); f16 with bf16 gives f32, the two f8 give f16, i8 with u8
 // gives i32 (no narrower dtype holds both).

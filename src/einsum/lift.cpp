@@ -119,11 +119,19 @@ class Lifter {
     for (const ir::TensorDecl& t : p.tensors) {
       // A random draw is generated on chip by a node of its own (draw()): an intermediate.
       const bool random = t.role == ir::TensorRole::Random;
-      TensorInfo info{t.name, random ? ir::TensorRole::Intermediate : t.role, t.dtype, {}, 0, 0};
+      // A complex tensor is its (real, imaginary) pairs: c64[s] is f32[s, 2], the same bytes
+      // (docs/einsum.md, "Complex tensors"), so view_as_real and view_as_complex fold as views.
+      TensorInfo info{
+          t.name, random ? ir::TensorRole::Intermediate : t.role, ir::complex_part(t.dtype), {}, 0,
+          0};
       if (random) random_.push_back(t.name);
       for (const ir::IntExprP& d : t.shape) info.shape.push_back(ir::eval_int(*d, sizes, p.file));
+      if (ir::dtype_is_complex(t.dtype)) {
+        info.shape.push_back(2);
+        complex_.insert(t.name);
+      }
       info.numel = detail::numel(info.shape);
-      info.bytes = info.numel * ir::dtype_size(t.dtype);
+      info.bytes = info.numel * ir::dtype_size(info.dtype);
       tensor_index_.emplace(info.name, g_.tensors.size());
       g_.tensors.push_back(std::move(info));
     }
@@ -524,7 +532,9 @@ class Lifter {
     track_fp4_codes(dst, c.op == ir::ComposeOp::Take || c.op == ir::ComposeOp::Gather
                              ? std::vector<std::string>{}
                              : c.srcs);
-    if (c.op == ir::ComposeOp::Scatter || c.op == ir::ComposeOp::Argsort) {
+    if (c.op == ir::ComposeOp::Scatter || c.op == ir::ComposeOp::Argsort ||
+        c.op == ir::ComposeOp::Rfft || c.op == ir::ComposeOp::Irfft || c.op == ir::ComposeOp::Fft ||
+        c.op == ir::ComposeOp::Ifft) {
       origin_[dst] = tensor(dst).dtype;
       expanded_.erase(dst);
       return;
@@ -797,6 +807,8 @@ class Lifter {
       case ir::ComposeOp::Permute: {
         std::vector<int64_t> perm;
         for (const ir::IntExprP& e : c.list) perm.push_back(eval(*e, s));
+        // A complex tensor's pairs stay last.
+        if (complex_.contains(c.dst)) perm.push_back(static_cast<int64_t>(perm.size()));
         return detail::permute_view(x, perm);
       }
       case ir::ComposeOp::Broadcast: {
@@ -810,6 +822,13 @@ class Lifter {
       }
       case ir::ComposeOp::Pad:
         return detail::pad_view(x, ints(c, "lo", s), ints(c, "hi", s), pad_value(c, s));
+      case ir::ComposeOp::ViewAsReal:  // the pairs are the complex tensor's lifted form
+      case ir::ComposeOp::ViewAsComplex:
+        return detail::reshape_view(x, y.shape);
+      case ir::ComposeOp::Rfft:
+      case ir::ComposeOp::Irfft:
+      case ir::ComposeOp::Fft:
+      case ir::ComposeOp::Ifft:
       case ir::ComposeOp::Concat:
       case ir::ComposeOp::Take:
       case ir::ComposeOp::Gather:
@@ -885,13 +904,28 @@ class Lifter {
     n.writes = group(m.writes);
     n.out_dtype = y.dtype;
     n.compute_dtype = y.dtype;
-    n.relabel = (c.op == ir::ComposeOp::Reshape || expanded) &&
+    n.counts = fft_ops(c, s);
+    const bool view_as = c.op == ir::ComposeOp::ViewAsReal || c.op == ir::ComposeOp::ViewAsComplex;
+    n.relabel = (c.op == ir::ComposeOp::Reshape || view_as || expanded) &&
                 tensor(binding(c.srcs.at(0)).base).role == ir::TensorRole::Intermediate;
     for (const Access& a : n.reads)
       n.compute_dtype = detail::promote(n.compute_dtype, tensor(a.tensor).dtype);
     track_movement(c, n);
     g_.nodes.push_back(std::move(n));
     if (!aliased_inputs_.contains(c.dst)) materialise(c.dst);
+  }
+
+  // The operations of an FFT statement (none for the other composition statements): one
+  // transform per line along `dim` of the real signal (rfft: X; irfft: Y; fft, ifft: X), of
+  // that signal's length n (detail::fft_counts). Lifted shapes end in the pairs' 2.
+  OpCounts fft_ops(const ir::Compose& c, const Step& s) const {
+    const bool real = c.op == ir::ComposeOp::Rfft || c.op == ir::ComposeOp::Irfft;
+    if (!real && c.op != ir::ComposeOp::Fft && c.op != ir::ComposeOp::Ifft) return {};
+    std::vector<int64_t> signal = tensor(c.op == ir::ComposeOp::Irfft ? c.dst : c.srcs[0]).shape;
+    if (!real) signal.pop_back();  // a complex X: its pairs
+    const auto dim = static_cast<size_t>(ints(c, "dim", s).at(0));
+    const int64_t n = signal.at(dim);
+    return detail::fft_counts(n == 0 ? 0 : detail::numel(signal) / n, n, real);
   }
 
   // The canonical text of one statement (repeat indices stay symbolic; the node name has them).
@@ -991,6 +1025,8 @@ class Lifter {
         m.writes.push_back(whole(c.dst));
         return m;
       case ir::ComposeOp::Reshape:
+      case ir::ComposeOp::ViewAsReal:
+      case ir::ComposeOp::ViewAsComplex:
         m.reads.push_back(box(view ? *view : binding(c.srcs[0])));
         m.writes.push_back(whole(c.dst));
         return m;
@@ -998,6 +1034,10 @@ class Lifter {
         concat(c, s, m);
         return m;
       case ir::ComposeOp::Pad:
+      case ir::ComposeOp::Rfft:  // reads X, writes Y; its operations: fft_ops
+      case ir::ComposeOp::Irfft:
+      case ir::ComposeOp::Fft:
+      case ir::ComposeOp::Ifft:
       case ir::ComposeOp::Argsort:  // reads X, writes the permutation; comparisons not counted
         m.reads.push_back(box(binding(c.srcs[0])));
         m.writes.push_back(whole(c.dst));
@@ -1114,7 +1154,8 @@ class Lifter {
   std::set<std::string> expanded_;           // storage tensors holding copies of fewer elements
   std::set<std::string> aliased_inputs_;     // intermediates that alias an input updated in place
   std::map<std::string, int> name_counts_;
-  std::vector<std::string> random_;                      // the `random` tensors
+  std::vector<std::string> random_;  // the `random` tensors
+  std::set<std::string> complex_;    // the complex tensors (each lifted as its real pairs)
   std::map<size_t, std::vector<std::string>> draws_at_;  // step -> draws first read there
 };
 

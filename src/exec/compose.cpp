@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "elements.h"
+#include "fft.h"
 #include "solar/ir/diagnostic.h"
 #include "solar/util/error.h"
 #include "solar/util/text.h"
@@ -501,6 +503,78 @@ void run_argsort(const Statement& st, Tensor& x) {
   });
 }
 
+// A line of a tensor's elements along one dimension, as complex values in double: a real
+// tensor's elements, or a complex tensor's (real, imaginary) pairs of its part dtype.
+struct Line {
+  const View& v;
+  std::vector<int64_t> pos;
+  size_t d;
+
+  std::complex<double> get(int64_t j) const {
+    const int64_t at = offset_with(v, pos, d, j);
+    if (!ir::dtype_is_complex(v.dtype)) return ir::load_element(v.data + at * size(), v.dtype);
+    const ir::DType part = ir::complex_part(v.dtype);
+    const std::byte* p = v.data + at * size();
+    return {ir::load_element(p, part), ir::load_element(p + size() / 2, part)};
+  }
+  void set(int64_t j, std::complex<double> z) const {
+    std::byte* p = v.data + offset_with(v, pos, d, j) * size();
+    if (!ir::dtype_is_complex(v.dtype)) return ir::store_element(p, v.dtype, z.real());
+    const ir::DType part = ir::complex_part(v.dtype);
+    ir::store_element(p, part, z.real());
+    ir::store_element(p + size() / 2, part, z.imag());
+  }
+  int64_t size() const { return ir::dtype_size(v.dtype); }
+};
+
+// rfft, irfft, fft, ifft along `dim` (docs/ir.md, "Complex tensors"): each line of the signal
+// (n points: X's for rfft, fft, ifft; Y's for irfft) transformed in double, scaled by norm (0:
+// none, 1: 1/sqrt(n), 2: 1/n), rounded to Y's parts. irfft reads the one-sided half and takes
+// the rest of the spectrum as its Hermitian mirror (X[n - k] conjugated), as torch's c2r does.
+void run_fft(const Statement& st, Tensor& x) {
+  const ComposeOp op = st.compose().op;
+  const View xv = whole(x);
+  const View yv = whole(st.dst());
+  const size_t d = st.dim(xv.shape.size());
+  const int64_t n = (op == ComposeOp::Irfft ? yv : xv).shape[d];
+  std::vector<int64_t> signal_shape = op == ComposeOp::Irfft ? yv.shape : xv.shape;
+  std::vector<int64_t> half = signal_shape;
+  half[d] = n / 2 + 1;
+  if (op == ComposeOp::Rfft) {
+    if (yv.shape != half) st.expect_shape(yv.shape, signal_shape, "'" + st.compose().dst + "'");
+  } else {
+    st.expect_shape(op == ComposeOp::Irfft ? xv.shape : yv.shape,
+                    op == ComposeOp::Irfft ? half : signal_shape,
+                    "'" + (op == ComposeOp::Irfft ? st.compose().srcs[0] : st.compose().dst) + "'");
+  }
+  const std::vector<int64_t> norm = st.ints("norm");
+  const int64_t how = norm.empty() ? 0 : norm[0];
+  const double scale = how == 1   ? 1.0 / std::sqrt(static_cast<double>(n))
+                       : how == 2 ? 1.0 / static_cast<double>(n)
+                                  : 1.0;
+  const int sign = op == ComposeOp::Irfft || op == ComposeOp::Ifft ? 1 : -1;
+  const int64_t read = op == ComposeOp::Irfft ? n / 2 + 1 : n;
+  const int64_t written = yv.shape[d];
+  std::vector<int64_t> line_shape = signal_shape;
+  line_shape[d] = 1;
+  std::vector<std::complex<double>> v(static_cast<size_t>(n));
+  for_each_position(line_shape, [&](const std::vector<int64_t>& p, int64_t) {
+    const Line in{xv, p, d};
+    const Line out{yv, p, d};
+    for (int64_t j = 0; j < read; ++j) v[static_cast<size_t>(j)] = in.get(j);
+    for (int64_t j = read; j < n; ++j) v[static_cast<size_t>(j)] = std::conj(in.get(n - j));
+    dft(v, sign);
+    for (int64_t j = 0; j < written; ++j) out.set(j, v[static_cast<size_t>(j)] * scale);
+  });
+}
+
+// view_as_real, view_as_complex: the same bytes (a complex element is its pair).
+void run_view_as(const Statement& st, Tensor& x) {
+  Tensor& y = st.dst();
+  if (y.nbytes() != x.nbytes()) st.fail("the result does not have the operand's bytes");
+  std::memcpy(y.data(), x.data(), x.nbytes());
+}
+
 size_t arity(ComposeOp op) {
   switch (op) {
     case ComposeOp::Copy:
@@ -510,6 +584,12 @@ size_t arity(ComposeOp op) {
     case ComposeOp::Broadcast:
     case ComposeOp::Pad:
     case ComposeOp::Argsort:
+    case ComposeOp::Rfft:
+    case ComposeOp::Irfft:
+    case ComposeOp::Fft:
+    case ComposeOp::Ifft:
+    case ComposeOp::ViewAsReal:
+    case ComposeOp::ViewAsComplex:
       return 1;
     case ComposeOp::Take:
     case ComposeOp::Gather:
@@ -564,6 +644,14 @@ void run_compose(const ir::Stmt& s, Env& env) {
       return run_scatter(st, *x[0], *x[1], *x[2]);
     case ComposeOp::Argsort:
       return run_argsort(st, *x[0]);
+    case ComposeOp::Rfft:
+    case ComposeOp::Irfft:
+    case ComposeOp::Fft:
+    case ComposeOp::Ifft:
+      return run_fft(st, *x[0]);
+    case ComposeOp::ViewAsReal:
+    case ComposeOp::ViewAsComplex:
+      return run_view_as(st, *x[0]);
   }
 }
 

@@ -106,6 +106,8 @@ void load_strided(const std::byte* data, ir::DType t, int64_t off, int64_t strid
     case ir::DType::F8E4M3:
     case ir::DType::F8E5M2:
     case ir::DType::Bool:
+    case ir::DType::C64:  // refused by load_element: kernels never read complex tensors
+    case ir::DType::C128:
       return load_generic(data, t, off, stride, n, out, mask);
   }
 }
@@ -147,6 +149,9 @@ Loader loader_for(ir::DType t) {
       return load_one_generic<ir::DType::F8E5M2>;
     case ir::DType::Bool:
       return load_one_generic<ir::DType::Bool>;
+    case ir::DType::C64:  // a complex element is no double
+    case ir::DType::C128:
+      break;
   }
   return nullptr;
 }
@@ -177,6 +182,9 @@ Storer storer_for(ir::DType t) {
       return store_one_generic<ir::DType::F4E2M1X2>;
     case ir::DType::Bool:
       return store_one_generic<ir::DType::Bool>;
+    case ir::DType::C64:  // a complex element is no double
+    case ir::DType::C128:
+      break;
   }
   return nullptr;
 }

@@ -44,10 +44,11 @@ struct NpyType {
 // (ml_dtypes' bfloat16 is saved by numpy as '<V2', also read as bf16), f8 as raw bits in '|u1'
 // (read back as u8: the program's declared dtype says which f8 it is, see reinterpret_bits).
 constexpr NpyType kNpyTypes[] = {
-    {"<f8", ir::DType::F64},  {"<f4", ir::DType::F32},  {"<f2", ir::DType::F16},
-    {"<i8", ir::DType::I64},  {"<i4", ir::DType::I32},  {"|i1", ir::DType::I8},
-    {"|u1", ir::DType::U8},   {"|b1", ir::DType::Bool}, {"<u2", ir::DType::BF16},
-    {"<V2", ir::DType::BF16}, {"|V2", ir::DType::BF16}, {"|V1", ir::DType::U8},
+    {"<f8", ir::DType::F64},  {"<f4", ir::DType::F32},   {"<f2", ir::DType::F16},
+    {"<i8", ir::DType::I64},  {"<i4", ir::DType::I32},   {"|i1", ir::DType::I8},
+    {"|u1", ir::DType::U8},   {"|b1", ir::DType::Bool},  {"<u2", ir::DType::BF16},
+    {"<V2", ir::DType::BF16}, {"|V2", ir::DType::BF16},  {"|V1", ir::DType::U8},
+    {"<c8", ir::DType::C64},  {"<c16", ir::DType::C128},
 };
 
 std::optional<ir::DType> dtype_of_descr(std::string_view descr) {
@@ -80,6 +81,10 @@ std::string_view descr_of(ir::DType t) {
       return "|i1";
     case ir::DType::Bool:
       return "|b1";
+    case ir::DType::C64:
+      return "<c8";
+    case ir::DType::C128:
+      return "<c16";
   }
   return "";
 }

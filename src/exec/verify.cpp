@@ -58,7 +58,7 @@ class Blocks {
 }  // namespace
 
 Tolerance tolerance(ir::DType dtype) {
-  switch (dtype) {
+  switch (ir::complex_part(dtype)) {  // a complex value: its parts'
     case ir::DType::F64:
       return {1e-9, 1e-12};
     case ir::DType::F32:
@@ -78,6 +78,19 @@ Tolerance tolerance(ir::DType dtype) {
 
 OutputCheck compare_output(const std::string& name, const Tensor& got, const Tensor& expected,
                            std::optional<Tolerance> tol) {
+  if (ir::dtype_is_complex(got.dtype()) && expected.dtype() == got.dtype()) {
+    // Compared as (real, imaginary) pairs, each part as a real tensor of the part dtype.
+    const auto pairs = [](const Tensor& t) {
+      std::vector<int64_t> shape = t.shape();
+      shape.push_back(2);
+      return Tensor::borrow(ir::complex_part(t.dtype()), shape, const_cast<void*>(t.data()));
+    };
+    OutputCheck c =
+        compare_output(name, pairs(got), pairs(expected), tol ? *tol : tolerance(got.dtype()));
+    c.dtype = got.dtype();
+    c.shape = expected.shape();
+    return c;
+  }
   OutputCheck c;
   c.name = name;
   c.dtype = got.dtype();
@@ -185,7 +198,7 @@ std::string render_checks(const std::vector<OutputCheck>& checks) {
     };
     s += "max abs err " + number(c.max_abs_err) + ", max rel err " + number(c.max_rel_err);
     if (!c.err_reason.empty()) s += " (" + c.err_reason + ")";
-    if (is_float(c.dtype)) {
+    if (is_float(ir::complex_part(c.dtype))) {
       s += " (rtol " + short_number(c.tol.rtol) + ", atol " + short_number(c.tol.atol) + ")";
     } else {
       s += " (exact)";

@@ -551,6 +551,25 @@ LoweredNode lowered_node(const json& node, const NodeLowering& lowering) {
   return l;
 }
 
+// A node that reads or writes a complex tensor, of an operator whose rule does not take them:
+// a UserError naming the operator and the tensor (docs/lowering.md, "Complex tensors and FFTs").
+void refuse_complex(const json& node, const std::string& op,
+                    const std::map<std::string, TensorInfo>& tensors) {
+  if (takes_complex(op)) return;
+  std::vector<std::string> names;
+  for (const auto& [key, value] : node.at("args").items()) collect_refs(value, names);
+  for (const json& name : node.at("outputs")) {
+    if (name.is_string()) names.push_back(name.get<std::string>());
+  }
+  for (const std::string& name : names) {
+    const auto it = tensors.find(name);
+    if (it != tensors.end() && ir::dtype_is_complex(it->second.dtype)) {
+      throw UserError(op + " of complex tensor '" + name + "' has no lowering rule (complex " +
+                      "tensors: FFTs, view_as_real, view_as_complex, mul, abs and views)");
+    }
+  }
+}
+
 }  // namespace
 
 LowerResult lower_capture_detailed(const std::string& json_text, const std::string& file,
@@ -628,6 +647,7 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
         lowering.set_usage(&read, &graph_outputs);
         lowering.set_facts(&facts);
         try {
+          refuse_complex(node, op, tensors);
           rules().at(op)(lowering);
           propagate_facts(lowering, facts);
           random.insert(lowering.random_outputs().begin(), lowering.random_outputs().end());

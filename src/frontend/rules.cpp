@@ -19,10 +19,11 @@ namespace {
 
 std::map<std::string, Rule> make_rules() {
   RuleTable r;
-  for (auto* family : {register_view_rules, register_elementwise_rules, register_linalg_rules,
-                       register_reduction_rules, register_attention_rules, register_lax_rules,
-                       register_fragment_rules, register_index_rules, register_data_rules,
-                       register_model_rules, register_rnn_rules, register_train_rules}) {
+  for (auto* family :
+       {register_view_rules, register_elementwise_rules, register_linalg_rules,
+        register_reduction_rules, register_attention_rules, register_lax_rules,
+        register_fragment_rules, register_index_rules, register_data_rules, register_model_rules,
+        register_rnn_rules, register_train_rules, register_complex_rules}) {
     family(r);
   }
   return std::move(r).take();

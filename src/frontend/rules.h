@@ -296,6 +296,14 @@ void register_data_rules(RuleTable& r);         // rules_data.cpp: random, bits,
 void register_model_rules(RuleTable& r);        // rules_models.cpp: model code
 void register_rnn_rules(RuleTable& r);          // rules_rnn.cpp: LSTM, GRU, RNN
 void register_train_rules(RuleTable& r);        // rules_train.cpp: backward ops
+void register_complex_rules(RuleTable& r);      // rules_complex.cpp: FFTs, complex views
+
+// rules_complex.cpp: `real` for real operands; for complex ones the complex form of `op` ("mul",
+// "abs"): kernels on the (real, imaginary) pairs.
+Rule complex_aware(Rule real, const std::string& op);
+// Whether operator `op` has a rule that takes complex tensors (the others refuse them, naming
+// the operator).
+bool takes_complex(const std::string& op);
 
 // The registry: every family's rules, built once.
 const std::map<std::string, Rule>& rules();

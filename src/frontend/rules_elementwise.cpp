@@ -52,7 +52,7 @@ void register_elementwise_rules(RuleTable& r) {
   for (const char* v : {".Tensor", ".Scalar"}) {
     r[std::string("aten.add") + v] = add_sub("+");
     r[std::string("aten.sub") + v] = add_sub("-");
-    r[std::string("aten.mul") + v] = infix("*");
+    r[std::string("aten.mul") + v] = complex_aware(infix("*"), "mul");
     r[std::string("aten.div") + v] = infix("/");
     r[std::string("aten.eq") + v] = infix("==");
     r[std::string("aten.ne") + v] = infix("!=");
@@ -96,10 +96,11 @@ void register_elementwise_rules(RuleTable& r) {
     };
   }
 
-  for (const char* fn : {"exp", "log", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "erf", "sin",
-                         "cos", "floor", "ceil", "sign", "expm1", "log1p", "log2"}) {
+  for (const char* fn : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "sin", "cos",
+                         "floor", "ceil", "sign", "expm1", "log1p", "log2"}) {
     r[std::string("aten.") + fn + ".default"] = call(fn);
   }
+  r["aten.abs.default"] = complex_aware(call("abs"), "abs");
   r["aten.reciprocal.default"] = call("recip");
   r["aten.neg.default"] = unary([](NodeLowering&, const std::string& x) { return "-" + x; });
   r["aten.relu.default"] =

@@ -217,6 +217,7 @@ class KernelChecker {
     if (!t) return;
     cx_.write(*t, out_loc_);
     check_access(*t, k_.out_indices, out_loc_, false);
+    not_complex(*t, out_loc_, "writes");
     if (k_.op == AssignOp::Assign) {
       check_every_loop_written();
     } else if (t->decl->dtype == DType::Bool &&
@@ -253,9 +254,14 @@ class KernelChecker {
         return;
       case ExprKind::Read:
         return check_read(e, guarded);
+      case ExprKind::Cast:
+        if (dtype_is_complex(e.cast_to)) {
+          cx_.error(e.loc, "a kernel computes real values; no cast to " +
+                               std::string(dtype_name(e.cast_to)));
+        }
+        [[fallthrough]];
       case ExprKind::Unary:
       case ExprKind::Binary:
-      case ExprKind::Cast:
         for (const ExprP& arg : e.args) check_rhs(*arg, guarded);
         return;
       case ExprKind::Select:
@@ -274,6 +280,15 @@ class KernelChecker {
                            quoted(k_.out) + "; a reduction does not read the old contents");
     }
     check_access(*t, e.indices, e.loc, guarded);
+    not_complex(*t, e.loc, "reads");
+  }
+
+  // A kernel's values are real: a complex tensor is read and written through its real pairs.
+  void not_complex(const TensorInfo& t, Loc loc, std::string_view verb) {
+    if (!dtype_is_complex(t.decl->dtype)) return;
+    cx_.error(loc, "kernel " + quoted(k_.name) + " " + std::string(verb) + " complex tensor " +
+                       quoted(t.decl->name) + "; a kernel works on its (real, imaginary) pairs: " +
+                       "view_as_real / view_as_complex");
   }
 
   // Rank, names and affinity of one access; keeps its affine indices for check_bounds unless

@@ -57,6 +57,14 @@ OpSpec op_spec(ComposeOp op) {
       return {3, 3, false, {{"dim", ArgKind::Int, true}, {"reduce", ArgKind::Word, false}}};
     case ComposeOp::Argsort:
       return {1, 1, false, {{"dim", ArgKind::Int, true}, {"descending", ArgKind::Int, false}}};
+    case ComposeOp::Rfft:
+    case ComposeOp::Irfft:
+    case ComposeOp::Fft:
+    case ComposeOp::Ifft:
+      return {1, 1, false, {{"dim", ArgKind::Int, true}, {"norm", ArgKind::Int, false}}};
+    case ComposeOp::ViewAsReal:
+    case ComposeOp::ViewAsComplex:
+      return {1, 1, false, {}};
   }
   SOLAR_CHECK(false, "unknown ComposeOp");
 }
@@ -197,6 +205,7 @@ class ComposeChecker {
   // Data operands must have the destination's dtype (only a copy converts); index operands an
   // integer dtype.
   void check_dtypes() {
+    if (complex_dtypes()) return;
     if (c_.op == ComposeOp::Argsort) {  // a permutation of positions: an integer destination
       if (!dtype_is_integer(dst_->decl->dtype)) {
         cx_.error(loc_, "the result " + quoted(c_.dst) +
@@ -215,12 +224,66 @@ class ComposeChecker {
                               " must have an integer dtype, not " +
                               std::string(dtype_name(src.dtype)));
         }
+      } else if (c_.op == ComposeOp::Copy && src.dtype != dst_->decl->dtype &&
+                 (dtype_is_complex(src.dtype) || dtype_is_complex(dst_->decl->dtype))) {
+        cx_.error(loc_, "cannot copy " + quoted(src.name) + " of " +
+                            std::string(dtype_name(src.dtype)) + " to " + quoted(c_.dst) + " of " +
+                            std::string(dtype_name(dst_->decl->dtype)) +
+                            "; a copy converts complex values only to their own dtype");
       } else if (c_.op != ComposeOp::Copy && src.dtype != dst_->decl->dtype) {
         cx_.error(loc_, quoted(src.name) + " is " + std::string(dtype_name(src.dtype)) + " but " +
                             quoted(c_.dst) + " is " + std::string(dtype_name(dst_->decl->dtype)) +
                             "; only a copy converts between dtypes");
       }
     }
+  }
+
+  // The dtype rules of the operations between complex tensors and their real parts, and of
+  // complex operands of the others (which move complex elements whole, or refuse them). True when
+  // they decided.
+  bool complex_dtypes() {
+    const DType y = dst_->decl->dtype;
+    const DType x = srcs_[0]->decl->dtype;
+    const auto want = [&](const std::string& name, DType has, bool complex, DType part) {
+      if (dtype_is_complex(has) == complex && complex_part(has) == part) return;
+      cx_.error(loc_, op_ + " needs " + (complex ? "a complex " : "a real ") + quoted(name) +
+                          " of parts " + std::string(dtype_name(part)) + ", not " +
+                          std::string(dtype_name(has)));
+    };
+    switch (c_.op) {
+      case ComposeOp::Rfft:
+      case ComposeOp::ViewAsComplex:
+        if (!dtype_is_complex(y)) return want(c_.dst, y, true, complex_part(y)), true;
+        return want(c_.srcs[0], x, false, complex_part(y)), true;
+      case ComposeOp::Irfft:
+      case ComposeOp::ViewAsReal:
+        if (!dtype_is_complex(x)) return want(c_.srcs[0], x, true, complex_part(x)), true;
+        return want(c_.dst, y, false, complex_part(x)), true;
+      case ComposeOp::Fft:
+      case ComposeOp::Ifft:
+        if (!dtype_is_complex(x)) return want(c_.srcs[0], x, true, complex_part(x)), true;
+        return want(c_.dst, y, true, complex_part(x)), true;
+      case ComposeOp::Copy:
+      case ComposeOp::Slice:
+      case ComposeOp::Reshape:
+      case ComposeOp::Permute:
+      case ComposeOp::Concat:
+        return false;  // complex elements move whole; only a copy converts, and not complex
+      case ComposeOp::Broadcast:
+      case ComposeOp::Pad:
+      case ComposeOp::Take:
+      case ComposeOp::Gather:
+      case ComposeOp::Scatter:
+      case ComposeOp::Argsort:
+        break;
+    }
+    bool complex = dtype_is_complex(y);
+    for (const TensorInfo* t : srcs_) complex = complex || dtype_is_complex(t->decl->dtype);
+    if (complex) {
+      cx_.error(loc_, op_ + " does not take complex tensors; view them as real pairs " +
+                          "(view_as_real) first");
+    }
+    return complex;
   }
 
   // ----- shapes -----
@@ -252,7 +315,67 @@ class ComposeChecker {
         return check_scatter();
       case ComposeOp::Argsort:
         return check_argsort();
+      case ComposeOp::Rfft:
+      case ComposeOp::Irfft:
+      case ComposeOp::Fft:
+      case ComposeOp::Ifft:
+        return check_fft();
+      case ComposeOp::ViewAsReal:
+      case ComposeOp::ViewAsComplex:
+        return check_view_as();
     }
+  }
+
+  // An FFT along `dim`: fft and ifft keep X's shape; rfft gives n/2+1 (the one-sided half) or n
+  // (the whole spectrum) along dim, for X's n; irfft takes n/2+1 along dim to Y's n (n >= 1).
+  // norm is 0 (none), 1 (divide by sqrt(n)) or 2 (divide by n).
+  void check_fft() {
+    const bool inverse_real = c_.op == ComposeOp::Irfft;
+    const Shape& real = inverse_real ? dst_shape() : shape(0);
+    const std::optional<size_t> dim = dim_arg(real.size(), inverse_real ? c_.dst : c_.srcs[0]);
+    if (!dim) return;
+    if (const ComposeAttr* a = find_attr("norm")) {
+      const std::optional<int64_t> v = cx_.eval(*a->ints[0], scope_);
+      if (v && (*v < 0 || *v > 2)) {
+        cx_.error(a->loc,
+                  "norm must be 0 (none), 1 (by sqrt(n)) or 2 (by n), not " + std::to_string(*v));
+      }
+    }
+    Shape half = real;
+    half[*dim] = real[*dim] / 2 + 1;
+    switch (c_.op) {
+      case ComposeOp::Rfft:
+        if (dst_shape() != real) expect_result(half, "rfft", " (or " + shape_str(real) + ")");
+        return;
+      case ComposeOp::Irfft:
+        if (real[*dim] < 1) {
+          cx_.error(loc_, "irfft gives " + quoted(c_.dst) + " no element along dim " +
+                              std::to_string(*dim));
+        } else if (shape(0) != half) {
+          cx_.error(loc_, "irfft to " + quoted(c_.dst) + " of shape " + shape_str(real) +
+                              " reads shape " + shape_str(half) + " but " + quoted(c_.srcs[0]) +
+                              " has shape " + shape_str(shape(0)));
+        }
+        return;
+      default:
+        return expect_result(real, op_);
+    }
+  }
+
+  // view_as_real: Y is X's shape and 2; view_as_complex: X is Y's shape and 2.
+  void check_view_as() {
+    if (c_.op == ComposeOp::ViewAsReal) {
+      Shape pairs = shape(0);
+      pairs.push_back(2);
+      return expect_result(pairs, op_);
+    }
+    const Shape& x = shape(0);
+    if (x.empty() || x.back() != 2) {
+      cx_.error(loc_, "view_as_complex needs a last dimension of 2 in " + quoted(c_.srcs[0]) +
+                          ", which has shape " + shape_str(x));
+      return;
+    }
+    expect_result(Shape(x.begin(), x.end() - 1), op_);
   }
 
   // "<what> gives shape [..]<note> but 'y' has shape [..]" unless they agree.

@@ -113,7 +113,8 @@ struct AttrSpec {
 constexpr AttrSpec kAttrs[] = {{"dim", AttrType::Int},        {"dims", AttrType::List},
                                {"lo", AttrType::List},        {"hi", AttrType::List},
                                {"value", AttrType::Number},   {"reduce", AttrType::Word},
-                               {"descending", AttrType::Int}, {"distinct", AttrType::Int}};
+                               {"descending", AttrType::Int}, {"distinct", AttrType::Int},
+                               {"norm", AttrType::Int}};
 
 constexpr std::string_view kReduceModes[] = {"none", "add", "max", "min"};
 
@@ -144,6 +145,14 @@ OpSignature signature(ComposeOp op) {
       return {3, false, {"dim", "reduce"}, {"dim"}};
     case ComposeOp::Argsort:
       return {1, false, {"dim", "descending"}, {"dim"}};
+    case ComposeOp::Rfft:
+    case ComposeOp::Irfft:
+    case ComposeOp::Fft:
+    case ComposeOp::Ifft:
+      return {1, false, {"dim", "norm"}, {"dim"}};
+    case ComposeOp::ViewAsReal:
+    case ComposeOp::ViewAsComplex:
+      return {1, false, {}, {}};
     case ComposeOp::Copy:
     case ComposeOp::Slice:
       break;

@@ -65,8 +65,10 @@ constexpr Choices with_fp32(Choices c, Target matmul, Target conv) {
 int float_width(ir::DType t) {
   switch (t) {
     case ir::DType::F64:
+    case ir::DType::C128:  // the lift gives complex tensors as their f32 or f64 pairs
       return 64;
     case ir::DType::F32:
+    case ir::DType::C64:
       return 32;
     case ir::DType::F16:
     case ir::DType::BF16:
@@ -337,12 +339,14 @@ const PrecisionPolicy& find_precision_policy(std::string_view name) {
 Target vector_target(ir::DType t) {
   switch (t) {
     case ir::DType::F64:
+    case ir::DType::C128:
       return on_vector(Precision::Fp64);
     case ir::DType::F16:
       return on_vector(Precision::Fp16);
     case ir::DType::BF16:
       return on_vector(Precision::Bf16);
     case ir::DType::F32:
+    case ir::DType::C64:
     case ir::DType::F8E4M3:
     case ir::DType::F8E5M2:
     case ir::DType::I64:

@@ -37,7 +37,7 @@ TEST(DType, NamesAndSizes) {
 #undef SOLAR_X
   EXPECT_EQ(dtype_from_name("fp32"), std::nullopt);
   EXPECT_EQ(dtype_all_names(),
-            "f64, f32, f16, bf16, f8e4m3, f8e5m2, i64, i32, i8, u8, f4e2m1x2, bool");
+            "f64, f32, f16, bf16, f8e4m3, f8e5m2, i64, i32, i8, u8, f4e2m1x2, bool, c64, c128");
 }
 
 // f4e2m1x2 (torch.float4_e2m1fn_x2): one byte holds a pair of e2m1 codes, and its value is the

@@ -349,7 +349,7 @@ TEST(Parser, SyntaxErrors) {
       {"input x : f32[2:3]", "in.ir:1:16: error: expected ']' after the shape, found ':'"},
       {"input x : fp32[2]",
        "in.ir:1:11: error: unknown dtype 'fp32'; valid: f64, f32, f16, bf16, f8e4m3, f8e5m2, "
-       "i64, i32, i8, u8, f4e2m1x2, bool"},
+       "i64, i32, i8, u8, f4e2m1x2, bool, c64, c128"},
       {"]", "in.ir:1:1: error: expected a declaration or statement, found ']'"},
       {"size N = 2\nfor i in 0..N", "in.ir:2:1: error: expected a statement, found 'for'"},
       {"input x : f32[2]\nx", "in.ir:2:2: error: expected '=' or '[' after 'x', found end of file"},
@@ -404,10 +404,12 @@ TEST(Parser, CompositionErrors) {
   const std::vector<ErrorCase> cases = {
       {head + "y = reshap(x)",
        "in.ir:4:5: error: unknown operation 'reshap' (did you mean 'reshape'?); valid: "
-       "reshape, permute, broadcast, concat, pad, take, gather, scatter, argsort"},
+       "reshape, permute, broadcast, concat, pad, take, gather, scatter, argsort, rfft, irfft, "
+       "fft, ifft, view_as_real, view_as_complex"},
       {head + "y = copy(x)",
        "in.ir:4:5: error: unknown operation 'copy'; valid: reshape, permute, broadcast, concat, "
-       "pad, take, gather, scatter, argsort"},
+       "pad, take, gather, scatter, argsort, rfft, irfft, fft, ifft, view_as_real, "
+       "view_as_complex"},
       {head + "y = concat(x, x)", "in.ir:4:5: error: 'concat' needs the argument 'dim='"},
       {head + "y = concat(dim=0)", "in.ir:4:5: error: 'concat' takes at least 1 tensor argument"},
       {head + "y = concat(x, x, dimm=0)",

@@ -822,3 +822,30 @@ def test_per_op_check_draws_packed_fp4_as_bytes(torch):
     # no cast to float4_e2m1fn_x2 exists in torch: the draw is uniform bytes viewed as it
     drawn = _per_op._random([3, 4], "f4e2m1x2", torch.Generator().manual_seed(0))
     assert drawn.dtype == torch.float4_e2m1fn_x2 and list(drawn.shape) == [3, 4]
+
+
+# The magnitude spectrum of 4 real signals of 64 points (issue 28: an FFT in a definition's
+# reference).
+RFFT_MAGNITUDE = {
+    "name": "test_rfft_magnitude_n64",
+    "axes": axes("batch", N=64, H=33),
+    "inputs": {"x": {"shape": ["batch", "N"], "dtype": "float32"}},
+    "outputs": {"y": {"shape": ["batch", "H"], "dtype": "float32"}},
+    "reference": "import torch\n\ndef run(x):\n    return torch.fft.rfft(x, dim=-1).abs()\n",
+}
+RFFT_MAGNITUDE_WORKLOADS = [
+    {"uuid": "b4", "axes": {"batch": 4}, "inputs": {"x": {"type": "random"}}}
+]
+
+
+def test_rfft_reference_ops_and_bytes_by_hand(tmp_path, torch):
+    entry = analysed(tmp_path, RFFT_MAGNITUDE, RFFT_MAGNITUDE_WORKLOADS)
+    assert entry["row"]["verification"] == "passed"
+    (rfft,) = [n for n in entry["report"]["nodes"] if n["op"] == "rfft"]
+    # 4 transforms of N = 64 = 2^6 real points: floor(17/9 * 64 * 6) = floor(6528 / 9) =
+    # floor(725.3) = 725 each (floor per transform), 4 * 725 = 2900 ops, no MACs
+    assert rfft["other_ops"] == 2900
+    assert rfft["macs"] == 0
+    # bytes fused = x (4 * 64 * 4 B = 1024) + y (4 * 33 * 4 B = 528) = 1552; the spectrum
+    # (4 * 33 * 8 B, c64) stays on chip
+    assert entry["report"]["bytes"]["fused"] == 1552

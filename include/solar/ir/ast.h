@@ -314,6 +314,13 @@ struct SliceSpec {
 //   X[:, ..., I[...], ...] Gather    `Y = gather(X, I, dim=d)` torch.gather Scatter   `Y =
 //   scatter(X, I, S, dim=d, reduce=none|add|max|min)` torch.scatter(_reduce)
 //   Argsort   `I = argsort(X, dim=d, descending=0|1)` the stable sorting permutation along d
+//   Rfft      `Y = rfft(X, dim=d, norm=0|1|2)`   real X -> complex Y: the DFT along d (Y's size
+//             n/2+1, the one-sided half, or n, the whole spectrum); norm divides by 1, sqrt(n), n
+//   Irfft     `Y = irfft(X, dim=d, norm=0|1|2)`  complex X (n/2+1 along d) -> real Y (n): the
+//             inverse of the one-sided half, unnormalised (exponent sign +) unless norm says
+//   Fft, Ifft `Y = fft(X, dim=d, norm=0|1|2)`    complex -> complex, sign - (fft), + (ifft)
+//   ViewAsReal    `Y = view_as_real(X)`     complex X[s] -> real Y[s, 2]: (real, imag) pairs
+//   ViewAsComplex `Y = view_as_complex(X)`  real X[s, 2] -> complex Y[s]
 // clang-format off
 #define SOLAR_COMPOSE_OPS(X) \
   X(Copy, "copy")            \
@@ -326,7 +333,13 @@ struct SliceSpec {
   X(Take, "take")            \
   X(Gather, "gather")        \
   X(Scatter, "scatter")      \
-  X(Argsort, "argsort")
+  X(Argsort, "argsort")      \
+  X(Rfft, "rfft")            \
+  X(Irfft, "irfft")          \
+  X(Fft, "fft")              \
+  X(Ifft, "ifft")            \
+  X(ViewAsReal, "view_as_real") \
+  X(ViewAsComplex, "view_as_complex")
 // clang-format on
 
 enum class ComposeOp : uint8_t {

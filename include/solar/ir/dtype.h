@@ -8,7 +8,11 @@
 namespace solar::ir {
 
 // The one list of dtypes: X(enum name, IR spelling, size in bytes, kind)
-// kind: 'f' floating point, 'i' signed integer, 'u' unsigned integer, 'b' bool.
+// kind: 'f' floating point, 'i' signed integer, 'u' unsigned integer, 'b' bool, 'c' complex.
+// c64 and c128 are torch.complex64 and complex128: an element is a (real, imaginary) pair of f32
+// (f64) values, stored interleaved as torch and numpy store them. Kernels never read or write a
+// complex tensor (its element is no double): the FFT operations and the views view_as_real and
+// view_as_complex move between complex tensors and their pairs (docs/ir.md, "Complex tensors").
 // f4e2m1x2 is torch.float4_e2m1fn_x2: two 4-bit e2m1 values packed in one byte (an element of
 // the IR is the pair: a tensor of n elements holds 2n fp4 values in n bytes). As a value it is
 // its byte, an unsigned integer 0..255 (the first fp4 value in the low 4 bits), so a program
@@ -26,7 +30,9 @@ namespace solar::ir {
   X(I8, "i8", 1, 'i')           \
   X(U8, "u8", 1, 'u')           \
   X(F4E2M1X2, "f4e2m1x2", 1, 'u') \
-  X(Bool, "bool", 1, 'b')
+  X(Bool, "bool", 1, 'b')       \
+  X(C64, "c64", 8, 'c')         \
+  X(C128, "c128", 16, 'c')
 // clang-format on
 
 enum class DType : uint8_t {
@@ -40,6 +46,10 @@ std::optional<DType> dtype_from_name(std::string_view name);
 int dtype_size(DType t);  // bytes per element
 bool dtype_is_float(DType t);
 bool dtype_is_integer(DType t);  // signed or unsigned integer (not bool)
+bool dtype_is_complex(DType t);
+// The dtype of a complex dtype's real and imaginary parts (c64: f32, c128: f64); `t` itself when
+// it is not complex.
+DType complex_part(DType t);
 // Comma-separated list of all spellings, for "unknown dtype" diagnostics.
 std::string_view dtype_all_names();
 

@@ -29,6 +29,8 @@ DTYPES = {
     torch.uint8: "u8",
     torch.float4_e2m1fn_x2: "f4e2m1x2",
     torch.bool: "bool",
+    torch.complex64: "c64",
+    torch.complex128: "c128",
 }
 
 # The document's role of a placeholder, by its binding's kind where they differ: a plain tensor
