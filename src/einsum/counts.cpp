@@ -1,8 +1,6 @@
 // Operation counts and dtypes of kernels (see counts.h).
 #include "counts.h"
 
-#include <climits>
-#include <cmath>
 #include <optional>
 
 #include "solar/util/checked.h"
@@ -227,24 +225,30 @@ ir::DType compute_dtype(const ir::Expr& rhs, ir::DType out, const DTypeOf& dtype
   return widest;
 }
 
+namespace {
+
+// Johnson & Frigo's exact count (see fft_counts) for one transform of n = 2^m points, m >= 1,
+// times 27: complex 102 n m - 124 n - 54 m - 6 s m + 16 s + 216, real-input 51 n m - 89 n - 27 m
+// - 3 s m + 8 s + 162, s = (-1)^m; each a multiple of 27. n = 27 q + r splits n's term so that
+// nothing overflows below the saturated result: q a + (r a + rest) / 27.
+int64_t split_radix_ops(int64_t n, int64_t m, bool real) {
+  const int64_t s = m % 2 == 0 ? 1 : -1;
+  const int64_t a = real ? 51 * m - 89 : 102 * m - 124;
+  const int64_t rest =
+      real ? -27 * m - 3 * s * m + 8 * s + 162 : -54 * m - 6 * s * m + 16 * s + 216;
+  return saturating_add(saturating_mul(n / 27, a), (n % 27 * a + rest) / 27);
+}
+
+}  // namespace
+
 OpCounts fft_counts(int64_t transforms, int64_t n, bool real) {
   OpCounts c;
   if (transforms <= 0 || n <= 1) return c;
-  // Per transform: floor(34/9 n log2(n)) complex, floor(17/9 n log2(n)) real-input or
-  // real-output (Johnson & Frigo's modified split radix, less its O(n) term); rounded down per
-  // transform, then times the transforms. n log2(n) for n = 2^k is n k, exactly.
-  const int64_t num = real ? 17 : 34;
-  int64_t k = 0;
-  while ((int64_t{1} << k) < n && k < 62) ++k;
-  if ((int64_t{1} << k) == n && n <= (INT64_MAX / 34) / 62) {
-    c.simple = saturating_mul(transforms, num * n * k / 9);
-    return c;
-  }
-  // Otherwise the nearest double below the real value, rounded down: never above it.
-  const double per = std::floor(std::nextafter(
-      static_cast<double>(num) / 9.0 * static_cast<double>(n) * std::log2(static_cast<double>(n)),
-      0.0));
-  c.simple = per >= 9.2e18 ? INT64_MAX : saturating_mul(transforms, static_cast<int64_t>(per));
+  // p = 2^m, the largest power of two not above n: n itself, or the floor of a length that is
+  // not a power of two (see counts.h).
+  int64_t m = 0;
+  while (m < 62 && (int64_t{2} << m) <= n) ++m;
+  c.simple = saturating_mul(transforms, split_radix_ops(int64_t{1} << m, m, real));
   return c;
 }
 

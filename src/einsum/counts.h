@@ -32,11 +32,17 @@ bool scales_a_read(const ir::Kernel& k);
 // MACs and other operations of a kernel over `points` points of its domain.
 OpCounts count_ops(const ir::Kernel& k, int64_t points);
 
-// The operations of `transforms` FFTs of length n (a signal of n points): floor(34/9 n log2(n))
-// per complex transform (fft, ifft), floor(17/9 n log2(n)) per transform of real input or
-// output (rfft, irfft): the leading term of Johnson & Frigo's modified split radix (2007), below
-// benchFFT's reporting convention 5 n log2(n); simple ops (no MACs), rounded down per transform
-// (docs/fidelities.md, "FFTs").
+// The operations of `transforms` FFTs of length n (a signal of n points), simple ops (no MACs):
+// per transform of n = 2^m points, the exact real additions and multiplications of Johnson &
+// Frigo's modified split radix (S. G. Johnson, M. Frigo, "A modified split-radix FFT with fewer
+// arithmetic operations", IEEE Trans. Signal Processing 55(1), 111-119, 2007), the fewest
+// published: complex (fft, ifft) 34/9 n m - 124/27 n - 2 m - 2/9 (-1)^m m + 16/27 (-1)^m + 8
+// (n = 2, 4, 8, 64, 1024: 4, 16, 56, 1152, 33968); real input or output (rfft, irfft, n the real
+// signal's length) 17/9 n m - 89/27 n - m - 1/9 (-1)^m m + 8/27 (-1)^m + 6 (2, 6, 22, 514,
+// 15962), Sorensen et al.'s real split radix 2 n m - 4 n + 6 less half the complex savings.
+// A length that is not a power of two counts as the largest power of two below it, a floor
+// under the published counts (n = 3: 4 against the 16 of the 3-point DFT, 12 additions and 4
+// multiplications; docs/fidelities.md, "FFTs"): every figure errs small.
 OpCounts fft_counts(int64_t transforms, int64_t n, bool real);
 
 // The dtype two values of dtypes a and b combine to: a float over an integer over bool; the wider

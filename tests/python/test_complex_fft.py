@@ -1,9 +1,11 @@
 """Complex tensors and FFTs (issue 28, item 3; docs/capture.md, "Complex tensors and FFTs"):
 models in tests/python/models/refs/, analysed as `solar analyze` does, verified against
 PyTorch (complex outputs compared as (real, imaginary) pairs), their work and bytes counted by
-hand. An FFT of n points counts floor(34/9 n log2(n)) operations per complex transform and
-floor(17/9 n log2(n)) per real-input or real-output one (Johnson & Frigo's modified split radix,
-below benchFFT's 5 n log2(n) convention), rounded down per transform, no MACs. H100-SXM."""
+hand. An FFT of n = 2^m points counts Johnson & Frigo's exact real additions and multiplications
+(the modified split radix, IEEE Trans. Signal Processing 55(1), 2007): per complex transform
+34/9 n m - 124/27 n - 2 m - 2/9 (-1)^m m + 16/27 (-1)^m + 8, per real-input or real-output one
+17/9 n m - 89/27 n - m - 1/9 (-1)^m m + 8/27 (-1)^m + 6; no MACs (docs/fidelities.md, "FFTs").
+H100-SXM."""
 
 from __future__ import annotations
 
@@ -34,12 +36,12 @@ def test_rfft_filter_irfft_counts_and_bytes_by_hand():
     data = report("rfft_filter")
     nodes = data["nodes"]
     assert sum(n["macs"] for n in nodes) == 0  # an FFT is no dense DFT contraction
-    # rfft: 8 transforms of 1024 = 2^10 real points, floor(17/9 x 1024 x 10) = floor(174,080 / 9)
-    # = floor(19,342.2) = 19,342 each (floor per transform): 8 x 19,342 = 154,736 ops; irfft the
-    # same: 154,736.
+    # rfft: 8 transforms of 1024 = 2^10 real points (m = 10, (-1)^m = 1); times 27 the count is
+    # 51 x 1024 x 10 - 89 x 1024 - 27 x 10 - 3 x 10 + 8 + 162 = 522,240 - 91,136 - 270 - 30 + 170
+    # = 430,974 = 27 x 15,962: 15,962 each, 8 x 15,962 = 127,696 ops; irfft the same: 127,696.
     for op in ("rfft", "irfft"):
         (fft,) = node_ops(data, op)
-        assert fft["other_ops"] == 154_736
+        assert fft["other_ops"] == 127_696
     # Fused: reads x (8 x 1024 x 4 = 32,768 B) and the filter (513 x 4 = 2,052 B), writes y
     # (32,768 B) and the sum (4 B); the spectrum (8 x 513 x 8 B) stays on chip: 67,592 B.
     assert data["bytes"]["fused"] == 32_768 + 2_052 + 32_768 + 4
@@ -47,11 +49,13 @@ def test_rfft_filter_irfft_counts_and_bytes_by_hand():
 
 def test_fft_of_a_complex_input_and_its_real_pairs():
     data = report("fft_complex")
-    # fft and ifft: 4 transforms of 64 = 2^6 complex points, floor(34/9 x 64 x 6) = floor(13,056 /
-    # 9) = floor(1,450.7) = 1,450 each (floor per transform): 4 x 1,450 = 5,800.
+    # fft and ifft: 4 transforms of 64 = 2^6 complex points (m = 6, (-1)^m = 1); times 27 the
+    # count is 102 x 64 x 6 - 124 x 64 - 54 x 6 - 6 x 6 + 16 + 216 = 39,168 - 7,936 - 324 - 36 +
+    # 232 = 31,104 = 27 x 1,152: 1,152 each (the split radix's 4 x 64 x 6 - 6 x 64 + 8 = 1,160
+    # less 8), 4 x 1,152 = 4,608.
     (fft,) = node_ops(data, "fft")
     (ifft,) = node_ops(data, "ifft")
-    assert fft["other_ops"] == ifft["other_ops"] == 5_800
+    assert fft["other_ops"] == ifft["other_ops"] == 4_608
     # Fused: reads z and w (4 x 64 x 8 B = 2,048 B each), writes the pairs (4 x 64 x 2 x 4 B =
     # 2,048 B) and the ifft (2,048 B): 8,192 B; the spectrum f and the product g stay on chip.
     assert data["bytes"]["fused"] == 4 * 2_048
