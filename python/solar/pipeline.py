@@ -539,7 +539,7 @@ def per_op_verification(ops: list[dict], framework: str) -> dict:
     reduced = sum(1 for c in ops if (c["size"] or "").startswith("reduced"))
     detail = (
         f"{len(ops) - len(unverified)} of {len(ops)} distinct op configuration(s) "
-        f"({nodes} node{'' if nodes == 1 else 's'}) run alone and compared with {framework}, "
+        f"({_core.counted(nodes, 'node')}) run alone and compared with {framework}, "
         f"{reduced} at reduced size"
     )
     if unverified:
