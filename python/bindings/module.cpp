@@ -8,13 +8,16 @@
 #include <Python.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 
+#include <cstdint>
 #include <exception>
 #include <string>
 
 #include "bindings.h"
 #include "solar/ir/diagnostic.h"
 #include "solar/util/error.h"
+#include "solar/util/text.h"
 
 namespace nb = nanobind;
 
@@ -57,6 +60,10 @@ NB_MODULE(_core, m) {
   if (g_ir_error == nullptr) throw nb::python_error();
   m.attr("IRError") = nb::borrow(g_ir_error);
   nb::register_exception_translator(translate);
+  // One rule for plurals in both languages (util/text.h): the Python texts use it too.
+  m.def("counted", &solar::counted, nb::arg("n"), nb::arg("noun"),
+        "A count and its noun, plural unless the count is 1: counted(1, 'node') == '1 node', "
+        "counted(3, 'node') == '3 nodes'.");
 
   solar::python::bind_ir(m);
   solar::python::bind_exec(m);

@@ -151,21 +151,31 @@ def lower_detailed(
     return _core.lower_capture_detailed(capture_json, allow_unsupported, list(disabled_rules))
 
 
+def fed_outputs(lowering: Any) -> list[str]:
+    """The outputs of nodes without a rule (``lowering``: a ``_core.LoweringResult``): the
+    program reads them as inputs, fed from the framework's run."""
+    return [o for u in lowering.unsupported for o in u["outputs"]]
+
+
 def verify(
     ir_text: Any,
     document: dict,
     golden: dict[str, np.ndarray],
-    fed: Sequence[str] = (),
-    random: Sequence[dict] = (),
+    lowering: Any = None,
+    ties: dict[str, dict] | None = None,
     values: dict[str, np.ndarray] | None = None,
 ) -> dict:
     """Runs the lowered program on the golden inputs and compares each output with the
     framework's (``values``, when given, gains SOLAR's value of each compared output).
-    ``fed``: outputs of nodes that were not lowered, read from ``golden`` as program inputs
-    (graph outputs among them are not compared). ``random``: the random draws
-    (lower_detailed's "random"): each ``random`` tensor takes the framework's draw, the golden
-    value of its ``value_of``."""
+    ``lowering``: the ``_core.LoweringResult`` of ``ir_text`` (None: nothing fed, no draws):
+    the outputs of nodes that were not lowered (``fed_outputs``) are read from ``golden`` as
+    program inputs (graph outputs among them are not compared), and each ``random`` tensor
+    takes the framework's draw, the golden value of its ``value_of``. ``ties``: the document's
+    topk indices (``topk_indices``, found once by the caller, which records their keys in
+    ``golden``), accepted up to ties (None: none)."""
     program = ir.parse(ir_text)
+    fed = fed_outputs(lowering) if lowering is not None else []
+    random = lowering.random if lowering is not None else []
     draws = {d["tensor"]: d["value_of"] for d in random}
     feed = {}
     for name, role, _dtype in program.tensors:
@@ -187,7 +197,7 @@ def verify(
             feed[name] = golden[name]
     got = ir.run(program, feed)
     dtypes = {t["name"]: t["dtype"] for t in document["tensors"]}
-    ties = topk_indices(document)
+    ties = ties or {}
     outputs = []
     not_compared = []
     for name in document["outputs"]:
@@ -529,7 +539,7 @@ def per_op_verification(ops: list[dict], framework: str) -> dict:
     reduced = sum(1 for c in ops if (c["size"] or "").startswith("reduced"))
     detail = (
         f"{len(ops) - len(unverified)} of {len(ops)} distinct op configuration(s) "
-        f"({nodes} node{'' if nodes == 1 else 's'}) run alone and compared with {framework}, "
+        f"({_core.counted(nodes, 'node')}) run alone and compared with {framework}, "
         f"{reduced} at reduced size"
     )
     if unverified:

@@ -128,7 +128,7 @@ class Lowered:
     @property
     def fed(self) -> list[str]:
         """The outputs of nodes without a rule (fed from the framework's run)."""
-        return [o for u in self.result.unsupported for o in u["outputs"]]
+        return pipeline.fed_outputs(self.result)
 
     def coverage(self) -> dict | None:
         return None if self.captured.translation is not None else self.result.coverage
@@ -179,15 +179,16 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
     if mode == "whole_program":
         if not captured.has_data:
             raise AnalysisError("whole-program verification needs real inputs")
+        ties = pipeline.topk_indices(captured.document)  # their keys recorded, then compared
         try:
-            keys = [t["keys"] for t in pipeline.topk_indices(captured.document).values()]
+            keys = [t["keys"] for t in ties.values()]
             golden.update(captured.golden([*recorded(lowered.result), *keys]))
         except GoldenUnavailableError as e:
             verification = pipeline.not_run(f"{e}; the lowered program was NOT checked")
             verification["mode"] = "whole_program"
         else:
             verification = pipeline.verify(
-                lowered.program, captured.document, golden, lowered.fed, lowered.result.random
+                lowered.program, captured.document, golden, lowered.result, ties
             )
             if verification["status"] == "failed":
                 _recheck_in_float64(verification, lowered, golden)
@@ -260,7 +261,7 @@ def recorded(lowered: Any) -> list[str]:
     ``_core.LoweringResult``): the outputs of nodes without a rule (fed to the program as
     inputs) and the framework's random draws, from the same run as the outputs they are
     compared with."""
-    fed = [o for u in lowered.unsupported for o in u["outputs"]]
+    fed = pipeline.fed_outputs(lowered)
     return fed + [d["value_of"] for d in lowered.random if d["value_of"] not in fed]
 
 
@@ -316,12 +317,7 @@ def _recheck_in_float64(verification: dict, lowered: Lowered, golden: dict) -> N
         golden64 = captured64.golden(recorded(lowered64.result))
         got64: dict[str, np.ndarray] = {}
         v64 = pipeline.verify(
-            lowered64.program,
-            captured64.document,
-            golden64,
-            lowered64.fed,
-            lowered64.result.random,
-            got64,
+            lowered64.program, captured64.document, golden64, lowered64.result, values=got64
         )
         widened: dict[str, float] = {}
         if v64["status"] == "failed":

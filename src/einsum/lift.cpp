@@ -156,11 +156,46 @@ class Lifter {
         compose(i);
       }
     }
+    mark_in_place_records();
     remove_dead();
     return std::move(g_);
   }
 
  private:
+  // The record of an in-place write (docs/einsum.md, "In-place updates of inputs"). A capture
+  // checks the part of an input that an in-place update writes through a graph output of its
+  // own, a copy of the values written (`cache_written[i, j] = k[i, j]`, docs/capture.md). When
+  // the program reads the input afterwards, the update is also written into the input: a node
+  // writes the input's elements (the in-place write), reading those values last. The copy is
+  // then that write's record, not a kernel of the program: a relabelling (Node::relabel), so
+  // the unfused and cache-aware fidelities count the rows written once, as an eager run writes
+  // them (the fused one writes the output once and never counts the write into the input). A
+  // copy kernel is one read of the same bytes into a graph output, with no operation; each
+  // in-place write has one record.
+  void mark_in_place_records() {
+    const auto role = [&](const Access& a) { return tensor(a.tensor).role; };
+    std::vector<const Access*> written;  // the values each in-place write reads
+    for (const Node& n : g_.nodes) {
+      const bool in_place = std::any_of(n.writes.begin(), n.writes.end(), [&](const Access& a) {
+        return role(a) == ir::TensorRole::Input;
+      });
+      if (in_place && !n.reads.empty()) written.push_back(&n.reads.back());
+    }
+    for (Node& n : g_.nodes) {
+      if (n.kind != NodeKind::Einsum || n.reduction != Reduction::None || n.counts.macs != 0 ||
+          n.counts.other_ops() != 0 || n.reads.size() != 1 || n.writes.size() != 1 ||
+          role(n.writes[0]) != ir::TensorRole::Output || n.reads[0].bytes != n.writes[0].bytes) {
+        continue;
+      }
+      const auto same = std::find_if(written.begin(), written.end(), [&](const Access* a) {
+        return a->tensor == n.reads[0].tensor && a->bytes == n.reads[0].bytes;
+      });
+      if (same == written.end()) continue;
+      n.relabel = true;
+      written.erase(same);
+    }
+  }
+
   // Dead code (docs/einsum.md, "Dead code"): a node whose values reach no graph output, through
   // any chain of later readers, is removed; its name goes to Graph::dead_nodes. Backwards over
   // the nodes: a node is live when it writes a graph output or a tensor a later live node reads

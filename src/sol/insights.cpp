@@ -541,6 +541,7 @@ void find_fusions(const einsum::Graph& g, const Analysis& a, Insights& out) {
     f.tensor = t.name;
     int producers = 0;
     std::set<size_t> units;
+    std::set<size_t> producing;  // the producer's operation: it reads the tensor on chip
     std::map<size_t, int64_t> read_by_unit;
     const auto found = events.find(t.name);
     for (const Event& e : found == events.end() ? std::vector<Event>{} : found->second) {
@@ -549,6 +550,7 @@ void find_fusions(const einsum::Graph& g, const Analysis& a, Insights& out) {
         f.producer = op_of[e.node];
         f.bytes_saved += e.access->bytes;
         units.insert(unit_of[e.node]);
+        producing.insert(unit_of[e.node]);
         continue;
       }
       const size_t unit = unit_of[e.node];
@@ -558,7 +560,11 @@ void find_fusions(const einsum::Graph& g, const Analysis& a, Insights& out) {
       read = std::max(read, e.access->bytes);
       units.insert(unit_of[e.node]);
     }
-    for (const auto& [unit, bytes] : read_by_unit) f.bytes_saved += bytes;
+    // A read inside the producer's operation comes from chip in the unfused model already:
+    // fusing saves the write and each consumer operation's read, never that one.
+    for (const auto& [unit, bytes] : read_by_unit) {
+      if (!producing.contains(unit)) f.bytes_saved += bytes;
+    }
     if (producers != 1 || f.consumers.empty() || units.size() < 2) continue;
     f.memory_s_saved = static_cast<double>(f.bytes_saved) / a.dram_bandwidth_bytes_per_s;
     out.fusions.push_back(std::move(f));

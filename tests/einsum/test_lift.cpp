@@ -876,6 +876,58 @@ acc = scatter(acc, idx, src, dim=1, reduce=add)
   EXPECT_EQ(write(g, "scatter:acc", "acc").text, "acc[d0, idx[d0, d1]]");
 }
 
+// An in-place update read afterwards, as a capture writes `cache[:, 3] = k; cache.sum()` and
+// `cache.index_copy_(1, idx, v); cache.sum()` (docs/einsum.md, "In-place updates of inputs"):
+// the output `*_written`, a copy of the values written, is the record of the in-place write,
+// a relabelling that the unfused model charges nothing; a copy of values no in-place write
+// reads stays a kernel.
+TEST(Lift, TheRecordOfAnInPlaceWriteIsARelabelling) {
+  const Graph g = lift_text(R"(input cache : f32[4, 64]
+input k : f32[4]
+input state : f32[4, 8]
+input idx : i64[4, 2]
+input v : f32[4, 2]
+input other : f32[4]
+tensor s : f32[4, 64]
+tensor t : f32[4, 8]
+output cache_written : f32[4]
+output state_written : f32[4, 2]
+output other_copy : f32[4]
+output total : f32[]
+s = cache
+s[:, 3] = k
+t = scatter(state, idx, v, dim=1)
+kernel cache_written_copy {
+  for i in 0..4:
+    cache_written[i] = k[i]
+}
+kernel state_written_copy {
+  for i in 0..4, j in 0..2:
+    state_written[i, j] = v[i, j]
+}
+kernel other_copy_copy {
+  for i in 0..4:
+    other_copy[i] = other[i]
+}
+kernel sum {
+  for i in 0..4, j in 0..64, c in 0..8:
+    total[] += s[i, j] + t[i, c]
+}
+)");
+  // The region copy reads k 4 f32 (16 B) and writes 16 B of the cache in place; its record
+  // moves the same 16 + 16 B as a kernel, and nothing as a relabelling.
+  EXPECT_EQ(node(g, "copy:s").bytes_read(), 16);
+  EXPECT_EQ(write(g, "copy:s", "cache").bytes, 16);
+  EXPECT_EQ(node(g, "cache_written_copy").bytes_read(), 16);
+  EXPECT_TRUE(node(g, "cache_written_copy").relabel);
+  // The scatter reads idx 8 x 8 = 64 B and v 8 f32 = 32 B, writes 32 B of the state in place.
+  EXPECT_EQ(node(g, "scatter:t").bytes_read(), 64 + 32);
+  EXPECT_EQ(write(g, "scatter:t", "state").bytes, 32);
+  EXPECT_TRUE(node(g, "state_written_copy").relabel);
+  EXPECT_FALSE(node(g, "other_copy_copy").relabel);  // no in-place write reads `other`
+  EXPECT_FALSE(node(g, "sum").relabel);
+}
+
 TEST(Lift, ConcentratedRoutingCountsTheFewestElementsOnlyOfRoutedTakes) {
   // The routed take (distinct=1: a router's choice, at least one value): ids [2, 3] pick rows of
   // table [10, 4]; concentrated, one row, 24 moved elements / 6 indices = 4 (balanced: 6 rows,

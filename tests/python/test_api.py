@@ -262,3 +262,19 @@ def test_rule_log_records_the_rules_a_lowering_fires(tmp_path, monkeypatch):
     log.unlink()
     _core.lower_capture_detailed(capture)
     assert not log.exists()
+
+
+def test_plurals_follow_the_one_rule_of_the_core():
+    from solar import _core, pipeline
+
+    # util/text.h's counted: the noun alone for 1, with an s otherwise (0 included)
+    assert _core.counted(1, "node") == "1 node"
+    assert _core.counted(0, "node") == "0 nodes"
+    assert _core.counted(3, "node") == "3 nodes"
+    # the per-op verification's detail: 1 configuration of 1 node, then 2 of 1 + 2 = 3 nodes
+    one = {"result": "passed", "nodes": 1, "size": "full"}
+    two = {"result": "passed", "nodes": 2, "size": "reduced 4x"}
+    assert "(1 node) run alone" in pipeline.per_op_verification([one], "PyTorch")["detail"]
+    detail = pipeline.per_op_verification([one, two], "PyTorch")["detail"]
+    assert "2 of 2 distinct op configuration(s) (3 nodes) run alone" in detail
+    assert "1 at reduced size" in detail

@@ -120,7 +120,10 @@ def test_instance_norm_writes_its_output_without_a_copy(reports):
 
 # Reference programs whose inputs are updated in place and read afterwards (issue 28, item 3;
 # tests/python/test_capture_refs.py counts their bytes by hand).
-IN_PLACE = [MODELS / "refs" / f"{name}.py" for name in ("kv_write_read", "index_copy_read")]
+IN_PLACE = [
+    MODELS / "refs" / f"{name}.py"
+    for name in ("kv_write_read", "index_copy_read", "index_put_read", "slice_write_read")
+]
 
 
 def _all_models() -> list[Path]:

@@ -87,11 +87,9 @@ def test_verification_fails_with_another_draw():
     cap = capture_of("random_noise")
     lowered = pipeline.lower_detailed(cap.to_json(), False, ())
     golden = cap.golden()
-    assert pipeline.verify(lowered.ir, cap.document, golden, (), lowered.random)["status"] == (
-        "passed"
-    )
+    assert pipeline.verify(lowered.ir, cap.document, golden, lowered)["status"] == "passed"
     golden["normal"] = np.zeros_like(golden["normal"])
-    result = pipeline.verify(lowered.ir, cap.document, golden, (), lowered.random)
+    result = pipeline.verify(lowered.ir, cap.document, golden, lowered)
     assert result["status"] == "failed"
 
 

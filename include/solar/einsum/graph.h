@@ -147,6 +147,9 @@ struct Node {
   // view only where the real strides allow one); a copy a framework does need is an operation
   // of its own (`clone`, `contiguous`). Not of a graph input: its layout is given. The unfused
   // and cache-aware fidelities charge it no bytes (docs/fidelities.md, "Relabelling reshapes").
+  // Also the record of an in-place write: the copy into a capture's `x_written` output of the
+  // values an in-place update writes into input x, when that write is a node of its own
+  // (docs/einsum.md, "In-place updates of inputs").
   bool relabel = false;
   // Set by sol::store_weights: the node has MACs and reads a weight that the policy stores in a
   // format with a tensor-core rate of its own (NVFP4, MXFP4: fp4), so its MACs run at that rate

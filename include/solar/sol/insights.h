@@ -84,7 +84,8 @@ struct FusionOpportunity {
   std::string producer;                // the node writing it
   std::vector<std::string> consumers;  // the nodes reading it, in program order
   int64_t bytes_saved = 0;             // bytes it is written with + its widest read in each
-                                       // consumer op (an op reads it once)
+                                       // consumer op (an op reads it once; the producer's own
+                                       // op reads it on chip, which saves nothing)
   double memory_s_saved = 0;           // bytes_saved / DRAM bandwidth
 };
 
