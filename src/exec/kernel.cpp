@@ -18,12 +18,6 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
   return strides;
 }
 
-bool reads_tensor(const ir::Expr& e, const std::string& name) {
-  if (e.kind == ir::ExprKind::Read && e.tensor == name) return true;
-  return std::any_of(e.args.begin(), e.args.end(),
-                     [&](const ir::ExprP& a) { return reads_tensor(*a, name); });
-}
-
 // Memory cost of running loop l innermost, per access: 0 when l does not move it, 1 when
 // contiguous, 4 otherwise (a cache line per element).
 int access_cost(const Access& a, size_t l) {
@@ -250,12 +244,50 @@ CompiledKernel compile_kernel(const ir::Kernel& k, const ir::Stmt& s, Env& env, 
   return Compiler(k, s, env, snapshot).compile();
 }
 
+std::vector<Interval> loop_ranges(const CompiledKernel& k) {
+  std::vector<Interval> ranges;
+  for (const LoopBounds& b : k.loops) {
+    const Interval lo = range_of(b.lo, ranges);
+    const Interval hi = range_of(b.hi, ranges);
+    ranges.push_back({lo.lo, hi.hi - 1});  // lo <= i < hi
+    if (ranges.back().lo > ranges.back().hi) return {};
+  }
+  return ranges;
+}
+
+Interval range_of(const Linear& f, const std::vector<Interval>& ranges) {
+  Interval r{f.c, f.c};
+  for (size_t l = 0; l < ranges.size() && l < f.coef.size(); ++l) {
+    const int64_t a = f.coef[l] * ranges[l].lo;
+    const int64_t b = f.coef[l] * ranges[l].hi;
+    r.lo += std::min(a, b);
+    r.hi += std::max(a, b);
+  }
+  return r;
+}
+
+bool may_overlap(const CompiledKernel& k, const Access& read) {
+  const std::vector<Interval> ranges = loop_ranges(k);
+  if (ranges.size() != k.loops.size()) return false;  // an empty loop: no point runs
+  for (size_t d = 0; d < read.dims.size() && d < k.out.dims.size(); ++d) {
+    const Interval w = range_of(k.out.dims[d], ranges);
+    const Interval r = range_of(read.dims[d], ranges);
+    if (w.hi < r.lo || r.hi < w.lo) return false;
+  }
+  return true;
+}
+
 void run_kernel(const ir::Stmt& s, Env& env) {
   const auto& k = std::get<ir::Kernel>(s.node);
-  // Reads of the output see its state before the kernel: a snapshot, taken only when needed.
+  CompiledKernel ck = compile_kernel(k, s, env, nullptr);
+  // Reads of the output see its state before the kernel: a snapshot, taken only when a read may
+  // touch an element the kernel writes (a scan step reads row t - 1 and writes row t: none).
   std::optional<Tensor> snapshot;
-  if (reads_tensor(*k.rhs, k.out)) snapshot = env.tensor(k.out).clone();
-  const CompiledKernel ck = compile_kernel(k, s, env, snapshot ? &*snapshot : nullptr);
+  for (Access& a : ck.reads) {
+    if (a.tensor != k.out || !may_overlap(ck, a)) continue;
+    if (!snapshot) snapshot = env.tensor(k.out).clone();
+    a.data = static_cast<std::byte*>(snapshot->data());
+  }
   if (env.fast_paths && run_gemm(ck)) return;
   run_generic(ck);
 }

@@ -80,6 +80,24 @@ CompiledKernel compile_kernel(const ir::Kernel& k, const ir::Stmt& s, Env& env, 
 // Runs a compiled kernel on the generic interpreter.
 void run_generic(const CompiledKernel& k);
 
+// A closed range of integers [lo, hi].
+struct Interval {
+  int64_t lo = 0, hi = 0;
+};
+
+// The range of each loop of `k` over its domain (a loop's bounds may use the loops to its left:
+// the ranges of those bound it); empty when some loop can run no iteration. The ranges contain
+// every value a loop takes and may be wider (a triangular nest gives its bounding box).
+std::vector<Interval> loop_ranges(const CompiledKernel& k);
+
+// The range of `f` when each loop l takes values in ranges[l] (interval arithmetic: it contains
+// every value of f over the box, exactly its minimum and maximum).
+Interval range_of(const Linear& f, const std::vector<Interval>& ranges);
+
+// Whether the read `read` of k's output may touch an element that k writes: false when, in some
+// dimension, the indices it reads and those k writes have disjoint ranges, or no point runs.
+bool may_overlap(const CompiledKernel& k, const Access& read);
+
 // Runs the kernel statement `s` (compile, then the GEMM fast path or the interpreter).
 void run_kernel(const ir::Stmt& s, Env& env);
 
