@@ -277,6 +277,115 @@ bool may_overlap(const CompiledKernel& k, const Access& read) {
   return true;
 }
 
+namespace {
+
+// A repeat's steps are compiled this many at a time (each compiled kernel holds its accesses).
+constexpr int64_t kMaxHeldSteps = 4096;
+// About this many points of one step run before the next step's (a block of loop 0).
+constexpr int64_t kBlockPoints = 256;
+
+bool same_linear(const Linear& a, const Linear& b) { return a.c == b.c && a.coef == b.coef; }
+
+// Whether `steps` (one kernel compiled at consecutive values of a repeat index) may run block by
+// block of their loop 0, every step on a block before the next block: each point p of the loop
+// nest must touch, at every step, only elements of the output that no other point touches. It
+// holds when the kernel assigns (`=`), its loop bounds are constants the same at every step,
+// every loop is alone in some "fiber" dimension of the output index (one that is the same form
+// at every step, so distinct points write distinct elements of distinct fibers), every read of
+// the output has the write's forms in the fiber dimensions (it stays in its point's fiber), and
+// no read of the output may touch an element its own step writes (so no snapshot is needed).
+// Other tensors are only read: the repeat's body is this one kernel. A scan step qualifies:
+// y[i, t] = y[i, t - 1] + x[i, t] has fiber dimension 0 (the form i at every t).
+bool runs_by_blocks(const std::vector<CompiledKernel>& steps, const std::string& out) {
+  const CompiledKernel& k0 = steps.front();
+  if (k0.op != ir::AssignOp::Assign || k0.loops.empty()) return false;
+  std::vector<bool> fiber(k0.out.dims.size(), true);
+  for (const CompiledKernel& k : steps) {
+    if (k.op != k0.op || k.loops.size() != k0.loops.size()) return false;
+    for (size_t l = 0; l < k.loops.size(); ++l) {
+      const LoopBounds& b = k.loops[l];
+      if (!b.lo.is_constant() || !b.hi.is_constant() || b.lo.c != k0.loops[l].lo.c ||
+          b.hi.c != k0.loops[l].hi.c) {
+        return false;
+      }
+    }
+    for (size_t d = 0; d < fiber.size(); ++d) {
+      fiber[d] = fiber[d] && same_linear(k.out.dims[d], k0.out.dims[d]);
+    }
+  }
+  for (size_t l = 0; l < k0.loops.size(); ++l) {
+    bool alone = false;
+    for (size_t d = 0; d < fiber.size() && !alone; ++d) {
+      if (!fiber[d]) continue;
+      alone = true;
+      for (size_t m = 0; m < k0.loops.size(); ++m) {
+        alone = alone && (k0.out.dims[d].coef[m] != 0) == (m == l);
+      }
+    }
+    if (!alone) return false;
+  }
+  for (const CompiledKernel& k : steps) {
+    for (const Access& a : k.reads) {
+      if (a.tensor != out) continue;
+      for (size_t d = 0; d < fiber.size(); ++d) {
+        if (fiber[d] && !same_linear(a.dims[d], k0.out.dims[d])) return false;
+      }
+      if (may_overlap(k, a)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool run_repeated_kernel(const ir::Stmt& s, const std::string& var, int64_t lo, int64_t hi,
+                         Env& env) {
+  const auto& k = std::get<ir::Kernel>(s.node);
+  if (hi - lo < 2) return false;
+  std::vector<CompiledKernel> steps;  // the first two steps decide whether to try at all
+  for (int64_t t = lo; t < lo + 2; ++t) {
+    env.symbols[var] = t;
+    steps.push_back(compile_kernel(k, s, env, nullptr));
+  }
+  if (!runs_by_blocks(steps, k.out)) return false;
+  for (int64_t first = lo; first < hi; first += kMaxHeldSteps) {
+    const int64_t last = std::min(hi, first + kMaxHeldSteps);
+    if (first != lo) steps.clear();
+    steps.reserve(static_cast<size_t>(last - first));
+    for (int64_t t = first + static_cast<int64_t>(steps.size()); t < last; ++t) {
+      env.symbols[var] = t;
+      steps.push_back(compile_kernel(k, s, env, nullptr));
+    }
+    if (!runs_by_blocks(steps, k.out)) {
+      if (first == lo) return false;  // nothing has run: the caller runs the steps one by one
+      for (int64_t t = first; t < last; ++t) {
+        env.symbols[var] = t;
+        run_kernel(s, env);
+      }
+      continue;
+    }
+    const int64_t begin = steps.front().loops[0].lo.c;
+    const int64_t end = steps.front().loops[0].hi.c;
+    int64_t inner = 1;  // points of one value of loop 0
+    for (size_t l = 1; l < steps.front().loops.size(); ++l) {
+      const LoopBounds& b = steps.front().loops[l];
+      inner = b.hi.c > b.lo.c ? std::min(inner * (b.hi.c - b.lo.c), kBlockPoints) : 0;
+    }
+    if (inner == 0) continue;  // no point runs
+    const int64_t block = std::max<int64_t>(1, kBlockPoints / inner);
+    for (int64_t b = begin; b < end; b += block) {
+      for (int64_t t = first; t < last; ++t) {
+        CompiledKernel& ck = steps[static_cast<size_t>(t - first)];
+        ck.loops[0].lo.c = b;
+        ck.loops[0].hi.c = std::min(end, b + block);
+        env.symbols[var] = t;  // for index expressions evaluated per point
+        run_generic(ck);
+      }
+    }
+  }
+  return true;
+}
+
 void run_kernel(const ir::Stmt& s, Env& env) {
   const auto& k = std::get<ir::Kernel>(s.node);
   CompiledKernel ck = compile_kernel(k, s, env, nullptr);

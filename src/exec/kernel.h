@@ -98,6 +98,14 @@ Interval range_of(const Linear& f, const std::vector<Interval>& ranges);
 // dimension, the indices it reads and those k writes have disjoint ranges, or no point runs.
 bool may_overlap(const CompiledKernel& k, const Access& read);
 
+// Runs `repeat var in lo..hi { s }` (s a kernel statement) with its steps interchanged with the
+// kernel's loop 0 where that gives the same results (runs_by_blocks in kernel.cpp: each point
+// of the loop nest touches its own elements of the output), so a scan along a row's contiguous
+// dimension walks memory a block of rows at a time instead of one strided column per step.
+// Returns false, having run nothing, where it does not apply (the caller runs the steps).
+bool run_repeated_kernel(const ir::Stmt& s, const std::string& var, int64_t lo, int64_t hi,
+                         Env& env);
+
 // Runs the kernel statement `s` (compile, then the GEMM fast path or the interpreter).
 void run_kernel(const ir::Stmt& s, Env& env);
 
