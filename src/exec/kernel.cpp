@@ -2,6 +2,7 @@
 #include "kernel.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #include "gemm.h"
@@ -293,12 +294,16 @@ bool same_linear(const Linear& a, const Linear& b) { return a.c == b.c && a.coef
 // every loop is alone in some "fiber" dimension of the output index (one that is the same form
 // at every step, so distinct points write distinct elements of distinct fibers), every read of
 // the output has the write's forms in the fiber dimensions (it stays in its point's fiber), and
-// no read of the output may touch an element its own step writes (so no snapshot is needed).
+// no read of the output may touch an element its own step writes (so no snapshot is needed);
+// and only where a step's innermost loop writes strided elements (else the steps already walk
+// memory in order).
 // Other tensors are only read: the repeat's body is this one kernel. A scan step qualifies:
 // y[i, t] = y[i, t - 1] + x[i, t] has fiber dimension 0 (the form i at every t).
 bool runs_by_blocks(const std::vector<CompiledKernel>& steps, const std::string& out) {
   const CompiledKernel& k0 = steps.front();
   if (k0.op != ir::AssignOp::Assign || k0.loops.empty()) return false;
+  // A step that already writes contiguous elements along its innermost loop gains nothing.
+  if (std::abs(k0.out.flat.at(k0.order.back())) == 1) return false;
   std::vector<bool> fiber(k0.out.dims.size(), true);
   for (const CompiledKernel& k : steps) {
     if (k.op != k0.op || k.loops.size() != k0.loops.size()) return false;
