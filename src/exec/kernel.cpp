@@ -2,6 +2,7 @@
 #include "kernel.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #include "gemm.h"
@@ -16,12 +17,6 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
   return strides;
-}
-
-bool reads_tensor(const ir::Expr& e, const std::string& name) {
-  if (e.kind == ir::ExprKind::Read && e.tensor == name) return true;
-  return std::any_of(e.args.begin(), e.args.end(),
-                     [&](const ir::ExprP& a) { return reads_tensor(*a, name); });
 }
 
 // Memory cost of running loop l innermost, per access: 0 when l does not move it, 1 when
@@ -250,12 +245,163 @@ CompiledKernel compile_kernel(const ir::Kernel& k, const ir::Stmt& s, Env& env, 
   return Compiler(k, s, env, snapshot).compile();
 }
 
+std::vector<Interval> loop_ranges(const CompiledKernel& k) {
+  std::vector<Interval> ranges;
+  for (const LoopBounds& b : k.loops) {
+    const Interval lo = range_of(b.lo, ranges);
+    const Interval hi = range_of(b.hi, ranges);
+    ranges.push_back({lo.lo, hi.hi - 1});  // lo <= i < hi
+    if (ranges.back().lo > ranges.back().hi) return {};
+  }
+  return ranges;
+}
+
+Interval range_of(const Linear& f, const std::vector<Interval>& ranges) {
+  Interval r{f.c, f.c};
+  for (size_t l = 0; l < ranges.size() && l < f.coef.size(); ++l) {
+    const int64_t a = f.coef[l] * ranges[l].lo;
+    const int64_t b = f.coef[l] * ranges[l].hi;
+    r.lo += std::min(a, b);
+    r.hi += std::max(a, b);
+  }
+  return r;
+}
+
+bool may_overlap(const CompiledKernel& k, const Access& read) {
+  const std::vector<Interval> ranges = loop_ranges(k);
+  if (ranges.size() != k.loops.size()) return false;  // an empty loop: no point runs
+  for (size_t d = 0; d < read.dims.size() && d < k.out.dims.size(); ++d) {
+    const Interval w = range_of(k.out.dims[d], ranges);
+    const Interval r = range_of(read.dims[d], ranges);
+    if (w.hi < r.lo || r.hi < w.lo) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// A repeat's steps are compiled this many at a time (each compiled kernel holds its accesses).
+constexpr int64_t kMaxHeldSteps = 4096;
+// About this many points of one step run before the next step's (a block of loop 0).
+constexpr int64_t kBlockPoints = 256;
+
+bool same_linear(const Linear& a, const Linear& b) { return a.c == b.c && a.coef == b.coef; }
+
+// Whether `steps` (one kernel compiled at consecutive values of a repeat index) may run block by
+// block of their loop 0, every step on a block before the next block: each point p of the loop
+// nest must touch, at every step, only elements of the output that no other point touches. It
+// holds when the kernel assigns (`=`), its loop bounds are constants the same at every step,
+// every loop is alone in some "fiber" dimension of the output index (one that is the same form
+// at every step, so distinct points write distinct elements of distinct fibers), every read of
+// the output has the write's forms in the fiber dimensions (it stays in its point's fiber), and
+// no read of the output may touch an element its own step writes (so no snapshot is needed);
+// and only where a step's innermost loop writes strided elements (else the steps already walk
+// memory in order).
+// Other tensors are only read: the repeat's body is this one kernel. A scan step qualifies:
+// y[i, t] = y[i, t - 1] + x[i, t] has fiber dimension 0 (the form i at every t).
+bool runs_by_blocks(const std::vector<CompiledKernel>& steps, const std::string& out) {
+  const CompiledKernel& k0 = steps.front();
+  if (k0.op != ir::AssignOp::Assign || k0.loops.empty()) return false;
+  // A step that already writes contiguous elements along its innermost loop gains nothing.
+  if (std::abs(k0.out.flat.at(k0.order.back())) == 1) return false;
+  std::vector<bool> fiber(k0.out.dims.size(), true);
+  for (const CompiledKernel& k : steps) {
+    if (k.op != k0.op || k.loops.size() != k0.loops.size()) return false;
+    for (size_t l = 0; l < k.loops.size(); ++l) {
+      const LoopBounds& b = k.loops[l];
+      if (!b.lo.is_constant() || !b.hi.is_constant() || b.lo.c != k0.loops[l].lo.c ||
+          b.hi.c != k0.loops[l].hi.c) {
+        return false;
+      }
+    }
+    for (size_t d = 0; d < fiber.size(); ++d) {
+      fiber[d] = fiber[d] && same_linear(k.out.dims[d], k0.out.dims[d]);
+    }
+  }
+  for (size_t l = 0; l < k0.loops.size(); ++l) {
+    bool alone = false;
+    for (size_t d = 0; d < fiber.size() && !alone; ++d) {
+      if (!fiber[d]) continue;
+      alone = true;
+      for (size_t m = 0; m < k0.loops.size(); ++m) {
+        alone = alone && (k0.out.dims[d].coef[m] != 0) == (m == l);
+      }
+    }
+    if (!alone) return false;
+  }
+  for (const CompiledKernel& k : steps) {
+    for (const Access& a : k.reads) {
+      if (a.tensor != out) continue;
+      for (size_t d = 0; d < fiber.size(); ++d) {
+        if (fiber[d] && !same_linear(a.dims[d], k0.out.dims[d])) return false;
+      }
+      if (may_overlap(k, a)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool run_repeated_kernel(const ir::Stmt& s, const std::string& var, int64_t lo, int64_t hi,
+                         Env& env) {
+  const auto& k = std::get<ir::Kernel>(s.node);
+  if (hi - lo < 2) return false;
+  std::vector<CompiledKernel> steps;  // the first two steps decide whether to try at all
+  for (int64_t t = lo; t < lo + 2; ++t) {
+    env.symbols[var] = t;
+    steps.push_back(compile_kernel(k, s, env, nullptr));
+  }
+  if (!runs_by_blocks(steps, k.out)) return false;
+  for (int64_t first = lo; first < hi; first += kMaxHeldSteps) {
+    const int64_t last = std::min(hi, first + kMaxHeldSteps);
+    if (first != lo) steps.clear();
+    steps.reserve(static_cast<size_t>(last - first));
+    for (int64_t t = first + static_cast<int64_t>(steps.size()); t < last; ++t) {
+      env.symbols[var] = t;
+      steps.push_back(compile_kernel(k, s, env, nullptr));
+    }
+    if (!runs_by_blocks(steps, k.out)) {
+      if (first == lo) return false;  // nothing has run: the caller runs the steps one by one
+      for (int64_t t = first; t < last; ++t) {
+        env.symbols[var] = t;
+        run_kernel(s, env);
+      }
+      continue;
+    }
+    const int64_t begin = steps.front().loops[0].lo.c;
+    const int64_t end = steps.front().loops[0].hi.c;
+    int64_t inner = 1;  // points of one value of loop 0
+    for (size_t l = 1; l < steps.front().loops.size(); ++l) {
+      const LoopBounds& b = steps.front().loops[l];
+      inner = b.hi.c > b.lo.c ? std::min(inner * (b.hi.c - b.lo.c), kBlockPoints) : 0;
+    }
+    if (inner == 0) continue;  // no point runs
+    const int64_t block = std::max<int64_t>(1, kBlockPoints / inner);
+    for (int64_t b = begin; b < end; b += block) {
+      for (int64_t t = first; t < last; ++t) {
+        CompiledKernel& ck = steps[static_cast<size_t>(t - first)];
+        ck.loops[0].lo.c = b;
+        ck.loops[0].hi.c = std::min(end, b + block);
+        env.symbols[var] = t;  // for index expressions evaluated per point
+        run_generic(ck);
+      }
+    }
+  }
+  return true;
+}
+
 void run_kernel(const ir::Stmt& s, Env& env) {
   const auto& k = std::get<ir::Kernel>(s.node);
-  // Reads of the output see its state before the kernel: a snapshot, taken only when needed.
+  CompiledKernel ck = compile_kernel(k, s, env, nullptr);
+  // Reads of the output see its state before the kernel: a snapshot, taken only when a read may
+  // touch an element the kernel writes (a scan step reads row t - 1 and writes row t: none).
   std::optional<Tensor> snapshot;
-  if (reads_tensor(*k.rhs, k.out)) snapshot = env.tensor(k.out).clone();
-  const CompiledKernel ck = compile_kernel(k, s, env, snapshot ? &*snapshot : nullptr);
+  for (Access& a : ck.reads) {
+    if (a.tensor != k.out || !may_overlap(ck, a)) continue;
+    if (!snapshot) snapshot = env.tensor(k.out).clone();
+    a.data = static_cast<std::byte*>(snapshot->data());
+  }
   if (env.fast_paths && run_gemm(ck)) return;
   run_generic(ck);
 }

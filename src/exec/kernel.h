@@ -80,6 +80,32 @@ CompiledKernel compile_kernel(const ir::Kernel& k, const ir::Stmt& s, Env& env, 
 // Runs a compiled kernel on the generic interpreter.
 void run_generic(const CompiledKernel& k);
 
+// A closed range of integers [lo, hi].
+struct Interval {
+  int64_t lo = 0, hi = 0;
+};
+
+// The range of each loop of `k` over its domain (a loop's bounds may use the loops to its left:
+// the ranges of those bound it); empty when some loop can run no iteration. The ranges contain
+// every value a loop takes and may be wider (a triangular nest gives its bounding box).
+std::vector<Interval> loop_ranges(const CompiledKernel& k);
+
+// The range of `f` when each loop l takes values in ranges[l] (interval arithmetic: it contains
+// every value of f over the box, exactly its minimum and maximum).
+Interval range_of(const Linear& f, const std::vector<Interval>& ranges);
+
+// Whether the read `read` of k's output may touch an element that k writes: false when, in some
+// dimension, the indices it reads and those k writes have disjoint ranges, or no point runs.
+bool may_overlap(const CompiledKernel& k, const Access& read);
+
+// Runs `repeat var in lo..hi { s }` (s a kernel statement) with its steps interchanged with the
+// kernel's loop 0 where that gives the same results (runs_by_blocks in kernel.cpp: each point
+// of the loop nest touches its own elements of the output), so a scan along a row's contiguous
+// dimension walks memory a block of rows at a time instead of one strided column per step.
+// Returns false, having run nothing, where it does not apply (the caller runs the steps).
+bool run_repeated_kernel(const ir::Stmt& s, const std::string& var, int64_t lo, int64_t hi,
+                         Env& env);
+
 // Runs the kernel statement `s` (compile, then the GEMM fast path or the interpreter).
 void run_kernel(const ir::Stmt& s, Env& env);
 

@@ -188,6 +188,44 @@ TEST(UnionFootprint, DisjointOverlappingAndFull) {
   EXPECT_EQ(big.elements, 8);
 }
 
+// The columns of y[4, 8] (row-major, 32 elements) written one at a time, as the steps of a scan
+// along dim 1 write them: y[i, t] for i in 0..4 is {t, t + 8, t + 16, t + 24}, a progression of
+// step 8. Unions of such progressions are counted per residue modulo 8 (no bitset).
+TEST(UnionFootprint, ColumnsOfAScan) {
+  const auto column = [](int64_t t, int64_t rows_lo, int64_t rows_hi) {
+    AccessMap m;  // y[i, t], i in rows_lo..rows_hi
+    m.domain = {box("i", rows_lo, rows_hi)};
+    m.index = {form(0, {{"i", 1}}), form(t, {})};
+    m.strides = {8, 1};
+    m.extent = {4, 8};
+    return m;
+  };
+  std::vector<AccessMap> all;
+  for (int64_t t = 0; t < 8; ++t) all.push_back(column(t, 0, 4));
+  std::vector<const AccessMap*> ptrs;
+  for (const AccessMap& m : all) ptrs.push_back(&m);
+  const Footprint every = union_footprint(ptrs, 32);
+  EXPECT_TRUE(every.exact);
+  EXPECT_EQ(every.elements, 32);  // 8 columns of 4, residues 0..7: all of y
+  ptrs.pop_back();
+  EXPECT_EQ(union_footprint(ptrs, 32).elements, 28);  // the reads y[i, t - 1], t = 1..7: 7 x 4
+  // Column 0 ({0, 8, 16, 24}) and rows 1..2 of it ({8, 16}): residue 0, quotients 0..3 and
+  // 1..2 merged, 4; with column 2 ({2, 10, 18, 26}), residue 2: 4 + 4 = 8.
+  const AccessMap c0 = column(0, 0, 4), c0_mid = column(0, 1, 3), c2 = column(2, 0, 4);
+  EXPECT_EQ(union_footprint({&c0, &c0_mid, &c2}, 32).elements, 8);
+  // A single element y[3, 7] = 31 and column 7 ({7, 15, 23, 31}): 4.
+  const AccessMap c7 = column(7, 0, 4), last = column(7, 3, 4);
+  EXPECT_EQ(union_footprint({&c7, &last}, 32).elements, 4);
+  // Column 0 and row 0 (y[0, j], j in 0..8: {0..7}, step 1): two steps, taken in the bitset;
+  // 4 + 8 - 1 (y[0, 0] in both) = 11.
+  AccessMap row;
+  row.domain = {box("j", 0, 8)};
+  row.index = {form(0, {}), form(0, {{"j", 1}})};
+  row.strides = {8, 1};
+  row.extent = {4, 8};
+  EXPECT_EQ(union_footprint({&c0, &row}, 32).elements, 11);
+}
+
 // Random forms over random small nests (boxes, triangles, shifted bounds; up to 4 loops of up to
 // 7 values, or 3 of up to 20), read plainly and as a guarded index, against enumeration.
 TEST(AffineImage, MatchesBruteForce) {

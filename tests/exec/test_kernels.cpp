@@ -356,17 +356,36 @@ kernel tri {
       << message;
 }
 
+// Reads of the output see its state before the kernel where a read may touch an element the
+// kernel writes (a snapshot; a scan step's reads of the column before never do). 600 elements:
+// more than one chunk of the interpreter (256 points), so in place a chunk would read what an
+// earlier chunk wrote.
 TEST(Kernels, AssignReadsTheStateBeforeTheKernel) {
+  std::vector<double> x;
+  for (int i = 0; i < 600; ++i) x.push_back(i);  // x[i] = i
   const TensorMap out = run_text(R"(
-input x : f32[3]
-tensor t : f32[3]
-output y : f32[3]
-kernel init { for i in 0..3: t[i] = x[i] }
-kernel reverse { for i in 0..3: t[i] = t[2 - i] }
-kernel copy { for i in 0..3: y[i] = t[i] })",
-                                 {{"x", f32({3}, {1, 2, 3})}});
-  // Written in place, t[2] would read the new t[0] (3) and stay 3.
-  EXPECT_EQ(values(out.at("y")), (std::vector<double>{3, 2, 1}));
+input x : f32[600]
+tensor t : f32[600]
+output y : f32[600]
+output s : f32[600]
+kernel init { for i in 0..600: t[i] = x[i] }
+kernel reverse { for i in 0..600: t[i] = t[599 - i] * 10.0 }
+kernel copy { for i in 0..600: y[i] = t[i] }
+kernel s0 { for i in 0..600: s[i] = x[i] }
+kernel shift { for i in 1..600: s[i] = s[i - 1] })",
+                                 {{"x", f32({600}, x)}});
+  // y[i] = 10 (599 - i): y[0] = 5990, y[300] = 2990, y[599] = 0 (in place, t[599] would read the
+  // new t[0]: 59900)
+  const std::vector<double> y = values(out.at("y"));
+  EXPECT_EQ(y[0], 5990);
+  EXPECT_EQ(y[300], 2990);
+  EXPECT_EQ(y[599], 0);
+  // shift reads s[0..598] and writes s[1..599]: ranges that meet, so s[i] = i - 1 (in place, the
+  // chunk from i = 257 would read s[256] as written by the chunk before, 255)
+  const std::vector<double> s = values(out.at("s"));
+  EXPECT_EQ(s[0], 0);
+  EXPECT_EQ(s[257], 256);
+  EXPECT_EQ(s[599], 598);
 }
 
 // The interpreter may run an output loop innermost; each element must still receive its terms

@@ -128,6 +128,54 @@ repeat t in 1..4 {
   EXPECT_EQ(values(out.at("y")), (std::vector<double>{10, 20, 30, 0}));
 }
 
+// Row i of a [600, 3] result.
+std::vector<double> row3(const Tensor& y, int i) {
+  const std::vector<double> v = values(y);
+  return {v.begin() + 3 * i, v.begin() + 3 * i + 3};
+}
+
+// Runs y[i, 0] = x[i, 0], then y[i, t] = `step` for t = 1, 2 (a repeat of one kernel), over 600
+// rows with x[i, j] = i + j. The executor runs such steps on a block of 256 rows before the next
+// block where each row touches only its own elements (run_repeated_kernel): 600 rows are 3
+// blocks (0-255, 256-511, 512-599).
+Tensor run_steps(const std::string& step) {
+  std::vector<double> x;
+  for (int i = 0; i < 600; ++i) {
+    for (int j = 0; j < 3; ++j) x.push_back(i + j);
+  }
+  return run_text(R"(
+input x : f32[600, 3]
+output y : f32[600, 3]
+kernel first { for i in 0..600: y[i, 0] = x[i, 0] }
+repeat t in 1..3 {
+  kernel step { for i in 0..600: y[i, t] = )" +
+                      step + R"( }
+})",
+                  {{"x", f32({600, 3}, x)}})
+      .at("y");
+}
+
+// A scan: each step reads the column the step before wrote, in its own row.
+TEST(Run, ScanStepsRunByBlocksOfRows) {
+  const Tensor y = run_steps("y[i, t - 1] + x[i, t]");
+  // y[i, 0] = i, y[i, 1] = i + (i + 1) = 2i + 1, y[i, 2] = 2i + 1 + (i + 2) = 3i + 3
+  EXPECT_EQ(row3(y, 0), (std::vector<double>{0, 1, 3}));
+  EXPECT_EQ(row3(y, 255), (std::vector<double>{255, 511, 768}));
+  EXPECT_EQ(row3(y, 256), (std::vector<double>{256, 513, 771}));
+  EXPECT_EQ(row3(y, 599), (std::vector<double>{599, 1199, 1800}));
+}
+
+// A step that reads another row's element of the step before cannot run by blocks of rows:
+// row 0 reads row 599, which a later block writes. The steps run one after the other.
+TEST(Run, StepsReadingOtherRowsRunOneAfterTheOther) {
+  const Tensor y = run_steps("y[599 - i, t - 1] + 1.0");
+  // y[i, 1] = y[599 - i, 0] + 1 = 600 - i; y[i, 2] = y[599 - i, 1] + 1 = 600 - (599 - i) + 1
+  // = i + 2 (by blocks, row 0 would read y[599, 1] before it is written: 0 + 1 = 1, not 2)
+  EXPECT_EQ(row3(y, 0), (std::vector<double>{0, 600, 2}));
+  EXPECT_EQ(row3(y, 300), (std::vector<double>{300, 300, 302}));
+  EXPECT_EQ(row3(y, 599), (std::vector<double>{599, 1, 601}));
+}
+
 // Past its budget the checker stops checking repeat iterations; the executor still checks
 // every access when it runs.
 TEST(Run, WritesOutOfBoundsAreCaughtAtRunTime) {
