@@ -62,11 +62,26 @@ struct DimSpan {
   std::vector<std::pair<int64_t, int64_t>> fixed;  // other loops: (coeff, extent), sorted
   int64_t extent = 1;
   int64_t cmin = 0, cmax = 0;
+  // The dimension a take or gather chooses in a table in DRAM (docs/fidelities.md, "Gathers from
+  // DRAM"): its span is the rows the tile's indices name, not a range. rows_of: the common dims of
+  // the loops over the index's positions (with their extents), rows_fixed: the product of the
+  // extents of the others (whole in a tile). Every index distinct: min(extent, rows_fixed x the
+  // tiles of rows_of). A routed take under concentrated routing (fewest = D, the different values
+  // the whole index holds): max(1, D / the number of index tiles), floored, the fewest rows any
+  // tile reads on average (never above what a run that reads each of its D rows once reads).
+  bool chosen = false;
+  std::vector<std::pair<size_t, int64_t>> rows_of;
+  int64_t rows_fixed = 1;
+  int64_t fewest = 0;
 
   bool same_linear_part(const DimSpan& o) const {
-    return terms == o.terms && fixed == o.fixed && extent == o.extent;
+    return terms == o.terms && fixed == o.fixed && extent == o.extent && chosen == o.chosen &&
+           rows_of == o.rows_of && rows_fixed == o.rows_fixed && fewest == o.fewest;
   }
 };
+
+// The span of a chosen dimension (DimSpan::chosen) over a tile.
+int64_t chosen_span(const DimSpan& d, const std::vector<int64_t>& tiles);
 
 // The maps of one tensor that share a layout and linear part (they differ only by constants,
 // or not at all, e.g. the same `s[h, i, j]` written by one node and read by three): their tile
@@ -248,6 +263,12 @@ struct UMap {
   bool guarded = false;
   bool data_dependent = false;  // positions from an index tensor, none known
   bool chosen = false;          // a take or gather read: one dimension chosen (UVar::chosen)
+  // Chosen maps: the dimension chosen, the unit's loops over the index's positions (those no
+  // other dimension uses), and under concentrated routing of a routed take the different values
+  // the index holds (AccessMap::fewest in rows; 0: every index distinct).
+  int64_t data_dim = -1;
+  std::vector<uint32_t> choosers;
+  int64_t fewest_rows = 0;
 };
 
 struct UAccess {

@@ -81,9 +81,10 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
     for (const UAccess& a : us[u]->reads) {
       for (const UMap& m : a.maps) {
         if (writes.count(a.tensor) == 0) {
-          // Elements chosen from a tensor in DRAM: not modelled in a tiled group (its whole
-          // rows would count); the node streams alone.
-          if (m.data_dependent || m.chosen) return s;
+          // Rows chosen from a table in DRAM (a take or gather read) join: the tile reads the
+          // rows its indices name (DimSpan::chosen). Other data-dependent reads: the node
+          // streams alone.
+          if (m.data_dependent) return s;
           continue;
         }
         reads[a.tensor].push_back(
@@ -126,7 +127,7 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
     for (const UAccess& a : us[u]->reads) {
       if (writes.count(a.tensor) > 0) continue;
       for (const UMap& m : a.maps) {
-        if (!m.data_dependent && !m.guarded) {
+        if (!m.data_dependent && !m.chosen && !m.guarded) {
           shared[a.tensor].push_back({u, &m, global(u, m.flat), true, base[u]});
         }
       }
@@ -198,6 +199,7 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
   // for those reads.
   std::map<std::pair<size_t, bool>, size_t> slot;
   const auto add_map = [&](size_t u, size_t t, bool outside, const UMap& m, bool write) {
+    const bool table = m.chosen && writes.count(t) == 0;  // rows chosen from DRAM
     auto [it, fresh] = slot.emplace(std::make_pair(t, outside), s.tensors.size());
     if (fresh) {
       SegTensor st;
@@ -218,6 +220,21 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
       shape.strides.push_back(m.strides[d]);
       DimSpan span;
       span.extent = m.extent[d];
+      if (table && static_cast<int64_t>(d) == m.data_dim) {
+        span.chosen = true;
+        span.fewest = m.fewest_rows;
+        for (const uint32_t lv : m.choosers) {
+          const size_t v = base[u] + lv;
+          if (common_of[v] >= 0) {
+            span.rows_of.emplace_back(static_cast<size_t>(common_of[v]), vars[v].extent);
+          } else {
+            span.rows_fixed = sat_mul(span.rows_fixed, vars[v].extent);
+          }
+        }
+        std::sort(span.rows_of.begin(), span.rows_of.end());
+        shape.dims.push_back(std::move(span));
+        continue;
+      }
       span.cmin = span.cmax = m.index[d].constant;
       for (const auto& [lv, coeff] : m.index[d].terms) {
         const size_t v = base[u] + lv;
@@ -296,6 +313,7 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
     for (const MapShape& shape : st.shapes) {
       for (const DimSpan& d : shape.dims) {
         for (const auto& [dim, coeff] : d.terms) st.rel |= 1u << dim;
+        for (const auto& [dim, extent] : d.rows_of) st.rel |= 1u << dim;
       }
     }
     const bool after = needed_after(st.tensor, last);

@@ -38,7 +38,7 @@ std::vector<int64_t> divisors(int64_t n) {
 }
 
 bool covers_whole(const DimSpan& a) {
-  if (!a.terms.empty() || a.cmin > 0) return false;
+  if (a.chosen || !a.terms.empty() || a.cmin > 0) return false;
   std::vector<std::pair<int64_t, int64_t>> mags;
   for (const auto& [coeff, extent] : a.fixed) mags.emplace_back(coeff < 0 ? -coeff : coeff, extent);
   std::sort(mags.begin(), mags.end());
@@ -63,11 +63,25 @@ bool contains(const MapShape& a, const MapShape& b) {
   return true;
 }
 
+int64_t chosen_span(const DimSpan& d, const std::vector<int64_t>& tiles) {
+  int64_t named = d.rows_fixed, tiles_of_index = 1;
+  for (const auto& [dim, extent] : d.rows_of) {
+    named = sat_mul(named, tiles[dim]);
+    tiles_of_index = sat_mul(tiles_of_index, extent / tiles[dim]);
+  }
+  if (d.fewest > 0) named = std::min(named, std::max<int64_t>(1, d.fewest / tiles_of_index));
+  return std::min(named, d.extent);
+}
+
 int64_t footprint(const SegTensor& t, const std::vector<int64_t>& tiles) {
   int64_t total = 0;
   for (const MapShape& s : t.shapes) {
     int64_t prod = 1;
     for (const DimSpan& d : s.dims) {
+      if (d.chosen) {
+        prod = sat_mul(prod, chosen_span(d, tiles));
+        continue;
+      }
       int64_t span = sat_add(d.base, d.cmax - d.cmin);
       for (const auto& [dim, coeff] : d.terms) {
         span = sat_add(span, sat_mul(coeff < 0 ? -coeff : coeff, tiles[dim] - 1));

@@ -127,6 +127,48 @@ std::optional<einsum::Node> reshape_over_source(const einsum::Node& n) {
   return copy;
 }
 
+// A take's index is read over the box of the index's own shape (loops d0, d1, ...), while the
+// node runs over the elements it moves, whose loops d<dim>, d<dim + 1>, ... are the index's
+// positions (docs/einsum.md, take). The same take with the index read over the node's loops (each
+// d<k> renamed d<dim + k>: the same elements, the same bounds), so that it copies over its own
+// elements and can run inside a tiled group. nullopt: not such a take.
+std::optional<einsum::Node> take_over_points(const einsum::Node& n) {
+  if (n.kind != einsum::NodeKind::Movement || n.op != "take") return std::nullopt;
+  const einsum::AccessMap* chosen = nullptr;
+  for (const einsum::Access& a : n.reads) {
+    for (const einsum::AccessMap& m : a.maps) {
+      if (m.data_dim >= 0) chosen = &m;
+    }
+  }
+  if (chosen == nullptr || chosen->index.size() > n.domain.size() + 1) return std::nullopt;
+  const size_t dim = static_cast<size_t>(chosen->data_dim);
+  const size_t rank = n.domain.size() + 1 - chosen->index.size();  // the index's
+  einsum::Node out = n;
+  bool changed = false;
+  for (einsum::Access& a : out.reads) {
+    for (einsum::AccessMap& m : a.maps) {
+      if (m.data_dependent || same_domain(m.domain, n.domain)) continue;
+      if (m.domain.size() != rank) return std::nullopt;
+      std::map<std::string, std::string> rename;
+      for (size_t k = 0; k < rank; ++k) {
+        const ir::AffineLoop& l = m.domain[k];
+        const ir::AffineLoop& to = n.domain[dim + k];
+        if (!(l.lo == to.lo) || !(l.hi == to.hi)) return std::nullopt;
+        rename[l.var] = to.var;
+      }
+      for (ir::AffineForm& f : m.index) {
+        std::map<std::string, int64_t> coeffs;
+        for (const auto& [v, c] : f.coeffs) coeffs[rename.count(v) ? rename.at(v) : v] = c;
+        f.coeffs = std::move(coeffs);
+      }
+      m.domain = n.domain;
+      changed = true;
+    }
+  }
+  if (!changed) return std::nullopt;
+  return out;
+}
+
 }  // namespace
 
 std::optional<std::vector<int64_t>> translation(const einsum::Node& a, const einsum::Node& b) {
@@ -189,8 +231,9 @@ const Unit& CacheOptimizer::Impl::unit(size_t a, size_t b) {
   const auto key = std::make_pair(a, b);
   const auto found = units.find(key);
   if (found != units.end()) return found->second;
-  const std::optional<einsum::Node> reshaped =
+  std::optional<einsum::Node> reshaped =
       b - a == 1 ? reshape_over_source(g.nodes[a]) : std::nullopt;
+  if (!reshaped && b - a == 1) reshaped = take_over_points(g.nodes[a]);
   const einsum::Node& node = reshaped ? *reshaped : g.nodes[a];
   Unit u;
   u.first = a;
@@ -256,6 +299,24 @@ const Unit& CacheOptimizer::Impl::unit(size_t a, size_t b) {
       um.guarded = m.guarded;
       um.data_dependent = m.data_dependent && m.data_dim < 0;
       um.chosen = m.data_dim >= 0;
+      if (um.chosen) {
+        um.data_dim = m.data_dim;
+        std::vector<bool> used(node.domain.size(), false);
+        for (size_t d = 0; d < m.index.size(); ++d) {
+          if (static_cast<int64_t>(d) == m.data_dim) continue;
+          for (const auto& [name, c] : m.index[d].coeffs) used[local.at(name)] = true;
+        }
+        int64_t positions = 1;  // of the index: the points of the loops no other dimension uses
+        for (size_t k = 0; k < node.domain.size(); ++k) {
+          if (used[k]) continue;
+          um.choosers.push_back(static_cast<uint32_t>(k));
+          positions = sat_mul(positions, u.vars[k].extent);
+        }
+        // A routed take under concentrated routing: `fewest` elements are D slices of
+        // moved / positions elements each.
+        const int64_t slice = positions > 0 ? m.moved / positions : 0;
+        if (m.concentrated && slice > 0) um.fewest_rows = m.fewest / slice;
+      }
       if (!um.data_dependent) {
         um.flat.constant = m.offset;
         const int64_t moved = delta ? (*delta)[at] : 0;

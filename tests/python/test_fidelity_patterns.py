@@ -12,6 +12,7 @@ f32 throughout: 4 bytes per element; a [64, 128] tensor is 8192 elements, 32768 
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -126,8 +127,15 @@ IN_PLACE = [
 ]
 
 
+# A mixture of experts (transformers' Qwen3-MoE, its experts a routed take and a product, issue
+# 27). The unfused law below checks it at the default L2 only: at 64 KiB the grouped products'
+# kernels, summed, do not fit (the take's gathered copy alone is 131,072 B), so the law does not
+# apply there; test_moe_routing.py checks cache-aware <= unfused at 64 KiB on it directly.
+MOE = [MODELS / "serve" / "qwen3_moe_tiny.py"] if importlib.util.find_spec("transformers") else []
+
+
 def _all_models() -> list[Path]:
-    return sorted(MODELS.glob("*.py")) + sorted(PATTERNS.glob("*.py")) + IN_PLACE
+    return sorted(MODELS.glob("*.py")) + sorted(PATTERNS.glob("*.py")) + IN_PLACE + MOE
 
 
 @pytest.mark.parametrize("path", _all_models(), ids=lambda p: p.stem)

@@ -721,6 +721,76 @@ TEST(CacheStreaming, CrossEntropyGatherIsOneGroup) {
   EXPECT_EQ(single_tiled_group(g, s).working_set_bytes, 32'796);
 }
 
+// A routed mixture of experts (issue 27): 4 tokens, top-2 of 8 experts. The router's ids
+// [4, 2] pick each token's two matrices of w [8, 16, 32] (512 elements each, `take ...
+// distinct=2`: at least 2 different experts), and one batched product multiplies each token's
+// row by them. f32 throughout, ids i64.
+const char* const kRoutedExperts = R"(
+input ids : i64[4, 2]
+weight w : f32[8, 16, 32]
+input x : f32[4, 16]
+tensor rows : f32[4, 2, 16, 32]
+output y : f32[4, 2, 32]
+rows = take(w, ids, dim=0, distinct=2)
+kernel mm {
+  for t in 0..4, r in 0..2, n in 0..32, c in 0..16:
+    y[t, r, n] += x[t, c] * rows[t, r, c, n]
+}
+)";
+
+// The gathered copy `rows` (4 x 2 x 16 x 32 = 4096 elements, 16,384 B) is never written: the
+// take joins the product's tiled group and its tile reads the rows the tile's ids name, straight
+// from w (docs/fidelities.md, "Gathers from DRAM"). Common dims t, r, c, n (the take's d0..d3).
+// Fused: ids 8 x 8 = 64 B, x 64 x 4 = 256 B, y 256 x 4 = 1024 B, and w: concentrated 2 experts
+// x 512 x 4 = 4096 B (5440 B); balanced min(8, 4 x 2) = 8 experts, 16,384 B (17,728 B).
+// Unfused (two kernels): the take reads ids and w and writes rows (16,384 B), the product reads
+// rows, x and writes y: 64 + w + 16,384 + 16,384 + 256 + 1024 = 34,112 + w (38,208 B
+// concentrated, 50,496 B balanced); before, the cache-aware fidelity counted the same (the take
+// streamed alone, rows through DRAM).
+TEST(CacheStreaming, RoutedExpertsAreReadThroughTheIndexNotCopied) {
+  for (const einsum::Routing routing : {einsum::Routing::Concentrated, einsum::Routing::Balanced}) {
+    einsum::Graph g = lift_text(kRoutedExperts);
+    einsum::assume_routing(g, routing);
+    const bool conc = routing == einsum::Routing::Concentrated;
+    const int64_t w = conc ? 4096 : 16'384;
+    EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 1344 + w);
+    EXPECT_EQ(dram_bytes(g, Fidelity::Unfused), 34'112 + w);
+    CacheOptimizer opt(g);
+    ASSERT_EQ(opt.tiled_dims(0, 2)->size(), 4u);
+    // Tiles t 4, r 2, c 16, n 1, loop n: one tile of the index (4 x 2 ids), so its rows are the
+    // whole index's: concentrated D = 2 rows, balanced min(8, 4 x 2) = 8, each 16 x 1 elements
+    // per tile, fetched 32 times: 2 x 16 x 32 x 4 = 4096 B, or 8 x 16 x 32 x 4 = 16,384 B, w's
+    // fused bytes. ids and x once (64 + 256), y a column of 8 per step, 1024 once in all. Working
+    // set: ids 64, x 256, y 8 x 4 = 32, rows on chip 4 x 2 x 16 = 128 x 4 = 512, and w 2 x 16 x
+    // 4 = 128 (992 B) or 8 x 16 x 4 = 512 (1376 B).
+    const auto whole = opt.tiled_cost(0, 2, {4, 2, 16, 1}, {3});
+    ASSERT_TRUE(whole);
+    EXPECT_EQ(whole->traffic_bytes, 1344 + w);
+    EXPECT_EQ(whole->working_set_bytes, conc ? 992 : 1376);
+    // Tiles t 1, r 2, c 16, n 32, loop t: 4 tiles of the index, 2 ids each. Balanced: the 2 ids
+    // name min(8, 2) = 2 rows per token, 4 x 2 x 512 x 4 = 16,384 B again. Concentrated: the 2
+    // experts the index guarantees over 4 tiles, each reading at least one: max(1, 2 / 4) = 1
+    // row per tile, 4 x 512 x 4 = 8192 B (a run reads at least one row per tile; a top-2 router
+    // reads two, which `distinct=2` does not say). ids 64, x 256, y 1024 once.
+    const auto tokens = opt.tiled_cost(0, 2, {1, 2, 16, 32}, {0});
+    ASSERT_TRUE(tokens);
+    EXPECT_EQ(tokens->traffic_bytes, 1344 + (conc ? 8192 : 16'384));
+    // 1 KiB on chip (the whole program needs 64 + 4096 or 16,384 + 16,384 + 256 + 1024 B): the
+    // first tiling fits concentrated (992 B); balanced, t 4, r 1, c 16, n 1 (816 B: ids 4 x 8 =
+    // 32, w 4 rows x 16 x 4 = 256, rows 4 x 16 x 4 = 256, x 256, y 4 x 4 = 16) reads w's 8 rows
+    // once (2 tiles of the index, 4 ids each, 4 rows each, 64 steps x 256 B = 16,384 B). Both
+    // move the fused bytes, the least any tiling can: one tiled group, the copy never written.
+    const CacheSchedule s = opt.optimize(1024);
+    EXPECT_EQ(s.traffic_bytes, 1344 + w);
+    const CacheGroup& grp = single_tiled_group(g, s);
+    for (const GroupTensor& t : grp.tensors) {
+      if (t.name == "rows") {
+        EXPECT_EQ(t.role, TensorRole::OnChip);
+      }
+    }
+  }
+}
+
 // Instance norm as PyTorch lowers it: x : [N, C, H, W] viewed as [1, N * C, H, W], batch-norm
 // statistics per channel of the view, the result reshaped back into the graph output (a reshape
 // of an intermediate in its own order: y is an alias of out, no copy, docs/einsum.md "Views").
