@@ -110,11 +110,10 @@ struct AttrSpec {
   AttrType type;
 };
 
-constexpr AttrSpec kAttrs[] = {{"dim", AttrType::Int},        {"dims", AttrType::List},
-                               {"lo", AttrType::List},        {"hi", AttrType::List},
-                               {"value", AttrType::Number},   {"reduce", AttrType::Word},
-                               {"descending", AttrType::Int}, {"distinct", AttrType::Int},
-                               {"norm", AttrType::Int}};
+constexpr AttrSpec kAttrs[] = {
+    {"dim", AttrType::Int},        {"dims", AttrType::List},    {"lo", AttrType::List},
+    {"hi", AttrType::List},        {"value", AttrType::Number}, {"reduce", AttrType::Word},
+    {"descending", AttrType::Int}, {"distinct", AttrType::Int}, {"norm", AttrType::Int}};
 
 constexpr std::string_view kReduceModes[] = {"none", "add", "max", "min"};
 
