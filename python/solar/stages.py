@@ -125,11 +125,6 @@ class Lowered:
         mode's estimate and the analysis read it)."""
         return self.result.program
 
-    @property
-    def fed(self) -> list[str]:
-        """The outputs of nodes without a rule (fed from the framework's run)."""
-        return pipeline.fed_outputs(self.result)
-
     def coverage(self) -> dict | None:
         return None if self.captured.translation is not None else self.result.coverage
 
