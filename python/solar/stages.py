@@ -312,7 +312,12 @@ def _recheck_in_float64(verification: dict, lowered: Lowered, golden: dict) -> N
         golden64 = captured64.golden(recorded(lowered64.result))
         got64: dict[str, np.ndarray] = {}
         v64 = pipeline.verify(
-            lowered64.program, captured64.document, golden64, lowered64.result, values=got64
+            lowered64.program,
+            captured64.document,
+            golden64,
+            lowered64.result,
+            pipeline.topk_indices(captured64.document),
+            got64,
         )
         widened: dict[str, float] = {}
         if v64["status"] == "failed":
