@@ -631,6 +631,57 @@ def test_varlen_attention_with_item_is_specialised(tmp_path, torch):
         assert f"item = {value} at " in note, note
 
 
+def test_values_that_decide_the_program_are_traced_on_each_workload_at_once(
+    tmp_path, torch, monkeypatch
+):
+    from solar.torch import _trace
+
+    # the custom entry point splits the tokens into `batch` equal sequences
+    varlen = {
+        **VARLEN,
+        "reference": VARLEN["reference"].replace(
+            "torch.tensor([0, 3, 8], device=device)",
+            "torch.tensor([axes_and_scalars['tokens'] * i // axes_and_scalars['batch']"
+            " for i in range(axes_and_scalars['batch'] + 1)], device=device)",
+        ),
+    }
+    sizes = (("b2t8", 2, 8), ("b2t6", 2, 6), ("b3t9", 3, 9))
+    workloads = [
+        {**VARLEN_WORKLOADS[0], "uuid": uuid, "axes": {"batch": b, "tokens": t}}
+        for uuid, b, t in sizes
+    ]
+    exports = []
+    export = _trace._trace_export
+    monkeypatch.setattr(
+        _trace, "_trace_export", lambda *a, **k: exports.append(1) or export(*a, **k)
+    )
+    folder = write(tmp_path / "varlen", varlen, workloads)
+    json_path = tmp_path / "v.json"
+    rc, _, err = solar("analyze", folder, "--json", str(json_path))
+    assert rc == 0, err
+    entries = json.loads(json_path.read_text())["workloads"]
+    # cu_seqlens [0, 4, 8], [0, 3, 6], [0, 3, 6, 9]; MACs 2 x 16 x (sum of L^2):
+    # 2 x 16 x (16 + 16) = 1024; 2 x 16 x (9 + 9) = 576; 2 x 16 x (9 + 9 + 9) = 864
+    assert [e["report"]["totals"]["macs"] for e in entries] == [1024, 576, 864]
+    assert all(e["row"]["verification"] == "passed" for e in entries)
+    # b2t8's symbolic trace read the bounds (.item()) and came out specialised on them (it holds
+    # for b2t8 alone); b2t6 and b3t9 are traced on their own values at once
+    why = (
+        "no symbolic capture (values of the data decide the program: each workload is traced "
+        "on its own values)"
+    )
+    assert [e["row"]["capture"] for e in entries] == ["symbolic", f"alone: {why}", f"alone: {why}"]
+    # two .item() a sequence: 2 x 2 = 4, 2 x 2 = 4, 2 x 3 = 6 values
+    for entry, count in zip(entries, (4, 4, 6), strict=True):
+        notes = entry["report"]["verification"]["notes"]
+        assert any(f"specialised on {count} value(s)" in n for n in notes), notes
+    # torch.export runs: b2t8's trace with symbolic sizes (it kept .item() as an unbacked
+    # size) and its trace on the recorded values; one trace on the recorded values each for
+    # b2t6 and b3t9: 2 + 1 + 1 = 4 (each workload's own export with unbacked sizes, as before,
+    # would make it 6)
+    assert len(exports) == 4
+
+
 def test_custom_entrypoint_with_the_wrong_shape(tmp_path, torch):
     bad = json.loads(json.dumps(EMBEDDING))
     bad["reference"] = bad["reference"].replace("[:n]", "[: n + 1]")

@@ -132,9 +132,15 @@ class TorchCaptured:
 
 
 def captured_call(
-    model: Any, example_inputs: Any, options: Options, source: str | None = None
+    model: Any,
+    example_inputs: Any,
+    options: Options,
+    source: str | None = None,
+    specialise: bool = False,
 ) -> TorchCaptured:
-    """``model(*example_inputs)``'s forward or training step (``options.program``), captured."""
+    """``model(*example_inputs)``'s forward or training step (``options.program``), captured;
+    ``specialise``: values of the data decide the forward, traced on them at once
+    (``solar.torch.capture.capture``)."""
     from solar.torch.capture import capture, capture_train
 
     inputs = (
@@ -145,7 +151,7 @@ def captured_call(
     def capture_with(m: Any, xs: tuple, name: str | None) -> Any:
         if program.kind == "train":  # a training step (docs/training.md)
             return capture_train(m, xs, name, program.loss, program.optimizer)
-        return capture(m, xs, source=name)
+        return capture(m, xs, source=name, specialise=specialise)
 
     cap = capture_with(model, inputs, source)
     named = cap.document.get("source")

@@ -66,16 +66,23 @@ class Traced:
     phases: dict[str, str] = field(default_factory=dict)
     # What the capture assumed, for the report: a device mapped, values specialised on.
     notes: list[str] = field(default_factory=list)
+    # Whether the capture holds for its inputs' values only: values of the data read into
+    # Python (``.item()``, ``int()``, ``nonzero``) were traced as constants.
+    specialised: bool = False
     # Whether a golden run must run the captured graph (an input mutation's output is the rows
     # written, which the model's own run does not return).
     golden_from_graph: bool = False
 
 
-def trace(model: Any, args: tuple, dynamic_shapes: Any = None) -> Traced:
+def trace(model: Any, args: tuple, dynamic_shapes: Any = None, specialise: bool = False) -> Traced:
     """Traces ``model(*args)``; ``model`` is an nn.Module or a function of tensors. The model is
     left as it was (its tensor attributes keep their values). ``dynamic_shapes``: torch.export's,
     for a capture with symbolic sizes (solar.torch._symbolic); torch.export only (its failure is
-    a CaptureError, not the make_fx fallback)."""
+    a CaptureError, not the make_fx fallback). ``specialise``: the caller knows that values of
+    the data decide the program (another workload of a definition read them): with real inputs,
+    the program is traced on its values at once (``_trace_specialised``), without the trace that
+    would find out (torch.export with unbacked sizes: the costly part, tens of seconds for a
+    loop over sequences)."""
     module = model if isinstance(model, nn.Module) else _FunctionModule(model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecation notices
@@ -86,7 +93,7 @@ def trace(model: Any, args: tuple, dynamic_shapes: Any = None) -> Traced:
         on_cpu = on_cpu_mode()
         try:
             with on_cpu, _quiet_data_dependent_errors():
-                traced = _trace(module, args, attributes, dynamic_shapes)
+                traced = _trace(module, args, attributes, dynamic_shapes, specialise)
         finally:
             for attr in attributes:  # the tracers set them to fake tensors
                 attr.owner.__dict__[attr.key] = attr.value
@@ -156,14 +163,21 @@ def _quiet_data_dependent_errors():
 
 
 def _trace(
-    module: nn.Module, args: tuple, attributes: list[Attribute], dynamic_shapes: Any = None
+    module: nn.Module,
+    args: tuple,
+    attributes: list[Attribute],
+    dynamic_shapes: Any = None,
+    specialise: bool = False,
 ) -> Traced:
+    if specialise and dynamic_shapes is None and not _has_fake(args, module):
+        return _trace_specialised(module, args, attributes, "")
     try:
         traced = _trace_export(module, args, attributes, dynamic_shapes)
     except Exception as e:  # export failed: make_fx is the documented fallback
         export_error = f"{type(e).__name__}: {_first_line(str(e))}"
         if dynamic_shapes is not None:  # no symbolic sizes in make_fx's graph
-            raise CaptureError(f"torch.export with symbolic sizes: {export_error}") from e
+            failed = DataDependentError if _is_data_dependent(e) else CaptureError
+            raise failed(f"torch.export with symbolic sizes: {export_error}") from e
         data_dependent = _is_data_dependent(e)
     else:
         read = _values_read(traced)
@@ -330,10 +344,12 @@ def _trace_specialised(
     if read is not None:
         raise CaptureError(f"capture failed: specialised on the inputs' values: {read} remains")
     traced.export_error = export_error
-    traced.notes.append(
-        f"capture specialised on {len(recorder.values)} value(s) read from the inputs (the "
-        f"numbers hold for these inputs only): {'; '.join(recorder.values)}"
-    )
+    if recorder.values:  # none: traced on a hint (``specialise``) by a program that reads none
+        traced.specialised = True
+        traced.notes.append(
+            f"capture specialised on {len(recorder.values)} value(s) read from the inputs (the "
+            f"numbers hold for these inputs only): {'; '.join(recorder.values)}"
+        )
     _drop_unused_attributes(traced)
     return traced
 

@@ -186,11 +186,15 @@ class Capture:
             raise CaptureError(f"the golden run gave no value for {', '.join(missing)}")
 
 
-def capture(model: Any, inputs: tuple, source: str | None = None) -> Capture:
+def capture(
+    model: Any, inputs: tuple, source: str | None = None, specialise: bool = False
+) -> Capture:
     """Traces ``model(*inputs)`` (an nn.Module or a function of tensors) into a Capture.
 
-    ``inputs`` may be real, fake or meta tensors: tracing never runs the model on data."""
-    traced = trace(model, tuple(inputs))
+    ``inputs`` may be real, fake or meta tensors: tracing never runs the model on data, except
+    with ``specialise`` and real inputs (values of the data decide the program: it runs once
+    eagerly to record them, ``solar.torch._trace.trace``)."""
+    traced = trace(model, tuple(inputs), specialise=specialise)
     if source is None:
         source = _source_of(model)
     document, fx_to_name, elements = serialize(traced, source)

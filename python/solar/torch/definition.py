@@ -354,7 +354,12 @@ class Captures:
     size export fixed, a guard of the trace broken) binds to a further trace, made on it while
     workloads of the group remain (at most ``MAX_TRACES`` a group), else is captured alone; a
     workload of a group whose symbolic trace failed is captured alone; the capture cell of a
-    workload captured alone says why. ``once=False``: every workload alone.
+    workload captured alone says why. Where values of the data decide the program (the symbolic
+    trace met a data-dependent size, or came out specialised on the values it read: ``.item()``,
+    ``int()``, ``nonzero``), no further symbolic trace is tried and each remaining workload is
+    traced on its own values at once (``captured_call(..., specialise=True)``), without the
+    trace with unbacked sizes that would find that out again. ``once=False``: every workload
+    alone.
 
     ``count``: the captures made (torch.export runs, the recaptures of a failed check's float64
     rerun aside); ``shared``: the workloads analysed on a capture made for another."""
@@ -378,6 +383,8 @@ class Captures:
         # (group, fixed values) -> its traces: (Symbolic, the uuid traced, device mapped), or
         # why one could not be made
         self._traces: dict[tuple, list[Any]] = {}
+        # the groups whose program values of the data decide, and why (the cell's reason)
+        self._by_values: dict[tuple, str] = {}
 
     def capture(
         self,
@@ -399,12 +406,19 @@ class Captures:
         source = f"{self.definition.name}:{workload.uuid}"
         key = _fixed_values(self.definition, workload)
         why = ""
-        if len(self._groups.get(key, ())) >= 2:
+        if len(self._groups.get(key, ())) >= 2 and key not in self._by_values:
             for symbolic in self._symbolic(key, fixed, workload, module, tensors, on_cpu):
                 if isinstance(symbolic, str):
                     why = why or symbolic
                     continue
                 trace, first, mapped = symbolic
+                if trace.traced.specialised:
+                    self._by_values[key] = (
+                        "no symbolic capture (values of the data decide the program: "
+                        "each workload is traced on its own values)"
+                    )
+                    if first != workload.uuid:
+                        break
                 try:
                     cap, sizes = trace.bind(tensors)
                 except NotBoundError as e:
@@ -420,8 +434,10 @@ class Captures:
                     f"sizes on workload {first}, bound here ({bound})"
                 ] + ([CUDA_NOTE] if mapped else [])
                 return captured, "symbolic", notes
+        specialise = key in self._by_values
+        why = why or self._by_values.get(key, "")
         with torch.no_grad():
-            captured = captured_call(module, tensors, options, source)
+            captured = captured_call(module, tensors, options, source, specialise=specialise)
         self.count += 1
         if not why:
             return captured, "alone", []
@@ -454,9 +470,9 @@ class Captures:
                 inputs = make_inputs(self.definition, example, self.namespace, example_cpu)
                 if tuple(_fixed_of(inputs)) == fixed:  # else: traced on this workload
                     made = reference_module(self.definition, self.namespace, inputs, example_cpu)
-                    traces.append(self._trace(example, *made, dynamic, example_cpu))
+                    traces.append(self._trace(example, *made, dynamic, example_cpu, group))
             if not traces:
-                traces.append(self._trace(workload, module, tensors, dynamic, on_cpu))
+                traces.append(self._trace(workload, module, tensors, dynamic, on_cpu, group))
             yield traces[0]
         else:
             yield from list(traces)
@@ -470,13 +486,20 @@ class Captures:
             and len(traces) < MAX_TRACES
             and _all_symbolic(self.definition, workload, dynamic)
         ):
-            traces.append(self._trace(workload, module, tensors, dynamic, on_cpu))
+            traces.append(self._trace(workload, module, tensors, dynamic, on_cpu, group))
             yield traces[-1]
 
     def _trace(
-        self, workload: Workload, module: Any, tensors: tuple, dynamic: list, on_cpu: OnCpu
+        self,
+        workload: Workload,
+        module: Any,
+        tensors: tuple,
+        dynamic: list,
+        on_cpu: OnCpu,
+        group: tuple,
     ) -> Any:
         from solar.torch._symbolic import capture_symbolic
+        from solar.torch._trace import DataDependentError
 
         source = f"{self.definition.name}:{workload.uuid}"
         self.count += 1
@@ -484,7 +507,10 @@ class Captures:
             with torch.no_grad():
                 trace = capture_symbolic(module, tensors, dynamic, source)
         except ValueError as e:  # CaptureError: the workloads it would have held for alone
-            return f"no symbolic capture ({_first_line(e)})"
+            why = f"no symbolic capture ({_first_line(e)})"
+            if isinstance(e, DataDependentError):
+                self._by_values[group] = why
+            return why
         return (trace, workload.uuid, on_cpu.mapped)
 
 
