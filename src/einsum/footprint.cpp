@@ -825,8 +825,9 @@ Footprint union_footprint(const std::vector<const AccessMap*>& maps, int64_t num
   if (!disjoint) {
     const bool listed =
         std::all_of(images.begin(), images.end(), [](const Image& img) { return img.listed(); });
+    // no bitset here: at any size of the tensor
     const std::optional<int64_t> progressions =
-        listed && numel <= kMaxBits ? progressions_union(images, numel) : std::nullopt;
+        listed ? progressions_union(images, numel) : std::nullopt;
     if (progressions) {
       fp = Footprint{*progressions, true};
     } else if (listed && numel <= kMaxBits) {

@@ -156,8 +156,8 @@ class Lifter {
         compose(i);
       }
     }
-    mark_in_place_records();
     remove_dead();
+    mark_in_place_records();  // after: a dead in-place write has no record
     return std::move(g_);
   }
 
@@ -169,30 +169,40 @@ class Lifter {
   // writes the input's elements (the in-place write), reading those values last. The copy is
   // then that write's record, not a kernel of the program: a relabelling (Node::relabel), so
   // the unfused and cache-aware fidelities count the rows written once, as an eager run writes
-  // them (the fused one writes the output once and never counts the write into the input). A
-  // copy kernel is one read of the same bytes into a graph output, with no operation; each
-  // in-place write has one record.
+  // them (the fused one writes the output once and never counts the write into the input). The
+  // record of an in-place write into input X (its last read: the values written) is a kernel
+  // with no operation that writes graph output `X_written` (the capture's name) as many bytes as
+  // the in-place write writes into X, reading the same values, the same bytes (values broadcast
+  // into the part: the record reads them as the in-place write does, and writes the part);
+  // each in-place write has one record. Run after dead code is removed: a dead in-place write
+  // wrote nothing, and its record is the update's one write.
   void mark_in_place_records() {
     const auto role = [&](const Access& a) { return tensor(a.tensor).role; };
-    std::vector<const Access*> written;  // the values each in-place write reads
+    struct InPlace {
+      const Access* into;    // the write into the input
+      const Access* values;  // the values it reads
+    };
+    std::vector<InPlace> in_place;
     for (const Node& n : g_.nodes) {
-      const bool in_place = std::any_of(n.writes.begin(), n.writes.end(), [&](const Access& a) {
+      const auto into = std::find_if(n.writes.begin(), n.writes.end(), [&](const Access& a) {
         return role(a) == ir::TensorRole::Input;
       });
-      if (in_place && !n.reads.empty()) written.push_back(&n.reads.back());
+      if (into != n.writes.end() && !n.reads.empty()) in_place.push_back({&*into, &n.reads.back()});
     }
     for (Node& n : g_.nodes) {
       if (n.kind != NodeKind::Einsum || n.reduction != Reduction::None || n.counts.macs != 0 ||
           n.counts.other_ops() != 0 || n.reads.size() != 1 || n.writes.size() != 1 ||
-          role(n.writes[0]) != ir::TensorRole::Output || n.reads[0].bytes != n.writes[0].bytes) {
+          role(n.writes[0]) != ir::TensorRole::Output) {
         continue;
       }
-      const auto same = std::find_if(written.begin(), written.end(), [&](const Access* a) {
-        return a->tensor == n.reads[0].tensor && a->bytes == n.reads[0].bytes;
+      const auto same = std::find_if(in_place.begin(), in_place.end(), [&](const InPlace& w) {
+        return n.writes[0].tensor == w.into->tensor + "_written" &&
+               n.writes[0].bytes == w.into->bytes && n.reads[0].tensor == w.values->tensor &&
+               n.reads[0].bytes == w.values->bytes;
       });
-      if (same == written.end()) continue;
+      if (same == in_place.end()) continue;
       n.relabel = true;
-      written.erase(same);
+      in_place.erase(same);
     }
   }
 

@@ -79,8 +79,7 @@ std::vector<int> choose_order(const CompiledKernel& k) {
 
 class Compiler {
  public:
-  Compiler(const ir::Kernel& k, const ir::Stmt& s, Env& env, Tensor* snapshot)
-      : kernel_(k), env_(env), snapshot_(snapshot) {
+  Compiler(const ir::Kernel& k, const ir::Stmt& s, Env& env) : kernel_(k), env_(env) {
     ck_.name = k.name;
     ck_.file = env.program.file;
     ck_.loc = s.loc;
@@ -91,7 +90,7 @@ class Compiler {
 
   CompiledKernel compile() {
     for (size_t l = 0; l < kernel_.loops.size(); ++l) ck_.loops.push_back(bounds(l));
-    ck_.out = access(kernel_.out, kernel_.out_indices, kernel_.out_loc, /*is_output=*/true);
+    ck_.out = access(kernel_.out, kernel_.out_indices, kernel_.out_loc);
     ck_.root = node(*kernel_.rhs, 0);
     if (ck_.op != ir::AssignOp::Assign) check_reduction_domain();
     ck_.order = choose_order(ck_);
@@ -116,16 +115,14 @@ class Compiler {
     return b;
   }
 
-  Access access(const std::string& name, const std::vector<ir::IntExprP>& indices, ir::Loc loc,
-                bool is_output) {
+  Access access(const std::string& name, const std::vector<ir::IntExprP>& indices, ir::Loc loc) {
     Tensor& t = env_.tensor(name);
     SOLAR_CHECK(indices.size() == t.shape().size(), "access rank differs from the tensor's");
     Access a;
     a.tensor = name;
     a.loc = loc;
     a.dtype = t.dtype();
-    const bool use_snapshot = !is_output && snapshot_ != nullptr && name == kernel_.out;
-    a.data = static_cast<std::byte*>(use_snapshot ? snapshot_->data() : t.data());
+    a.data = static_cast<std::byte*>(t.data());
     a.shape = t.shape();
     a.flat.coef.assign(loop_names_.size(), 0);
     const std::vector<int64_t> strides = row_major_strides(a.shape);
@@ -157,7 +154,7 @@ class Compiler {
         break;
       case ir::ExprKind::Read:
         n.access = static_cast<int>(ck_.reads.size());
-        ck_.reads.push_back(access(e.tensor, e.indices, e.loc.line ? e.loc : ck_.loc, false));
+        ck_.reads.push_back(access(e.tensor, e.indices, e.loc.line ? e.loc : ck_.loc));
         break;
       case ir::ExprKind::Unary:
       case ir::ExprKind::Cast:
@@ -198,7 +195,6 @@ class Compiler {
 
   const ir::Kernel& kernel_;
   Env& env_;
-  Tensor* snapshot_;
   std::vector<std::string> loop_names_;
   CompiledKernel ck_;
 };
@@ -241,8 +237,8 @@ void throw_out_of_bounds(const CompiledKernel& k, const Access& a, const int64_t
                (at.empty() ? "" : at + ")"));
 }
 
-CompiledKernel compile_kernel(const ir::Kernel& k, const ir::Stmt& s, Env& env, Tensor* snapshot) {
-  return Compiler(k, s, env, snapshot).compile();
+CompiledKernel compile_kernel(const ir::Kernel& k, const ir::Stmt& s, Env& env) {
+  return Compiler(k, s, env).compile();
 }
 
 std::vector<Interval> loop_ranges(const CompiledKernel& k) {
@@ -350,7 +346,7 @@ bool run_repeated_kernel(const ir::Stmt& s, const std::string& var, int64_t lo, 
   std::vector<CompiledKernel> steps;  // the first two steps decide whether to try at all
   for (int64_t t = lo; t < lo + 2; ++t) {
     env.symbols[var] = t;
-    steps.push_back(compile_kernel(k, s, env, nullptr));
+    steps.push_back(compile_kernel(k, s, env));
   }
   if (!runs_by_blocks(steps, k.out)) return false;
   for (int64_t first = lo; first < hi; first += kMaxHeldSteps) {
@@ -359,7 +355,7 @@ bool run_repeated_kernel(const ir::Stmt& s, const std::string& var, int64_t lo, 
     steps.reserve(static_cast<size_t>(last - first));
     for (int64_t t = first + static_cast<int64_t>(steps.size()); t < last; ++t) {
       env.symbols[var] = t;
-      steps.push_back(compile_kernel(k, s, env, nullptr));
+      steps.push_back(compile_kernel(k, s, env));
     }
     if (!runs_by_blocks(steps, k.out)) {
       if (first == lo) return false;  // nothing has run: the caller runs the steps one by one
@@ -393,7 +389,7 @@ bool run_repeated_kernel(const ir::Stmt& s, const std::string& var, int64_t lo, 
 
 void run_kernel(const ir::Stmt& s, Env& env) {
   const auto& k = std::get<ir::Kernel>(s.node);
-  CompiledKernel ck = compile_kernel(k, s, env, nullptr);
+  CompiledKernel ck = compile_kernel(k, s, env);
   // Reads of the output see its state before the kernel: a snapshot, taken only when a read may
   // touch an element the kernel writes (a scan step reads row t - 1 and writes row t: none).
   std::optional<Tensor> snapshot;

@@ -73,9 +73,9 @@ struct CompiledKernel {
   std::vector<int> output_loops() const;
 };
 
-// Compiles `k` against the tensors of `env`. Reads of the output tensor use `snapshot` (the
-// output's state before the kernel) when given.
-CompiledKernel compile_kernel(const ir::Kernel& k, const ir::Stmt& s, Env& env, Tensor* snapshot);
+// Compiles `k` against the tensors of `env` (every access on the tensor's own storage:
+// run_kernel points a read of the output at a snapshot where it may touch an element written).
+CompiledKernel compile_kernel(const ir::Kernel& k, const ir::Stmt& s, Env& env);
 
 // Runs a compiled kernel on the generic interpreter.
 void run_generic(const CompiledKernel& k);

@@ -67,8 +67,10 @@ struct DimSpan {
   // the loops over the index's positions (with their extents), rows_fixed: the product of the
   // extents of the others (whole in a tile). Every index distinct: min(extent, rows_fixed x the
   // tiles of rows_of). A routed take under concentrated routing (fewest = D, the different values
-  // the whole index holds): max(1, D / the number of index tiles), floored, the fewest rows any
-  // tile reads on average (never above what a run that reads each of its D rows once reads).
+  // the whole index holds): max(1, D / the number of index tiles), floored: a tile's share of
+  // the D rows a sweep of the index tiles reads at least, never above what a run that reads each
+  // of its D rows once reads. Summed over n tiles it is below D when n does not divide D: the
+  // table's traffic is then raised to the D rows (SegTensor::least).
   bool chosen = false;
   std::vector<std::pair<size_t, int64_t>> rows_of;
   int64_t rows_fixed = 1;
@@ -119,6 +121,10 @@ struct SegTensor {
   bool written = false;      // the maps that write it (else: an input, or parts read from DRAM)
   bool read_inside = false;  // written, and read back inside the segment
   std::vector<size_t> depends_on;  // written: the segment's written tensors it is computed from
+  // An input read through a routed take under concentrated routing (DimSpan::fewest): the
+  // elements every schedule reads at least (its footprint with every dim whole: the D rows the
+  // index names), a floor under its traffic; 0 for every other tensor.
+  int64_t least = 0;
 };
 
 // A segment as a tiled group: its common dims and tensors. `tileable` false: why not.

@@ -319,6 +319,17 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
     const bool after = needed_after(st.tensor, last);
     if (!st.written) {
       st.role = TensorRole::Input;
+      // the routed takes' maps alone: their rows, whole in the other dimensions
+      SegTensor routed = st;
+      std::erase_if(routed.shapes, [](const MapShape& m) {
+        return std::none_of(m.dims.begin(), m.dims.end(),
+                            [](const DimSpan& d) { return d.chosen && d.fewest > 0; });
+      });
+      if (!routed.shapes.empty()) {
+        std::vector<int64_t> extents;
+        for (const GroupDim& d : s.dims) extents.push_back(d.extent);
+        st.least = footprint(routed, extents);
+      }
     } else if (st.read_inside) {
       st.role = after ? TensorRole::OnChipOut : TensorRole::OnChip;
     } else {

@@ -96,8 +96,8 @@ int64_t footprint(const SegTensor& t, const std::vector<int64_t>& tiles) {
 int64_t tensor_traffic(const SegTensor& t, int64_t fp, int64_t visits, int64_t distinct) {
   const int64_t bytes = sat_bytes(fp, t.elem_size);
   switch (t.role) {
-    case TensorRole::Input:
-      return sat_mul(visits, bytes);
+    case TensorRole::Input:  // at least the rows a routed take names (SegTensor::least)
+      return std::max(sat_mul(visits, bytes), sat_bytes(t.least, t.elem_size));
     case TensorRole::Output:  // written at every visit; partial sums read back after the first
       return sat_mul(t.reduction ? 2 * visits - distinct : visits, bytes);
     case TensorRole::OnChip:

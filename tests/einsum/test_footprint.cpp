@@ -182,10 +182,19 @@ TEST(UnionFootprint, DisjointOverlappingAndFull) {
   gathered.moved = 5;
   EXPECT_EQ(union_footprint({&a, &gathered}, 16).elements, 13);
   EXPECT_EQ(union_footprint({&a, &b, &gathered}, 16).elements, 16);
-  // Overlapping maps of a tensor of more than 2^28 elements: the larger map, a lower bound.
+  // Overlapping progressions of one step in a tensor of more than 2^28 elements: exact, per
+  // residue, as at any size ({0..7} u {1..8}).
   const Footprint big = union_footprint({&a, &c}, int64_t{1} << 30);
-  EXPECT_FALSE(big.exact);
-  EXPECT_EQ(big.elements, 8);
+  EXPECT_TRUE(big.exact);
+  EXPECT_EQ(big.elements, 9);
+  // x[2 i] ({0, 2, ..., 14}) beside x[i] ({0..7}): two steps, no bitset above 2^28: the larger
+  // map, 8, a lower bound (the union is 8 + 4 = 12: 8, 10, 12, 14 more).
+  AccessMap d = a;
+  d.index = {form(0, {{"i", 2}})};
+  const Footprint steps = union_footprint({&a, &d}, int64_t{1} << 30);
+  EXPECT_FALSE(steps.exact);
+  EXPECT_EQ(steps.elements, 8);
+  EXPECT_EQ(union_footprint({&a, &d}, 16).elements, 12);  // in the bitset: exact
 }
 
 // The columns of y[4, 8] (row-major, 32 elements) written one at a time, as the steps of a scan
@@ -224,6 +233,30 @@ TEST(UnionFootprint, ColumnsOfAScan) {
   row.strides = {8, 1};
   row.extent = {4, 8};
   EXPECT_EQ(union_footprint({&c0, &row}, 32).elements, 11);
+}
+
+// The same columns of a scan over y [65536, 8192] (536,870,912 elements, above the bitset's
+// 2^28): counted per residue as at any size, not as the largest single map (65,536).
+TEST(UnionFootprint, ColumnsOfAScanAboveTheBitsetsSize) {
+  constexpr int64_t rows = 65536, cols = 8192;
+  const auto column = [&](int64_t t) {
+    AccessMap m;  // y[i, t], i in 0..65536: {t, t + 8192, ...}, 65,536 values of step 8192
+    m.domain = {box("i", 0, rows)};
+    m.index = {form(0, {{"i", 1}}), form(t, {})};
+    m.strides = {cols, 1};
+    m.extent = {rows, cols};
+    return m;
+  };
+  std::vector<AccessMap> all;
+  for (int64_t t = 0; t < cols; ++t) all.push_back(column(t));
+  std::vector<const AccessMap*> ptrs;
+  for (const AccessMap& m : all) ptrs.push_back(&m);
+  const Footprint every = union_footprint(ptrs, rows * cols);
+  EXPECT_TRUE(every.exact);
+  EXPECT_EQ(every.elements, 536870912);  // 8,192 columns of 65,536: all of y, 2^29
+  ptrs.pop_back();
+  // the columns t = 0..8190: 8,191 x 65,536 = 536,805,376
+  EXPECT_EQ(union_footprint(ptrs, rows * cols).elements, int64_t{8191} * 65536);
 }
 
 // Random forms over random small nests (boxes, triangles, shifted bounds; up to 4 loops of up to

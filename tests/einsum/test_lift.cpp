@@ -928,6 +928,40 @@ kernel sum {
   EXPECT_FALSE(node(g, "sum").relabel);
 }
 
+// An in-place write whose updated input only dead code reads: the write is removed as dead, and
+// its record is the update's one write (a kernel: k read 16 B, cache_written written 16 B), not
+// a relabelling of a write that no longer exists. A copy of the same values into an output of
+// another name is a kernel too.
+TEST(Lift, TheRecordOfADeadInPlaceWriteIsAKernel) {
+  const Graph g = lift_text(R"(input cache : f32[4, 64]
+input k : f32[4]
+tensor s : f32[4, 64]
+tensor unread : f32[4, 64]
+output cache_written : f32[4]
+output k_copy : f32[4]
+s = cache
+s[:, 3] = k
+kernel dead {
+  for i in 0..4, j in 0..64:
+    unread[i, j] = s[i, j]
+}
+kernel cache_written_copy {
+  for i in 0..4:
+    cache_written[i] = k[i]
+}
+kernel k_copy_copy {
+  for i in 0..4:
+    k_copy[i] = k[i]
+}
+)");
+  EXPECT_FALSE(std::any_of(g.nodes.begin(), g.nodes.end(),
+                           [](const Node& n) { return n.name == "copy:s" || n.name == "dead"; }));
+  EXPECT_EQ(node(g, "cache_written_copy").bytes_read(), 16);
+  EXPECT_EQ(node(g, "cache_written_copy").bytes_written(), 16);
+  EXPECT_FALSE(node(g, "cache_written_copy").relabel);
+  EXPECT_FALSE(node(g, "k_copy_copy").relabel);
+}
+
 TEST(Lift, ConcentratedRoutingCountsTheFewestElementsOnlyOfRoutedTakes) {
   // The routed take (distinct=1: a router's choice, at least one value): ids [2, 3] pick rows of
   // table [10, 4]; concentrated, one row, 24 moved elements / 6 indices = 4 (balanced: 6 rows,

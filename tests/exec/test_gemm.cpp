@@ -23,7 +23,7 @@ bool takes_fast_path(const std::string& text) {
     env.tensors.emplace(t.name, Tensor(t.dtype, shape));
   }
   const ir::Stmt& s = *p.body.at(0);
-  return run_gemm(compile_kernel(std::get<ir::Kernel>(s.node), s, env, nullptr));
+  return run_gemm(compile_kernel(std::get<ir::Kernel>(s.node), s, env));
 }
 
 std::string matmul(const std::string& loops,

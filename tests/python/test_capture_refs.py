@@ -105,6 +105,22 @@ def test_index_put_then_a_read_of_the_state_counts_the_rows_once():
     assert data["bytes"]["fused"] == 512 + 128 + 16 + 128 + 4
 
 
+def test_one_row_broadcast_by_index_put_then_a_read_counts_the_rows_once():
+    data = report("index_put_broadcast_read")
+    # cache[[1, 5]] = v, v one row of 16 f32 (64 B) broadcast into 2 rows (128 B) of the [8, 16]
+    # state (512 B), then the whole state read. Eager: index_put_ reads the index 2 x 8 = 16 B
+    # and v 64 B and writes the 2 rows 128 B (208 B); the sum reads 512 B and writes 4 B
+    # (516 B): 724 B. The record `cache_written` (v broadcast into the part: reads 64 B, writes
+    # 128 B) is the in-place write's, not a kernel (before: an internal error in the capture, the
+    # record's copy placed before the broadcast it reads; then 916 B, the rows counted twice).
+    assert data["bytes"]["unfused"] == 16 + 64 + 128 + 512 + 4
+    record = next(n for n in data["nodes"] if n["name"] == "cache_written_copy")
+    assert record["bytes_unfused"] == 0
+    # Fused: read the state 512 B, v 64 B and the index 16 B, write the rows 128 B and the sum
+    # 4 B: 724 B.
+    assert data["bytes"]["fused"] == 512 + 64 + 16 + 128 + 4
+
+
 def test_a_slice_written_then_read_counts_the_rows_once():
     data = report("slice_write_read")
     # cache[2:4] = v: 2 rows of 16 f32 (128 B) written into the [8, 16] state (512 B), then the

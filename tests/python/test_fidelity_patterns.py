@@ -123,7 +123,13 @@ def test_instance_norm_writes_its_output_without_a_copy(reports):
 # tests/python/test_capture_refs.py counts their bytes by hand).
 IN_PLACE = [
     MODELS / "refs" / f"{name}.py"
-    for name in ("kv_write_read", "index_copy_read", "index_put_read", "slice_write_read")
+    for name in (
+        "kv_write_read",
+        "index_copy_read",
+        "index_put_read",
+        "index_put_broadcast_read",
+        "slice_write_read",
+    )
 ]
 
 

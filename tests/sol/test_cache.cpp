@@ -791,6 +791,26 @@ TEST(CacheStreaming, RoutedExpertsAreReadThroughTheIndexNotCopied) {
   }
 }
 
+// The same experts, `distinct=3` (3 different experts at least), concentrated. Fused: w 3 x 512 x
+// 4 = 6144 B, 1344 + 6144 = 7488 B. Tiles t 2, r 2, c 16, n 32, loop t: 2 tiles of the index (4
+// ids each); a tile's share max(1, floor(3 / 2)) = 1 row, 2 tiles x 512 x 4 = 4096 B, below the 3
+// rows every run reads (5440 B in all, under the fused bytes). The table's traffic is raised to
+// those 3 rows, 6144 B: 64 + 256 + 1024 + 6144 = 7488 B, the fused bytes; no tiling moves less.
+TEST(CacheStreaming, RoutedExpertsAreReadAtLeastAsOftenAsTheirDistinctRows) {
+  std::string text = kRoutedExperts;
+  text.replace(text.find("distinct=2"), 10, "distinct=3");
+  einsum::Graph g = lift_text(text);
+  einsum::assume_routing(g, einsum::Routing::Concentrated);
+  EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 7488);
+  CacheOptimizer opt(g);
+  const auto halves = opt.tiled_cost(0, 2, {2, 2, 16, 32}, {0});
+  ASSERT_TRUE(halves);
+  EXPECT_EQ(halves->traffic_bytes, 7488);
+  for (const int64_t capacity : {int64_t{1024}, int64_t{16'384}, int64_t{1} << 40}) {
+    EXPECT_GE(opt.optimize(capacity).traffic_bytes, 7488) << capacity;
+  }
+}
+
 // Instance norm as PyTorch lowers it: x : [N, C, H, W] viewed as [1, N * C, H, W], batch-norm
 // statistics per channel of the view, the result reshaped back into the graph output (a reshape
 // of an intermediate in its own order: y is an alias of out, no copy, docs/einsum.md "Views").
