@@ -238,7 +238,7 @@ TEST(UnionFootprint, ColumnsOfAScan) {
 // The same columns of a scan over y [65536, 8192] (536,870,912 elements, above the bitset's
 // 2^28): counted per residue as at any size, not as the largest single map (65,536).
 TEST(UnionFootprint, ColumnsOfAScanAboveTheBitsetsSize) {
-  constexpr int64_t rows = 65536, cols = 8192;
+  const int64_t rows = 65536, cols = 8192;
   const auto column = [&](int64_t t) {
     AccessMap m;  // y[i, t], i in 0..65536: {t, t + 8192, ...}, 65,536 values of step 8192
     m.domain = {box("i", 0, rows)};
