@@ -319,12 +319,16 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
     const bool after = needed_after(st.tensor, last);
     if (!st.written) {
       st.role = TensorRole::Input;
-      // the routed takes' maps alone: their rows, whole in the other dimensions
-      SegTensor routed = st;
-      std::erase_if(routed.shapes, [](const MapShape& m) {
-        return std::none_of(m.dims.begin(), m.dims.end(),
-                            [](const DimSpan& d) { return d.chosen && d.fewest > 0; });
-      });
+      // the routed takes' maps alone: their rows, whole in the other dimensions (copied only
+      // for a tensor that has them: build_space runs for every segment the search tries)
+      SegTensor routed;
+      routed.numel = st.numel;
+      for (const MapShape& m : st.shapes) {
+        if (std::any_of(m.dims.begin(), m.dims.end(),
+                        [](const DimSpan& d) { return d.chosen && d.fewest > 0; })) {
+          routed.shapes.push_back(m);
+        }
+      }
       if (!routed.shapes.empty()) {
         std::vector<int64_t> extents;
         for (const GroupDim& d : s.dims) extents.push_back(d.extent);
