@@ -906,15 +906,15 @@ def _mutation_output(traced: Traced, graph: Any, value: Any, dst: Any) -> Any:
     if part is None:
         return value
     traced.golden_from_graph = True
-    written = src
+    written, anchor = src, value
     if list(src.meta["val"].shape) != part:  # values broadcast into the part
         with graph.inserting_after(value):
-            written = graph.call_function(torch.ops.aten.expand.default, (src, part))
+            written = anchor = graph.call_function(torch.ops.aten.expand.default, (src, part))
         written.meta["val"] = src.meta["val"].expand(part)
         written.meta["stack_trace"] = value.meta.get("stack_trace")
     # a copy of its own: the part's values as written, once (after the expand: each node
     # inserted after a node goes right after it, before the ones inserted there earlier)
-    with graph.inserting_after(written if written is not src else value):
+    with graph.inserting_after(anchor):
         copy = graph.call_function(torch.ops.aten.clone.default, (written,))
         copy.meta["val"] = written.meta["val"].clone()
         copy.meta["stack_trace"] = value.meta.get("stack_trace")
