@@ -483,6 +483,14 @@ std::optional<CacheSchedule> CacheOptimizer::try_optimize_exhaustive(int64_t cap
   return search(capacity_bytes, true);
 }
 
+namespace {
+
+// Segments starting inside a run above which the search is not run (about a run of 8,192 steps;
+// KernelBench's cumsum problems, runs of 4,096 steps over 512 MB, are searched in seconds).
+constexpr Int128 kMaxRunSegments = Int128{1} << 25;
+
+}  // namespace
+
 std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool exhaustive) {
   Impl& im = *impl_;
   const size_t n = im.g.nodes.size();
@@ -492,6 +500,36 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
     GroupMode mode = GroupMode::Untiled;
     const FrontierPoint* point = nullptr;  // tiled
   };
+  // Long runs in a program that does not fit on chip: a run of N steps (a scan along a
+  // 32,000-entry vocabulary) gives the search about N^2 / 2 segments that start inside it, and no
+  // rule below skips them (a quarter of an hour at N = 32,000, hours at 152,064). Above
+  // kMaxRunSegments such segments the search is not run: the schedule is one stream over the
+  // whole graph moving the fused bytes, a lower bound on every schedule (docs/fidelities.md,
+  // "Laws"), said in the group. A program that fits is searched whatever its runs: its first
+  // segment, the whole graph, ends the search at once.
+  if (!exhaustive && n > 0) {
+    Int128 run_segments = 0;
+    size_t longest = 0;
+    for (size_t r = 0; r < n; r = im.run_end[r]) {
+      longest = std::max(longest, im.run_end[r] - r);
+      const auto len = static_cast<Int128>(im.run_end[r] - r);
+      run_segments += len * (len - 1) / 2;
+    }
+    if (run_segments > kMaxRunSegments && im.untiled_cost(0, n).first > capacity_bytes) {
+      CacheGroup grp = im.stream_group(0, n);
+      grp.lower_bound_reason =
+          "not searched: the program holds a run of " + std::to_string(longest) +
+          " steps of one kernel (a scan) and does not fit on chip; bounded below by the fused "
+          "bytes, each input and weight read and each output written once (docs/fidelities.md, "
+          "\"Long scans\")";
+      CacheSchedule sched;
+      sched.capacity_bytes = capacity_bytes;
+      sched.traffic_bytes = grp.traffic_bytes;
+      im.set_min_traffic(grp);
+      sched.groups.push_back(std::move(grp));
+      return sched;
+    }
+  }
   std::vector<int64_t> best(n + 1, kInf);
   std::vector<Choice> choice(n + 1);
   best[0] = 0;
@@ -662,6 +700,42 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
       relax(first, e, traffic, {first, GroupMode::Stream, nullptr});
     }
   };
+  // Streams from a step of a run of one elementwise step (a scan: every node a translation of
+  // the first, none a reduction or a contraction, no data-dependent map, the same elements read
+  // and written; `plain`) reach the same end from every step of the run: adding such a step
+  // leaves the scan state the same whatever steps of the run came before it (every tensor the
+  // steps read is among the inputs of what they write, no statistic, the carry and the
+  // broadcast tensors counted once), and it fails, if at all, at the first step, where the state
+  // is empty. The reach is found once per run by the scan (run_reach: the last end it relaxes),
+  // and from each later step only the ends whose segment no longer fits are visited: the working
+  // set grows with the end and shrinks with the start, so the last end that fits (`fit`) never
+  // moves back and the window is kept from one start to the next. Without this a scan of N steps
+  // costs N^2 / 2 additions (a 32,000-entry cumsum: half a billion).
+  constexpr size_t kUnknown = std::numeric_limits<size_t>::max();
+  std::vector<size_t> run_reach(n, kUnknown);
+  std::vector<char> plain_run(n, 0);  // per run start: 0 not yet asked, 1 plain, 2 not
+  const auto plain = [&](size_t r0) {
+    if (plain_run[r0] == 0) {
+      const auto same = [](const auto& a, const auto& b) { return a == b; };
+      bool ok = im.run_end[r0] - r0 > 1;
+      for (size_t k = r0; ok && k < im.run_end[r0]; ++k) {
+        const einsum::Node& node = im.g.nodes[k];
+        ok = node.kind == einsum::NodeKind::Einsum &&
+             node.reduction == einsum::Reduction::None && node.counts.macs == 0 &&
+             same(im.node_reads[k], im.node_reads[r0]) &&
+             same(im.node_writes[k], im.node_writes[r0]);
+        for (const auto* list : {&node.reads, &node.writes}) {
+          for (const einsum::Access& a : *list) {
+            for (const einsum::AccessMap& m : a.maps) {
+              ok = ok && !m.data_dependent && m.data_dim < 0;
+            }
+          }
+        }
+      }
+      plain_run[r0] = ok ? 1 : 2;
+    }
+    return plain_run[r0] == 1;
+  };
   for (size_t j = 0; j < n; ++j) {
     relax_streams(j);
     // No schedule moves less than the fused bytes (docs/fidelities.md, "Laws": each graph input
@@ -732,26 +806,49 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
     }
     // Stream segments from j (docs/fidelities.md, "Streaming chains"): a lower bound, taken only
     // where no untiled segment of the same nodes fits (an untiled one is a schedule).
-    stream.reset();
-    if (!exhaustive) {
+    const size_t r0 = im.run_start[j];
+    const bool in_plain_run = !exhaustive && im.run_end[j] - r0 > 1 && plain(r0);
+    if (in_plain_run && run_reach[r0] != kUnknown) {
+      const size_t last = run_reach[r0];  // found from an earlier step of the run
       swin.start_at(j);
-      while (swin.end > j) swin.pop();
-    }
-    for (size_t e = j + 1; e <= n && stream.add(e - 1); ++e) {
-      int64_t ws = 0, traffic = 0;
-      if (exhaustive) {
-        std::tie(ws, traffic) = im.untiled_cost(j, e);
-      } else {
+      while (swin.end > j && swin.ws() > capacity_bytes) swin.pop();
+      while (swin.end < last) {
         swin.push();
-        ws = swin.ws();
-        traffic = j == 0 && e == n ? im.fused : swin.traffic();
+        if (swin.ws() > capacity_bytes) {
+          swin.pop();
+          break;
+        }
       }
-      if (ws <= capacity_bytes || e - j < 2) continue;
-      if (j == 0 && e == n) {  // the fused bytes: nothing beats it; taken now, ending the search
-        relax(j, e, traffic, {j, GroupMode::Stream, nullptr});
-      } else {
-        pending[e].emplace_back(j, traffic);
+      const size_t fit = swin.end;
+      while (swin.end < last) {
+        swin.push();
+        if (swin.end - j >= 2) pending[swin.end].emplace_back(j, swin.traffic());
       }
+      while (swin.end > fit) swin.pop();
+    } else {
+      stream.reset();
+      if (!exhaustive) {
+        swin.start_at(j);
+        while (swin.end > j) swin.pop();
+      }
+      size_t e = j + 1;
+      for (; e <= n && stream.add(e - 1); ++e) {
+        int64_t ws = 0, traffic = 0;
+        if (exhaustive) {
+          std::tie(ws, traffic) = im.untiled_cost(j, e);
+        } else {
+          swin.push();
+          ws = swin.ws();
+          traffic = j == 0 && e == n ? im.fused : swin.traffic();
+        }
+        if (ws <= capacity_bytes || e - j < 2) continue;
+        if (j == 0 && e == n) {  // the fused bytes: nothing beats it; taken now, ending the search
+          relax(j, e, traffic, {j, GroupMode::Stream, nullptr});
+        } else {
+          pending[e].emplace_back(j, traffic);
+        }
+      }
+      if (in_plain_run) run_reach[r0] = e - 1;
     }
     if (exhaustive) continue;
     // The untiled segments [j, e) for e from tail to reach: the window taken back to tail, then

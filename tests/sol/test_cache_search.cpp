@@ -267,3 +267,70 @@ TEST(CacheSearch, UntiledWindowAndSkipReturnTheExhaustiveSchedule) {
 
 }  // namespace
 }  // namespace solar::sol
+
+namespace solar::sol {
+namespace {
+
+// A scan of T steps over rows of 4 (y[t] = y[t - 1] + x[t]: one kernel repeated, a run), an
+// elementwise kernel over the whole of y, a gather of its rows (no stream passes it), and one
+// more elementwise kernel.
+std::string scan_text(int steps) {
+  const std::string t = std::to_string(steps);
+  const std::string shape = "[" + t + ", 4]\n";
+  return "input x : f32" + shape + "input idx : i64" + shape + "tensor y : f32" + shape +
+         "tensor z : f32" + shape + "tensor g : f32" + shape + "output w : f32" + shape +
+         "kernel first {\n  for i in 0..4:\n    y[0, i] = x[0, i]\n}\n"
+         "repeat t in 1.." +
+         t +
+         " {\n  kernel step {\n    for i in 0..4:\n      y[t, i] = y[t - 1, i] + x[t, i]\n  }\n}\n"
+         "kernel twice {\n  for s in 0.." +
+         t + ", i in 0..4:\n    z[s, i] = y[s, i] * 2.0\n}\n" +
+         "g = gather(z, idx, dim=0)\nkernel plus {\n  for s in 0.." + t +
+         ", i in 0..4:\n    w[s, i] = g[s, i] + 1.0\n}\n";
+}
+
+// Streams that start at a step of a scan: the search finds how far a stream from the run reaches
+// once, then visits from every later step only the ends whose segment does not fit. At every
+// capacity from one row to the whole program (x, idx, y, z, g, w: 30 x 4 x (4 x 5 + 8) = 3,360 B),
+// the same schedule as the exhaustive search, which scans every stream from every start. Here no
+// stream from a step wins (it reads back the rows the steps before it wrote), but the candidates
+// are checked: counted at half their traffic, they would change the schedule at 16 B.
+TEST(CacheSearch, StreamsFromInsideAScanReturnTheExhaustiveSchedule) {
+  const einsum::Graph g = testing::lift_text(scan_text(30));
+  ASSERT_EQ(g.nodes.size(), size_t{33});  // first, 29 steps, twice, gather, plus
+  CacheOptimizer fast(g), slow(g);
+  for (int64_t capacity = 16; capacity <= 3456; capacity += 16) {
+    expect_same(fast.try_optimize(capacity), slow.try_optimize_exhaustive(capacity),
+                "scan at " + std::to_string(capacity) + " B");
+  }
+}
+
+// Above 2^25 segments starting inside runs (a run of N steps starts N (N - 1) / 2), a program
+// that does not fit on chip is not searched: one stream over the whole graph moving the fused
+// bytes, flagged as a bound. 8,193 steps: 8,193 x 8,192 / 2 = 33,558,528 > 33,554,432.
+TEST(CacheSearch, ALongScanThatDoesNotFitIsBoundedByTheFusedBytes) {
+  const einsum::Graph g = testing::lift_text(scan_text(8194));
+  ASSERT_EQ(g.nodes.size(), size_t{8197});  // first, 8,193 steps, twice, gather, plus
+  // x and idx read once, w written once: 8,194 x 4 x (4 + 8 + 4) B = 524,416 B. Every tensor at
+  // once: x, y, z, g, w (f32) and idx (i64): 8,194 x 4 x (5 x 4 + 8) = 917,728 B.
+  CacheOptimizer opt(g);
+  const std::optional<CacheSchedule> small = opt.try_optimize(917'727);
+  ASSERT_TRUE(small.has_value());
+  EXPECT_EQ(small->traffic_bytes, 524'416);
+  ASSERT_EQ(small->groups.size(), size_t{1});
+  EXPECT_EQ(small->groups[0].mode, GroupMode::Stream);
+  EXPECT_TRUE(small->groups[0].lower_bound);
+  EXPECT_NE(small->groups[0].lower_bound_reason.find("a run of 8193 steps"), std::string::npos)
+      << small->groups[0].lower_bound_reason;
+  // Where every tensor fits, the search runs: the whole graph is one group, a schedule.
+  const std::optional<CacheSchedule> all = opt.try_optimize(917'728);
+  ASSERT_TRUE(all.has_value());
+  EXPECT_EQ(all->traffic_bytes, 524'416);
+  ASSERT_EQ(all->groups.size(), size_t{1});
+  EXPECT_NE(all->groups[0].mode, GroupMode::Stream);
+  EXPECT_FALSE(all->groups[0].lower_bound);
+  EXPECT_EQ(all->groups[0].lower_bound_reason, "");
+}
+
+}  // namespace
+}  // namespace solar::sol
