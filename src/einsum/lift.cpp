@@ -4,6 +4,7 @@
 // tensor's storage (initially its own); a view statement rebinds its destination when it can be
 // folded, and every other statement writes the destination's own storage and rebinds it to it.
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <memory>
 #include <optional>
@@ -158,10 +159,252 @@ class Lifter {
     }
     remove_dead();
     mark_in_place_records();  // after: a dead in-place write has no record
+    collapse_scans();
     return std::move(g_);
   }
 
  private:
+  // Scans as one node (docs/einsum.md, "Scans"). A `repeat` of one elementwise kernel unrolls
+  // into one node per step; where consecutive nodes of one op block are the same kernel moved by
+  // a constant step (every index constant of every map moves by the same amount from one node to
+  // the next: `y[i, t] = y[i, t - 1] + x[i, t]` for t = 1, 2, ...), each writes elements no other
+  // writes, and each reads what it writes only at the elements the node before wrote (the
+  // carry), they become one node whose domain gains the step as its outermost loop: its maps
+  // are the first step's plus the step times that loop, its counts N times one step's, and the
+  // carry is read from the first step's read alone (the elements the steps before the run
+  // wrote; a step's carry stays on chip in every real scan). A 152,064-entry cumsum is one node,
+  // not 152,063.
+  void collapse_scans() {
+    std::vector<Node> out;
+    out.reserve(g_.nodes.size());
+    for (size_t i = 0; i < g_.nodes.size();) {
+      size_t e = i + 1;
+      std::vector<int64_t> delta;
+      if (scan_step(g_.nodes[i]) && i + 1 < g_.nodes.size()) {
+        if (std::optional<std::vector<int64_t>> d = step_delta(g_.nodes[i], g_.nodes[i + 1])) {
+          delta = std::move(*d);
+          while (e < g_.nodes.size() && carries(g_.nodes[e - 1], g_.nodes[e], delta)) ++e;
+        }
+      }
+      std::optional<Node> merged;
+      if (e - i >= 2) merged = scan_node(i, e, delta);
+      if (merged) {
+        out.push_back(std::move(*merged));
+        i = e;
+      } else {
+        out.push_back(std::move(g_.nodes[i]));
+        ++i;
+      }
+    }
+    g_.nodes = std::move(out);
+  }
+
+  // A node that may be a step of a scan: an elementwise kernel of an op block writing one
+  // tensor through one map, every map affine with its text the tensor's name and its indices.
+  bool scan_step(const Node& n) const {
+    if (n.kind != NodeKind::Einsum || n.op != "kernel" || n.op_block.empty() || n.relabel ||
+        n.reduction != Reduction::None || n.counts.macs != 0 || n.writes.size() != 1 ||
+        n.writes[0].maps.size() != 1) {
+      return false;
+    }
+    for (const auto* list : {&n.reads, &n.writes}) {
+      for (const Access& a : *list) {
+        for (const AccessMap& m : a.maps) {
+          if (m.data_dependent || m.text != plain_text(a.tensor, m.index, n.domain)) return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  static std::string plain_text(const std::string& tensor, const std::vector<ir::AffineForm>& f,
+                                const ir::AffineDomain& domain) {
+    std::string s = tensor + "[";
+    for (size_t d = 0; d < f.size(); ++d) s += (d ? ", " : "") + detail::form_text(f[d], domain);
+    return s + "]";
+  }
+
+  // The reads of n that are not of the tensor it writes, then its write: the maps that move
+  // with the step.
+  static std::vector<const AccessMap*> moving_maps(const Node& n) {
+    std::vector<const AccessMap*> maps;
+    for (const Access& a : n.reads) {
+      if (a.tensor == n.writes[0].tensor) continue;
+      for (const AccessMap& m : a.maps) maps.push_back(&m);
+    }
+    maps.push_back(&n.writes[0].maps[0]);
+    return maps;
+  }
+
+  // How every index constant of a's moving maps moves to b's (nullopt: b is not a moved a).
+  std::optional<std::vector<int64_t>> step_delta(const Node& a, const Node& b) const {
+    if (!scan_step(b) || b.op_block != a.op_block || b.einsum.empty() || a.points != b.points ||
+        a.counts.simple != b.counts.simple || a.counts.special != b.counts.special ||
+        a.reads.size() != b.reads.size() || a.writes[0].tensor != b.writes[0].tensor) {
+      return std::nullopt;
+    }
+    for (size_t k = 0; k < a.domain.size(); ++k) {
+      if (a.domain[k].var != b.domain[k].var || !(a.domain[k].lo == b.domain[k].lo) ||
+          !(a.domain[k].hi == b.domain[k].hi)) {
+        return std::nullopt;
+      }
+    }
+    if (a.domain.size() != b.domain.size()) return std::nullopt;
+    const std::vector<const AccessMap*> x = moving_maps(a), y = moving_maps(b);
+    if (x.size() != y.size()) return std::nullopt;
+    std::vector<int64_t> delta;
+    bool moves = false;
+    for (size_t k = 0; k < x.size(); ++k) {
+      const AccessMap& p = *x[k];
+      const AccessMap& q = *y[k];
+      if (p.offset != q.offset || p.strides != q.strides || p.extent != q.extent ||
+          p.guarded != q.guarded || p.index.size() != q.index.size() ||
+          p.text.substr(0, p.text.find('[')) != q.text.substr(0, q.text.find('['))) {
+        return std::nullopt;
+      }
+      for (size_t d = 0; d < p.index.size(); ++d) {
+        if (p.index[d].coeffs != q.index[d].coeffs) return std::nullopt;
+        delta.push_back(q.index[d].constant - p.index[d].constant);
+        moves = moves || (k + 1 == x.size() && delta.back() != 0);
+      }
+    }
+    if (!moves) return std::nullopt;
+    return delta;
+  }
+
+  // Whether b is a moved by `delta` and reads what it writes only where a wrote (the carry).
+  bool carries(const Node& a, const Node& b, const std::vector<int64_t>& delta) const {
+    const std::optional<std::vector<int64_t>> d = step_delta(a, b);
+    if (!d || *d != delta) return false;
+    const std::string& y = b.writes[0].tensor;
+    for (const Access& r : b.reads) {
+      if (r.tensor != y) continue;
+      const AccessMap& w = a.writes[0].maps[0];
+      if (r.maps.size() != 1 || r.maps[0].index != w.index || r.maps[0].offset != w.offset ||
+          r.maps[0].strides != w.strides || r.maps[0].guarded != w.guarded) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // The nodes [first, last) as one node (nullopt: their writes overlap, or their text is not
+  // the form collapse_scans rewrites).
+  std::optional<Node> scan_node(size_t first, size_t last, const std::vector<int64_t>& delta) {
+    const Node& a = g_.nodes[first];
+    const auto steps = static_cast<int64_t>(last - first);
+    // the step loop: the repeat index of the first node's name ("name[t=1]"), from its value
+    std::string var = "step";
+    int64_t lo = 0;
+    const size_t open = a.name.rfind('[');
+    const size_t eq = a.name.rfind('=');
+    const bool named =
+        open != std::string::npos && eq != std::string::npos && eq > open && a.name.back() == ']';
+    if (named) {
+      const size_t comma = a.name.find_last_of(",[", eq);
+      var = a.name.substr(comma + 1, eq - comma - 1);
+      const std::string value = a.name.substr(eq + 1, a.name.size() - eq - 2);
+      if (value.empty() || value.find_first_not_of("-0123456789") != std::string::npos) {
+        return std::nullopt;
+      }
+      lo = std::stoll(value);
+    }
+    const auto taken = [&](const std::string& v) {
+      return std::any_of(a.domain.begin(), a.domain.end(),
+                         [&](const ir::AffineLoop& l) { return l.var == v; });
+    };
+    while (taken(var)) var += "_";
+    ir::AffineDomain domain;
+    domain.push_back({var, ir::AffineForm{lo, {}}, ir::AffineForm{lo + steps, {}}});
+    domain.insert(domain.end(), a.domain.begin(), a.domain.end());
+    const std::string& y = a.writes[0].tensor;
+    // a map of the first step moved by `delta` (from position k of it) per step of the new loop
+    size_t at = 0;
+    const auto moved = [&](const AccessMap& m) {
+      AccessMap r = m;
+      r.domain = domain;
+      for (ir::AffineForm& f : r.index) {
+        const int64_t dk = delta.at(at++);
+        if (dk == 0) continue;
+        f.constant -= dk * lo;
+        f.coeffs[var] = dk;
+      }
+      r.text = plain_text(r.text.substr(0, r.text.find('[')), r.index, domain);
+      return r;
+    };
+    std::vector<std::pair<std::string, std::string>> texts;  // first step's map text -> new
+    std::vector<std::pair<std::string, AccessMap>> reads;
+    for (const Access& r : a.reads) {
+      if (r.tensor == y) continue;
+      for (const AccessMap& m : r.maps) {
+        reads.emplace_back(r.tensor, moved(m));
+        texts.emplace_back(m.text, reads.back().second.text);
+      }
+    }
+    const AccessMap write = moved(a.writes[0].maps[0]);
+    // the carry: read by the first step where the steps before the run wrote (kept as it is, a
+    // read of those elements only), by the others where the step before wrote
+    std::vector<std::pair<std::string, AccessMap>> carry;
+    for (const Access& r : a.reads) {
+      if (r.tensor != y) continue;
+      AccessMap m = r.maps[0];
+      m.domain = domain;
+      carry.emplace_back(y, m);
+      AccessMap back = write;
+      for (size_t d = 0; d < back.index.size(); ++d) {
+        back.index[d].constant -= delta[delta.size() - back.index.size() + d];
+      }
+      texts.emplace_back(r.maps[0].text, plain_text(y, back.index, domain));
+    }
+    // the reads in the first step's order of tensors
+    std::vector<std::pair<std::string, AccessMap>> ordered;
+    for (const Access& r : a.reads) {
+      for (auto& entry : r.tensor == y ? carry : reads) {
+        if (entry.first == r.tensor) ordered.push_back(entry);
+      }
+    }
+    Node n = a;
+    n.reads = group(ordered);
+    n.writes = group({{y, write}});
+    if (n.writes[0].footprint != steps * a.writes[0].footprint || !n.writes[0].footprint_exact) {
+      return std::nullopt;  // the steps' writes overlap: not a scan
+    }
+    // the text: the first step's, its maps rewritten
+    const std::string head = domain_text(a.domain) + a.writes[0].maps[0].text + " = ";
+    if (a.einsum.rfind(head, 0) != 0) return std::nullopt;
+    std::string rhs = a.einsum.substr(head.size());
+    rhs = replace_maps(rhs, texts);
+    n.einsum = domain_text(domain) + write.text + " = " + rhs;
+    n.name = named ? a.name.substr(0, a.name.size() - 1) + ".." + std::to_string(lo + steps - 1) + "]"
+                   : a.name + "[" + var + "=0.." + std::to_string(steps - 1) + "]";
+    n.domain = std::move(domain);
+    n.points = a.points * steps;
+    n.counts.simple = a.counts.simple * steps;
+    n.counts.special = a.counts.special * steps;
+    return n;
+  }
+
+  // `text` with every whole occurrence of each map text replaced (not inside a longer name).
+  static std::string replace_maps(const std::string& text,
+                                  const std::vector<std::pair<std::string, std::string>>& maps) {
+    std::string out;
+    for (size_t i = 0; i < text.size();) {
+      const bool boundary =
+          i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '_' ||
+                      text[i - 1] == '.');
+      bool done = false;
+      for (const auto& [from, to] : maps) {
+        if (boundary && text.compare(i, from.size(), from) == 0) {
+          out += to;
+          i += from.size();
+          done = true;
+          break;
+        }
+      }
+      if (!done) out += text[i++];
+    }
+    return out;
+  }
   // The record of an in-place write (docs/einsum.md, "In-place updates of inputs"). A capture
   // checks the part of an input that an in-place update writes through a graph output of its
   // own, a copy of the values written (`cache_written[i, j] = k[i, j]`, docs/capture.md). When

@@ -1123,3 +1123,71 @@ kernel k {
 
 }  // namespace
 }  // namespace solar::einsum
+
+namespace solar::einsum {
+namespace {
+
+// A cumsum along 6 positions of 3 rows as the op library lowers it: the first position copied,
+// then `repeat` of one step kernel (`body` its statement, `first` the first step's position).
+std::string scan_program(const std::string& body, int first, bool block = true) {
+  const std::string open = block ? "op cumsum {\n" : "";
+  const std::string close = block ? "}\n" : "";
+  return "input x : f32[3, 6]\noutput y : f32[3, 6]\n" + open +
+         "kernel first {\n  for i in 0..3:\n    y[i, " + std::to_string(first == 1 ? 0 : 5) +
+         "] = x[i, " + std::to_string(first == 1 ? 0 : 5) + "]\n}\nrepeat t in 1..6 {\n" +
+         "kernel step {\n  for i in 0..3:\n    " + body + "\n}\n}\n" + close;
+}
+
+// The five steps of a scan are one node: domain t in 1..6 then i in 0..3 (5 x 3 = 15 points),
+// one addition a point (15), x read at columns 1..5 (3 x 5 = 15 elements, 60 B), the carry read
+// where `first` wrote (column 0: 3 elements, 12 B), y written at columns 1..5 (15 elements, 60 B).
+TEST(Lift, TheStepsOfAScanAreOneNode) {
+  const Graph g = lift_text(scan_program("y[i, t] = y[i, t - 1] + x[i, t]", 1));
+  ASSERT_EQ(g.nodes.size(), size_t{2});
+  const Node& n = node(g, "step[t=1..5]");
+  ASSERT_EQ(n.domain.size(), size_t{2});
+  EXPECT_EQ(n.domain[0].var, "t");
+  EXPECT_EQ(n.domain[0].lo.constant, 1);
+  EXPECT_EQ(n.domain[0].hi.constant, 6);
+  EXPECT_EQ(n.points, 15);
+  EXPECT_EQ(n.counts.simple, 15);
+  EXPECT_EQ(n.op_block, "cumsum");
+  EXPECT_EQ(read(g, "step[t=1..5]", "x").footprint, 15);
+  EXPECT_EQ(read(g, "step[t=1..5]", "x").bytes, 60);
+  EXPECT_EQ(read(g, "step[t=1..5]", "y").footprint, 3);
+  EXPECT_EQ(write(g, "step[t=1..5]", "y").footprint, 15);
+  EXPECT_EQ(n.einsum, "for t in 1..6, i in 0..3: y[i, t] = y[i, t - 1] + x[i, t]");
+  // the whole program: first reads 3 and writes 3 elements, the steps 15 and 15 more
+  EXPECT_EQ(touched_elements(g, "x"), 18);
+  EXPECT_EQ(touched_elements(g, "y"), 18);
+}
+
+// A reverse scan (the op library's `reverse`: position 5 - t from position 6 - t) moves by -1:
+// the loop keeps the repeat's values, the maps run backwards; the carry is column 5.
+TEST(Lift, AReverseScanIsOneNode) {
+  const Graph g = lift_text(scan_program("y[i, 5 - t] = y[i, 6 - t] + x[i, 5 - t]", 5));
+  ASSERT_EQ(g.nodes.size(), size_t{2});
+  const Node& n = node(g, "step[t=1..5]");
+  EXPECT_EQ(n.points, 15);
+  EXPECT_EQ(read(g, "step[t=1..5]", "y").footprint, 3);
+  EXPECT_EQ(read(g, "step[t=1..5]", "x").footprint, 15);
+  EXPECT_EQ(n.einsum, "for t in 1..6, i in 0..3: y[i, -t + 5] = y[i, -t + 6] + x[i, -t + 5]");
+}
+
+// Not a scan, kept step by step: steps outside an op block (each its own operation), a step
+// that reads two positions back (not only where the step before wrote), and steps that all
+// write the same column (an accumulation: the writes overlap).
+TEST(Lift, StepsThatAreNotAScanStayNodes) {
+  EXPECT_EQ(lift_text(scan_program("y[i, t] = y[i, t - 1] + x[i, t]", 1, false)).nodes.size(),
+            size_t{6});
+  const std::string two_back = "input x : f32[3, 6]\noutput y : f32[3, 6]\nop s {\n"
+                               "kernel first {\n  for i in 0..3, j in 0..2:\n"
+                               "    y[i, j] = x[i, j]\n}\nrepeat t in 2..6 {\n"
+                               "kernel step {\n  for i in 0..3:\n"
+                               "    y[i, t] = y[i, t - 2] + x[i, t]\n}\n}\n}\n";
+  EXPECT_EQ(lift_text(two_back).nodes.size(), size_t{5});
+  EXPECT_EQ(lift_text(scan_program("y[i, 0] = y[i, 0] + x[i, t]", 1)).nodes.size(), size_t{6});
+}
+
+}  // namespace
+}  // namespace solar::einsum
