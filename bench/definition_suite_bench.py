@@ -881,6 +881,30 @@ def _run_one(folder: str, out: str, solar: list[str], extra: list[str]) -> dict:
     }
 
 
+def _family(folder: str) -> str:
+    """A definition's family: its name's words before the first one holding a digit, without
+    the leading index ("172_sampling_top_p_mask_v32000": "sampling_top_p_mask")."""
+    words = os.path.basename(folder).split("_")[1:]
+    family = []
+    for w in words:
+        if any(c.isdigit() for c in w):
+            break
+        family.append(w)
+    return "_".join(family)
+
+
+def _parts(folders: list[str], jobs: int) -> list[list[str]]:
+    """The definitions each of ``jobs`` processes analyses with ``--one-process``: each family
+    dealt out in turn (by family, then name), so that every process gets its share of every
+    family. Taking every jobs-th definition by name put a family whose kinds alternate with a
+    period dividing ``jobs`` in one process (all five top-p masks, the sampling family's third
+    kind of four, fell to process 0)."""
+    parts: list[list[str]] = [[] for _ in range(jobs)]
+    for k, f in enumerate(sorted(folders, key=lambda f: (_family(f), f))):
+        parts[k % jobs].append(f)
+    return [sorted(p) for p in parts]
+
+
 def _run_together(
     chosen: list[str], out: str, solar: list[str], extra: list[str], part: int = 0
 ) -> list[dict]:
@@ -936,11 +960,11 @@ def run(args: argparse.Namespace) -> None:
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     rows: list[dict] = []
-    if args.one_process:  # --jobs processes, each a suite of every jobs-th definition
+    if args.one_process:  # --jobs processes, each a suite of its part of the definitions
+        split = _parts(chosen, args.jobs)
         with ThreadPoolExecutor(args.jobs) as pool:
             parts = pool.map(
-                lambda k: _run_together(chosen[k :: args.jobs], args.out, solar, extra, k),
-                range(args.jobs),
+                lambda k: _run_together(split[k], args.out, solar, extra, k), range(args.jobs)
             )
             rows = [row for part in parts for row in part]
     else:

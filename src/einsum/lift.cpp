@@ -243,13 +243,13 @@ class Lifter {
         a.reads.size() != b.reads.size() || a.writes[0].tensor != b.writes[0].tensor) {
       return std::nullopt;
     }
+    if (a.domain.size() != b.domain.size()) return std::nullopt;
     for (size_t k = 0; k < a.domain.size(); ++k) {
       if (a.domain[k].var != b.domain[k].var || !(a.domain[k].lo == b.domain[k].lo) ||
           !(a.domain[k].hi == b.domain[k].hi)) {
         return std::nullopt;
       }
     }
-    if (a.domain.size() != b.domain.size()) return std::nullopt;
     const std::vector<const AccessMap*> x = moving_maps(a), y = moving_maps(b);
     if (x.size() != y.size()) return std::nullopt;
     std::vector<int64_t> delta;
@@ -375,8 +375,9 @@ class Lifter {
     std::string rhs = a.einsum.substr(head.size());
     rhs = replace_maps(rhs, texts);
     n.einsum = domain_text(domain) + write.text + " = " + rhs;
-    n.name = named ? a.name.substr(0, a.name.size() - 1) + ".." + std::to_string(lo + steps - 1) + "]"
-                   : a.name + "[" + var + "=0.." + std::to_string(steps - 1) + "]";
+    n.name = named
+                 ? a.name.substr(0, a.name.size() - 1) + ".." + std::to_string(lo + steps - 1) + "]"
+                 : a.name + "[" + var + "=0.." + std::to_string(steps - 1) + "]";
     n.domain = std::move(domain);
     n.points = a.points * steps;
     n.counts.simple = a.counts.simple * steps;
@@ -389,9 +390,8 @@ class Lifter {
                                   const std::vector<std::pair<std::string, std::string>>& maps) {
     std::string out;
     for (size_t i = 0; i < text.size();) {
-      const bool boundary =
-          i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '_' ||
-                      text[i - 1] == '.');
+      const bool boundary = i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) ||
+                                        text[i - 1] == '_' || text[i - 1] == '.');
       bool done = false;
       for (const auto& [from, to] : maps) {
         if (boundary && text.compare(i, from.size(), from) == 0) {

@@ -720,9 +720,8 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
       bool ok = im.run_end[r0] - r0 > 1;
       for (size_t k = r0; ok && k < im.run_end[r0]; ++k) {
         const einsum::Node& node = im.g.nodes[k];
-        ok = node.kind == einsum::NodeKind::Einsum &&
-             node.reduction == einsum::Reduction::None && node.counts.macs == 0 &&
-             same(im.node_reads[k], im.node_reads[r0]) &&
+        ok = node.kind == einsum::NodeKind::Einsum && node.reduction == einsum::Reduction::None &&
+             node.counts.macs == 0 && same(im.node_reads[k], im.node_reads[r0]) &&
              same(im.node_writes[k], im.node_writes[r0]);
         for (const auto* list : {&node.reads, &node.writes}) {
           for (const einsum::Access& a : *list) {

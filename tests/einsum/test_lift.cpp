@@ -1180,11 +1180,12 @@ TEST(Lift, AReverseScanIsOneNode) {
 TEST(Lift, StepsThatAreNotAScanStayNodes) {
   EXPECT_EQ(lift_text(scan_program("y[i, t] = y[i, t - 1] + x[i, t]", 1, false)).nodes.size(),
             size_t{6});
-  const std::string two_back = "input x : f32[3, 6]\noutput y : f32[3, 6]\nop s {\n"
-                               "kernel first {\n  for i in 0..3, j in 0..2:\n"
-                               "    y[i, j] = x[i, j]\n}\nrepeat t in 2..6 {\n"
-                               "kernel step {\n  for i in 0..3:\n"
-                               "    y[i, t] = y[i, t - 2] + x[i, t]\n}\n}\n}\n";
+  const std::string two_back =
+      "input x : f32[3, 6]\noutput y : f32[3, 6]\nop s {\n"
+      "kernel first {\n  for i in 0..3, j in 0..2:\n"
+      "    y[i, j] = x[i, j]\n}\nrepeat t in 2..6 {\n"
+      "kernel step {\n  for i in 0..3:\n"
+      "    y[i, t] = y[i, t - 2] + x[i, t]\n}\n}\n}\n";
   EXPECT_EQ(lift_text(two_back).nodes.size(), size_t{5});
   EXPECT_EQ(lift_text(scan_program("y[i, 0] = y[i, 0] + x[i, t]", 1)).nodes.size(), size_t{6});
 }
