@@ -5,11 +5,13 @@
 // folded, and every other statement writes the destination's own storage and rebinds it to it.
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -190,11 +192,10 @@ class Lifter {
       if (e - i >= 2) merged = scan_node(i, e, delta);
       if (merged) {
         out.push_back(std::move(*merged));
-        i = e;
-      } else {
-        out.push_back(std::move(g_.nodes[i]));
-        ++i;
+      } else {  // not a scan: the nodes as they are (not tried again from i + 1)
+        for (size_t k = i; k < e; ++k) out.push_back(std::move(g_.nodes[k]));
       }
+      i = e;
     }
     g_.nodes = std::move(out);
   }
@@ -236,8 +237,31 @@ class Lifter {
     return maps;
   }
 
-  // How every index constant of a's moving maps moves to b's (nullopt: b is not a moved a).
+  // The repeat binding a node's name ends with: "k[t=0,u=3]" is ("k[t=0,u=", 3); nullopt for a
+  // name with no repeat suffix.
+  static std::optional<std::pair<std::string, int64_t>> last_binding(const std::string& name) {
+    const size_t eq = name.rfind('=');
+    const size_t open = name.find('[');
+    if (name.empty() || name.back() != ']' || eq == std::string::npos ||
+        open == std::string::npos || eq < open) {
+      return std::nullopt;
+    }
+    const std::string value = name.substr(eq + 1, name.size() - eq - 2);
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
+    return std::make_pair(name.substr(0, eq + 1), v);
+  }
+
+  // How every index constant of a's moving maps moves to b's (nullopt: b is not a moved a). b
+  // must be the next iteration of a's statement: its name a's with the last repeat index one more
+  // (the same kernel, the other repeat indices the same).
   std::optional<std::vector<int64_t>> step_delta(const Node& a, const Node& b) const {
+    const auto x_at = last_binding(a.name);
+    const auto y_at = last_binding(b.name);
+    if (!x_at || !y_at || x_at->first != y_at->first || y_at->second != x_at->second + 1) {
+      return std::nullopt;
+    }
     if (!scan_step(b) || b.op_block != a.op_block || b.einsum.empty() || a.points != b.points ||
         a.counts.simple != b.counts.simple || a.counts.special != b.counts.special ||
         a.reads.size() != b.reads.size() || a.writes[0].tensor != b.writes[0].tensor) {
@@ -294,21 +318,12 @@ class Lifter {
     const Node& a = g_.nodes[first];
     const auto steps = static_cast<int64_t>(last - first);
     // the step loop: the repeat index of the first node's name ("name[t=1]"), from its value
-    std::string var = "step";
-    int64_t lo = 0;
-    const size_t open = a.name.rfind('[');
-    const size_t eq = a.name.rfind('=');
-    const bool named =
-        open != std::string::npos && eq != std::string::npos && eq > open && a.name.back() == ']';
-    if (named) {
-      const size_t comma = a.name.find_last_of(",[", eq);
-      var = a.name.substr(comma + 1, eq - comma - 1);
-      const std::string value = a.name.substr(eq + 1, a.name.size() - eq - 2);
-      if (value.empty() || value.find_first_not_of("-0123456789") != std::string::npos) {
-        return std::nullopt;
-      }
-      lo = std::stoll(value);
-    }
+    const auto binding = last_binding(a.name);
+    if (!binding) return std::nullopt;
+    const std::string& prefix = binding->first;  // "k[t=0,u="
+    const size_t sep = prefix.find_last_of(",[", prefix.size() - 2);
+    std::string var = prefix.substr(sep + 1, prefix.size() - sep - 2);
+    const int64_t lo = binding->second;
     const auto taken = [&](const std::string& v) {
       return std::any_of(a.domain.begin(), a.domain.end(),
                          [&](const ir::AffineLoop& l) { return l.var == v; });
@@ -347,6 +362,7 @@ class Lifter {
     std::vector<std::pair<std::string, AccessMap>> carry;
     for (const Access& r : a.reads) {
       if (r.tensor != y) continue;
+      if (r.maps.size() != 1) return std::nullopt;  // one carry, as every later step reads
       AccessMap m = r.maps[0];
       m.domain = domain;
       carry.emplace_back(y, m);
@@ -363,21 +379,30 @@ class Lifter {
         if (entry.first == r.tensor) ordered.push_back(entry);
       }
     }
+    // the text: the first step's, its maps rewritten
+    const std::string head = domain_text(a.domain) + a.writes[0].maps[0].text + " = ";
+    if (a.einsum.rfind(head, 0) != 0) return std::nullopt;
     Node n = a;
     n.reads = group(ordered);
     n.writes = group({{y, write}});
     if (n.writes[0].footprint != steps * a.writes[0].footprint || !n.writes[0].footprint_exact) {
       return std::nullopt;  // the steps' writes overlap: not a scan
     }
-    // the text: the first step's, its maps rewritten
-    const std::string head = domain_text(a.domain) + a.writes[0].maps[0].text + " = ";
-    if (a.einsum.rfind(head, 0) != 0) return std::nullopt;
+    if (!carry.empty()) {  // the first carry is written before the run, not by a step of it
+      std::vector<std::pair<std::string, AccessMap>> both = carry;
+      both.emplace_back(y, write);
+      const std::vector<Access> all = group(both);
+      const auto carried = std::find_if(n.reads.begin(), n.reads.end(),
+                                        [&](const Access& r) { return r.tensor == y; });
+      if (!all[0].footprint_exact ||
+          all[0].footprint != carried->footprint + n.writes[0].footprint) {
+        return std::nullopt;
+      }
+    }
     std::string rhs = a.einsum.substr(head.size());
     rhs = replace_maps(rhs, texts);
     n.einsum = domain_text(domain) + write.text + " = " + rhs;
-    n.name = named
-                 ? a.name.substr(0, a.name.size() - 1) + ".." + std::to_string(lo + steps - 1) + "]"
-                 : a.name + "[" + var + "=0.." + std::to_string(steps - 1) + "]";
+    n.name = a.name.substr(0, a.name.size() - 1) + ".." + std::to_string(lo + steps - 1) + "]";
     n.domain = std::move(domain);
     n.points = a.points * steps;
     n.counts.simple = a.counts.simple * steps;

@@ -518,10 +518,11 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
     if (run_segments > kMaxRunSegments && im.untiled_cost(0, n).first > capacity_bytes) {
       CacheGroup grp = im.stream_group(0, n);
       grp.lower_bound_reason =
-          "not searched: the program holds a run of " + std::to_string(longest) +
-          " steps of one kernel (a scan) and does not fit on chip; bounded below by the fused "
-          "bytes, each input and weight read and each output written once (docs/fidelities.md, "
-          "\"Long scans\")";
+          "not searched: the program's runs of one kernel (the longest " + std::to_string(longest) +
+          " steps: a scan outside an op block) start " +
+          std::to_string(static_cast<int64_t>(run_segments)) +
+          " segments, and it does not fit on chip; bounded below by the fused bytes, each input "
+          "and weight read and each output written once (docs/fidelities.md, \"Long scans\")";
       CacheSchedule sched;
       sched.capacity_bytes = capacity_bytes;
       sched.traffic_bytes = grp.traffic_bytes;
@@ -709,8 +710,9 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
   // is empty. The reach is found once per run by the scan (run_reach: the last end it relaxes),
   // and from each later step only the ends whose segment no longer fits are visited: the working
   // set grows with the end and shrinks with the start, so the last end that fits (`fit`) never
-  // moves back and the window is kept from one start to the next. Without this a scan of N steps
-  // costs N^2 / 2 additions (a 32,000-entry cumsum: half a billion).
+  // moves back and the window is kept from one start to the next. This saves the N^2 / 2
+  // additions of a run of N steps (a 32,000-entry cumsum: half a billion); the candidates that do
+  // not fit are still one per end (quadratic where the program does not fit: the bound below).
   constexpr size_t kUnknown = std::numeric_limits<size_t>::max();
   std::vector<size_t> run_reach(n, kUnknown);
   std::vector<char> plain_run(n, 0);  // per run start: 0 not yet asked, 1 plain, 2 not

@@ -32,9 +32,10 @@ Headroom compute_headroom(const Analysis& a, const std::string& target, const Me
 
 namespace {
 
-// A kernel's name without the "[t=3]" suffix of a repeat block's iterations.
+// A kernel's name without the suffix of a repeat block's iterations ("[t=3]", a scan's
+// "[t=1..5]", a captured scan's "[y_scan=7]").
 std::string kernel_of(const std::string& graph_node) {
-  const size_t bracket = graph_node.find("[t=");
+  const size_t bracket = graph_node.find('[');
   return bracket == std::string::npos ? graph_node : graph_node.substr(0, bracket);
 }
 

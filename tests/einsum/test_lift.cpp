@@ -1188,6 +1188,44 @@ TEST(Lift, StepsThatAreNotAScanStayNodes) {
       "    y[i, t] = y[i, t - 2] + x[i, t]\n}\n}\n}\n";
   EXPECT_EQ(lift_text(two_back).nodes.size(), size_t{5});
   EXPECT_EQ(lift_text(scan_program("y[i, 0] = y[i, 0] + x[i, t]", 1)).nodes.size(), size_t{6});
+  // each step writes two columns, t and t + 1, reading the two the step before wrote: the carry
+  // matches, but the writes overlap (5 steps x 6 elements written, 18 distinct)
+  const std::string overlapping =
+      "input x : f32[3, 7]\noutput y : f32[3, 7]\nop s {\n"
+      "kernel first {\n  for i in 0..3, j in 0..2:\n"
+      "    y[i, j] = x[i, j]\n}\nrepeat t in 1..6 {\n"
+      "kernel step {\n  for i in 0..3, j in 0..2:\n"
+      "    y[i, t + j] = y[i, t + j - 1] + x[i, t]\n}\n}\n}\n";
+  EXPECT_EQ(lift_text(overlapping).nodes.size(), size_t{6});
+  // two kernels of one op block whose maps are each other's moved by a constant (a complex
+  // product's real and imaginary parts: the same op counts, b's columns swapped): not two
+  // iterations of one statement, two nodes
+  const Graph complex = lift_text(
+      "input a : f32[4, 2]\ninput b : f32[4, 2]\noutput p : f32[4, 2]\nop mul {\n"
+      "kernel re {\n  for i in 0..4:\n    p[i, 0] = a[i, 0] * b[i, 0] - a[i, 1] * b[i, 1]\n}\n"
+      "kernel im {\n  for i in 0..4:\n    p[i, 1] = a[i, 0] * b[i, 1] + a[i, 1] * b[i, 0]\n}\n}\n");
+  ASSERT_EQ(complex.nodes.size(), size_t{2});
+  EXPECT_EQ(complex.nodes[0].name, "re");
+  EXPECT_EQ(complex.nodes[1].name, "im");
+}
+
+// A scan inside an outer repeat: one node per outer iteration, named by the inner index (3 steps
+// of 2 rows: 6 points, x read 6 elements, the carry 2, y written 6).
+TEST(Lift, AScanInsideAnOuterRepeatIsOneNodePerOuterIteration) {
+  const Graph g = lift_text(
+      "input x : f32[2, 2, 4]\noutput y : f32[2, 2, 4]\nop s {\nrepeat u in 0..2 {\n"
+      "kernel first {\n  for i in 0..2:\n    y[u, i, 0] = x[u, i, 0]\n}\n"
+      "repeat t in 1..4 {\nkernel step {\n  for i in 0..2:\n"
+      "    y[u, i, t] = y[u, i, t - 1] + x[u, i, t]\n}\n}\n}\n}\n");
+  ASSERT_EQ(g.nodes.size(), size_t{4});  // first, the scan, twice
+  for (const std::string name : {"step[u=0,t=1..3]", "step[u=1,t=1..3]"}) {
+    EXPECT_EQ(node(g, name).points, 6) << name;
+    EXPECT_EQ(read(g, name, "x").footprint, 6) << name;
+    EXPECT_EQ(read(g, name, "y").footprint, 2) << name;
+    EXPECT_EQ(write(g, name, "y").footprint, 6) << name;
+  }
+  EXPECT_EQ(node(g, "step[u=1,t=1..3]").einsum,
+            "for t in 1..4, i in 0..2: y[1, i, t] = y[1, i, t - 1] + x[1, i, t]");
 }
 
 }  // namespace
