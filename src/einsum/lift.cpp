@@ -185,7 +185,12 @@ class Lifter {
       if (scan_step(g_.nodes[i]) && i + 1 < g_.nodes.size()) {
         if (std::optional<std::vector<int64_t>> d = step_delta(g_.nodes[i], g_.nodes[i + 1])) {
           delta = std::move(*d);
-          while (e < g_.nodes.size() && carries(g_.nodes[e - 1], g_.nodes[e], delta)) ++e;
+          // the pair (i, i + 1) gave delta; every later pair must move by it too
+          while (e < g_.nodes.size() &&
+                 (e == i + 1 || step_delta(g_.nodes[e - 1], g_.nodes[e]) == delta) &&
+                 carries(g_.nodes[e - 1], g_.nodes[e])) {
+            ++e;
+          }
         }
       }
       std::optional<Node> merged;
@@ -296,10 +301,8 @@ class Lifter {
     return delta;
   }
 
-  // Whether b is a moved by `delta` and reads what it writes only where a wrote (the carry).
-  bool carries(const Node& a, const Node& b, const std::vector<int64_t>& delta) const {
-    const std::optional<std::vector<int64_t>> d = step_delta(a, b);
-    if (!d || *d != delta) return false;
+  // Whether b, a moved a, reads what it writes only where a wrote (the carry).
+  static bool carries(const Node& a, const Node& b) {
     const std::string& y = b.writes[0].tensor;
     for (const Access& r : b.reads) {
       if (r.tensor != y) continue;

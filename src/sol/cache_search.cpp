@@ -718,13 +718,12 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
   std::vector<char> plain_run(n, 0);  // per run start: 0 not yet asked, 1 plain, 2 not
   const auto plain = [&](size_t r0) {
     if (plain_run[r0] == 0) {
-      const auto same = [](const auto& a, const auto& b) { return a == b; };
       bool ok = im.run_end[r0] - r0 > 1;
       for (size_t k = r0; ok && k < im.run_end[r0]; ++k) {
         const einsum::Node& node = im.g.nodes[k];
         ok = node.kind == einsum::NodeKind::Einsum && node.reduction == einsum::Reduction::None &&
-             node.counts.macs == 0 && same(im.node_reads[k], im.node_reads[r0]) &&
-             same(im.node_writes[k], im.node_writes[r0]);
+             node.counts.macs == 0 && im.node_reads[k] == im.node_reads[r0] &&
+             im.node_writes[k] == im.node_writes[r0];
         for (const auto* list : {&node.reads, &node.writes}) {
           for (const einsum::Access& a : *list) {
             for (const einsum::AccessMap& m : a.maps) {
