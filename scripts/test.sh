@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # THE test command (README "Quick start", and .ci/run): installs what the tests need, builds, and
-# runs every test and linter. Exits non-zero at the first failure. About 10 minutes on 2 cores.
+# runs every test and linter. Exits non-zero at the first failure. On 2 cores: about 30 minutes
+# from a fresh clone in a new venv (the first C++ build is about 5 of them), less with build/ci
+# built.
+#
+#   --slow: also the tests marked slow (full-size models whose outputs the docs show; pytest's
+#           marker `slow`, deselected by default in pyproject.toml)
 #
 #   1. Debian packages (scripts/install-deps.sh)
 #   2. the Python package with its test extras, into the current Python: pip install ".[test]"
@@ -16,6 +21,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
+markers=()
+for arg in "$@"; do
+  case $arg in
+    --slow) markers=(-m "slow or not slow") ;;
+    *) echo "scripts/test.sh: unknown argument '$arg' (usage: scripts/test.sh [--slow])" >&2; exit 2 ;;
+  esac
+done
 JOBS=${JOBS:-2}
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -51,7 +63,7 @@ step "C++ tests (ctest)"
 ctest --test-dir build/ci --output-on-failure -j "$JOBS"
 
 step "Python tests (pytest)"
-"$PYTHON" -m pytest -q
+"$PYTHON" -m pytest -q "${markers[@]}"
 
 step "Rule coverage (tests/frontend/rule_waivers.txt)"
 SOLAR_RULE_COVERAGE_LOG="$SOLAR_RULE_LOG" SOLAR_RULE_LOG= \
