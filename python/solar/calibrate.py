@@ -423,9 +423,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Measure this machine's device (compute per precision, elementwise "
         "throughput, copy bandwidth) and write a device file (docs/calibrate.md).",
     )
-    p.add_argument("-o", "--output", required=True, metavar="FILE.yaml", help="the device file")
-    p.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when present, else cpu")
-    p.add_argument("--quick", action="store_true", help="small sizes, few repeats (for tests)")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="FILE.yaml", help="write the device file here"
+    )
+    p.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        help="the device to measure (default: cuda when present, else cpu)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes, few repeats: a rough file in seconds (for tests)",
+    )
     try:
         args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as e:

@@ -156,7 +156,7 @@ MODEL_HELP = (
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
-    from solar.options import OPTIMIZERS
+    from solar.options import DEFAULT_HW, OPTIMIZERS
 
     if command == "capture":
         p = _ArgumentParser(
@@ -175,40 +175,68 @@ def _parser(command: str) -> argparse.ArgumentParser:
         return p
     p = _ArgumentParser(
         prog="solar analyze",
+        usage="%(prog)s [-h] MODEL [OPTIONS]",
         description="Capture a PyTorch or JAX model file, lower it to IR, verify the IR against "
         "the framework and report its speed-of-light time (docs/capture.md, docs/report.md).",
     )
-    p.add_argument(
+    g = p.add_argument_group("input and program")
+    g.add_argument(
         "model",
         help=MODEL_HELP + "; or a kernel-benchmark definition.json (or its folder) and its "
         "workloads, or a folder of such definition folders (docs/benchmarks.md)",
     )
-    p.add_argument("--hw", default="H100-SXM", help="device (solar hw list); default H100-SXM")
-    p.add_argument("--policy", help="precision policy (docs/precision.md)")
-    p.add_argument("--json", metavar="OUT", help="write the JSON report ('-': to stdout)")
-    p.add_argument("--ir", metavar="OUT", help="also write the lowered IR program")
-    p.add_argument(
+    g.add_argument(
         "--size",
         action="append",
         metavar="N=1024",
         help="set the model file's integer global N before get_inputs() runs (repeatable, or "
         "comma-separated: N=1024,M=64; docs/sweeps.md)",
     )
-    add_report_arguments(p)  # --measure, --measured-ms, --html, ... (docs/calibrate.md)
-    p.add_argument("--fidelity", help="passed to sol: unfused, fused, ... (docs/report.md)")
-    p.add_argument(
-        "--no-verify",
-        dest="verify",
-        action="store_false",
-        help="do not check the lowered program against the framework (the report says so)",
+    g.add_argument(
+        "--train",
+        action="store_true",
+        help="analyse one training step: forward, backward of the loss (the file's get_loss, "
+        "else the sum of the outputs) and --optimizer's update (docs/training.md)",
     )
-    p.add_argument(
+    g.add_argument(
+        "--optimizer",
+        choices=OPTIMIZERS,
+        help="with --train: the optimizer whose update of every parameter ends the step "
+        "(default: none, forward and backward only)",
+    )
+    g.add_argument(
         "--allow-unsupported",
         action="store_true",
         help="analyse the rest of a graph with operators that have no lowering rule (listed in "
-        "the report; their outputs are fed from the framework's run)",
+        "the report; their outputs are fed from the framework's run); default: such an operator "
+        "is an error",
     )
-    p.add_argument(
+    g = p.add_argument_group("device and precision (docs/precision.md)")
+    g.add_argument(
+        "--hw",
+        default=DEFAULT_HW,
+        help=f"the device: a built-in name (solar hw list) or a device file FILE.yaml; default "
+        f"{DEFAULT_HW}",
+    )
+    g.add_argument(
+        "--policy",
+        help="precision policy (default: pytorch-cuda-default for PyTorch, jax-default for JAX)",
+    )
+    g = p.add_argument_group("fidelity and cache (docs/fidelities.md, docs/cache-state.md)")
+    g.add_argument(
+        "--fidelity",
+        help="unfused, fused, cache (the cache-aware model) or all (the default: the three)",
+    )
+    add_cache_arguments(g)  # --cache-state, --kernel-floor, --routing
+    g = p.add_argument_group("verification against the framework")
+    g.add_argument(
+        "--no-verify",
+        dest="verify",
+        action="store_false",
+        help="do not check the lowered program against the framework (the report says so); "
+        "default: verify",
+    )
+    g.add_argument(
         "--verify-budget-mb",
         type=_budget,
         default=2048.0,
@@ -216,54 +244,52 @@ def _parser(command: str) -> argparse.ArgumentParser:
         help="verify the whole program when its tensors fit in MB (1e6 bytes; default 2048), "
         "else each op alone at reduced size",
     )
-    p.add_argument(
+    g.add_argument(
         "--verify-budget-s",
         type=_budget,
         default=60.0,
         metavar="S",
         help="... and when SOLAR's executor would take at most about S seconds (default 60)",
     )
-    p.add_argument(
+    g.add_argument(
         "--verify-mode",
         choices=("auto", "whole_program", "per_op"),
         default="auto",
         help="force a verification mode (default: auto, by the budgets)",
     )
-    p.add_argument(
-        "--train",
+    g = p.add_argument_group("measured time and headroom (docs/calibrate.md)")
+    add_measured_arguments(g)  # --measure, --measured-ms, ...
+    g = p.add_argument_group("serving and parallel (docs/serving.md, docs/parallel.md)")
+    add_serve_arguments(g)  # --serve, --batch, --context, --batch-sweep
+    add_parallel_arguments(g)  # --devices, --parallel
+    g = p.add_argument_group("when MODEL is a kernel-benchmark definition (docs/benchmarks.md)")
+    g.add_argument(
+        "--workload",
+        action="append",
+        metavar="UUID|INDEX",
+        help="analyse this workload only (repeatable; INDEX 0-based in the workload file; "
+        "default: every workload)",
+    )
+    g.add_argument(
+        "--measured",
+        metavar="FILE.csv",
+        help="measured latencies (workload_uuid,latency_ms[,baseline_ms]): the SOL score and "
+        "headroom of each workload",
+    )
+    g.add_argument(
+        "--suite-only",
         action="store_true",
-        help="analyse one training step: forward, backward of the loss (the file's get_loss, "
-        "else the sum of the outputs) and --optimizer's update (docs/training.md)",
+        help="print the suite table only, not each workload's table",
     )
-    p.add_argument(
-        "--optimizer",
-        choices=OPTIMIZERS,
-        help="with --train: the optimizer whose update of every parameter ends the step",
-    )
-    p.add_argument(
+    g = p.add_argument_group("output (default: the report's table on stdout)")
+    g.add_argument("--json", metavar="OUT", help="write the JSON report ('-': to stdout instead)")
+    g.add_argument("--ir", metavar="OUT", help="also write the lowered IR program")
+    add_report_file_arguments(g)  # --html, --trace, --csv, --dot
+    g.add_argument(
         "--stage-times",
         metavar="OUT.json",
         help="write the seconds of capture, lowering, verification and analysis (solar bench "
         "reads it; docs/cli.md)",
-    )
-    add_serve_arguments(p)  # --serve, --batch, --context, --batch-sweep (docs/serving.md)
-    p.add_argument(
-        "--workload",
-        action="append",
-        metavar="UUID|INDEX",
-        help="a definition: analyse this workload only (repeatable; INDEX 0-based in the "
-        "workload file; docs/benchmarks.md)",
-    )
-    p.add_argument(
-        "--measured",
-        metavar="FILE.csv",
-        help="a definition: measured latencies (workload_uuid,latency_ms[,baseline_ms]): the "
-        "SOL score and headroom of each workload (docs/benchmarks.md)",
-    )
-    p.add_argument(
-        "--suite-only",
-        action="store_true",
-        help="a definition: print the suite table only, not each workload's table",
     )
     from solar.llm.cli import add_analyze_arguments  # --llm, --llm-fallback (docs/llm.md)
 
@@ -271,20 +297,24 @@ def _parser(command: str) -> argparse.ArgumentParser:
     return p
 
 
-def add_serve_arguments(p: argparse.ArgumentParser) -> None:
-    """``solar analyze``'s serving options (docs/serving.md)."""
+def add_serve_arguments(p: argparse._ActionsContainer) -> None:
+    """``solar analyze``'s serving options (docs/serving.md), on ``p``: a parser or one of its
+    argument groups."""
     p.add_argument(
         "--serve",
         choices=("prefill", "decode"),
         help="analyse one serving step of a decoder instead of the file's forward: prefill "
         "(batch x context prompt tokens) or decode (batch new tokens attending to context "
-        "tokens); docs/serving.md",
+        "tokens)",
     )
-    p.add_argument("--batch", type=int, default=1, help="--serve: sequences per step (default 1)")
+    p.add_argument(
+        "--batch", type=int, default=1, metavar="B", help="--serve: sequences per step (default 1)"
+    )
     p.add_argument(
         "--context",
         type=int,
         default=1024,
+        metavar="T",
         help="--serve: tokens in the cache (decode: attended by the new token, itself "
         "included) or in the prompt (prefill); default 1024",
     )
@@ -495,18 +525,23 @@ def write_stage_times(path: str, times: dict[str, float]) -> None:
     write_atomic(path, json.dumps(data, sort_keys=True, indent=1) + "\n")
 
 
-def add_report_arguments(p: argparse.ArgumentParser) -> None:
-    """``solar analyze``'s headroom and report-file options (docs/calibrate.md)."""
+def add_measured_arguments(p: argparse._ActionsContainer) -> None:
+    """``solar analyze``'s headroom options (docs/calibrate.md), on ``p``: a parser or one of its
+    argument groups."""
     p.add_argument(
         "--measure",
         action="store_true",
         help="time the model here (CUDA events on a GPU, else wall clock) and report headroom",
     )
-    p.add_argument("--measure-device", choices=("cpu", "cuda"), help="where --measure runs")
+    p.add_argument(
+        "--measure-device",
+        choices=("cpu", "cuda"),
+        help="where --measure runs (default: cuda when the framework sees a GPU, else cpu)",
+    )
     p.add_argument(
         "--measure-out",
         metavar="OUT.json",
-        help="with --measure: also write the times taken (a measurement file, docs/calibrate.md)",
+        help="with --measure: also write the times taken (a measurement file)",
     )
     p.add_argument(
         "--measurement",
@@ -514,37 +549,60 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
         help="report headroom from a measurement file written by --measure-out, without "
         "timing the model again",
     )
-    p.add_argument("--measured-ms", type=float, metavar="X", help="a time measured elsewhere, ms")
-    p.add_argument("--measured-on", metavar="NAME", help="the device --measured-ms was taken on")
+    p.add_argument(
+        "--measured-ms",
+        type=float,
+        metavar="X",
+        help="a time of the whole model measured elsewhere, in ms: report headroom against it",
+    )
+    p.add_argument(
+        "--measured-on",
+        metavar="NAME",
+        help="the device --measured-ms was taken on (default: the --hw device)",
+    )
+
+
+def add_report_file_arguments(p: argparse._ActionsContainer) -> None:
+    """``solar analyze``'s report files (``REPORT_OUTPUTS``), on ``p``: a parser or one of its
+    argument groups."""
     p.add_argument("--html", metavar="OUT", help="write the self-contained HTML report")
     p.add_argument("--trace", metavar="OUT", help="write a Chrome/Perfetto trace of the SOL")
     p.add_argument("--csv", metavar="OUT", help="write the per-node table as CSV")
     p.add_argument("--dot", metavar="OUT", help="write the einsum graph in Graphviz DOT")
+
+
+def add_parallel_arguments(p: argparse._ActionsContainer) -> None:
+    """``solar analyze``'s parallel layout (docs/parallel.md), on ``p``: a parser or one of its
+    argument groups."""
     p.add_argument(
         "--devices",
         type=int,
         metavar="N",
-        help="devices the program runs on, with --parallel (docs/parallel.md)",
+        help="devices the program runs on, with --parallel; default: T x D x P of the layout, "
+        "which N must equal when given",
     )
     p.add_argument(
         "--parallel",
         metavar="LAYOUT",
         help="the layout over the devices: tp=T,dp=D,pp=P[,mb=M][,sp] (tensor, data, pipeline "
         "parallel; microbatches; sequence parallel): the report gains the SOL per device "
-        "with its collectives (docs/parallel.md)",
+        "with its collectives; default: one device",
     )
+
+
+def add_cache_arguments(p: argparse._ActionsContainer) -> None:
+    """``solar analyze``'s cache state, kernel floor and routing (docs/cache-state.md,
+    docs/einsum.md), on ``p``: a parser or one of its argument groups."""
     p.add_argument(
         "--cache-state",
         choices=("cold", "warm"),
         help="cold (the default): every byte from DRAM; warm: the inputs, weights and outputs "
-        "that fit in L2 come from L2, as a loop over the same inputs leaves them "
-        "(docs/cache-state.md)",
+        "that fit in L2 come from L2, as a loop over the same inputs leaves them",
     )
     p.add_argument(
         "--kernel-floor",
         choices=("on", "off"),
-        help="on: each unfused operation takes at least the device's min_kernel_s (default off; "
-        "docs/cache-state.md)",
+        help="on: each unfused operation takes at least the device's min_kernel_s (default off)",
     )
     p.add_argument(
         "--routing",
@@ -555,13 +613,14 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-# The report files of ``add_report_arguments``, by the kind ``_core.Report.write`` takes.
+# The report files of ``add_report_file_arguments``, by the kind ``_core.Report.write`` takes.
 REPORT_OUTPUTS = ("html", "trace", "csv", "dot")
 
 
 def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
     """The analysis group of the options (``solar.options.AnalysisOptions``): the device, the
-    policy, the fidelity and ``add_report_arguments``' options; with ``--measure`` or
+    policy, the fidelity and the options of ``add_measured_arguments``,
+    ``add_parallel_arguments`` and ``add_cache_arguments``; with ``--measure`` or
     ``--measurement``, the median, the device, the method and the per-node times of the model's
     run (``solar.adapters.measured_keywords``)."""
     from solar.options import AnalysisOptions

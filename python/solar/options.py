@@ -328,13 +328,26 @@ CHILD_FLAGS = (
 )
 
 
+# What each of ``CHILD_FLAGS`` does in the child, for the suite's ``--help``.
+_CHILD_HELP = {
+    "--fidelity": "unfused, fused, cache (the cache-aware model) or all (the default: the three; "
+    "docs/fidelities.md)",
+    "--routing": "a top-k router's expert-weight reads: concentrated (the default: the fewest any "
+    "routing reads) or balanced (every index distinct; docs/einsum.md)",
+    "--cache-state": "cold (the default: every byte from DRAM) or warm (what fits in L2 comes "
+    "from L2; docs/cache-state.md)",
+    "--kernel-floor": "on: each unfused operation takes at least the device's min_kernel_s "
+    "(default off; docs/cache-state.md)",
+}
+
+
 def add_child_arguments(parser: Any, skip: tuple[str, ...] = ()) -> None:
-    """``CHILD_FLAGS`` (but ``skip``) as options of a suite's command line."""
+    """``CHILD_FLAGS`` (but ``skip``) as options of a suite's command line, passed to each child
+    unchanged; ``parser``: an ``argparse`` parser or one of its argument groups (whose title
+    says so)."""
     for flag, choices in CHILD_FLAGS:
         if flag not in skip:
-            parser.add_argument(
-                flag, choices=choices, help=f"passed to each child's solar analyze ({flag})"
-            )
+            parser.add_argument(flag, choices=choices, help=_CHILD_HELP[flag])
 
 
 def child_flags(args: Any, skip: tuple[str, ...] = ()) -> list[str]:

@@ -310,22 +310,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="solar bench",
         description="Analyse every benchmark-style model file under DIR (docs/calibrate.md).",
     )
-    p.add_argument("dir", metavar="DIR", help="the suite: *.py files, subfolders as levels")
-    p.add_argument("--hw", required=True, help="device (solar hw list) or a device file")
-    p.add_argument("--out", required=True, metavar="RESULTS", help="results folder")
-    p.add_argument("--timings", metavar="FILE.json", help='{level: {file: {"mean": ms}}}')
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="problems at once")
-    p.add_argument("--policy", help="precision policy (docs/precision.md)")
-    p.add_argument(
+    g = p.add_argument_group("suite and device")
+    g.add_argument("dir", metavar="DIR", help="the suite: *.py files, subfolders as levels")
+    g.add_argument("--hw", required=True, help="device (solar hw list) or a device file")
+    g.add_argument(
+        "--policy",
+        help="precision policy of each analysis (docs/precision.md); default: the framework's",
+    )
+    g.add_argument(
+        "--timings",
+        metavar="FILE.json",
+        help='measured times, {level: {file: {"mean": ms}}}: headroom and a violation flag for '
+        "each problem with one (default: none)",
+    )
+    g = p.add_argument_group("analysis", "passed to each problem's solar analyze")
+    g.add_argument(
         "--cache-state",
         choices=("cold", "warm"),
         default="cold",
         help="the cache state of the bound (docs/cache-state.md): warm for --timings from loops "
         "that do not flush L2 between runs (default cold)",
     )
-    add_child_arguments(p, skip=("--cache-state",))  # --fidelity, --routing, --kernel-floor
-    p.add_argument("--timeout-s", type=float, default=1800.0, help="per problem (default 1800)")
-    p.add_argument(
+    add_child_arguments(g, skip=("--cache-state",))  # --fidelity, --routing, --kernel-floor
+    g = p.add_argument_group("running and results")
+    g.add_argument(
+        "--out",
+        required=True,
+        metavar="RESULTS",
+        help="the results folder (a second run resumes: it skips the problems recorded there)",
+    )
+    g.add_argument("--jobs", type=int, default=1, metavar="N", help="problems at once (default 1)")
+    g.add_argument(
+        "--timeout-s",
+        type=float,
+        default=1800.0,
+        metavar="S",
+        help="seconds a problem may run before it is killed and recorded as failed (default 1800)",
+    )
+    g.add_argument(
         "--isolation",
         choices=ISOLATIONS,
         default=default_isolation(),

@@ -272,30 +272,78 @@ def parse_args(argv: list[str]) -> argparse.Namespace | int:
         description="Analyse every combination of model files, devices, precision policies, "
         "sizes and parallel layouts, on a Ray cluster or this machine (docs/sweeps.md).",
     )
-    p.add_argument("--spec", metavar="FILE", help="the axes as a JSON or YAML file")
-    p.add_argument(
-        "--models", nargs="+", metavar="MODEL.py", help="model files, or IR files (*.ir)"
+    g = p.add_argument_group(
+        "axes", "each task is one combination; an option replaces the --spec file's axis"
     )
-    p.add_argument("--hw", nargs="+", metavar="NAME", help="devices (solar hw list) or files")
-    p.add_argument("--policy", nargs="+", metavar="P", help="precision policies (default: none)")
-    p.add_argument(
+    g.add_argument("--spec", metavar="FILE", help="the axes as a JSON or YAML file")
+    g.add_argument(
+        "--models",
+        nargs="+",
+        metavar="MODEL.py",
+        help="model files, or IR files (*.ir); required, here or in --spec",
+    )
+    g.add_argument(
+        "--hw",
+        nargs="+",
+        metavar="NAME",
+        help="devices (solar hw list) or device files; required, here or in --spec",
+    )
+    g.add_argument(
+        "--policy",
+        nargs="+",
+        metavar="P",
+        help="precision policies (docs/precision.md; default: none, each child's default)",
+    )
+    g.add_argument(
         "--size",
         action="append",
         metavar="N=1024[,M=64]",
-        help="one point of the sizes axis (repeat for more): the model file's integer globals",
+        help="one point of the sizes axis (repeat for more): the model file's integer globals "
+        "(default: the files' own sizes)",
     )
-    p.add_argument(
+    g.add_argument(
         "--parallel",
         nargs="+",
         metavar="LAYOUT",
-        help="parallel layouts, passed to solar analyze/sol --parallel ('none': no option)",
+        help="parallel layouts, passed to solar analyze/sol --parallel ('none': no option, the "
+        "default)",
     )
-    add_child_arguments(p)  # --fidelity, --routing, --cache-state, --kernel-floor
-    p.add_argument("--out", required=True, metavar="DIR", help="the results folder")
-    p.add_argument("--ray", metavar="local|ADDRESS", help="run on a Ray cluster")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="tasks at once (default 1)")
-    p.add_argument("--timeout-s", type=float, default=1800.0, help="per task (default 1800)")
-    p.add_argument("--retries", type=int, default=3, help="Ray: re-runs of a dead worker's task")
+    g = p.add_argument_group("analysis", "passed to every task unchanged")
+    add_child_arguments(g)  # --fidelity, --routing, --cache-state, --kernel-floor
+    g = p.add_argument_group("running and results")
+    g.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="the results folder (a second run resumes: it skips the tasks recorded there)",
+    )
+    g.add_argument(
+        "--ray",
+        metavar="local|ADDRESS",
+        help="run on a Ray cluster: local starts one here for this command, ADDRESS "
+        "(HOST:PORT) joins a running one (default: no Ray, --jobs children here)",
+    )
+    g.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="tasks at once (default 1; ignored with --ray ADDRESS)",
+    )
+    g.add_argument(
+        "--timeout-s",
+        type=float,
+        default=1800.0,
+        metavar="S",
+        help="seconds a task may run before it is killed (default 1800)",
+    )
+    g.add_argument(
+        "--retries",
+        type=int,
+        default=3,
+        metavar="R",
+        help="Ray: re-runs of a task whose worker died (default 3)",
+    )
     try:
         return p.parse_args(argv)
     except SystemExit as e:

@@ -16,15 +16,24 @@ from collections.abc import Sequence
 
 from solar.llm.config import LLMConfig, LLMError, load_config
 
+LLM_GROUP = "LLM agent (docs/llm.md)"
 
-def add_llm_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("LLM agent (docs/llm.md)")
+
+def add_llm_arguments(g: argparse._ActionsContainer) -> None:
+    """The agent's settings (``solar.llm.config``: a flag over the environment over the config
+    file over the default), on ``g``: a parser or one of its argument groups."""
+    d = LLMConfig
     g.add_argument(
         "--llm-base-url",
         metavar="URL",
-        help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (env SOLAR_LLM_BASE_URL)",
+        help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (default "
+        "$SOLAR_LLM_BASE_URL, else the config file's base_url)",
     )
-    g.add_argument("--llm-model", metavar="NAME", help="model name (env SOLAR_LLM_MODEL)")
+    g.add_argument(
+        "--llm-model",
+        metavar="NAME",
+        help="the endpoint's model name (default $SOLAR_LLM_MODEL, else the config file's model)",
+    )
     g.add_argument(
         "--llm-config",
         metavar="FILE",
@@ -32,57 +41,91 @@ def add_llm_arguments(p: argparse.ArgumentParser) -> None:
         "$SOLAR_LLM_CONFIG or ~/.config/solar/llm.toml); the API key comes from "
         "SOLAR_LLM_API_KEY or this file",
     )
-    g.add_argument("--llm-max-attempts", type=int, metavar="N", help="answers per translation")
-    g.add_argument("--llm-max-tokens", type=int, metavar="N", help="completion tokens per answer")
+    g.add_argument(
+        "--llm-max-attempts",
+        type=int,
+        metavar="N",
+        help=f"answers per translation, each checked and run (default {d.max_attempts})",
+    )
+    g.add_argument(
+        "--llm-max-tokens",
+        type=int,
+        metavar="N",
+        help=f"completion tokens per answer (default {d.max_tokens})",
+    )
     g.add_argument(
         "--llm-token-budget",
         type=int,
         metavar="N",
-        help="prompt + completion tokens per translation",
+        help=f"prompt + completion tokens per translation, all attempts (default {d.token_budget})",
     )
-    g.add_argument("--llm-timeout", type=float, metavar="S", help="seconds per HTTP request")
+    g.add_argument(
+        "--llm-timeout",
+        type=float,
+        metavar="S",
+        help=f"seconds per HTTP request (default {d.timeout_s:g})",
+    )
     g.add_argument(
         "--llm-retries",
         type=int,
         metavar="N",
-        help="further tries of a request that timed out or got HTTP 429/5xx",
+        help=f"further tries of a request that timed out or got HTTP 429/5xx (default {d.retries})",
     )
     g.add_argument(
-        "--llm-backoff", type=float, metavar="S", help="wait before retry k: S * 2^(k-1) seconds"
+        "--llm-backoff",
+        type=float,
+        metavar="S",
+        help=f"wait before retry k: S * 2^(k-1) seconds (default {d.backoff_s:g})",
     )
-    g.add_argument("--llm-temperature", type=float, metavar="T")
+    g.add_argument(
+        "--llm-temperature",
+        type=float,
+        metavar="T",
+        help=f"the sampling temperature of each request (default {d.temperature:g}: the most "
+        "likely answer)",
+    )
     g.add_argument(
         "--llm-cache-dir",
         metavar="DIR",
         help="verified translations (default $SOLAR_CACHE_DIR/llm, else ~/.cache/solar/llm)",
     )
-    g.add_argument("--no-llm-cache", action="store_true", help="neither read nor write the cache")
-    g.add_argument("--offline", action="store_true", help="use only cached translations")
+    g.add_argument(
+        "--no-llm-cache",
+        action="store_true",
+        help="neither read nor write the cache of verified translations",
+    )
+    g.add_argument(
+        "--offline",
+        action="store_true",
+        help="use only cached translations: never call the endpoint",
+    )
     g.add_argument(
         "--llm-log", metavar="FILE", help="write every attempt (answers, feedback, tokens) as JSON"
     )
 
 
 def add_analyze_arguments(p: argparse.ArgumentParser) -> None:
-    """The options ``solar analyze`` takes for the agent."""
-    p.add_argument(
+    """The options ``solar analyze`` takes for the agent, in their own group."""
+    g = p.add_argument_group(LLM_GROUP)
+    g.add_argument(
         "--llm",
         action="store_true",
         help="translate the whole file with the LLM agent instead of capturing it",
     )
-    p.add_argument(
+    g.add_argument(
         "--llm-fallback",
         action="store_true",
         help="translate each operator without a lowering rule with the LLM agent",
     )
-    p.add_argument(
+    g.add_argument(
         "--llm-disable-rule",
         action="append",
         default=[],
         metavar="OP",
-        help="treat operator OP as having no lowering rule (tests of the fallback)",
+        help="with --llm-fallback: treat operator OP as having no lowering rule (repeatable; "
+        "tests of the fallback)",
     )
-    add_llm_arguments(p)
+    add_llm_arguments(g)
 
 
 def config_from_args(args: argparse.Namespace) -> LLMConfig:
@@ -131,13 +174,16 @@ def main(argv: Sequence[str]) -> int:
         description="Translate a PyTorch or JAX model file into Affine Loop IR with an LLM, "
         "verified against the framework on the file's inputs (docs/llm.md).",
     )
-    p.add_argument(
+    g = p.add_argument_group("input and output")
+    g.add_argument(
         "model",
         help="model file: class Model, get_inputs(), get_init_inputs() "
         "(PyTorch), or forward() and get_inputs() (JAX)",
     )
-    p.add_argument("-o", "--output", required=True, metavar="OUT.ir", help="the verified program")
-    add_llm_arguments(p)
+    g.add_argument(
+        "-o", "--output", required=True, metavar="OUT.ir", help="write the verified program here"
+    )
+    add_llm_arguments(p.add_argument_group(LLM_GROUP))
     try:
         args = p.parse_args(list(argv))
     except SystemExit as e:
