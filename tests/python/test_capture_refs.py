@@ -195,6 +195,31 @@ def test_a_data_dependent_size_on_fake_inputs_is_one_line_naming_the_call():
     )
 
 
+def test_the_users_frames_are_those_outside_torch_solar_and_the_standard_library():
+    import contextlib
+    import sysconfig
+
+    import numpy
+    import torch
+
+    from solar.torch import _where
+
+    # wherever each is installed (a venv, an editable checkout, the system Python)
+    assert _where.is_library_file(torch.__file__)
+    assert _where.is_library_file(_where.__file__)
+    assert _where.is_library_file(contextlib.__file__)  # the standard library
+    assert _where.is_library_file("<frozen importlib._bootstrap>")
+    # a package installed beside torch (numpy here; transformers' modeling code in real use)
+    # is not the standard library, even where site-packages sits inside it
+    numpy_file = Path(numpy.__file__).resolve()
+    assert Path(sysconfig.get_paths()["purelib"]).resolve() in numpy_file.parents
+    assert not _where.is_library_file(numpy.__file__)
+    assert not _where.is_library_file(str(MODELS / "item_size.py"))
+    assert _where.user_location(str(MODELS / "item_size.py"), 10, "forward") == (
+        "item_size.py:10 in forward"
+    )
+
+
 # name -> fused bytes, by hand (the cache itself, [2, 64, 16] f32 = 8,192 B, is never counted)
 WRITES = {
     # read k 128 B and q 128 B, write the scores 8 B and the row written 128 B (above)

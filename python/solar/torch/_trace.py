@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 import sys
 import traceback
 import warnings
@@ -27,6 +26,8 @@ from typing import Any
 
 import torch
 from torch import nn
+
+from solar.torch._where import user_location
 
 
 class CaptureError(ValueError):
@@ -234,7 +235,24 @@ def _has_fake(args: tuple, module: nn.Module) -> bool:
     return any(isinstance(t, FakeTensor) or t.is_meta for t in tensors)
 
 
-class _LastCall(torch.overrides.TorchFunctionMode):
+class _UserCalls(torch.overrides.TorchFunctionMode):
+    """A torch function mode that knows the user's frames: those of the code run inside it
+    (the model's ``forward`` and what it calls) that are outside torch, SOLAR and the standard
+    library. The frames already on the stack when the mode is entered (whoever called the
+    capture: the CLI, a test, a notebook) are never the user's model, wherever they live; the
+    tracer's own calls (make_fx turning inputs into FakeTensors) have no user frame."""
+
+    def __enter__(self):
+        self._outside = _frames_from(sys._getframe(1))
+        return super().__enter__()
+
+    def user_frame(self) -> str:
+        """``file:line in function`` of the innermost user frame of the caller's stack below
+        the mode's entry, or empty."""
+        return _user_frame(sys._getframe(1), getattr(self, "_outside", frozenset()))
+
+
+class _LastCall(_UserCalls):
     """Remembers the last torch function the user's code called and its line, to name where
     a failed trace stopped."""
 
@@ -243,7 +261,7 @@ class _LastCall(torch.overrides.TorchFunctionMode):
         self.last: tuple[str, str] | None = None
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
-        where = _user_frame()
+        where = self.user_frame()
         if where:
             self.last = (_function_name(func), where)
         return func(*args, **(kwargs or {}))
@@ -268,7 +286,7 @@ _DATA_READS = frozenset(
 )
 
 
-class _Specialised(torch.overrides.TorchFunctionMode):
+class _Specialised(_UserCalls):
     """Records (``replay=False``, an eager run on the real inputs) or replays (``replay=True``,
     while tracing) each read of the data's values (``_DATA_READS``): the trace sees the values
     the eager run read, in order, as constants, and the capture is specialised on them.
@@ -293,7 +311,7 @@ class _Specialised(torch.overrides.TorchFunctionMode):
             return value.clone() if isinstance(value, torch.Tensor) else value
         value = func(*args, **(kwargs or {}))
         self.recorded.append(value.clone() if isinstance(value, torch.Tensor) else value)
-        where = _user_frame()
+        where = self.user_frame()
         shown = (
             f"{name} -> shape {list(value.shape)}"
             if isinstance(value, torch.Tensor)
@@ -723,7 +741,7 @@ def _export_with_attributes(
     return ep, wrapped
 
 
-class _RecurrentRefused(torch.overrides.TorchFunctionMode):
+class _RecurrentRefused(_UserCalls):
     """While make_fx traces, refuses a recurrent layer (``torch._VF.lstm``, ``gru``,
     ``rnn_tanh``, ``rnn_relu``: what nn.LSTM, nn.GRU and nn.RNN call) with a CaptureError that
     names the op and the user's line. Only torch.export keeps these ops whole (KEPT_WHOLE):
@@ -739,7 +757,7 @@ class _RecurrentRefused(torch.overrides.TorchFunctionMode):
         if name in self._NAMES and getattr(func, "__module__", "") in ("torch._VF", "torch", None):
             packed = len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].dim() == 1
             op = f"aten.{name}.{'data' if packed else 'input'}"
-            where = _user_frame()
+            where = self.user_frame()
             raise CaptureError(
                 f"{op}{' at ' + where if where else ''}: a recurrent layer is kept whole only by "
                 "torch.export; make_fx would trace its CPU implementation cell by cell"
@@ -747,35 +765,31 @@ class _RecurrentRefused(torch.overrides.TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
-_SOLAR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _user_location(filename: str, line: int, function: str) -> str:
-    """``file:line in function`` when the frame is the user's code (outside torch and solar),
-    else empty."""
-    path = os.path.abspath(filename)
-    if path.startswith((_TORCH_DIR, _SOLAR_DIR)) or filename.startswith("<"):
-        return ""
-    return f"{os.path.basename(filename)}:{line} in {function}"
-
-
 def _raised_at(e: BaseException) -> str:
     """Where in the user's code ``e`` was raised: the innermost user frame of its traceback,
     or empty."""
     for f in reversed(traceback.extract_tb(e.__traceback__)):
-        if where := _user_location(f.filename, f.lineno, f.name):
+        if where := user_location(f.filename, f.lineno, f.name):
             return where
     return ""
 
 
-def _user_frame() -> str:
-    """The innermost user frame of the caller's stack, or empty (read from the frames
-    directly: it is asked on every torch call while make_fx traces)."""
-    frame = sys._getframe(1)
+def _frames_from(frame: Any) -> frozenset[int]:
+    """The ids of ``frame`` and of every frame that called it."""
+    ids = []
     while frame is not None:
+        ids.append(id(frame))
+        frame = frame.f_back
+    return frozenset(ids)
+
+
+def _user_frame(frame: Any, outside: frozenset[int]) -> str:
+    """The innermost user frame from ``frame`` outwards, stopping at the first frame in
+    ``outside`` (the caller of the capture), or empty (read from the frames directly: it is
+    asked on every torch call while make_fx traces)."""
+    while frame is not None and id(frame) not in outside:
         code = frame.f_code
-        if where := _user_location(code.co_filename, frame.f_lineno, code.co_name):
+        if where := user_location(code.co_filename, frame.f_lineno, code.co_name):
             return where
         frame = frame.f_back
     return ""
