@@ -35,6 +35,17 @@ MODELS = {
         "class Model(torch.nn.Module):\n    def __init__(self):\n"
         "        super().__init__()\n        raise KeyError('no weights')\n",
     ),
+    # __init__ without super().__init__(): nn.Module's own state is missing (issue 44)
+    "no_super.py": GOOD.replace(
+        "class Model(torch.nn.Module):\n",
+        "class Model(torch.nn.Module):\n    def __init__(self, scale=2.0):\n"
+        "        self.scale = scale\n",
+    ),
+    "no_super_module.py": GOOD.replace(
+        "class Model(torch.nn.Module):\n",
+        "class Model(torch.nn.Module):\n    def __init__(self):\n"
+        "        self.fc = torch.nn.Linear(8, 8)\n",
+    ),
     "forward_raise.py": GOOD.replace("return torch.relu(x) * 2", "raise RuntimeError('fwd')"),
     "inputs_int.py": GOOD.replace("return [torch.randn(4, 8)]", "return 5"),
     "no_model.py": "import torch\ndef get_inputs():\n    return [torch.randn(4)]\n",
@@ -63,6 +74,16 @@ CASES = [
     (["analyze", "inputs_raise.py"], "inputs_raise.py:6: get_inputs() failed: RuntimeError: boom"),
     # line 5 of init_raise.py: import, class, def __init__, super().__init__(), raise
     (["analyze", "init_raise.py"], "init_raise.py:5: Model(...) failed: KeyError: 'no weights'"),
+    # line 3 of no_super.py: import, class, def __init__
+    (
+        ["analyze", "no_super.py"],
+        "no_super.py:3: Model.__init__ does not call super().__init__(): the model is not an",
+    ),
+    # assigning a submodule before nn.Module.__init__ raises in __init__ itself, at line 4
+    (
+        ["analyze", "no_super_module.py"],
+        "no_super_module.py:4: Model(...) failed: AttributeError: cannot assign module before",
+    ),
     (["analyze", "forward_raise.py"], "RuntimeError: fwd"),
     (["analyze", "inputs_int.py"], "inputs_int.py: get_inputs() returned int, not a list"),
     (["analyze", "no_model.py"], "no_model.py: defines no 'Model'"),

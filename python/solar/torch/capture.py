@@ -18,6 +18,7 @@ This subpackage imports torch; ``import solar`` does not import it (the CLI and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -424,6 +425,7 @@ def _load_model_file(path: str, fake: bool | str) -> tuple[Any, tuple]:
     if not fake:  # (a failure with FakeTensors is retried for real by capture_model_file)
         init = call_model_code(path, "get_init_inputs()", CaptureError, module.get_init_inputs)
         model = call_model_code(path, "Model(...)", CaptureError, lambda: module.Model(*init))
+        _check_initialised(path, module.Model, model)
         inputs = call_model_code(path, "get_inputs()", CaptureError, module.get_inputs)
         if not isinstance(inputs, (list, tuple)):
             raise CaptureError(
@@ -432,6 +434,7 @@ def _load_model_file(path: str, fake: bool | str) -> tuple[Any, tuple]:
         inputs = tuple(inputs)
     elif fake == "meta":  # built on the meta device, its tensors then CPU FakeTensors
         model, mode = without_weights(lambda: module.Model(*module.get_init_inputs()))
+        _check_initialised(path, module.Model, model)
         with mode:
             inputs = tuple(module.get_inputs())
     else:
@@ -439,8 +442,28 @@ def _load_model_file(path: str, fake: bool | str) -> tuple[Any, tuple]:
 
         with FakeTensorMode(allow_non_fake_inputs=True):
             model = module.Model(*module.get_init_inputs())
+            _check_initialised(path, module.Model, model)
             inputs = tuple(module.get_inputs())
     return model, inputs
+
+
+def _check_initialised(path: str, cls: Any, model: Any) -> None:
+    """A CaptureError naming the file and the line of ``Model.__init__`` when ``model`` is an
+    nn.Module whose ``__init__`` never called ``super().__init__()``: it has none of
+    nn.Module's own state (``_parameters``, ``_modules``), and the first use of it fails
+    inside torch with an AttributeError that names nothing of the user's."""
+    if not isinstance(model, torch.nn.Module) or "_parameters" in model.__dict__:
+        return
+    init = getattr(cls, "__init__", None)
+    where = path
+    with contextlib.suppress(OSError, TypeError):
+        import inspect
+
+        where = f"{path}:{inspect.getsourcelines(init)[1]}"
+    raise CaptureError(
+        f"{where}: {cls.__name__}.__init__ does not call super().__init__(): the model is not "
+        "an initialised nn.Module (call super().__init__() first in __init__)"
+    )
 
 
 def to_float64(value: Any) -> Any:
