@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <string>
 #include <utility>
@@ -69,13 +70,14 @@ std::string color(size_t i) { return kColors[i % std::size(kColors)]; }
 constexpr const char* kStyle =
     R"(body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;margin:.5em 0}th,td{padding:.25em .6em;border-bottom:1px solid #e4e4e4;text-align:right}
+table{border-collapse:collapse;margin:.5em 0;font-size:.9em}th,td{padding:.25em .5em;border-bottom:1px solid #e4e4e4;text-align:right}
 th:first-child,td:first-child{text-align:left}th{background:#f4f4f4}
 table.sortable th{cursor:pointer}table.sortable th[aria-sort=descending]::after{content:" \25BC"}
 table.sortable th[aria-sort=ascending]::after{content:" \25B2"}
 .cards{display:flex;gap:1em;flex-wrap:wrap}.card{border:1px solid #ccc;border-radius:6px;padding:.8em 1.2em;min-width:12em}
 .card h3{margin:.2em 0 .5em 0}.card .time{font-size:1.4em;font-weight:bold}.meta{color:#555}
 .warn{color:#b00;font-weight:bold}svg text{font-size:12px}
+td.num,#node-table td{white-space:nowrap}#node-table td:first-child{white-space:normal}
 )";
 
 constexpr const char* kScript = R"((function(){
@@ -108,7 +110,8 @@ struct Point {
 
 struct Axes {
   double x0, x1, y0, y1;  // log10 ranges
-  static constexpr double kWidth = 760, kHeight = 460, kLeft = 80, kRight = 160, kTop = 20,
+  // kRight: the column right of the plot with the roof labels and, at its foot, the legend.
+  static constexpr double kWidth = 800, kHeight = 460, kLeft = 80, kRight = 200, kTop = 20,
                           kBottom = 50;
   double px(double v) const {
     return kLeft + (std::log10(v) - x0) / (x1 - x0) * (kWidth - kLeft - kRight);
@@ -122,6 +125,137 @@ std::string decade_label(int e) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "1e%d", e);
   return buf;
+}
+
+// A rate label of the report ("bf16 tensor", or "bf16 vector->fp32 vector (H100-SXM has no bf16
+// vector rate)" for a fallback, sol::Rate::label) as a table cell or a roof shows it: the rate
+// used, '*' marking a fallback (the terminal report's convention); the whole label goes to a
+// tooltip and a footnote.
+struct ShortPrecision {
+  std::string text;  // "bf16 tensor", "fp32 vector*"
+  bool fallback = false;
+};
+
+ShortPrecision short_precision(const std::string& label) {
+  const size_t arrow = label.find("->");
+  if (arrow == std::string::npos) return {label, false};
+  const size_t used = arrow + 2;
+  const size_t paren = label.find(" (", used);
+  return {label.substr(used, paren == std::string::npos ? std::string::npos : paren - used) + "*",
+          true};
+}
+
+// Baselines for labels stacked in one column, as near as they can be to `wanted` (ascending): at
+// least `gap` apart, within [lo, hi] while they fit. Deterministic: two passes, no iteration.
+std::vector<double> spread_labels(const std::vector<double>& wanted, double lo, double hi,
+                                  double gap) {
+  std::vector<double> y = wanted;
+  for (size_t i = 0; i < y.size(); ++i) {  // down: each at least `gap` below the one above
+    y[i] = std::max(y[i], i == 0 ? lo : y[i - 1] + gap);
+  }
+  for (size_t i = y.size(); i-- > 0;) {  // up: none below `hi`, each `gap` above the next
+    y[i] = std::min(y[i], i + 1 == y.size() ? hi : y[i + 1] - gap);
+  }
+  return y;
+}
+
+// The fallback labels of the nodes' main rates, each once, in node order, with how many nodes
+// ran at it: the footnote of the '*'s.
+std::vector<std::pair<std::string, size_t>> fallback_labels(const json& report) {
+  std::vector<std::pair<std::string, size_t>> out;
+  for (const json& n : report.at("nodes")) {
+    const std::string label = str(n, "precision");
+    if (!short_precision(label).fallback) continue;
+    const auto it =
+        std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == label; });
+    if (it == out.end()) {
+      out.emplace_back(label, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  return out;
+}
+
+// "* precision fallback (the device lacks the wanted rate): LABEL (N nodes); ...", or "".
+std::string fallback_note(const json& report, const std::string& id) {
+  std::string s;
+  for (const auto& [label, count] : fallback_labels(report)) {
+    s += (s.empty() ? "" : "; ") + html_escape(label) + " (" + std::to_string(count) +
+         (count == 1 ? " node)" : " nodes)");
+  }
+  if (s.empty()) return s;
+  return "<p class=\"meta\" id=\"" + id +
+         "\">* precision fallback (the device lacks the wanted rate): " + s + ".</p>\n";
+}
+
+// The legend, a framed list at the foot of the right-hand column: one diamond per fidelity.
+constexpr double kLegendLine = 16, kLegendPad = 5;
+double legend_top(size_t entries) {
+  const double bottom = Axes::kHeight - Axes::kBottom;
+  return entries == 0 ? bottom
+                      : bottom - 2 * kLegendPad - kLegendLine * static_cast<double>(entries);
+}
+
+std::string legend(const std::vector<Point>& marks) {
+  if (marks.empty()) return "";
+  const double x = Axes::kWidth - Axes::kRight + 8, top = legend_top(marks.size());
+  std::string s = "<g class=\"legend\"><rect class=\"legend-box\" x=\"" + fixed(x) + "\" y=\"" +
+                  fixed(top) + "\" width=\"" + fixed(Axes::kRight - 16) + "\" height=\"" +
+                  fixed(Axes::kHeight - Axes::kBottom - top) +
+                  "\" fill=\"#fff\" stroke=\"#ccc\"/>\n";
+  for (size_t i = 0; i < marks.size(); ++i) {
+    s += "<text class=\"legend-entry\" x=\"" + fixed(x + 6) + "\" y=\"" +
+         fixed(top + kLegendPad + kLegendLine * static_cast<double>(i) + 12) + "\" fill=\"" +
+         color(i) + "\">&#9670; " + html_escape(marks[i].label) + "</text>\n";
+  }
+  return s + "</g>\n";
+}
+
+// One label per rate and unit the roofs run at, in the right-hand column beside the roof's end,
+// stacked so that none touches another or the legend (a leader line from the roof to its label).
+// A roof of fallbacks is marked '*'; its whole label is in the tooltip and the caption.
+std::string roof_labels(const std::vector<std::pair<std::string, double>>& roofs, const Axes& ax,
+                        double beta, size_t legend_entries) {
+  struct Label {
+    std::string text;
+    double rate;
+    bool fallback;
+    std::string title;
+  };
+  std::vector<Label> labels;  // roofs come sorted by rate, highest first: labels top down
+  for (const auto& roof : roofs) {
+    const std::string& label = roof.first;
+    const double rate = roof.second;
+    const ShortPrecision sp = short_precision(label);
+    const std::string used = sp.fallback ? sp.text.substr(0, sp.text.size() - 1) : sp.text;
+    const auto it = std::find_if(labels.begin(), labels.end(),
+                                 [&](const Label& l) { return l.text == used && l.rate == rate; });
+    if (it == labels.end()) {
+      labels.push_back({used, rate, sp.fallback, label});
+    } else {
+      it->fallback = it->fallback || sp.fallback;
+      it->title += "; " + label;
+    }
+  }
+  const double right = Axes::kWidth - Axes::kRight, xb = std::pow(10.0, ax.x1);
+  std::vector<double> roof_y, wanted;
+  for (const Label& l : labels) {
+    roof_y.push_back(ax.py(std::min(l.rate, xb * beta)));
+    wanted.push_back(roof_y.back() + 4);  // the baseline that centres 12px text on the roof
+  }
+  const std::vector<double> y =
+      spread_labels(wanted, Axes::kTop + 10, legend_top(legend_entries) - 8, 15);
+  std::string s;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const Label& l = labels[i];
+    s += "<line class=\"roof-leader\" x1=\"" + fixed(right) + "\" y1=\"" + fixed(roof_y[i]) +
+         "\" x2=\"" + fixed(right + 7) + "\" y2=\"" + fixed(y[i] - 4) +
+         "\" stroke=\"#999\"/>\n<text class=\"roof-label\" x=\"" + fixed(right + 9) + "\" y=\"" +
+         fixed(y[i]) + "\">" + html_escape(l.text) + (l.fallback ? "*" : "") + "<title>" +
+         html_escape(l.title) + ": " + format_rate(l.rate) + "</title></text>\n";
+  }
+  return s;
 }
 
 std::string roofline_svg(const json& report, const std::vector<std::string>& fidelities,
@@ -187,7 +321,7 @@ std::string roofline_svg(const json& report, const std::vector<std::string>& fid
     const double x = ax.px(std::pow(10.0, e));
     s += "<line class=\"grid\" x1=\"" + fixed(x) + "\" y1=\"" + fixed(top) + "\" x2=\"" + fixed(x) +
          "\" y2=\"" + fixed(bottom) + "\" stroke=\"#eee\"/>\n<text x=\"" + fixed(x) + "\" y=\"" +
-         fixed(bottom + 16) + "\" text-anchor=\"middle\">" + decade_label(e) + "</text>\n";
+         fixed(bottom + 20) + "\" text-anchor=\"middle\">" + decade_label(e) + "</text>\n";
   }
   for (int e = static_cast<int>(ax.y0); e <= static_cast<int>(ax.y1); ++e) {
     const double y = ax.py(std::pow(10.0, e));
@@ -217,9 +351,8 @@ std::string roofline_svg(const json& report, const std::vector<std::string>& fid
          (i == 0 ? "2" : "1") + "\"" + (i == 0 ? "" : " stroke-dasharray=\"4 3\"") + "><title>" +
          html_escape(label) + ": " + format_rate(rate) + ", DRAM " +
          detail::format_bandwidth(beta) + "</title></polyline>\n";
-    s += "<text class=\"roof-label\" x=\"" + fixed(right + 4) + "\" y=\"" +
-         fixed(ax.py(std::min(rate, xb * beta)) + 4) + "\">" + html_escape(label) + "</text>\n";
   }
+  s += roof_labels(roofs, ax, beta, marks.size());
   for (const Point& p : nodes) {
     s += "<circle class=\"node\" data-node=\"" + html_escape(p.label) + "\" cx=\"" +
          fixed(ax.px(p.x)) + "\" cy=\"" + fixed(ax.py(p.y)) +
@@ -236,10 +369,8 @@ std::string roofline_svg(const json& report, const std::vector<std::string>& fid
          fixed(cx) + "," + fixed(cy + d) + " L" + fixed(cx - d) + "," + fixed(cy) + " Z\" fill=\"" +
          color(i) + "\" stroke=\"#000\"><title>whole program, " + html_escape(p.label) + ": " +
          format_number(p.x) + " FLOP/byte, " + format_rate(p.y) + "</title></path>\n";
-    s += "<text class=\"legend\" x=\"" + fixed(right + 4) + "\" y=\"" +
-         fixed(Axes::kTop + 100 + 16 * static_cast<double>(i)) + "\" fill=\"" + color(i) +
-         "\">&#9670; " + html_escape(p.label) + "</text>\n";
   }
+  s += legend(marks);
   return s + "</svg>\n";
 }
 
@@ -248,11 +379,37 @@ std::string roofline_svg(const json& report, const std::vector<std::string>& fid
 
 struct Cell {
   std::string text;
-  std::string value;  // data-value for sorting; empty: the text
+  std::string value;    // data-value for sorting; empty: the text
+  std::string title;    // a tooltip with what the cell shortens; empty: none
+  bool number = false;  // never broken across lines
+  bool name = false;    // may break after a '_' or '.' (a node name is one long word)
 };
 
-Cell text_cell(const std::string& t) { return {t, t}; }
-Cell num_cell(const std::string& t, double v) { return {t, raw(v)}; }
+Cell text_cell(const std::string& t) { return {t, t, "", false, false}; }
+Cell name_cell(const std::string& t) { return {t, t, "", false, true}; }
+Cell num_cell(const std::string& t, double v) { return {t, raw(v), "", true, false}; }
+
+// "67.17 M", "537.4 MB", "1.767 ns", "565.9x", "12.5%", "1.5e-05": a number, with its unit.
+bool reads_as_number(const std::string& t) {
+  static const std::regex number(R"(^[-+]?\d[\d.,]*(e[-+]?\d+)?( ?[A-Za-z%/]+)?$)");
+  return std::regex_match(t, number);
+}
+
+// A table cell. A number is class "num" (white-space:nowrap: "67.17 M" never becomes "67.17" over
+// "M"); text wraps at its spaces. In the node table nothing wraps but the node's name, after each
+// '_' and '.' (<wbr>: scaled_dot_product_attention_logits2 is one word): it fits 1,400 px.
+std::string td(const Cell& c, const std::string& attributes = "") {
+  std::string body;
+  if (c.name) {
+    for (const char ch : c.text) {
+      body += html_escape(std::string(1, ch));
+      if (ch == '_' || ch == '.') body += "<wbr>";
+    }
+  } else {
+    body = html_escape(c.text);
+  }
+  return "<td" + attributes + (c.number ? " class=\"num\">" : ">") + body + "</td>";
+}
 
 std::string simple_table(const std::string& id, const std::vector<std::string>& head,
                          const std::vector<std::vector<std::string>>& rows) {
@@ -261,7 +418,7 @@ std::string simple_table(const std::string& id, const std::vector<std::string>& 
   s += "</tr></thead><tbody>\n";
   for (const auto& row : rows) {
     s += "<tr>";
-    for (const std::string& c : row) s += "<td>" + html_escape(c) + "</td>";
+    for (const std::string& c : row) s += td({c, c, "", reads_as_number(c), false});
     s += "</tr>\n";
   }
   return s + "</tbody></table>\n";
@@ -416,6 +573,12 @@ std::string headroom_section(const json& r, const std::vector<std::string>& fide
   return s;
 }
 
+// A node's precision: the rate used, '*' and a tooltip with the whole label for a fallback.
+Cell precision_cell(const std::string& label) {
+  const ShortPrecision sp = short_precision(label);
+  return {sp.text, label, sp.fallback ? label : "", false, false};
+}
+
 std::string node_section(const json& r) {
   struct Column {
     const char* key;
@@ -456,9 +619,9 @@ std::string node_section(const json& r) {
     const double intensity = bytes > 0 ? num(n, "flops") / bytes : 0;
     const double t = num(n, "sol_unfused_s");
     const std::vector<Cell> cells = {
-        text_cell(str(n, "name")),
+        name_cell(str(n, "name")),
         text_cell(str(n, "op")),
-        text_cell(str(n, "precision")),
+        precision_cell(str(n, "precision")),
         num_cell(format_count(num(n, "macs")), num(n, "macs")),
         num_cell(format_count(num(n, "other_ops")), num(n, "other_ops")),
         num_cell(format_count(num(n, "flops")), num(n, "flops")),
@@ -471,11 +634,13 @@ std::string node_section(const json& r) {
         text_cell(str(n, "bottleneck")),
     };
     s += "<tr data-index=\"" + std::to_string(i) + "\">";
-    for (const Cell& c : cells)
-      s += "<td data-value=\"" + html_escape(c.value) + "\">" + html_escape(c.text) + "</td>";
+    for (const Cell& c : cells) {
+      s += td(c, " data-value=\"" + html_escape(c.value) + "\"" +
+                     (c.title.empty() ? "" : " title=\"" + html_escape(c.title) + "\""));
+    }
     s += "</tr>\n";
   }
-  return s + "</tbody></table>\n";
+  return s + "</tbody></table>\n" + fallback_note(r, "node-fallbacks");
 }
 
 std::string fusion_section(const json& r, const std::vector<std::string>& fidelities) {
@@ -648,7 +813,8 @@ std::string render_html(const json& report, const json& devices) {
        std::to_string(plotted) + " node(s) plotted at their SOL (run alone)";
   if (skipped > 0) s += "; " + std::to_string(skipped) + " without arithmetic or bytes not plotted";
   s += ". Diamonds: the whole program at each fidelity. Roofs: min(rate, intensity x DRAM "
-       "bandwidth) for each rate the nodes use.</p>\n";
+       "bandwidth) for each rate the nodes use.</p>\n" +
+       fallback_note(report, "roofline-fallbacks");
   s += node_section(report);
   s += fusion_section(report, fidelities);
   s += insights_section(report);

@@ -1,7 +1,12 @@
 """The HTML report loaded in headless Chromium (Debian's ``chromium``, installed by
 scripts/install-deps.sh): after its script ran, the roofline has one point per node with
 arithmetic, one roof per rate and one marker per fidelity; the node table has every node, sorted
-by SOL time; the fidelity cards show the report's SOL times. Content, not existence."""
+by SOL time; the fidelity cards show the report's SOL times. Content, not existence.
+
+And the page as a person reads it, at 1,400 px wide (Playwright's Python package driving the
+same chromium; nothing downloaded, never ``playwright install``): no two texts of a plot
+overlap, nor a text and the legend; no number in a table breaks across lines; a screenshot of
+the whole page is kept under build/test-artifacts/ to look at."""
 
 from __future__ import annotations
 
@@ -17,6 +22,8 @@ from solar import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "tests" / "python" / "models"
+QUICK_START = ROOT / "examples" / "studies" / "models" / "transformer_block.py"  # README
+ARTIFACTS = ROOT / "build" / "test-artifacts"
 
 
 def chromium() -> str:
@@ -181,3 +188,115 @@ def test_html_report_renders_in_chromium(tmp_path):
             [f for f, c in zip(fidelities, r[1:], strict=False) if c != "n/a"] if times else ["-"]
         )
     assert len(prov) == expected
+
+
+# What the page is checked for, in the browser, after its script ran (layout, not markup):
+# - every pair of <text> in a plot, by their rendered boxes (getBoundingClientRect, so that a
+#   rotated axis title counts as drawn), and every text outside a legend against the legend's
+#   box (a `legend` element: its box, or the union of its entries' boxes);
+# - every table cell that holds a number ("67.17 M", "537.4 MB", "1.767 ns", "565.9x",
+#   "12.5%"): the line boxes of its text (Range.getClientRects) all on one line.
+# Boxes that share less than TOLERANCE px either way touch, they do not overlap.
+LAYOUT = r"""
+(tolerance) => {
+  const NUMBER = /^[-+]?\d[\d.,]*(e[-+]?\d+)?( ?[A-Za-z%/]+)?$/;
+  const own = (t) => Array.from(t.childNodes).filter((n) => n.nodeType === Node.TEXT_NODE)
+      .map((n) => n.data).join('').trim();
+  const overlap = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > tolerance &&
+      Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > tolerance;
+  const union = (rs) => ({left: Math.min(...rs.map((r) => r.left)),
+      right: Math.max(...rs.map((r) => r.right)), top: Math.min(...rs.map((r) => r.top)),
+      bottom: Math.max(...rs.map((r) => r.bottom))});
+  const out = {plots: 0, texts: 0, overlaps: [], numbers: 0, wrapped: [],
+               width: document.documentElement.scrollWidth};
+  for (const svg of document.querySelectorAll('svg')) {
+    out.plots += 1;
+    const texts = Array.from(svg.querySelectorAll('text'))
+        .map((t) => ({name: JSON.stringify(own(t)), r: t.getBoundingClientRect(), el: t}))
+        .filter((t) => t.r.width > 0 && t.r.height > 0);
+    out.texts += texts.length;
+    for (let i = 0; i < texts.length; ++i)
+      for (let j = i + 1; j < texts.length; ++j)
+        if (overlap(texts[i].r, texts[j].r))
+          out.overlaps.push(svg.id + ': ' + texts[i].name + ' and ' + texts[j].name);
+    const legends = Array.from(svg.querySelectorAll('.legend, [class*="legend"]'))
+        .filter((e) => !e.parentElement.closest('.legend'));
+    const entries = (l) => l.tagName === 'text' ? [l] : Array.from(l.querySelectorAll('text'));
+    const inLegend = new Set(legends.flatMap(entries));
+    if (legends.length) {
+      const box = union(legends.map((l) => l.getBoundingClientRect()));
+      for (const t of texts)
+        if (!inLegend.has(t.el) && overlap(t.r, box))
+          out.overlaps.push(svg.id + ': ' + t.name + ' and the legend');
+    }
+  }
+  for (const td of document.querySelectorAll('td')) {
+    const text = td.textContent.trim();
+    if (!NUMBER.test(text)) continue;
+    out.numbers += 1;
+    const range = document.createRange();
+    range.selectNodeContents(td);
+    const lines = new Set(Array.from(range.getClientRects()).filter((r) => r.width > 0)
+        .map((r) => Math.round(r.top)));
+    if (lines.size > 1) {
+      const table = td.closest('table');
+      out.wrapped.push((table && table.id) + ': ' + JSON.stringify(text) + ' on ' +
+                       lines.size + ' lines');
+    }
+  }
+  return out;
+}
+"""
+
+
+def playwright():
+    """Playwright's sync API, or a failure saying what to install."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail(
+            "playwright is not installed: pip install 'playwright==1.65.3' (the test extras; "
+            "it drives Debian's chromium, never run `playwright install`)"
+        )
+    return sync_playwright
+
+
+def page_layout(html: Path, screenshot: Path) -> dict:
+    """LAYOUT's findings on `html` in chromium at 1,400 px wide; a full-page screenshot."""
+    with playwright()() as p:
+        browser = p.chromium.launch(
+            executable_path=chromium(),
+            args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(html.as_uri())
+            page.wait_for_load_state("load")
+            found = page.evaluate(LAYOUT, 0.5)
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(screenshot), full_page=True)
+        finally:
+            browser.close()
+    print(f"screenshot: {screenshot}")
+    return found
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("quickstart", [str(QUICK_START)]),  # the README's quick start, with --html
+        ("serve-decode", [str(MODELS / "serve" / "llama_gqa.py"), "--serve", "decode"]),
+    ],
+)
+def test_html_report_reads_in_a_browser_at_1400px(tmp_path, name, args):
+    html = tmp_path / f"{name}.html"
+    assert cli.main(["analyze", *args, "--html", str(html)]) == 0
+    found = page_layout(html, ARTIFACTS / f"html-report-{name}.png")
+    # The checks looked at something: the roofline's texts, the node table's numbers.
+    assert found["plots"] >= 1
+    assert found["texts"] >= 10
+    assert found["numbers"] >= 50
+    overlaps, wrapped = found["overlaps"], found["wrapped"]
+    assert not overlaps, f"{len(overlaps)} overlapping plot texts:\n" + "\n".join(overlaps)
+    assert not wrapped, f"{len(wrapped)} numbers broken across lines:\n" + "\n".join(wrapped[:20])
+    assert found["width"] <= 1400, "the page scrolls sideways at 1,400 px"

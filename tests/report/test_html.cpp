@@ -96,8 +96,8 @@ TEST(Html, RooflineTablesAndSections) {
   // Headroom 1 us / 1.767 ns = 1e-6 * 3.35e12 / 5920 = 565.88 (unfused), 3.35e6 / 3616 =
   // 926.44 (fused);
   // measured on cpu-test, not the target: a what-if, said plainly.
-  EXPECT_NE(html.find("<td>565.9x</td>"), std::string::npos);
-  EXPECT_NE(html.find("<td>926.4x</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\">565.9x</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\">926.4x</td>"), std::string::npos);
   EXPECT_NE(html.find("headroom is a what-if"), std::string::npos);
   // Fusion opportunities: z, a, u (1.024 kB, 1.024 kB, 256 B).
   const size_t fusion = html.find("<table id=\"fusion-table\">");
@@ -147,6 +147,116 @@ TEST(Html, EscapesNames) {
   const std::string html = render_html(m.j, nullptr);
   EXPECT_EQ(html.find("<script>x"), std::string::npos);
   EXPECT_NE(html.find("&lt;script&gt;x&amp;y&lt;/script&gt;.py"), std::string::npos);
+}
+
+// Every value of attribute `attr` on the elements whose tag starts with `open`, in order.
+std::vector<double> attribute_values(const std::string& html, const std::string& open,
+                                     const std::string& attr) {
+  std::vector<double> out;
+  const std::regex value(" " + attr + "=\"([-0-9.]+)\"");
+  for (size_t p = html.find(open); p != std::string::npos; p = html.find(open, p + 1)) {
+    const std::string tag = html.substr(p, html.find('>', p) - p);
+    std::smatch m;
+    if (std::regex_search(tag, m, value)) out.push_back(std::stod(m[1].str()));
+  }
+  return out;
+}
+
+constexpr const char* kFallback = "bf16 vector->fp32 vector (H100-SXM has no bf16 vector rate)";
+
+TEST(Html, FallbackLabelsShortInTheCellAndOnTheRoofWholeInTooltipAndFootnote) {
+  // bias_relu's work wanted bf16 vector and ran at fp32 vector (same rate, 67e12): its cell and
+  // the roof say "fp32 vector*"; the whole label is in the tooltip and in a footnote under the
+  // plot and under the table, never as the text of a cell or a roof.
+  Mlp m = mlp();
+  m.j["nodes"][1]["precision"] = kFallback;
+  const std::string html = render_html(m.j, nullptr);
+  const std::string escaped = "bf16 vector-&gt;fp32 vector (H100-SXM has no bf16 vector rate)";
+  EXPECT_EQ(count(html, "<polyline class=\"roof\""), 2u);    // one per (label, rate), as before
+  EXPECT_EQ(count(html, "<text class=\"roof-label\""), 1u);  // one per rate and unit used
+  // The roofs at one rate come in label order: "bf16 vector->..." before "fp32 vector".
+  EXPECT_NE(html.find(">fp32 vector*<title>" + escaped + "; fp32 vector: 67 TFLOP/s</title>"),
+            std::string::npos);
+  EXPECT_NE(
+      html.find("<td data-value=\"" + escaped + "\" title=\"" + escaped + "\">fp32 vector*</td>"),
+      std::string::npos);
+  EXPECT_EQ(count(html, "<td data-value=\"fp32 vector\">fp32 vector</td>"), 3u);
+  EXPECT_EQ(count(html, ">" + escaped + "<"), 0u);
+  const std::string note =
+      "* precision fallback (the device lacks the wanted rate): " + escaped + " (1 node).</p>";
+  EXPECT_NE(html.find("<p class=\"meta\" id=\"roofline-fallbacks\">" + note), std::string::npos);
+  EXPECT_NE(html.find("<p class=\"meta\" id=\"node-fallbacks\">" + note), std::string::npos);
+  // Without a fallback, no '*' and no footnote.
+  const std::string plain = render_html(mlp().j, nullptr);
+  EXPECT_EQ(plain.find("fallbacks\""), std::string::npos);
+  EXPECT_EQ(plain.find("vector*"), std::string::npos);
+}
+
+TEST(Html, RoofLabelsStackedApartAboveTheLegend) {
+  // Four rates, three of them within 12% of each other (a few px apart on a log axis of
+  // several decades): the labels keep the rates' order, each 15 px (a 12 px line and a gap)
+  // below the one above, all below the plot's top and 8 px above the legend's box.
+  Mlp m = mlp();
+  const std::pair<const char*, double> rates[] = {{"bf16 tensor", 989e12},
+                                                  {"fp32 vector", 67e12},
+                                                  {"fp16 vector", 66e12},
+                                                  {"tf32 tensor", 60e12}};
+  for (size_t i = 0; i < 4; ++i) {
+    m.j["nodes"][i]["precision"] = rates[i].first;
+    m.j["nodes"][i]["rate_flops_per_s"] = rates[i].second;
+  }
+  const std::string html = render_html(m.j, nullptr);
+  const std::vector<double> y = attribute_values(html, "<text class=\"roof-label\"", "y");
+  ASSERT_EQ(y.size(), 4u);
+  const std::vector<double> box = attribute_values(html, "<rect class=\"legend-box\"", "y");
+  ASSERT_EQ(box.size(), 1u);
+  EXPECT_GE(y[0], 20.0 + 10);  // Axes::kTop + 10
+  for (size_t i = 1; i < y.size(); ++i) EXPECT_GE(y[i] - y[i - 1], 15.0 - 1e-9) << i;
+  EXPECT_LE(y.back(), box[0] - 8);
+  // In the rates' order, top down.
+  size_t at = 0;
+  for (const auto& [name, rate] : rates) {
+    const size_t found = html.find("<text class=\"roof-label\"", at);
+    ASSERT_NE(found, std::string::npos);
+    EXPECT_EQ(html.substr(html.find('>', found) + 1, std::string(name).size()), name);
+    at = found + 1;
+  }
+  // The legend's entries: one per fidelity, inside its box.
+  const std::vector<double> entries = attribute_values(html, "<text class=\"legend-entry\"", "y");
+  EXPECT_EQ(entries.size(), m.j["bytes"].size());
+  EXPECT_GT(entries.front(), box[0]);
+}
+
+TEST(Html, NumbersOnOneLineNamesBreakAtUnderscores) {
+  // A number's cell is class "num" (white-space:nowrap), in the node table by its column, in the
+  // other tables by its text; a node name may break after each '_' and '.' (<wbr>), the node
+  // table's other cells never; other text is left as it was.
+  Mlp m = mlp();
+  m.j["nodes"][0]["name"] = "scaled_dot_product_attention_logits2";
+  const std::string html = render_html(m.j, devices(m.report));
+  EXPECT_NE(html.find("td.num,#node-table td{white-space:nowrap}"), std::string::npos);
+  EXPECT_NE(
+      html.find("<td data-value=\"scaled_dot_product_attention_logits2\">scaled_<wbr>dot_<wbr>"
+                "product_<wbr>attention_<wbr>logits2</td>"),
+      std::string::npos);
+  EXPECT_NE(html.find("<td data-value=\"fp32 vector\">fp32 vector</td>"), std::string::npos);
+  // fc1: 2,048 MACs, 4,096 FLOPs, 2,816 bytes (mlp.ir).
+  EXPECT_NE(html.find("<td data-value=\"2048\" class=\"num\">2.048 k</td><td data-value=\"0\" "
+                      "class=\"num\">0</td><td data-value=\"4096\" class=\"num\">4.096 k</td><td "
+                      "data-value=\"2816\" class=\"num\">2.816 kB</td>"),
+            std::string::npos);
+  // Every cell of every table: class "num" exactly when its text reads as a number.
+  const std::regex number(R"(^[-+]?\d[\d.,]*(e[-+]?\d+)?( ?[A-Za-z%/]+)?$)");
+  const std::regex cell("<td([^>]*)>([^<]*)</td>");
+  size_t numbers = 0, cells = 0;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), cell); it != std::sregex_iterator();
+       ++it, ++cells) {
+    const bool num = (*it)[1].str().find("class=\"num\"") != std::string::npos;
+    EXPECT_EQ(num, std::regex_match((*it)[2].str(), number)) << (*it)[0].str();
+    numbers += num ? 1 : 0;
+  }
+  EXPECT_GT(cells, 100u);
+  EXPECT_GT(numbers, 60u);
 }
 
 TEST(Trace, UnfusedTimelineInProgramOrder) {

@@ -7,6 +7,12 @@
 //
 // It renders the JSON report, not the analysis: every fidelity the report lists appears, in the
 // registry's order. Same JSON, same bytes.
+//
+// Laid out for a browser window of 1,400 px: the roof labels name the rate used ('*' a fallback,
+// whose whole label, "bf16 vector->fp32 vector (H100-SXM has no bf16 vector rate)", is in a
+// tooltip and a footnote), stacked beside the plot clear of each other and of the legend; the
+// node table's precision column the same short names; no number in a table breaks across lines
+// (tests/python/test_html_report.py checks both in Chromium).
 #pragma once
 
 #include <string>
