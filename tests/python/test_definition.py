@@ -902,3 +902,27 @@ def test_rfft_reference_ops_and_bytes_by_hand(tmp_path, torch):
     # bytes fused = x (4 * 64 * 4 B = 1024) + y (4 * 33 * 4 B = 528) = 1552; the spectrum
     # (4 * 33 * 8 B, c64) stays on chip
     assert entry["report"]["bytes"]["fused"] == 1552
+
+
+def test_inputs_past_the_machines_memory_are_refused_before_any_allocation(tmp_path, torch):
+    from solar.torch import definition as tdef
+
+    # N = K = 2^20 bf16 (2 bytes): B is 2^40 x 2 = 2,199,023,255,552 B = 2.2 TB, A at M = 4 is
+    # 4 x 2^20 x 2 = 8,388,608 B = 8.39 MB: 2,199,031,644,160 B = 2.2 TB in all
+    huge = {**GEMM, "axes": axes("M", N=2**20, K=2**20)}
+    folder = write(tmp_path / "h", huge, GEMM_WORKLOADS[:1])
+    problem = fmt.load(folder)
+    (workload,) = problem.workloads
+    named = fmt.resolve_axes(problem.definition, workload)
+    with pytest.raises(fmt.DefinitionError) as e:
+        tdef.check_input_memory(problem.definition, workload, named, memory=4 * 10**12)
+    assert str(e.value).endswith(
+        "workload.jsonl:1: the inputs need 2.2 TB (B 2.2 TB, A 8.39 MB), more "
+        "than half of this machine's 4 TB of memory; SOLAR runs the reference on them, so "
+        "nothing was allocated (run a workload with smaller axes)"
+    )
+    # half of the memory or less is made: 2.2 TB of inputs fit in 4.4 TB
+    tdef.check_input_memory(problem.definition, workload, named, memory=4_398_063_288_320)
+    # through the command line, on this machine (2.2 TB is more than half of any CI machine)
+    rc, out, err = solar("analyze", folder, "--suite-only")
+    assert rc == 1 and err.count("\n") == 1 and "the inputs need 2.2 TB" in err, err

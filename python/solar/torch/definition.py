@@ -93,6 +93,7 @@ def make_inputs(
     custom entry point runs under."""
     on_cpu = on_cpu or OnCpu()
     axes = resolve_axes(definition, workload)
+    check_input_memory(definition, workload, axes)
     generator = torch.Generator().manual_seed(workload.index)
     values: dict[str, Any] = {}
     notes: list[str] = []
@@ -141,6 +142,55 @@ def make_inputs(
         notes.append(f"scalar(s) {listed} fixed in the captured program")
     ordered = [values[name] for name in definition.inputs]
     return Inputs(ordered, notes, unread)
+
+
+def machine_memory() -> int:
+    """This machine's physical memory in bytes (0 where the system does not say)."""
+    import os
+
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def check_input_memory(
+    definition: Definition, workload: Workload, axes: dict[str, int], memory: int | None = None
+) -> None:
+    """A DefinitionError, before any tensor is allocated, when the workload's inputs (every
+    tensor input at its declared shape and dtype) need more than half of ``memory`` (this
+    machine's, by default): the reference is run on them, and its intermediates need room too.
+    The message names the total and the largest inputs."""
+    memory = machine_memory() if memory is None else memory
+    sizes = []
+    for name, spec in definition.inputs.items():
+        shape = shape_of(spec, axes)
+        dtype = TORCH_DTYPES.get(spec.dtype)
+        if shape is None or dtype is None:
+            continue
+        count = 1
+        for d in shape:
+            count *= max(int(d), 0)
+        sizes.append((count * dtype.itemsize, name))
+    total = sum(b for b, _ in sizes)
+    if not memory or 2 * total <= memory:
+        return
+    largest = ", ".join(f"{n} {_gb(b)}" for b, n in sorted(sizes, key=lambda x: (-x[0], x[1]))[:3])
+    raise DefinitionError(
+        f"{workload.where}: the inputs need {_gb(total)} ({largest}), more than half of this "
+        f"machine's {_gb(memory)} of memory; SOLAR runs the reference on them, so nothing was "
+        "allocated (run a workload with smaller axes)"
+    )
+
+
+def _gb(n: int) -> str:
+    """Bytes in decimal units, 3 significant digits: ``25.3 GB``, ``8.21 PB``."""
+    value = float(n)
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if value < 999.5:
+            return f"{value:.3g} {unit}"
+        value /= 1000
+    return f"{value:.3g} PB"
 
 
 def _dtype(name: str, at: str) -> torch.dtype:
