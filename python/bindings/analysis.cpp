@@ -31,6 +31,8 @@
 #include "solar/report/report.h"
 #include "solar/report/serving.h"
 #include "solar/report/sol_report.h"
+#include "solar/sol/parallel.h"
+#include "solar/sol/precision.h"
 #include "solar/sol/serving.h"
 #include "solar/util/error.h"
 #include "solar/util/file.h"
@@ -319,6 +321,20 @@ void bind_analysis(nb::module_& m) {
       "Checks a device as `analyze` takes it (a built-in name or a .yaml file): raises IRError, "
       "one line naming the close built-in names and the list, for one that is not (docs/"
       "devices.md). Entry points call it before they capture.");
+  m.def(
+      "check_policy", [](const std::string& policy) { (void)sol::find_precision_policy(policy); },
+      "policy"_a,
+      "Checks a precision policy's name: raises IRError, one line listing the valid names, for "
+      "one that is not (docs/precision.md). Entry points call it before they capture.");
+  m.def(
+      "check_layout",
+      [](int64_t devices, const std::string& parallel) {
+        (void)sol::layout_for(devices, parallel);
+      },
+      "devices"_a, "parallel"_a,
+      "Checks `--devices DEVICES --parallel PARALLEL` (devices 0: not given): raises IRError, one "
+      "line, for a bad layout or one of another number of devices (docs/parallel.md). Entry "
+      "points call it before they capture.");
   m.def(
       "totals",
       [](const nb::handle& program, const std::vector<std::string>& sizes) {

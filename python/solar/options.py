@@ -281,6 +281,16 @@ def _check(options: Options) -> None:
     if a.devices is not None and a.devices < 1:
         raise AnalysisError(f"--devices must be at least 1, not {a.devices}")
     check_device(a.hw)
+    # the policy and the layout too: a wrong one costs no capture (minutes on a large model)
+    from solar import _core
+
+    try:
+        if a.policy is not None:
+            _core.check_policy(a.policy)
+        if p.kind != "serve" and (a.parallel is not None or a.devices is not None):
+            _core.check_layout(a.devices or 0, a.parallel or "")
+    except ValueError as e:
+        raise AnalysisError(str(e)) from None
 
 
 def check_device(hw: str) -> None:

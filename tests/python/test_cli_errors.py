@@ -92,6 +92,18 @@ CASES = [
     (["analyze", "jax_error.py"], "jax.make_jaxpr failed: TypeError: dot_general"),
     (["analyze", "good.py", "--hw", "NOPE"], "solar analyze: error: unknown device 'NOPE';"),
     (["analyze", "good.py", "--fidelity", "bogus"], "error: unknown fidelity 'bogus'"),
+    # the device, the policy and the layout are checked before capture: forward_raise.py's
+    # forward raises, so an error naming the option shows that nothing was captured
+    (["analyze", "forward_raise.py", "--hw", "NOPE"], "solar analyze: error: unknown device"),
+    (
+        ["analyze", "forward_raise.py", "--policy", "nope"],
+        "solar analyze: error: unknown precision policy 'nope' (valid: pytorch-cuda-default,",
+    ),
+    (
+        ["analyze", "forward_raise.py", "--devices", "2", "--parallel", "tp=3"],
+        "solar analyze: error: --parallel tp=3 uses 3 devices (tp x dp x pp), not --devices 2",
+    ),
+    (["analyze", "forward_raise.py", "--devices", "2"], "--devices 2 needs --parallel"),
     (["analyze", "good.py", "--verify-budget-mb", "-5"], "must be a non-negative number"),
     (["analyze", "good.py", "--verify-budget-s", "nan"], "must be a non-negative number"),
     (["analyze", "good.py", "--measured-ms", "abc"], "invalid float value: 'abc'"),
