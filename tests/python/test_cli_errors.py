@@ -46,6 +46,15 @@ MODELS = {
         "class Model(torch.nn.Module):\n    def __init__(self):\n"
         "        self.fc = torch.nn.Linear(8, 8)\n",
     ),
+    # an index past the embedding's 10 rows: the model's own run fails, at line 7 (import,
+    # class, def __init__, super().__init__(), the embedding, def forward, return)
+    "index_out_of_range.py": GOOD.replace(
+        "class Model(torch.nn.Module):\n",
+        "class Model(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.embed = torch.nn.Embedding(10, 8)\n",
+    )
+    .replace("return torch.relu(x) * 2", "return self.embed(x)")
+    .replace("torch.randn(4, 8)", "torch.tensor([3, 12])"),
     "forward_raise.py": GOOD.replace("return torch.relu(x) * 2", "raise RuntimeError('fwd')"),
     "inputs_int.py": GOOD.replace("return [torch.randn(4, 8)]", "return 5"),
     "no_model.py": "import torch\ndef get_inputs():\n    return [torch.randn(4)]\n",
@@ -85,6 +94,11 @@ CASES = [
         "no_super_module.py:4: Model(...) failed: AttributeError: cannot assign module before",
     ),
     (["analyze", "forward_raise.py"], "RuntimeError: fwd"),
+    (
+        ["analyze", "index_out_of_range.py"],
+        "solar analyze: error: the program failed on its inputs at index_out_of_range.py:7 in "
+        "forward: IndexError: index out of range in self",
+    ),
     (["analyze", "inputs_int.py"], "inputs_int.py: get_inputs() returned int, not a list"),
     (["analyze", "no_model.py"], "no_model.py: defines no 'Model'"),
     (["analyze", "exits.py"], "exits.py: import called sys.exit(3)"),

@@ -142,7 +142,7 @@ class Capture:
                 self.golden_notes.append(DETERMINISTIC_DROPOUT_NOTE)
             self._golden_from_graph(placeholder_values, wanted, arrays)
             return arrays
-        with torch.no_grad(), on_cpu_mode():
+        with torch.no_grad(), on_cpu_mode(), _program_failure():
             result = model(*inputs)
         flat_outputs = [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
         for node, binding in self.traced.outputs:
@@ -445,6 +445,26 @@ def _load_model_file(path: str, fake: bool | str) -> tuple[Any, tuple]:
             _check_initialised(path, module.Model, model)
             inputs = tuple(module.get_inputs())
     return model, inputs
+
+
+@contextlib.contextmanager
+def _program_failure() -> Any:
+    """The model's own run on its inputs (the golden run): what it raises (an index out of
+    range, a size that does not match) is the program's failure, a CaptureError naming the
+    user's line, not a bug in SOLAR."""
+    try:
+        yield
+    except CaptureError:
+        raise
+    except Exception as e:
+        from solar.torch._trace import _raised_at
+
+        at = _raised_at(e)
+        message = " ".join(str(e).split("\n")[0].split())
+        raise CaptureError(
+            f"the program failed on its inputs{' at ' + at if at else ''}: "
+            f"{type(e).__name__}: {message}"
+        ) from e
 
 
 def _check_initialised(path: str, cls: Any, model: Any) -> None:
