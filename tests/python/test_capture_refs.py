@@ -168,6 +168,46 @@ def test_vanilla_rnn_with_its_hidden_state_updated_in_forward_analyses_and_verif
     assert len(outputs) == 2  # the output and the new hidden state
 
 
+def test_vanilla_rnn_that_overwrites_then_rebinds_its_hidden_state_analyses_and_verifies():
+    data = report("vanilla_rnn_initial_hidden")
+    # B=4, I=12, H=20, O=6: i2h B*H*(I+H) = 4*20*32 = 2560, h2o B*O*H = 4*6*20 = 480
+    assert macs(data) == 2560 + 480
+    # fused bytes: read x 4*12 and h0 4*20 (the old hidden state is overwritten unread), the
+    # weights 20*32 + 20 and 6*20 + 6; write the output 4*6 and the new hidden state 4*20:
+    # 48 + 80 + 660 + 126 + 24 + 80 = 1,018 f32 = 4,072 B
+    assert data["bytes"]["fused"] == (48 + 80 + 660 + 126 + 24 + 80) * F32
+    outputs = {o["name"] for o in data["verification"]["outputs"]}
+    assert len(outputs) == 2  # the output and the new hidden state (the dead write is not one)
+
+
+def test_an_attribute_overwritten_in_place_is_an_output():
+    data = report("attribute_in_place")
+    # fc: 4 x 16 x 16 = 1,024 MACs
+    assert macs(data) == 4 * 16 * 16
+    # fused bytes: read x 4*16, the weight 16*16 and bias 16 (the old state is not read: it is
+    # overwritten whole); write the state 4*16 and the output 4*16: 64 + 256 + 16 + 64 + 64 =
+    # 464 f32 = 1,856 B
+    assert data["bytes"]["fused"] == (64 + 256 + 16 + 64 + 64) * F32
+    assert len(data["verification"]["outputs"]) == 2  # the output and the state's new value
+
+
+@pytest.mark.parametrize(
+    ("name", "fused"),
+    [("vanilla_rnn_initial_hidden", 1018 * F32), ("attribute_in_place", 464 * F32)],
+)
+def test_make_fx_captures_an_attribute_written_in_place_as_export_does(monkeypatch, name, fused):
+    from solar.torch import _trace
+
+    def refuse(*args):
+        raise RuntimeError("export refused")
+
+    monkeypatch.setattr(_trace, "_trace_export", refuse)
+    data = solar.analyze_file(MODELS / f"{name}.py", hw="H100-SXM").data
+    assert data["verification"]["status"] == "passed", data["verification"]
+    assert data["bytes"]["fused"] == fused  # the sums of the two tests above
+    assert len(data["verification"]["outputs"]) == 2
+
+
 def test_a_capture_that_still_fails_names_the_line_in_one_line():
     env = dict(os.environ)
     cmd = [sys.executable, "-m", "solar", "analyze", str(MODELS / "capture_fails.py")]

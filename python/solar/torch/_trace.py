@@ -684,6 +684,11 @@ def _trace_export(
                 None,
             )
             binding = traced.placeholders.get(dst.name) if dst is not None else None
+            if binding is not None and binding.kind == "attribute":
+                update = _attribute_written(traced, ep.graph, value, dst, binding, wrapped)
+                if update is not None:
+                    traced.outputs.append(update)
+                continue
             if binding is None or binding.kind != "input":
                 raise CaptureError(f"the model updates '{spec.target}' in place")
             value = _mutation_output(traced, ep.graph, value, dst)
@@ -850,6 +855,7 @@ def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] =
             traced.placeholders[node.name] = Binding("input", index=k - n_state - n_attrs)
             inputs[node.name] = k - n_state - n_attrs
     mutations: list[tuple[Any, Any, Any]] = []
+    attribute_writes: list[tuple[Any, Binding]] = []
     for node in gm.graph.nodes:
         if node.op == "get_attr":
             value = getattr(gm, node.target)
@@ -859,6 +865,13 @@ def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] =
             dst, src = node.args[0], node.args[1]
             if dst.name in inputs:
                 mutations.append((node, dst, src))
+                continue
+            binding = traced.placeholders.get(dst.name)
+            if binding is not None and binding.kind == "attribute":
+                traced.dropped.add(node.name)
+                update = _attribute_written(traced, gm.graph, src, dst, binding, wrapped)
+                if update is not None:
+                    attribute_writes.append(update)
                 continue
             if by_node.get(dst.name) != "buffer":
                 raise CaptureError(f"the model mutates its '{dst.name}' in place")
@@ -876,8 +889,24 @@ def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] =
         traced.dropped.add(copy.name)
         value = _mutation_output(traced, gm.graph, src, dst)
         written.append((value, Binding("input_mutation", index=inputs[dst.name], target=dst.name)))
-    traced.outputs = user + traced.outputs + written + updates
+    traced.outputs = user + traced.outputs + written + updates + attribute_writes
     return traced
+
+
+def _attribute_written(
+    traced: Traced, graph: Any, value: Any, dst: Any, binding: Binding, wrapped: Any
+) -> tuple[Any, Binding] | None:
+    """The output for an in-place write into a plain tensor attribute (``self.h.copy_(h0)``;
+    the attribute is traced as input ``dst``, ``value`` its new value): None when the forward
+    rebinds the attribute afterwards (``self.h = ...``: the tensor written in place is then
+    dropped, and what the program read of it after the write is already in the graph), else
+    the attribute's new value, as ``_mutation_output`` makes it for an input (the part written,
+    or the whole new value)."""
+    if wrapped is not None and any(a.path == binding.target for a in wrapped.updated):
+        return None
+    return _mutation_output(traced, graph, value, dst), Binding(
+        "attribute_update", target=binding.target
+    )
 
 
 # The functional updates of a part of a tensor (what an in-place write into an input becomes):
