@@ -542,10 +542,37 @@ def per_op_verification(ops: list[dict], framework: str) -> dict:
         f"({_core.counted(nodes, 'node')}) run alone and compared with {framework}, "
         f"{reduced} at reduced size"
     )
+    if failed:
+        detail += f"; {len(failed)} failed: {_listed([_failed_op(c) for c in failed])}"
     if unverified:
-        detail += f"; {len(unverified)} NOT verified"
+        named = [f"{c['op']} ({c.get('reason') or 'no reason given'})" for c in unverified]
+        detail += f"; {len(unverified)} NOT verified: {_listed(named)}"
     status = "failed" if failed else ("partial" if unverified else "passed")
     return {"status": status, "mode": "per_op", "detail": detail, "ops": ops}
+
+
+def _listed(items: list[str], most: int = 3) -> str:
+    """The first ``most`` of ``items``, joined, and how many more."""
+    shown = "; ".join(items[:most])
+    return shown + (f"; and {len(items) - most} more" if len(items) > most else "")
+
+
+def _failed_op(case: dict) -> str:
+    """``OP at SIZE: OUTPUT dtype[shape] max_abs_err=E max_rel_err=R (rtol=.. atol=..)`` of a
+    failed op configuration's first mismatching output (its whole list is in the JSON)."""
+    bad = [o for o in case.get("outputs") or [] if not o.get("passed")]
+    where = f" at {case['size']}" if case.get("size") else ""
+    if not bad:
+        return f"{case['op']}{where}"
+    o = bad[0]
+    if o.get("error"):
+        return f"{case['op']}{where}: {o.get('name')}: {o['error']}"
+    shape = ", ".join(str(d) for d in o.get("shape") or [])
+    return (
+        f"{case['op']}{where}: {o.get('name')} {o.get('dtype')}[{shape}] "
+        f"max_abs_err={o.get('max_abs_err', 0):.3g} max_rel_err={o.get('max_rel_err', 0):.3g} "
+        f"(rtol={o.get('rtol')} atol={o.get('atol')})"
+    )
 
 
 def not_run(detail: str) -> dict:

@@ -278,3 +278,43 @@ def test_plurals_follow_the_one_rule_of_the_core():
     detail = pipeline.per_op_verification([one, two], "PyTorch")["detail"]
     assert "2 of 2 distinct op configuration(s) (3 nodes) run alone" in detail
     assert "1 at reduced size" in detail
+
+
+def test_a_per_op_verification_that_fails_names_each_failing_op_configuration():
+    from solar import pipeline
+
+    ok = {"op": "aten.mm.default", "result": "passed", "nodes": 1, "size": "real size"}
+    wrong = {
+        "op": "aten.index.Tensor",
+        "result": "failed",
+        "nodes": 2,
+        "size": "reduced (exact, sizes / 8)",
+        "outputs": [
+            {"name": "i0", "dtype": "f32", "shape": [4], "passed": True},
+            {
+                "name": "index",
+                "dtype": "bf16",
+                "shape": [8, 64],
+                "passed": False,
+                "max_abs_err": 0.5,
+                "max_rel_err": 0.25,
+                "rtol": 0.02,
+                "atol": 0.01,
+            },
+        ],
+    }
+    skipped = {"op": "aten.sort.default", "result": "not_verified", "nodes": 1, "size": None}
+    skipped["reason"] = "real size: over the verification budget"
+    v = pipeline.per_op_verification([ok, wrong, skipped], "PyTorch")
+    assert v["status"] == "failed"
+    assert v["detail"] == (
+        "2 of 3 distinct op configuration(s) (4 nodes) run alone and compared with PyTorch, 1 at "
+        "reduced size; 1 failed: aten.index.Tensor at reduced (exact, sizes / 8): index "
+        "bf16[8, 64] max_abs_err=0.5 max_rel_err=0.25 (rtol=0.02 atol=0.01); 1 NOT verified: "
+        "aten.sort.default (real size: over the verification budget)"
+    )
+    # more than three of a kind: the first three and how many more
+    many = [dict(skipped, op=f"aten.op{i}.default") for i in range(5)]
+    assert pipeline.per_op_verification(many, "PyTorch")["detail"].endswith(
+        "aten.op2.default (real size: over the verification budget); and 2 more"
+    )
