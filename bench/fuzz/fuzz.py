@@ -299,12 +299,20 @@ def ir_mutant(rng: random.Random) -> Mutant:
 # --- running ---------------------------------------------------------------------------------
 
 
+def default_memory_mb() -> float:
+    """Three quarters of this machine's physical memory, in MB: a run that peaks past it is
+    one the kernel's memory killer could take (a large but legal workload below it is not a
+    defect)."""
+    return 0.75 * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 def run_one(args: list[str], cwd: Path, timeout_s: float, memory_mb: float) -> Outcome:
     """``python -m solar ARGS`` in ``cwd``: its exit, its peak resident size (wait4), and what
-    it printed on stderr, classified. The child's address space is capped at four times
-    ``memory_mb`` (an allocation past it fails in the child rather than taking the machine)."""
+    it printed on stderr, classified. The child's address space is capped at twice
+    ``memory_mb`` (torch reserves address space it never touches; an allocation past the cap
+    fails in the child rather than taking the machine)."""
     out_path, err_path = cwd / "stdout.txt", cwd / "stderr.txt"
-    cap = int(memory_mb * 4 * 2**20)
+    cap = int(memory_mb * 2 * 2**20)
 
     def limits() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
@@ -382,7 +390,7 @@ def fuzz(
     seed: int,
     out: Path,
     timeout_s: float = 120.0,
-    memory_mb: float = 6144.0,
+    memory_mb: float | None = None,
     families: tuple[str, ...] = ("model", "definition", "ir"),
     max_mutants: int | None = None,
     log=print,
@@ -390,6 +398,8 @@ def fuzz(
     """Mutants of ``families`` in turn (each family's own stream, from ``seed``) until
     ``seconds`` have passed or ``max_mutants`` were run; every defect saved under
     ``out/defects``."""
+    if memory_mb is None:
+        memory_mb = default_memory_mb()
     makers = {"model": model_mutant, "definition": definition_mutant, "ir": ir_mutant}
     rngs = {f: random.Random(f"{seed}:{f}") for f in families}
     summary = Summary()
@@ -457,7 +467,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1, help="the random seed (default 1)")
     p.add_argument("--out", default="build/fuzz", help="where summary.json and defects go")
     p.add_argument("--timeout-s", type=float, default=120, help="a run past this is a hang")
-    p.add_argument("--memory-mb", type=float, default=6144, help="a peak past this is a defect")
+    p.add_argument(
+        "--memory-mb",
+        type=float,
+        help="a peak past this is a defect (default: three quarters of the machine's memory, "
+        "where the kernel's memory killer comes near)",
+    )
     p.add_argument(
         "--family",
         action="append",
