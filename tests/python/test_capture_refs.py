@@ -340,3 +340,24 @@ def test_the_topk_indices_are_found_once_per_check(monkeypatch):
     # one topk's indices: found once, by the check, which records their keys in the golden run
     # and accepts ties in the comparison with them (twice before: once for each)
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("tracer", ["torch.export", "make_fx"])
+def test_a_kv_cache_written_in_place_and_returned_counts_the_rows_once(monkeypatch, tracer):
+    from solar.torch import _trace
+
+    if tracer == "make_fx":  # the fallback: functionalize's copy_ back into the input
+
+        def refuse(*args):
+            raise RuntimeError("export refused")
+
+        monkeypatch.setattr(_trace, "_trace_export", refuse)
+    data = solar.analyze_file(MODELS / "kv_cache_returned.py", hw="H100-SXM").data
+    assert data["verification"]["status"] == "passed", data["verification"]
+    # key_cache[:, :, 7] = k and value_cache[:, :, 7] = v, k and v [2, 4, 8] f32 = 256 B each,
+    # the caches [2, 4, 32, 8] (8,192 B each) returned. The returned cache is the input's own
+    # storage: the program writes the rows once. Fused: read k and v, 2 x 256 B, write the
+    # rows, 2 x 256 B: 1,024 B (not 1,024 + 2 x 8,192 for the caches copied whole)
+    assert data["bytes"]["fused"] == 4 * 256
+    outputs = [o["name"] for o in data["verification"]["outputs"]]
+    assert outputs == ["key_cache_written", "value_cache_written"]  # the rows, checked

@@ -668,6 +668,7 @@ def _trace_export(
     output_node = next(n for n in ep.graph.nodes if n.op == "output")
     values = list(output_node.args[0])
     n_outputs = 0
+    parts: dict = {}  # an input's updated value (FX node) -> the part written, its output
     for spec, value in zip(sig.output_specs, values, strict=True):
         if spec.kind == OutputKind.USER_OUTPUT and wrapped and n_outputs >= wrapped.n_outputs:
             attr = wrapped.updated[n_outputs - wrapped.n_outputs]
@@ -691,17 +692,36 @@ def _trace_export(
                 continue
             if binding is None or binding.kind != "input":
                 raise CaptureError(f"the model updates '{spec.target}' in place")
-            value = _mutation_output(traced, ep.graph, value, dst)
+            updated, value = value, _mutation_output(traced, ep.graph, value, dst)
+            if value is not updated:  # the part written (a program that returns it: below)
+                parts[updated] = value
             traced.outputs.append(
                 (value, Binding("input_mutation", index=binding.index, target=dst.name))
             )
         else:
             raise CaptureError(f"unsupported exported output kind {spec.kind.name}")
+    traced.outputs = _returned_inputs_as_parts(traced.outputs, parts)
     # user outputs first, then the buffers' new values (export lists the mutations first), then
     # the inputs' updates, then the attributes'
     order = {"output": 0, "buffer_mutation": 1, "input_mutation": 2, "attribute_update": 3}
     traced.outputs.sort(key=lambda item: order[item[1].kind])
     return traced
+
+
+def _returned_inputs_as_parts(outputs: list, parts: dict) -> list:
+    """``outputs`` with each program output that is an input updated in place (``key_cache[:,
+    :, pos] = k; return key_cache``: the updated tensor, FX node, is a key of ``parts``)
+    replaced by the part the update writes (``parts``' value, ``_mutation_output``). The
+    returned tensor is the input's own storage, not a new tensor: a real kernel writes the rows
+    and returns the cache it was given, so the program writes the rows once, as the input's
+    update does (both outputs are then the one part). Counting the whole cache as written
+    would charge a full copy no kernel makes; this errs toward fewer bytes."""
+    if not parts:
+        return outputs
+    return [
+        (parts.get(value, value), binding) if binding.kind == "output" else (value, binding)
+        for value, binding in outputs
+    ]
 
 
 def _export_with_attributes(
@@ -885,10 +905,14 @@ def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] =
         for v, attr in zip(results[wrapped.n_outputs :], wrapped.updated, strict=True)
     ]
     written = []
+    parts = {}
     for copy, dst, src in mutations:  # the copy_ back into the input: its new value is an output
         traced.dropped.add(copy.name)
         value = _mutation_output(traced, gm.graph, src, dst)
         written.append((value, Binding("input_mutation", index=inputs[dst.name], target=dst.name)))
+        if value is not src:
+            parts[src] = value
+    user = _returned_inputs_as_parts(user, parts)
     traced.outputs = user + traced.outputs + written + updates + attribute_writes
     return traced
 
