@@ -68,6 +68,7 @@ CSV_COLUMNS = (
     "precision",
     "verification",
     "capture",
+    "inputs",
 )
 SCORE_COLUMNS = ("latency_ms", "baseline_ms", "sol_score", "headroom", "score_note")
 
@@ -131,6 +132,9 @@ class Workload:
     axes: dict[str, int]  # the var axes' values
     inputs: dict[str, InputSpec]
     where: str  # "workload.jsonl:3": the file and line, for errors
+    # the flags: values the workload's ``axes`` give to scalar inputs (``"is_joint_block": 1``),
+    # which the format passes to the custom entry point with the axes
+    flags: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,12 @@ class Definition:
     reference: str
     custom_inputs_entrypoint: str | None = None
     description: str | None = None
+    # run's parameters that have a default (``bias1=None``), declared inputs or not: a workload
+    # may omit them (run's default) or, for one the definition does not declare, give it
+    optional: tuple[str, ...] = ()
+    # the format's ``constraints``: Python expressions over axes and inputs
+    # (``"num_kv_indices == kv_indptr[-1].item()"``), read to build an index input's values
+    constraints: tuple[str, ...] = ()
 
 
 @dataclass
@@ -252,9 +262,23 @@ def _definition(data: Any, where: str) -> Definition:
     entry = data.get("custom_inputs_entrypoint")
     if entry is not None and (not isinstance(entry, str) or not entry.isidentifier()):
         raise _fail(where, "custom_inputs_entrypoint", f"not a Python name: {entry!r}")
-    _check_reference(reference, list(inputs), entry, where)
+    optional = _check_reference(reference, list(inputs), entry, where)
     description = data.get("description")
-    return Definition(name, where, axes, inputs, outputs, reference, entry, description)
+    constraints = data.get("constraints") or []
+    if not isinstance(constraints, list) or not all(isinstance(c, str) for c in constraints):
+        raise _fail(where, "constraints", "must be a list of strings")
+    return Definition(
+        name,
+        where,
+        axes,
+        inputs,
+        outputs,
+        reference,
+        entry,
+        description,
+        tuple(optional),
+        tuple(constraints),
+    )
 
 
 def _axes(data: dict, where: str) -> dict[str, Axis]:
@@ -315,7 +339,10 @@ def _tensors(data: dict, key: str, axes: dict[str, Axis], where: str) -> dict[st
     return out
 
 
-def _check_reference(source: str, inputs: list[str], entry: str | None, where: str) -> None:
+def _check_reference(source: str, inputs: list[str], entry: str | None, where: str) -> list[str]:
+    """Checks that ``run`` takes the inputs in order, as its leading parameters, and that every
+    parameter after them has a default; returns the parameters with a default (the optional
+    inputs, keywords a workload may give or omit)."""
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
@@ -324,8 +351,16 @@ def _check_reference(source: str, inputs: list[str], entry: str | None, where: s
     run = functions.get("run")
     if run is None:
         raise _fail(where, "reference", "defines no top-level function 'run'")
-    params = [a.arg for a in run.args.posonlyargs + run.args.args]
-    if params != inputs:
+    positional = run.args.posonlyargs + run.args.args
+    params = [a.arg for a in positional]
+    with_default = [a.arg for a in positional[len(positional) - len(run.args.defaults) :]]
+    with_default += [
+        a.arg for a, d in zip(run.args.kwonlyargs, run.args.kw_defaults, strict=True) if d
+    ]
+    required = [a.arg for a in run.args.kwonlyargs if a.arg not in with_default]
+    if params[: len(inputs)] != inputs or any(
+        p not in with_default for p in params[len(inputs) :] + required
+    ):
         raise _fail(
             where,
             "reference",
@@ -337,6 +372,7 @@ def _check_reference(source: str, inputs: list[str], entry: str | None, where: s
             "custom_inputs_entrypoint",
             f"the reference defines no top-level function '{entry}'",
         )
+    return with_default
 
 
 def _workloads(path: str, definition: Definition) -> list[Workload]:
@@ -374,10 +410,23 @@ def _workloads(path: str, definition: Definition) -> list[Workload]:
 def _workload(data: dict, definition: Definition, index: int, where: str) -> Workload:
     uuid = _string(data, "uuid", where)
     axes = _object(data.get("axes") or {}, where, "axes")
-    for name, value in axes.items():
+    flags: dict[str, int] = {}
+    for name, value in list(axes.items()):
         axis = definition.axes.get(name)
+        spec = definition.inputs.get(name)
+        if axis is None and spec is not None and spec.shape is None:
+            # a flag: an axis value the format gives a scalar input (is_joint_block: 1)
+            if not isinstance(value, (int, bool)) or value < 0:
+                raise _fail(where, f"axes.{name}", f"must be a non-negative integer, not {value!r}")
+            flags[name] = int(value)
+            del axes[name]
+            continue
         if axis is None:
-            raise _fail(where, f"axes.{name}", f"not an axis of '{definition.name}'")
+            raise _fail(
+                where,
+                f"axes.{name}",
+                f"not an axis of '{definition.name}' (nor a scalar input: a flag)",
+            )
         if axis.kind != "var":
             raise _fail(where, f"axes.{name}", f"a {axis.kind} axis takes no workload value")
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -385,10 +434,19 @@ def _workload(data: dict, definition: Definition, index: int, where: str) -> Wor
     inputs_data = _object(_required(data, "inputs", where), where, "inputs")
     inputs: dict[str, InputSpec] = {}
     for name in inputs_data:
-        if name not in definition.inputs:
-            raise _fail(where, f"inputs.{name}", f"not an input of '{definition.name}'")
-    for name in definition.inputs:
+        if name not in definition.inputs and name not in definition.optional:
+            raise _fail(
+                where,
+                f"inputs.{name}",
+                f"not an input of '{definition.name}' (nor a parameter of run with a default)",
+            )
+    for name in list(definition.inputs) + [n for n in inputs_data if n not in definition.inputs]:
         at = f"inputs.{name}"
+        if name not in inputs_data and name in flags:
+            inputs[name] = InputSpec("scalar", value=flags[name])
+            continue
+        if name not in inputs_data and name in definition.optional:
+            continue  # run's default
         if name not in inputs_data:
             raise _fail(where, at, "missing (random, scalar, custom or safetensors)")
         given = _object(inputs_data[name], where, at)
@@ -418,7 +476,7 @@ def _workload(data: dict, definition: Definition, index: int, where: str) -> Wor
             )
         else:
             inputs[name] = InputSpec(kind)
-    return Workload(index, uuid, dict(axes), inputs, where)
+    return Workload(index, uuid, dict(axes), inputs, where, flags)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -219,9 +219,10 @@ def _analyse(
     entries: list[dict[str, Any]] = []
     tables: list[str] = []
     for workload in workloads:
+        cells: dict[str, str] = {}
         try:
             report, notes, capture = definition_capture.analyse_workload(
-                definition, workload, namespace, options, times, captures
+                definition, workload, namespace, options, times, captures, cells
             )
         except ValueError as e:  # one line naming the workload
             text = str(e)
@@ -231,6 +232,7 @@ def _analyse(
         row = fmt.row_of(definition, workload, report.data)
         row["index"] = workload.index
         row["capture"] = capture
+        row["inputs"] = cells.get("inputs", "")
         if measured is not None:
             fmt.add_score(row, measured.get(workload.uuid))
         axes = fmt.resolve_axes(definition, workload)

@@ -693,8 +693,10 @@ def test_custom_entrypoint_with_the_wrong_shape(tmp_path, torch):
 def test_safetensors_input_stands_in_with_a_note(tmp_path, torch):
     entry = analysed(tmp_path, BIAS, BIAS_WORKLOADS)
     assert any(
-        "'bias' (blob/bias.safetensors, key 'bias') was not read" in n for n in entry["notes"]
-    )
+        "its file blob/bias.safetensors (key 'bias') is not there: a tensor of its shape" in n
+        for n in entry["notes"]
+    ), entry["notes"]
+    assert entry["row"]["inputs"] == ""  # nothing built: a stand-in whose values decide nothing
     # bytes fused = (A + B + bias + C) * 4 = (8*32 + 64*32 + 64 + 8*64) * 4
     # = (256 + 2048 + 64 + 512) * 4 = 11520; MACs = 8 * 64 * 32 = 16384
     assert entry["report"]["bytes"]["fused"] == 11520
@@ -707,7 +709,7 @@ def test_safetensors_values_deciding_a_shape_are_refused(tmp_path, torch):
     assert rc == 1
     assert err.count("\n") == 1, err
     assert "inputs.lengths: its values decide a shape (Tensor.__int__ in run)" in err, err
-    assert "SOLAR does not read safetensors (blob/l.safetensors)" in err, err
+    assert "its file blob/l.safetensors is not there" in err, err
 
 
 def test_fp8_inputs_by_hand(tmp_path, torch):
@@ -926,3 +928,274 @@ def test_inputs_past_the_machines_memory_are_refused_before_any_allocation(tmp_p
     # through the command line, on this machine (2.2 TB is more than half of any CI machine)
     rc, out, err = solar("analyze", folder, "--suite-only")
     assert rc == 1 and err.count("\n") == 1 and "the inputs need 2.2 TB" in err, err
+
+
+# ---------------------------------------------------------------------------------------------
+# Index inputs from safetensors files (issue 38, item 3): FlashInfer's paged decode (GQA,
+# page_size 1), its kv_indptr and kv_indices given as files, as FlashInfer-Bench's workloads
+# give them (the path relative to the dataset's root, above the definition's folder).
+
+PAGED = {
+    "name": "test_gqa_paged_decode_h4_kv2_d16_ps1",
+    "axes": {
+        **axes("batch_size", "num_pages", "len_indptr", "num_kv_indices"),
+        **axes(num_qo_heads=4, num_kv_heads=2, head_dim=16, page_size=1),
+    },
+    "constraints": ["len_indptr == batch_size + 1", "num_kv_indices == kv_indptr[-1].item()"],
+    "inputs": {
+        "q": {"shape": ["batch_size", "num_qo_heads", "head_dim"], "dtype": "bfloat16"},
+        "k_cache": {
+            "shape": ["num_pages", "page_size", "num_kv_heads", "head_dim"],
+            "dtype": "bfloat16",
+        },
+        "v_cache": {
+            "shape": ["num_pages", "page_size", "num_kv_heads", "head_dim"],
+            "dtype": "bfloat16",
+        },
+        "kv_indptr": {"shape": ["len_indptr"], "dtype": "int32"},
+        "kv_indices": {"shape": ["num_kv_indices"], "dtype": "int32"},
+        "sm_scale": {"shape": None, "dtype": "float32"},
+    },
+    "outputs": {
+        "output": {"shape": ["batch_size", "num_qo_heads", "head_dim"], "dtype": "bfloat16"}
+    },
+    "reference": (
+        "import torch\n\n"
+        "@torch.no_grad()\n"
+        "def run(q, k_cache, v_cache, kv_indptr, kv_indices, sm_scale):\n"
+        "    batch_size, num_qo_heads, head_dim = q.shape\n"
+        "    _, page_size, num_kv_heads, _ = k_cache.shape\n"
+        "    assert kv_indptr.shape[0] == batch_size + 1\n"
+        "    assert kv_indices.shape[0] == kv_indptr[-1].item()\n"
+        "    gqa = num_qo_heads // num_kv_heads\n"
+        "    outs = []\n"
+        "    for b in range(batch_size):\n"
+        "        start = int(kv_indptr[b].item())\n"
+        "        end = int(kv_indptr[b + 1].item())\n"
+        "        tok = kv_indices[start:end].long()\n"
+        "        k = k_cache[tok].squeeze(1).float()  # [L, kv_heads, head_dim]\n"
+        "        v = v_cache[tok].squeeze(1).float()\n"
+        "        qb = q[b].float().view(num_kv_heads, gqa, head_dim)\n"
+        "        s = torch.einsum('hgd,lhd->hgl', qb, k) * sm_scale\n"
+        "        p = torch.softmax(s, dim=-1)\n"
+        "        outs.append(torch.einsum('hgl,lhd->hgd', p, v).reshape(num_qo_heads, head_dim))\n"
+        "    return torch.stack(outs).to(torch.bfloat16)\n"
+    ),
+}
+
+
+def paged_workload(uuid: str, path: str) -> dict:
+    # 3 sequences over 8 KV tokens (pages of one token) in a cache of 16 pages
+    return {
+        "uuid": uuid,
+        "axes": {"batch_size": 3, "num_pages": 16, "len_indptr": 4, "num_kv_indices": 8},
+        "inputs": {
+            "q": {"type": "random"},
+            "k_cache": {"type": "random"},
+            "v_cache": {"type": "random"},
+            "kv_indptr": {"type": "safetensors", "path": path, "tensor_key": "kv_indptr"},
+            "kv_indices": {"type": "safetensors", "path": path, "tensor_key": "kv_indices"},
+            "sm_scale": {"type": "scalar", "value": 0.25},
+        },
+    }
+
+
+def test_paged_decode_reads_kv_indptr_from_its_safetensors_file(tmp_path, torch):
+    from safetensors.torch import save_file
+
+    # the dataset's root (tmp_path) holds the blob; the definition sits in tmp_path/def
+    os.makedirs(tmp_path / "blob")
+    save_file(
+        {
+            "kv_indptr": torch.tensor([0, 2, 5, 8], dtype=torch.int32),  # lengths 2, 3, 3
+            "kv_indices": torch.tensor([3, 9, 0, 15, 4, 7, 12, 2], dtype=torch.int32),
+        },
+        str(tmp_path / "blob" / "decode_b3.safetensors"),
+    )
+    entry = analysed(tmp_path, PAGED, [paged_workload("b3", "blob/decode_b3.safetensors")])
+    assert entry["row"]["verification"] == "passed"
+    assert entry["row"]["inputs"] == ""  # read, not built
+    notes = entry["notes"]
+    assert "input 'kv_indptr' read from blob/decode_b3.safetensors (key 'kv_indptr')" in notes
+    # the bounds read are the file's: item = 2 and item = 5 (a workload built from the axes would
+    # read 3 and 6)
+    (note,) = entry["report"]["verification"]["notes"]
+    for value in (2, 5, 8):
+        assert f"item = {value} at " in note, note
+    # MACs: per sequence of L tokens q k^T and p v are 4 heads x L x 16 each:
+    # 2 x 4 x 16 x (2 + 3 + 3) = 1024 (a sequence of one token would make p v a product with
+    # nothing to sum, counted as other ops)
+    assert entry["report"]["totals"]["macs"] == 2 * 4 * 16 * (2 + 3 + 3)
+
+
+def test_paged_decode_without_its_file_builds_equal_lengths_from_the_axes(tmp_path, torch):
+    entry = analysed(tmp_path, PAGED, [paged_workload("b3", "blob/missing.safetensors")])
+    assert entry["row"]["verification"] == "passed"
+    # kv_indptr ends at num_kv_indices = 8 (the constraint kv_indptr[-1] == num_kv_indices) over
+    # len_indptr - 1 = 3 sequences: 8 // 3 = 2, remainder 2, so lengths 3, 3, 2:
+    # kv_indptr [0, 3, 6, 8]
+    assert entry["row"]["inputs"] == "built: kv_indptr (blob/missing.safetensors not found)"
+    assert any(
+        "input 'kv_indptr': its file blob/missing.safetensors is not there; built from the "
+        "definition's axes: 3 lengths as equal as integers allow summing to 8 "
+        "(kv_indptr = [0, 3, 6, 8])" in n
+        for n in entry["notes"]
+    ), entry["notes"]
+    # kv_indices: a stand-in (values in {0, 1}, valid pages), its values decide no shape
+    assert any("input 'kv_indices': its file" in n for n in entry["notes"]), entry["notes"]
+    (note,) = entry["report"]["verification"]["notes"]
+    for value in (3, 6, 8):
+        assert f"item = {value} at " in note, note
+    # MACs: 2 x 4 x 16 x (3 + 3 + 2) = 1024
+    assert entry["report"]["totals"]["macs"] == 2 * 4 * 16 * (3 + 3 + 2)
+
+
+def test_an_indptr_without_its_file_or_a_stated_total_is_refused_naming_the_file(tmp_path, torch):
+    paged = json.loads(json.dumps(PAGED))
+    del paged["constraints"]  # and kv_indices beside it still gives the total: rename it
+    paged["inputs"]["kv_pages"] = paged["inputs"].pop("kv_indices")
+    paged["inputs"]["sm_scale"] = paged["inputs"].pop("sm_scale")
+    paged["reference"] = paged["reference"].replace("kv_indices", "kv_pages")
+    workload = paged_workload("b3", "blob/missing.safetensors")
+    workload["inputs"]["kv_pages"] = workload["inputs"].pop("kv_indices")
+    folder = write(tmp_path / "def", paged, [workload])
+    rc, _, err = solar("analyze", folder)
+    assert rc == 1 and err.count("\n") == 1, err
+    assert "inputs.kv_indptr: its values decide a shape (item in run)" in err, err
+    assert "its file blob/missing.safetensors is not there" in err, err
+
+
+def test_a_safetensors_file_without_the_key_is_one_line(tmp_path, torch):
+    from safetensors.torch import save_file
+
+    os.makedirs(tmp_path / "def")
+    save_file({"other": torch.zeros(4, dtype=torch.int32)}, str(tmp_path / "def" / "t.safetensors"))
+    folder = write(tmp_path / "def", PAGED, [paged_workload("b3", "t.safetensors")])
+    rc, _, err = solar("analyze", folder)
+    assert rc == 1 and err.count("\n") == 1, err
+    assert "inputs.kv_indptr: t.safetensors has no tensor 'kv_indptr' (it has: other)" in err, err
+
+
+# ---------------------------------------------------------------------------------------------
+# The format's flags and optional inputs (issue 38, item 7)
+
+# A flag axis, as SOL-ExecBench's joint-attention blocks give one: the workload's axes name
+# is_joint_block, a scalar input of run (the custom entry point reads it with the axes).
+JOINT = {
+    "name": "test_joint_block_flag_n8_k16",
+    "axes": axes("tokens", "text", N=8, K=16),
+    "custom_inputs_entrypoint": "get_inputs",
+    "inputs": {
+        "x": {"shape": ["tokens", "K"], "dtype": "float32"},
+        "ctx": {"shape": ["text", "K"], "dtype": "float32"},
+        "w": {"shape": ["N", "K"], "dtype": "float32"},
+        "is_joint_block": {"shape": None, "dtype": "int32"},
+    },
+    "outputs": {"y": {"shape": ["tokens", "N"], "dtype": "float32"}},
+    "reference": (
+        "import torch\n\n"
+        "def get_inputs(axes_and_scalars, device):\n"
+        "    return {'is_joint_block': axes_and_scalars['is_joint_block']}\n\n"
+        "def run(x, ctx, w, is_joint_block: int):\n"
+        "    y = x @ w.t()\n"
+        "    if is_joint_block == 1:\n"
+        "        y = y + (ctx @ w.t()).sum(0)\n"
+        "    return y\n"
+    ),
+}
+JOINT_WORKLOADS = [
+    {
+        "uuid": "joint",
+        "axes": {"tokens": 4, "text": 2, "is_joint_block": 1},
+        "inputs": {
+            "x": {"type": "random"},
+            "ctx": {"type": "random"},
+            "w": {"type": "random"},
+            "is_joint_block": {"type": "custom"},
+        },
+    },
+    {  # the flag alone: no input entry, its value from the axes
+        "uuid": "single",
+        "axes": {"tokens": 4, "text": 2, "is_joint_block": 0},
+        "inputs": {"x": {"type": "random"}, "ctx": {"type": "random"}, "w": {"type": "random"}},
+    },
+]
+
+
+def test_a_flag_axis_gives_a_scalar_input_its_value(tmp_path, torch):
+    folder = write(tmp_path / "def", JOINT, JOINT_WORKLOADS)
+    json_path = tmp_path / "j.json"
+    rc, _, err = solar("analyze", folder, "--json", str(json_path))
+    assert rc == 0, err
+    joint, single = json.loads(json_path.read_text())["workloads"]
+    # MACs: x @ w^T is 4 x 8 x 16 = 512; the joint block adds ctx @ w^T, 2 x 8 x 16 = 256:
+    # 768 and 512
+    assert joint["report"]["totals"]["macs"] == 4 * 8 * 16 + 2 * 8 * 16
+    assert single["report"]["totals"]["macs"] == 4 * 8 * 16
+    assert all(e["row"]["verification"] == "passed" for e in (joint, single))
+    assert "scalar(s) is_joint_block=0 fixed in the captured program" in single["notes"]
+    assert "flag(s) is_joint_block given by the workload's axes" in single["notes"]
+    assert joint["row"]["axes"] == "tokens=4;text=2"  # the flag is no axis of the definition
+
+
+def test_a_workload_axis_that_names_nothing_is_still_refused(tmp_path):
+    bad = [{**JOINT_WORKLOADS[1], "axes": {"tokens": 4, "text": 2, "is_joint": 1}}]
+    folder = write(tmp_path / "def", JOINT, bad)
+    rc, _, err = solar("analyze", folder)
+    assert rc == 1 and "axes.is_joint: not an axis of 'test_joint_block_flag_n8_k16'" in err, err
+
+
+# An optional input the reference takes as a keyword with a default (bias1=None), not declared
+# by the definition: one workload gives it (from a file: the file gives its shape), one not.
+OPTIONAL = {
+    "name": "test_linear_optional_bias_n8_k16",
+    "axes": axes("M", N=8, K=16),
+    "inputs": {
+        "x": {"shape": ["M", "K"], "dtype": "float32"},
+        "w": {"shape": ["N", "K"], "dtype": "float32"},
+    },
+    "outputs": {"y": {"shape": ["M", "N"], "dtype": "float32"}},
+    "reference": (
+        "import torch\n\n"
+        "def run(x, w, bias1=None):\n"
+        "    y = x @ w.t()\n"
+        "    return y if bias1 is None else y + bias1\n"
+    ),
+}
+
+
+def test_an_optional_keyword_input_named_by_a_workload(tmp_path, torch):
+    from safetensors.torch import save_file
+
+    os.makedirs(tmp_path / "def")
+    save_file({"b": torch.randn(8)}, str(tmp_path / "def" / "bias.safetensors"))
+    xw = {"x": {"type": "random"}, "w": {"type": "random"}}
+    bias = {"type": "safetensors", "path": "bias.safetensors", "tensor_key": "b"}
+    workloads = [
+        {"uuid": "bias", "axes": {"M": 4}, "inputs": {**xw, "bias1": bias}},
+        {"uuid": "plain", "axes": {"M": 4}, "inputs": xw},
+    ]
+    folder = write(tmp_path / "def", OPTIONAL, workloads)
+    json_path = tmp_path / "o.json"
+    rc, _, err = solar("analyze", folder, "--json", str(json_path))
+    assert rc == 0, err
+    with_bias, plain = json.loads(json_path.read_text())["workloads"]
+    assert all(e["row"]["verification"] == "passed" for e in (with_bias, plain))
+    # fused bytes (f32): x 4 x 16, w 8 x 16, y 4 x 8, and bias1's 8 where given:
+    # (64 + 128 + 32) x 4 = 896; (64 + 128 + 8 + 32) x 4 = 928
+    assert plain["report"]["bytes"]["fused"] == 896
+    assert with_bias["report"]["bytes"]["fused"] == 928
+    # MACs: 4 x 8 x 16 = 512 both
+    assert with_bias["report"]["totals"]["macs"] == plain["report"]["totals"]["macs"] == 512
+
+
+def test_an_undeclared_random_input_has_no_shape(tmp_path, torch):
+    xw = {"x": {"type": "random"}, "w": {"type": "random"}}
+    workloads = [{"uuid": "r", "axes": {"M": 4}, "inputs": {**xw, "bias1": {"type": "random"}}}]
+    folder = write(tmp_path / "def", OPTIONAL, workloads)
+    rc, _, err = solar("analyze", folder)
+    assert rc == 1 and "inputs.bias1: random, but the definition declares no shape" in err, err
+    other = [{"uuid": "r", "axes": {"M": 4}, "inputs": {**xw, "bias2": {"type": "random"}}}]
+    folder = write(tmp_path / "def2", OPTIONAL, other)
+    rc, _, err = solar("analyze", folder)
+    assert rc == 1 and "inputs.bias2: not an input of 'test_linear_optional_bias_n8_k16'" in err

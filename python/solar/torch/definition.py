@@ -8,8 +8,11 @@ Imports torch; ``solar.definition`` reads the files without it.
 - ``make_inputs(definition, workload, namespace)``: ``Inputs``, the values in ``run``'s order
   and the notes on how they were made: ``random`` by dtype from a generator seeded with the
   workload's index; ``scalar`` the value; ``custom`` from ``custom_inputs_entrypoint(axes_and_
-  scalars, device)``; ``safetensors`` a tensor of the declared shape and dtype whose values
-  were not read (refused where its values decide a shape: ``check_safetensors``).
+  scalars, device)``; ``safetensors`` read from its file (``safetensors_file``: the path looked
+  up from the workload's and the definition's folders up); where the file is not there, an
+  indptr's values built from the axes (``_build_values``), else a tensor of the declared shape
+  and dtype whose values were not read (refused where its values decide a shape:
+  ``check_safetensors``).
 - ``Captures(definition, workloads)``: how the workloads are captured: once for all the
   workloads that differ only in their sizes (``solar.torch._symbolic``: torch.export with the
   dimensions of the non-const axes symbolic, the trace re-specialised to each workload's sizes),
@@ -25,6 +28,8 @@ from __future__ import annotations
 
 import inspect
 import linecache
+import os
+import re
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,6 +89,15 @@ class Inputs:
     values: list[Any]
     notes: list[str] = field(default_factory=list)
     safetensors: list[str] = field(default_factory=list)  # inputs whose values were not read
+    # run's parameter of each value (the declared inputs the workload gives, in order, then
+    # the optional ones it names): run is called with them as keywords
+    names: list[str] = field(default_factory=list)
+    # the CSV's ``inputs`` cell: the inputs whose file was not there and whose values SOLAR
+    # built from the definition's axes (empty: every input made as the workload says)
+    built: str = ""
+
+    def kwargs(self) -> dict[str, Any]:
+        return dict(zip(self.names, self.values, strict=True))
 
 
 def make_inputs(
@@ -98,35 +112,70 @@ def make_inputs(
     values: dict[str, Any] = {}
     notes: list[str] = []
     unread: list[str] = []
-    for name, spec in definition.inputs.items():
+    built: list[str] = []
+    # the declared inputs the workload gives (it may omit one run has a default for), then the
+    # optional ones it names that the definition does not declare
+    names = [n for n in definition.inputs if n in workload.inputs]
+    names += [n for n in workload.inputs if n not in definition.inputs]
+    for name in names:
         given = workload.inputs[name]
+        spec = definition.inputs.get(name)
         at = f"{workload.where}: inputs.{name}"
-        shape = shape_of(spec, axes)
+        shape = shape_of(spec, axes) if spec is not None else None
         if given.kind == "scalar":
             if shape is None:
                 values[name] = given.value
             else:
                 values[name] = torch.full(shape, given.value, dtype=_dtype(spec.dtype, at))
-        elif given.kind in ("random", "safetensors"):
-            values[name] = _random(shape or (), _dtype(spec.dtype, at), generator)
-            if given.kind == "safetensors":
-                unread.append(name)
+        elif given.kind == "safetensors":
+            file = safetensors_file(definition, workload, given.path)
+            if file is not None:
+                values[name] = _read_safetensors(file, given, spec, shape, at)
+                notes.append(f"input '{name}' read from {given.path} (key '{given.tensor_key}')")
+                continue
+            made = _build_values(definition, name, axes) if spec is not None else None
+            if made is not None:
+                values[name], how = made
+                built.append(f"{name} ({given.path} not found)")
                 notes.append(
-                    f"input '{name}' ({given.path}, key '{given.tensor_key}') was not read: "
-                    "a tensor of its shape and dtype stands in (its values decide no shape)"
+                    f"input '{name}': its file {given.path} is not there; built from the "
+                    f"definition's axes: {how}"
                 )
+                continue
+            if spec is None:
+                raise DefinitionError(
+                    f"{at}: the file {given.path} is not there, and the definition declares no "
+                    f"shape for '{name}'"
+                )
+            values[name] = _random(shape or (), _dtype(spec.dtype, at), generator)
+            unread.append(name)
+            notes.append(
+                f"input '{name}': its file {given.path} (key '{given.tensor_key}') is not "
+                "there: a tensor of its shape and dtype stands in (its values decide no shape)"
+            )
+        elif given.kind == "random":
+            if spec is None:
+                raise DefinitionError(
+                    f"{at}: random, but the definition declares no shape for '{name}' (a "
+                    "parameter of run with a default): give it as scalar, custom or safetensors"
+                )
+            values[name] = _random(shape or (), _dtype(spec.dtype, at), generator)
     custom = [n for n, g in workload.inputs.items() if g.kind == "custom"]
     if custom:
         scalars = {n: values[n] for n, g in workload.inputs.items() if g.kind == "scalar"}
-        made = _custom(definition, workload, namespace, {**axes, **scalars}, on_cpu)
+        made = _custom(
+            definition, workload, namespace, {**axes, **workload.flags, **scalars}, on_cpu
+        )
         for name in custom:
             if name not in made:
                 raise DefinitionError(
                     f"{workload.where}: inputs.{name}: custom_inputs_entrypoint "
                     f"'{definition.custom_inputs_entrypoint}' made no '{name}'"
                 )
-            spec = definition.inputs[name]
-            _check_made(made[name], spec, shape_of(spec, axes), f"{workload.where}: inputs.{name}")
+            spec = definition.inputs.get(name)
+            if spec is not None:
+                at = f"{workload.where}: inputs.{name}"
+                _check_made(made[name], spec, shape_of(spec, axes), at)
             values[name] = made[name]
         notes.append(
             f"input(s) {', '.join(custom)} made by {definition.custom_inputs_entrypoint}"
@@ -135,19 +184,141 @@ def make_inputs(
     fixed = [
         n
         for n, g in workload.inputs.items()
-        if g.kind == "scalar" and definition.inputs[n].shape is None
+        if g.kind == "scalar"
+        and (definition.inputs.get(n) is None or definition.inputs[n].shape is None)
     ]
     if fixed:
         listed = ", ".join(f"{n}={values[n]!r}" for n in fixed)
         notes.append(f"scalar(s) {listed} fixed in the captured program")
-    ordered = [values[name] for name in definition.inputs]
-    return Inputs(ordered, notes, unread)
+    flags = [n for n in workload.flags if n in fixed]
+    if flags:
+        notes.append(f"flag(s) {', '.join(flags)} given by the workload's axes")
+    omitted = [n for n in definition.inputs if n not in workload.inputs]
+    if omitted:
+        notes.append(f"input(s) {', '.join(omitted)} not given: run's default")
+    ordered = [values[name] for name in names]
+    return Inputs(ordered, notes, unread, names, "; ".join(f"built: {b}" for b in built))
+
+
+def safetensors_file(definition: Definition, workload: Workload, path: str) -> str | None:
+    """The file of a ``safetensors`` input, or None when it is not there. The format gives the
+    path relative to the dataset's root (FlashInfer-Bench's TraceSet), which holds the
+    definition and workload files somewhere below it: the path is looked up from the workload
+    file's folder and the definition's, then from each folder above them."""
+    if os.path.isabs(path):
+        return path if os.path.isfile(path) else None
+    workload_file = workload.where.rsplit(":", 1)[0]
+    seen: set[str] = set()
+    for start in (os.path.dirname(workload_file), os.path.dirname(definition.path)):
+        folder = os.path.abspath(start or ".")
+        while folder not in seen:
+            seen.add(folder)
+            candidate = os.path.join(folder, path)
+            if os.path.isfile(candidate):
+                return candidate
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+    return None
+
+
+def _read_safetensors(
+    file: str, given: Any, spec: Any, shape: tuple[int, ...] | None, at: str
+) -> torch.Tensor:
+    """The tensor ``given.tensor_key`` of ``file`` (the ``safetensors`` package), checked
+    against the declared shape and dtype (where the definition declares them)."""
+    try:
+        from safetensors import safe_open
+    except ImportError as e:
+        raise DefinitionError(
+            f"{at}: reading {given.path} needs the 'safetensors' package "
+            "(pip install 'solar[definitions]')"
+        ) from e
+    try:
+        with safe_open(file, framework="pt") as f:
+            keys = sorted(f.keys())
+            if given.tensor_key not in keys:
+                raise DefinitionError(
+                    f"{at}: {given.path} has no tensor '{given.tensor_key}' "
+                    f"(it has: {', '.join(keys) or 'none'})"
+                )
+            tensor = f.get_tensor(given.tensor_key)
+    except DefinitionError:
+        raise
+    except Exception as e:  # not a safetensors file, or a damaged one: the user's file
+        raise DefinitionError(f"{at}: cannot read {given.path}: {_first_line(e)}") from e
+    if shape is not None and tuple(tensor.shape) != shape:
+        raise DefinitionError(
+            f"{at}: '{given.tensor_key}' in {given.path} has shape {list(tensor.shape)}, "
+            f"not {list(shape)}"
+        )
+    if spec is not None and tensor.dtype != TORCH_DTYPES.get(spec.dtype):
+        raise DefinitionError(
+            f"{at}: '{given.tensor_key}' in {given.path} is {tensor.dtype}, not {spec.dtype}"
+        )
+    return tensor
+
+
+def _indptr_total(definition: Definition, name: str, axes: dict[str, int]) -> int | None:
+    """The total an indptr input ends at: the axis a constraint equates with its last value
+    (``num_kv_indices == kv_indptr[-1].item()``), else the length of the indices it points into
+    (``kv_indices`` beside ``kv_indptr``, one dimension); None when the definition says
+    neither."""
+    last = rf"{re.escape(name)}\s*\[\s*-1\s*\](?:\s*\.\s*item\s*\(\s*\))?"
+    for constraint in definition.constraints:
+        for pattern in (rf"^\s*(\w+)\s*==\s*{last}\s*$", rf"^\s*{last}\s*==\s*(\w+)\s*$"):
+            match = re.match(pattern, constraint)
+            if match and match.group(1) in axes:
+                return axes[match.group(1)]
+    indices = definition.inputs.get(name[: -len("indptr")] + "indices")
+    if indices is not None and indices.shape is not None and len(indices.shape) == 1:
+        return shape_of(indices, axes)[0]
+    return None
+
+
+def _build_values(
+    definition: Definition, name: str, axes: dict[str, int]
+) -> tuple[torch.Tensor, str] | None:
+    """Values that meet the definition's constraints, built from its axes, for an input whose
+    file is not there: an indptr (``*indptr``, integers, one dimension of n + 1) of n equal
+    lengths summing to its total (the first ``total % n`` one longer), the paged and ragged
+    attention's ``kv_indptr``/``qo_indptr``; ``(tensor, how)``, or None where the definition
+    does not say enough."""
+    spec = definition.inputs[name]
+    shape = shape_of(spec, axes)
+    dtype = TORCH_DTYPES.get(spec.dtype)
+    if (
+        not name.endswith("indptr")
+        or shape is None
+        or len(shape) != 1
+        or shape[0] < 2
+        or dtype is None
+        or dtype.is_floating_point
+        or dtype == torch.bool
+    ):
+        return None
+    total = _indptr_total(definition, name, axes)
+    if total is None:
+        return None
+    n = shape[0] - 1
+    lengths = [total // n + (1 if k < total % n else 0) for k in range(n)]
+    values = [0]
+    for length in lengths:
+        values.append(values[-1] + length)
+    same = "equal lengths" if total % n == 0 else "lengths as equal as integers allow"
+    how = f"{n} {same} summing to {total} ({name} = {_shown(values)})"
+    return torch.tensor(values, dtype=dtype), how
+
+
+def _shown(values: list[int]) -> str:
+    if len(values) <= 6:
+        return "[" + ", ".join(map(str, values)) + "]"
+    return "[" + ", ".join(map(str, values[:3])) + ", ..., " + str(values[-1]) + "]"
 
 
 def machine_memory() -> int:
     """This machine's physical memory in bytes (0 where the system does not say)."""
-    import os
-
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
@@ -334,7 +505,7 @@ def check_safetensors(
     one decides a size or reaches Python, a one-line refusal (SOLAR did not read the file)."""
     if not inputs.safetensors:
         return
-    names = list(definition.inputs)
+    names = inputs.names
     roots = {
         id(inputs.values[names.index(n)]): (inputs.values[names.index(n)], n)
         for n in inputs.safetensors
@@ -342,7 +513,7 @@ def check_safetensors(
     mode = _Tainted(roots)
     with torch.no_grad(), on_cpu, mode:
         try:
-            namespace["run"](*inputs.values)
+            namespace["run"](**inputs.kwargs())
         except Exception as e:  # run failed on the stand-in values: the same refusal, or its error
             if mode.found is None:
                 raise DefinitionError(
@@ -353,9 +524,9 @@ def check_safetensors(
         name, how = mode.found
         given = workload.inputs[name]
         raise DefinitionError(
-            f"{workload.where}: inputs.{name}: its values decide a shape ({how} in run), but "
-            f"SOLAR does not read safetensors ({given.path}); give the input as 'custom' "
-            "or 'scalar' values"
+            f"{workload.where}: inputs.{name}: its values decide a shape ({how} in run), and "
+            f"its file {given.path} is not there (looked for from the workload's and the "
+            "definition's folders up): give the file, or the input as 'custom'"
         )
 
 
@@ -371,7 +542,7 @@ def reference_module(
     ``on_cpu`` (the capture, the golden run and the float64 recheck alike)."""
     on_cpu = on_cpu or OnCpu()
     run = namespace["run"]
-    names = list(definition.inputs)
+    names = inputs.names
     at = [i for i, v in enumerate(inputs.values) if isinstance(v, torch.Tensor)]
     template = list(inputs.values)
 
@@ -380,7 +551,7 @@ def reference_module(
         for i, t in zip(at, tensors, strict=True):
             args[i] = t
         with on_cpu:
-            return run(*args)
+            return run(**dict(zip(names, args, strict=True)))
 
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     params = [inspect.Parameter("self", kind)] + [inspect.Parameter(names[i], kind) for i in at]
@@ -590,11 +761,18 @@ def _recapture(source: str | None) -> Any:
 
 def _fixed_values(definition: Definition, workload: Workload) -> tuple:
     """The values a capture fixes (the scalars without a shape): workloads that share them can
-    share a capture."""
+    share a capture. A workload that omits a declared input (run's default) or names an
+    undeclared one that is not a scalar has tensor inputs other than the declared ones, which
+    the symbolic capture does not describe: its key is its own (captured alone)."""
+    declared = definition.inputs
+    if any(n not in workload.inputs for n in declared) or any(
+        n not in declared and g.kind != "scalar" for n, g in workload.inputs.items()
+    ):
+        return (("(own inputs)", workload.uuid),)
     return tuple(
         (name, repr(given.value))
         for name, given in workload.inputs.items()
-        if given.kind == "scalar" and definition.inputs[name].shape is None
+        if given.kind == "scalar" and (name not in declared or declared[name].shape is None)
     )
 
 
@@ -622,13 +800,17 @@ def analyse_workload(
     options: Options,
     stage_times: dict[str, float] | None = None,
     captures: Captures | None = None,
+    cells: dict[str, str] | None = None,
 ) -> tuple[Any, list[str], str]:
     """``(report, notes, capture)``: ``run`` on the workload's inputs, captured (by
     ``captures``: None, alone) and analysed by ``solar.stages.run``; the notes say how the
-    inputs were made and how the program was captured, ``capture`` is the CSV's cell."""
+    inputs were made and how the program was captured, ``capture`` is the CSV's cell.
+    ``cells``, where given, gets the CSV's ``inputs`` cell (``Inputs.built``)."""
     captures = captures or Captures(definition, [workload], namespace)
     on_cpu = OnCpu()
     inputs = make_inputs(definition, workload, namespace, on_cpu)
+    if cells is not None:
+        cells["inputs"] = inputs.built
     check_safetensors(definition, workload, namespace, inputs, on_cpu)
     module, tensors = reference_module(definition, namespace, inputs, on_cpu)
     made: list[Any] = []
