@@ -42,6 +42,14 @@ bool keeps_values(const std::string& op) {
                            "aten.t.default",
                            "aten.transpose.int",
                            "aten._to_copy.default",
+                           "aten.alias_copy.default",
+                           "aten.detach_copy.default",
+                           "aten.unsqueeze_copy.default",
+                           "aten.squeeze_copy.dim",
+                           "aten.expand_copy.default",
+                           "aten.permute_copy.default",
+                           "aten.t_copy.default",
+                           "aten.transpose_copy.int",
                            "aten.sort.default",
                            "aten.sort.stable"}) {
     if (op == name) return true;

@@ -2,6 +2,7 @@
 // tril/triu). See docs/lowering.md.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -313,6 +314,29 @@ void register_view_rules(RuleTable& r) {
   }
   r["aten.tril.default"] = [](NodeLowering& n) { tri_rule(n, "<="); };
   r["aten.triu.default"] = [](NodeLowering& n) { tri_rule(n, ">="); };
+  // The functionalised views: functionalisation (make_fx's trace of a program specialised on its
+  // values, docs/capture.md) writes each view of the program as its `_copy` twin, which is how the
+  // capture records the view, not work the program asked for. Each lowers as its view does (the
+  // same argument names, the same rule), so a view costs what it costs in the program's own graph;
+  // erring toward fewer bytes, no copy kernel is charged. (view_copy, slice_copy and select_copy
+  // keep their copy kernel above: eager runs one, and their tests count it.)
+  for (const auto& [copy, view] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"alias_copy.default", "alias.default"},
+           {"detach_copy.default", "detach.default"},
+           {"_reshape_alias_copy.default", "_reshape_alias.default"},
+           {"unsqueeze_copy.default", "unsqueeze.default"},
+           {"squeeze_copy.default", "squeeze.default"},
+           {"squeeze_copy.dim", "squeeze.dim"},
+           {"squeeze_copy.dims", "squeeze.dims"},
+           {"expand_copy.default", "expand.default"},
+           {"permute_copy.default", "permute.default"},
+           {"t_copy.default", "t.default"},
+           {"transpose_copy.int", "transpose.int"},
+           {"split_copy.Tensor", "split.Tensor"},
+           {"split_with_sizes_copy.default", "split_with_sizes.default"},
+           {"unbind_copy.int", "unbind.int"}}) {
+    r[std::string("aten.") + copy] = r.table().at(std::string("aten.") + view);
+  }
 }
 
 }  // namespace solar::frontend

@@ -273,6 +273,57 @@ TEST(Lower, SplitWithSizesSplitTensorUnbind) {
   expect_near(out.at("u1"), row1);
 }
 
+// The functionalised views (make_fx's `_copy` twins of alias, detach, permute, transpose,
+// unsqueeze, expand, squeeze (3 overloads), unbind, split, split_with_sizes, t and
+// _reshape_alias) lower as their views do: the right values, and no kernel (a view moves no
+// byte in the program's own graph; the copy is the trace's, not the program's).
+TEST(Lower, FunctionalisedViewCopiesLowerAsTheirViews) {
+  const Tensor x = random({2, 3, 4}, 7);
+  const TensorMap out = run_fixture("view_copies.json", {{"x", x}});
+  auto at = [&](int b, int a, int c) { return x.get((b * 3 + a) * 4 + c); };  // x[b, a, c]
+  // permute [2, 0, -2] then transpose(0, 2): tr[a, b, c] = p[c, b, a] = x[b, a, c], [3, 2, 4]
+  std::vector<double> tr;
+  for (int a = 0; a < 3; ++a) {
+    for (int b = 0; b < 2; ++b) {
+      for (int c = 0; c < 4; ++c) tr.push_back(at(b, a, c));
+    }
+  }
+  std::vector<double> e = tr;  // expand of tr[None] to [2, 3, 2, 4]: tr twice
+  e.insert(e.end(), tr.begin(), tr.end());
+  expect_near(out.at("e"), e);
+  expect_near(out.at("sd"), tr);
+  expect_near(out.at("sds"), tr);
+  for (int k = 0; k < 3; ++k) {  // unbind_copy along dim 0 of tr: ub_k[b, c] = x[b, k, c]
+    std::vector<double> ub;
+    for (int b = 0; b < 2; ++b) {
+      for (int c = 0; c < 4; ++c) ub.push_back(at(b, k, c));
+    }
+    expect_near(out.at("ub" + std::to_string(k)), ub);
+  }
+  auto box = [&](int a0, int a1, int c0, int c1) {  // x[:, a0:a1, c0:c1], row-major
+    std::vector<double> v;
+    for (int b = 0; b < 2; ++b) {
+      for (int a = a0; a < a1; ++a) {
+        for (int c = c0; c < c1; ++c) v.push_back(at(b, a, c));
+      }
+    }
+    return v;
+  };
+  expect_near(out.at("sp0"), box(0, 3, 0, 2));  // split_copy of size 2 along dim -1
+  expect_near(out.at("sp1"), box(0, 3, 2, 4));
+  expect_near(out.at("sw0"), box(0, 1, 0, 4));  // split_with_sizes_copy [1, 2] along dim 1
+  expect_near(out.at("sw1"), box(1, 3, 0, 4));
+  std::vector<double> tc;  // t_copy of ub0: tc[c, b] = x[b, 0, c]
+  for (int c = 0; c < 4; ++c) {
+    for (int b = 0; b < 2; ++b) tc.push_back(at(b, 0, c));
+  }
+  expect_near(out.at("tc"), tc);
+  expect_near(out.at("ra"), box(0, 3, 0, 4));  // _reshape_alias_copy to [6, 4]: x's order
+  // 14 nodes, each lowered to statements only: 0 kernels (a copy kernel would print "kernel")
+  const std::string text = ir::print(lower_capture(fixture("view_copies.json"), "v.json"));
+  EXPECT_EQ(text.find("kernel"), std::string::npos) << text;
+}
+
 TEST(Lower, ArangeLogicalAnyConstantPadLogsumexp) {
   Tensor x(ir::DType::F32, {2, 3});
   const std::vector<double> xs = {2.0, 1.0, 6.0, 0.5, 4.0, 5.5};  // row 1: no x <= arange
@@ -352,7 +403,7 @@ TEST(Lower, LoweredProgramsPrintAndReparseEqual) {
   for (const char* name :
        {"linear_relu.json", "conv2d.json", "conv_transpose1d.json", "layer_norm.json",
         "softmax.json", "batch_norm_train.json", "pool.json", "sdpa_causal.json", "cat_slice.json",
-        "split_unbind.json", "logical_pad.json"}) {
+        "split_unbind.json", "logical_pad.json", "view_copies.json"}) {
     const ir::Program p = lower_capture(fixture(name), name);
     EXPECT_TRUE(ir::equal(ir::parse(ir::print(p), name), p)) << name;
   }
