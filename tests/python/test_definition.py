@@ -1203,3 +1203,63 @@ def test_an_undeclared_random_input_has_no_shape(tmp_path, torch):
     folder = write(tmp_path / "def2", OPTIONAL, other)
     rc, _, err = solar("analyze", folder)
     assert rc == 1 and "inputs.bias2: not an input of 'test_linear_optional_bias_n8_k16'" in err
+
+
+# FlashInfer's ragged prefill: queries and keys packed, each sequence's bounds in qo_indptr and
+# kv_indptr, whose ends the constraints state (total_q, total_kv); no file for either.
+RAGGED = {
+    "name": "test_ragged_prefill_h2_d8",
+    "axes": {**axes("len_indptr", "total_q", "total_kv"), **axes(num_heads=2, head_dim=8)},
+    "constraints": ["total_q == qo_indptr[-1].item()", "total_kv == kv_indptr[-1].item()"],
+    "inputs": {
+        "q": {"shape": ["total_q", "num_heads", "head_dim"], "dtype": "bfloat16"},
+        "k": {"shape": ["total_kv", "num_heads", "head_dim"], "dtype": "bfloat16"},
+        "v": {"shape": ["total_kv", "num_heads", "head_dim"], "dtype": "bfloat16"},
+        "qo_indptr": {"shape": ["len_indptr"], "dtype": "int32"},
+        "kv_indptr": {"shape": ["len_indptr"], "dtype": "int32"},
+        "sm_scale": {"shape": None, "dtype": "float32"},
+    },
+    "outputs": {"output": {"shape": ["total_q", "num_heads", "head_dim"], "dtype": "bfloat16"}},
+    "reference": (
+        "import torch\n\n"
+        "def run(q, k, v, qo_indptr, kv_indptr, sm_scale):\n"
+        "    outs = []\n"
+        "    for b in range(qo_indptr.shape[0] - 1):\n"
+        "        qs, qe = int(qo_indptr[b]), int(qo_indptr[b + 1])\n"
+        "        ks, ke = int(kv_indptr[b]), int(kv_indptr[b + 1])\n"
+        "        s = torch.einsum('qhd,khd->hqk', q[qs:qe].float(), k[ks:ke].float()) * sm_scale\n"
+        "        p = torch.softmax(s, dim=-1)\n"
+        "        outs.append(torch.einsum('hqk,khd->qhd', p, v[ks:ke].float()))\n"
+        "    return torch.cat(outs).to(torch.bfloat16)\n"
+    ),
+}
+
+
+def test_ragged_prefill_without_files_builds_both_indptrs_from_the_constraints(tmp_path, torch):
+    missing = {"type": "safetensors", "path": "blob/prefill.safetensors"}
+    workload = {
+        "uuid": "b2",
+        "axes": {"len_indptr": 3, "total_q": 6, "total_kv": 9},
+        "inputs": {
+            "q": {"type": "random"},
+            "k": {"type": "random"},
+            "v": {"type": "random"},
+            "qo_indptr": {**missing, "tensor_key": "qo_indptr"},
+            "kv_indptr": {**missing, "tensor_key": "kv_indptr"},
+            "sm_scale": {"type": "scalar", "value": 0.35},
+        },
+    }
+    entry = analysed(tmp_path, RAGGED, [workload])
+    assert entry["row"]["verification"] == "passed"
+    # 2 sequences (len_indptr - 1): qo_indptr ends at total_q = 6, lengths 3, 3: [0, 3, 6];
+    # kv_indptr at total_kv = 9: 9 // 2 = 4 remainder 1, lengths 5, 4: [0, 5, 9]
+    assert entry["row"]["inputs"] == (
+        "built: qo_indptr (blob/prefill.safetensors not found); "
+        "built: kv_indptr (blob/prefill.safetensors not found)"
+    )
+    notes = " | ".join(entry["notes"])
+    assert "2 equal lengths summing to 6 (qo_indptr = [0, 3, 6])" in notes, notes
+    assert "2 lengths as equal as integers allow summing to 9 (kv_indptr = [0, 5, 9])" in notes
+    # MACs: per sequence q k^T and p v are 2 heads x Lq x Lk x 8 each:
+    # 2 x 2 x 8 x (3 x 5 + 3 x 4) = 32 x 27 = 864
+    assert entry["report"]["totals"]["macs"] == 2 * 2 * 8 * (3 * 5 + 3 * 4)
