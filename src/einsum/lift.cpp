@@ -980,6 +980,29 @@ class Lifter {
     });
   }
 
+  // The domain over which node n writes its output. A reduction writes every element its output
+  // loops reach, each starting at the identity, also where the range reduced over is empty
+  // (docs/ir.md, "Execution semantics"): when n's domain is empty but for the loops reduced over
+  // (mm of [4, 0] by [0, 5] writes a [4, 5] tensor of zeros), the output loops alone. Else n's
+  // own domain.
+  static ir::AffineDomain written_domain(const Node& n, const std::vector<ir::AffineForm>& out) {
+    if (n.reduction == Reduction::None || n.points != 0) return n.domain;
+    const auto in_output = [&](const std::string& var) {
+      return std::any_of(out.begin(), out.end(), [&](const auto& f) { return f.coeff(var) != 0; });
+    };
+    ir::AffineDomain kept;
+    for (const ir::AffineLoop& l : n.domain) {
+      if (!in_output(l.var)) continue;
+      for (const ir::AffineForm* bound : {&l.lo, &l.hi}) {
+        for (const auto& [var, c] : bound->coeffs) {
+          if (!in_output(var)) return n.domain;  // bounded by a loop reduced over: an error
+        }
+      }
+      kept.push_back(l);
+    }
+    return kept;
+  }
+
   void kernel(const Step& s) {
     const ir::Kernel& k = std::get<ir::Kernel>(s.stmt->node);
     Node n;
@@ -997,8 +1020,8 @@ class Lifter {
     read_maps(*k.rhs, s, n.domain, false, reads);
     const std::vector<ir::AffineForm> out_index = affine_all(k.out_indices, s.values);
     const TensorInfo& out = tensor(k.out);
-    const AccessMap write =
-        detail::view_map(detail::whole_view(out), out, out_index, n.domain, false);
+    const AccessMap write = detail::view_map(detail::whole_view(out), out, out_index,
+                                             written_domain(n, out_index), false);
     n.einsum = domain_text(n.domain) + write.text + " " +
                std::string(ir::assign_op_spelling(k.op)) + " " +
                ir::print(*render(*k.rhs, s, n.domain));

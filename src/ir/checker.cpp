@@ -364,7 +364,7 @@ class KernelChecker {
 };
 
 // Walks the program: declarations, then statements (repeat bodies once per index value, within
-// a budget), then the outputs that were never written.
+// a budget), then the outputs that were never written (but for an output of zero elements).
 class Checker {
  public:
   Checker(const Program& p, const SymbolValues& sizes) : p_(p), sizes_(sizes), cx_(p, sizes) {}
@@ -373,7 +373,7 @@ class Checker {
     check_sizes();
     check_body(p_.body, Scope{sizes_, {}, true});
     for (const TensorDecl& t : p_.tensors) {
-      if (t.role == TensorRole::Output && !cx_.was_written(t.name)) {
+      if (t.role == TensorRole::Output && !cx_.was_written(t.name) && !empty(t.name)) {
         cx_.error(t.loc, "output " + quoted(t.name) + " is never written");
       }
     }
@@ -385,6 +385,13 @@ class Checker {
   // (the rules that hold for every value were checked already); the executor checks their
   // bounds at run time.
   static constexpr int64_t kStatementBudget = int64_t{1} << 16;
+
+  // Whether the tensor has a dimension of size 0: it has no element, so every one of its
+  // elements is written without a statement (an output of zero elements needs no write).
+  bool empty(std::string_view name) const {
+    const TensorInfo* t = cx_.find_tensor(name);
+    return t != nullptr && t->shape && std::ranges::find(*t->shape, 0) != t->shape->end();
+  }
 
   void check_sizes() {
     for (const SizeDecl& s : p_.sizes) {

@@ -186,7 +186,9 @@ std::string render_headroom(const sol::Headroom& h) {
   if (!h.measurement.method.empty()) s += " (" + h.measurement.method + ")";
   s += "\n  " + headroom_note(h) + "\n ";
   for (const sol::FidelityHeadroom& f : h.fidelities) {
-    s += " " + std::string(sol::fidelity_name(f.fidelity)) + " " + format_ratio(f.headroom) + "x";
+    // A SOL of 0 (an empty program) bounds nothing: no ratio, not 0x.
+    s += " " + std::string(sol::fidelity_name(f.fidelity)) + " " +
+         (f.sol_s > 0 ? format_ratio(f.headroom) + "x" : "- (SOL 0)");
   }
   s += "\n";
   if (h.violation) {

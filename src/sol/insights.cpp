@@ -565,7 +565,8 @@ void find_fusions(const einsum::Graph& g, const Analysis& a, Insights& out) {
     for (const auto& [unit, bytes] : read_by_unit) {
       if (!producing.contains(unit)) f.bytes_saved += bytes;
     }
-    if (producers != 1 || f.consumers.empty() || units.size() < 2) continue;
+    // An intermediate of no bytes (a zero-size dimension) saves nothing: no opportunity.
+    if (producers != 1 || f.consumers.empty() || units.size() < 2 || f.bytes_saved == 0) continue;
     f.memory_s_saved = static_cast<double>(f.bytes_saved) / a.dram_bandwidth_bytes_per_s;
     out.fusions.push_back(std::move(f));
   }

@@ -75,6 +75,61 @@ kernel matmul {
   EXPECT_EQ(touched_elements(g, "B"), 512);
 }
 
+// Issue 44: a contraction over a dimension of size 0 has no point, but writes its whole output
+// (each element starts at 0: an empty sum), as PyTorch's mm of [4, 0] by [0, 5] gives a [4, 5]
+// tensor of zeros. The same for a sum over an empty dimension, and every reduction's identity.
+TEST(Lift, AReductionOverAnEmptyRangeWritesItsWholeOutput) {
+  const Graph g = lift_text(R"(size M = 4
+size N = 5
+size K = 0
+input A : f32[M, K]
+input B : f32[K, N]
+output C : f32[M, N]
+output s : f32[M]
+output p : f32[M]
+kernel matmul {
+  for i in 0..M, j in 0..N, k in 0..K:
+    C[i, j] += A[i, k] * B[k, j]
+}
+kernel total {
+  for i in 0..M, k in 0..K:
+    s[i] += A[i, k]
+}
+kernel product {
+  for i in 0..M, k in 0..K:
+    p[i] *= A[i, k]
+}
+)");
+  const Node& mm = node(g, "matmul");
+  EXPECT_EQ(mm.points, 0);  // 4 * 5 * 0
+  EXPECT_EQ(mm.counts.macs, 0);
+  EXPECT_EQ(read(g, "matmul", "A").bytes, 0);    // 4 * 0 elements
+  EXPECT_EQ(read(g, "matmul", "B").bytes, 0);    // 0 * 5 elements
+  EXPECT_EQ(write(g, "matmul", "C").bytes, 80);  // 4 * 5 zeros * 4 B
+  EXPECT_TRUE(write(g, "matmul", "C").footprint_exact);
+  EXPECT_EQ(write(g, "total", "s").bytes, 16);    // 4 zeros * 4 B
+  EXPECT_EQ(write(g, "product", "p").bytes, 16);  // 4 ones * 4 B
+  EXPECT_EQ(node(g, "total").counts.other_ops(), 0);
+  // The domain stays the kernel's own: the einsum says what is computed.
+  EXPECT_EQ(mm.einsum, "for i in 0..4, j in 0..5, k in 0..0: C[i, j] += A[i, k] * B[k, j]");
+}
+
+// An `=` kernel over an empty domain writes nothing: an elementwise op over a batch of 0 rows.
+TEST(Lift, AnElementwiseKernelOverAnEmptyDomainMovesNoBytes) {
+  const Graph g = lift_text(R"(size B = 0
+input x : f32[B, 8]
+output y : f32[B, 8]
+kernel relu {
+  for b in 0..B, j in 0..8:
+    y[b, j] = max(x[b, j], 0.0)
+}
+)");
+  EXPECT_EQ(node(g, "relu").points, 0);
+  EXPECT_EQ(node(g, "relu").counts.other_ops(), 0);
+  EXPECT_EQ(read(g, "relu", "x").bytes, 0);
+  EXPECT_EQ(write(g, "relu", "y").bytes, 0);
+}
+
 TEST(Lift, BatchedGemmWithABroadcastWeightReadsTheWeightOnce) {
   const Graph g = lift_text(R"(size B = 4
 size M = 8

@@ -252,6 +252,24 @@ repeat t in 0..T {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
+// ---- zero-size dimensions (issue 44) ----
+
+// An output of zero elements has every one of its elements written without a statement (a
+// cumsum along a dimension of size 0 lowers to no statement at all); an output with elements
+// still must be written, also at a size where it is empty at another.
+TEST(Checker, AnOutputOfZeroElementsNeedsNoWrite) {
+  const std::string text = R"(size N = 0
+input x : f32[16, N]
+output y : f32[16, N]
+output z : f32[N]
+output w : f32[4]
+)";
+  EXPECT_EQ(diags(text), Lines{"t.ir:5:8: error: output 'w' is never written"});
+  EXPECT_EQ(diags(text, {{"N", 3}}), (Lines{"t.ir:3:8: error: output 'y' is never written",
+                                            "t.ir:4:8: error: output 'z' is never written",
+                                            "t.ir:5:8: error: output 'w' is never written"}));
+}
+
 // ---- several diagnostics ----
 
 TEST(Checker, DiagnosticsComeInSourceOrder) {

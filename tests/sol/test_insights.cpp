@@ -451,5 +451,44 @@ kernel k {
   EXPECT_THROW(compute_headroom(a, "H100-SXM", {-1, "", ""}), UserError);
 }
 
+// Issue 44: a program over a batch of 0 rows (y = relu(x * 2 + b), x f32[0, 8]) has no work and
+// moves no bytes at every fidelity; its empty intermediates are no fusion opportunity ("fuse
+// mul -> add: saves 0 B" was listed).
+// The contraction of the same program over K = 0 still writes its [4, 5] output of zeros.
+TEST(Insights, AnEmptyProgramHasNoWorkNoBytesAndNoFusionOpportunity) {
+  const einsum::Graph g = lift_text(R"(size B = 0
+input x : f32[B, 8]
+weight b : f32[8]
+tensor t : f32[B, 8]
+tensor u : f32[B, 8]
+output y : f32[B, 8]
+kernel mul { for i in 0..B, j in 0..8: t[i, j] = x[i, j] * 2.0 }
+kernel add { for i in 0..B, j in 0..8: u[i, j] = t[i, j] + b[j] }
+kernel relu { for i in 0..B, j in 0..8: y[i, j] = max(u[i, j], 0.0) }
+)");
+  const Analysis a = analyze(g, hw::load_builtin_device("H100-SXM"), policy());
+  ASSERT_EQ(a.results.size(), 3u);  // unfused, fused, cache-aware
+  for (const FidelityResult& r : a.results) {
+    EXPECT_EQ(r.bytes, 0) << fidelity_name(r.fidelity);
+    EXPECT_EQ(r.compute_s, 0) << fidelity_name(r.fidelity);
+  }
+  EXPECT_TRUE(find_insights(g, a).fusions.empty());
+}
+
+TEST(Insights, AContractionOverAnEmptyRangeWritesItsOutputAtEveryFidelity) {
+  const einsum::Graph g = lift_text(R"(input a : f32[4, 0]
+input b : f32[0, 5]
+output c : f32[4, 5]
+kernel mm { for i in 0..4, j in 0..5, k in 0..0: c[i, j] += a[i, k] * b[k, j] }
+)");
+  const Analysis a = analyze(g, hw::load_builtin_device("H100-SXM"), policy());
+  ASSERT_EQ(a.results.size(), 3u);
+  for (const FidelityResult& r : a.results) {
+    // reads a and b: 0 elements; writes c: 4 * 5 zeros * 4 B = 80 B; no MAC.
+    EXPECT_EQ(r.bytes, 80) << fidelity_name(r.fidelity);
+    EXPECT_DOUBLE_EQ(r.memory_s, 80 / 3.35e12) << fidelity_name(r.fidelity);
+  }
+}
+
 }  // namespace
 }  // namespace solar::sol
