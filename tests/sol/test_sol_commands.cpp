@@ -275,12 +275,14 @@ TEST(SolCommand, NegativeTopIsAnError) {  // not wrapped around to a huge size_t
 
 TEST(DocExamples, ReportPageBlocksAreWhatTheCommandsPrint) {
   const std::string doc = read_file(SOLAR_SOURCE_DIR "/docs/report.md");
+  // the page's ```console blocks (tests/python/test_studies.py runs them too)
+  const std::string opening = "```console\n$ solar ";
   int blocks = 0;
-  for (size_t at = doc.find("```\n$ solar "); at != std::string::npos;
-       at = doc.find("```\n$ solar ", at + 1)) {
-    const size_t line_end = doc.find('\n', at + 4);
+  for (size_t at = doc.find(opening); at != std::string::npos; at = doc.find(opening, at + 1)) {
+    const size_t command_at = at + opening.size();
+    const size_t line_end = doc.find('\n', command_at);
     const size_t block_end = doc.find("```\n", line_end);
-    std::istringstream words(doc.substr(at + 12, line_end - at - 12));
+    std::istringstream words(doc.substr(command_at, line_end - command_at));
     std::vector<std::string> args{std::istream_iterator<std::string>(words), {}};
     for (std::string& a : args) {
       if (a.starts_with("examples/")) a = SOLAR_SOURCE_DIR "/" + a;
