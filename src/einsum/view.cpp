@@ -49,7 +49,9 @@ std::optional<Placement> placement(const View& v, const TensorInfo& base) {
   for (size_t d = 0; d < v.shape.size(); ++d) {
     if (v.strides[d] == 0 || v.shape[d] <= 1) continue;
     size_t k = 0;
-    while (k < rank && (base.shape[k] <= 1 || v.strides[d] % rb[k] != 0)) ++k;
+    // (a base with an empty dimension has row-major strides of 0 outside it: no base
+    // dimension to move along there, and no division by 0)
+    while (k < rank && (base.shape[k] <= 1 || rb[k] == 0 || v.strides[d] % rb[k] != 0)) ++k;
     if (k == rank) return std::nullopt;
     p.dim[d] = k;
     p.q[d] = v.strides[d] / rb[k];

@@ -64,6 +64,9 @@ EXPECTED = {
     "index_empty": (0, 0),
     # sdpa with 0 queries: a [1, 2, 0, 8] output; no query reads a key or a value: 0 B.
     "sdpa_no_queries": (0, 0),
+    # einsum over x f32[2, 0, 8] with w [5, 8]: a [2, 0, 5] output, no point reads w: 0 B
+    # (a view of a base with an empty dimension divided by its 0 stride: a SIGFPE).
+    "einsum_view_of_empty": (0, 0),
 }
 
 
