@@ -219,10 +219,9 @@ def _analyse(
     entries: list[dict[str, Any]] = []
     tables: list[str] = []
     for workload in workloads:
-        cells: dict[str, str] = {}
         try:
-            report, notes, capture = definition_capture.analyse_workload(
-                definition, workload, namespace, options, times, captures, cells
+            report, notes, capture, built = definition_capture.analyse_workload(
+                definition, workload, namespace, options, times, captures
             )
         except ValueError as e:  # one line naming the workload
             text = str(e)
@@ -232,7 +231,7 @@ def _analyse(
         row = fmt.row_of(definition, workload, report.data)
         row["index"] = workload.index
         row["capture"] = capture
-        row["inputs"] = cells.get("inputs", "")
+        row["inputs"] = built
         if measured is not None:
             fmt.add_score(row, measured.get(workload.uuid))
         axes = fmt.resolve_axes(definition, workload)

@@ -800,17 +800,14 @@ def analyse_workload(
     options: Options,
     stage_times: dict[str, float] | None = None,
     captures: Captures | None = None,
-    cells: dict[str, str] | None = None,
-) -> tuple[Any, list[str], str]:
-    """``(report, notes, capture)``: ``run`` on the workload's inputs, captured (by
+) -> tuple[Any, list[str], str, str]:
+    """``(report, notes, capture, built)``: ``run`` on the workload's inputs, captured (by
     ``captures``: None, alone) and analysed by ``solar.stages.run``; the notes say how the
-    inputs were made and how the program was captured, ``capture`` is the CSV's cell.
-    ``cells``, where given, gets the CSV's ``inputs`` cell (``Inputs.built``)."""
+    inputs were made and how the program was captured; ``capture`` and ``built`` are the CSV's
+    ``capture`` and ``inputs`` cells (``Inputs.built``)."""
     captures = captures or Captures(definition, [workload], namespace)
     on_cpu = OnCpu()
     inputs = make_inputs(definition, workload, namespace, on_cpu)
-    if cells is not None:
-        cells["inputs"] = inputs.built
     check_safetensors(definition, workload, namespace, inputs, on_cpu)
     module, tensors = reference_module(definition, namespace, inputs, on_cpu)
     made: list[Any] = []
@@ -826,7 +823,7 @@ def analyse_workload(
     notes = inputs.notes + capture_notes
     if on_cpu.mapped and CUDA_NOTE not in notes:
         notes.append(CUDA_NOTE)
-    return report, notes, cell
+    return report, notes, cell, inputs.built
 
 
 def _first_line(e: BaseException) -> str:
