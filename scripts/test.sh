@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # THE test command (README "Quick start", and .ci/run): installs what the tests need, builds, and
-# runs every test and linter. Exits non-zero at the first failure. On 2 cores: about 30 minutes
-# from a fresh clone in a new venv (the first C++ build is about 5 of them), less with build/ci
-# built.
+# runs every test and linter. Exits non-zero at the first failure. On 2 idle cores: about 20
+# minutes from a fresh clone in a new venv (the first C++ build is about 5 of them), less with
+# build/ci built.
 #
 #   --slow: also the tests marked slow (full-size models whose outputs the docs show; pytest's
 #           marker `slow`, deselected by default in pyproject.toml)
