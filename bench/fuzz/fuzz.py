@@ -126,7 +126,6 @@ class Mutant:
 @dataclass
 class Outcome:
     kind: str  # result, error, or a defect kind
-    command: list[str]
     rc: int
     seconds: float
     peak_mb: float
@@ -300,10 +299,11 @@ def ir_mutant(rng: random.Random) -> Mutant:
 
 
 def default_memory_mb() -> float:
-    """Three quarters of this machine's physical memory, in MB: a run that peaks past it is
-    one the kernel's memory killer could take (a large but legal workload below it is not a
-    defect)."""
-    return 0.75 * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
+    """Three quarters of this machine's memory, in MB: a run that peaks past it is one the
+    kernel's memory killer could take (a large but legal workload below it is not a defect)."""
+    from solar.calibrate import memory_bytes
+
+    return 0.75 * memory_bytes("cpu") / 2**20
 
 
 def run_one(args: list[str], cwd: Path, timeout_s: float, memory_mb: float) -> Outcome:
@@ -341,14 +341,13 @@ def run_one(args: list[str], cwd: Path, timeout_s: float, memory_mb: float) -> O
                 _, status, usage = os.wait4(child.pid, 0)
                 break
             time.sleep(0.05)
-        child.returncode = os.waitstatus_to_exitcode(status)
+    rc = os.waitstatus_to_exitcode(status)
     seconds = time.monotonic() - started
     peak_mb = usage.ru_maxrss / 1024 if usage else 0.0  # Linux: kilobytes
     stderr = err_path.read_text(errors="replace")
-    rc = child.returncode
     command = " ".join(args[:2]) if args[0] == "ir" else args[0]  # "ir run", "analyze"
     over = peak_mb > memory_mb
-    return Outcome(classify(command, rc, stderr, hung, over), args, rc, seconds, peak_mb, stderr)
+    return Outcome(classify(command, rc, stderr, hung, over), rc, seconds, peak_mb, stderr)
 
 
 def classify(command: str, rc: int, stderr: str, hung: bool, over_memory: bool) -> str:
@@ -365,8 +364,8 @@ def classify(command: str, rc: int, stderr: str, hung: bool, over_memory: bool) 
     if rc == 0:
         return "result"
     errors = [line for line in stderr.splitlines() if ": error: " in line or "error:" in line[:40]]
-    # the command's own prefix, or an IR file's position (docs/ir.md: FILE:LINE:COL: error: ...)
-    # (the IR checker lists each error it finds, each one line with its position)
+    # the command's own prefix; or an IR file's position (docs/ir.md: FILE:LINE:COL: error:
+    # ...), one line per error the IR checker found
     one_line = re.compile(rf"solar {re.escape(command)}: error: \S")
     positioned = re.compile(r"\S+:\d+:\d+: error: \S")
     if rc == 1 and len(errors) == 1 and one_line.match(errors[0]):
@@ -378,11 +377,18 @@ def classify(command: str, rc: int, stderr: str, hung: bool, over_memory: bool) 
 
 @dataclass
 class Summary:
-    runs: int = 0
     mutants: int = 0
-    kinds: Counter = field(default_factory=Counter)
-    by_family: dict = field(default_factory=dict)
+    by_family: dict = field(default_factory=dict)  # family -> Counter of outcome kinds
     defects: list = field(default_factory=list)
+
+    @property
+    def kinds(self) -> Counter:
+        """The outcome kinds of every run, all families together."""
+        return sum(self.by_family.values(), Counter())
+
+    @property
+    def runs(self) -> int:
+        return sum(self.kinds.values())
 
 
 def fuzz(
@@ -421,10 +427,7 @@ def fuzz(
             for command in mutant.commands:
                 args = [a.replace("{}", str(folder)) for a in command]
                 outcome = run_one(args, Path(tmp), timeout_s, memory_mb)
-                summary.runs += 1
-                summary.kinds[outcome.kind] += 1
-                family_kinds = summary.by_family.setdefault(family, Counter())
-                family_kinds[outcome.kind] += 1
+                summary.by_family.setdefault(family, Counter())[outcome.kind] += 1
                 if outcome.kind in DEFECTS:
                     saved = _save(out, len(summary.defects) + 1, mutant, command, outcome)
                     summary.defects.append(saved)

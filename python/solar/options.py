@@ -282,25 +282,26 @@ def _check(options: Options) -> None:
         raise AnalysisError(f"--devices must be at least 1, not {a.devices}")
     check_device(a.hw)
     # the policy and the layout too: a wrong one costs no capture (minutes on a large model)
-    from solar import _core
-
-    try:
-        if a.policy is not None:
-            _core.check_policy(a.policy)
-        if p.kind != "serve" and (a.parallel is not None or a.devices is not None):
-            _core.check_layout(a.devices or 0, a.parallel or "")
-    except ValueError as e:
-        raise AnalysisError(str(e)) from None
+    if a.policy is not None:
+        _engine_check("check_policy", a.policy)
+    if p.kind != "serve" and (a.parallel is not None or a.devices is not None):
+        _engine_check("check_layout", a.devices or 0, a.parallel or "")
 
 
 def check_device(hw: str) -> None:
     """A device as the analysis takes it (a built-in name or a .yaml file), checked before
     anything is captured: an unknown one is one line naming the close built-in names and the
     list (``AnalysisError``)."""
+    _engine_check("check_device", hw)
+
+
+def _engine_check(name: str, *args: Any) -> None:
+    """``_core.NAME(*args)``, one of the engine's checks of an option; its one-line refusal
+    (an IRError, a ValueError) as an ``AnalysisError``."""
     from solar import _core
 
     try:
-        _core.check_device(hw)
+        getattr(_core, name)(*args)
     except ValueError as e:
         raise AnalysisError(str(e)) from None
 

@@ -109,8 +109,9 @@ class Report:
             self.core.write(list(outputs))
 
 
-def _fmt_bytes(n: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+def format_bytes(n: float) -> str:
+    """Bytes in decimal units, 4 significant digits: ``8.389 MB``, ``2.199 TB``."""
+    for unit, scale in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= scale:
             return f"{n / scale:.4g} {unit}"
     return f"{int(n)} B"
@@ -486,8 +487,8 @@ def choose_mode(captured: Any, ir_text: Any, budget_mb: float, budget_s: float) 
     need = graph_bytes(captured.document)
     if need > budget_mb * 1e6:
         return "per_op", (
-            f"the whole program holds {_fmt_bytes(need)} of tensors, over the verification "
-            f"budget of {_fmt_bytes(budget_mb * 1e6)} (--verify-budget-mb)"
+            f"the whole program holds {format_bytes(need)} of tensors, over the verification "
+            f"budget of {format_bytes(budget_mb * 1e6)} (--verify-budget-mb)"
         )
     seconds = executor_seconds(ir_text)
     if seconds > budget_s:
@@ -496,7 +497,7 @@ def choose_mode(captured: Any, ir_text: Any, budget_mb: float, budget_s: float) 
             f"verification budget of {budget_s:g} s (--verify-budget-s)"
         )
     return "whole_program", (
-        f"the whole program fits the verification budget ({_fmt_bytes(need)} of tensors, "
+        f"the whole program fits the verification budget ({format_bytes(need)} of tensors, "
         f"about {seconds:.2g} s)"
     )
 

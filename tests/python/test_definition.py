@@ -909,8 +909,8 @@ def test_rfft_reference_ops_and_bytes_by_hand(tmp_path, torch):
 def test_inputs_past_the_machines_memory_are_refused_before_any_allocation(tmp_path, torch):
     from solar.torch import definition as tdef
 
-    # N = K = 2^20 bf16 (2 bytes): B is 2^40 x 2 = 2,199,023,255,552 B = 2.2 TB, A at M = 4 is
-    # 4 x 2^20 x 2 = 8,388,608 B = 8.39 MB: 2,199,031,644,160 B = 2.2 TB in all
+    # N = K = 2^20 bf16 (2 bytes): B is 2^40 x 2 = 2,199,023,255,552 B = 2.199 TB, A at M = 4 is
+    # 4 x 2^20 x 2 = 8,388,608 B = 8.389 MB: 2,199,031,644,160 B = 2.199 TB in all
     huge = {**GEMM, "axes": axes("M", N=2**20, K=2**20)}
     folder = write(tmp_path / "h", huge, GEMM_WORKLOADS[:1])
     problem = fmt.load(folder)
@@ -919,7 +919,7 @@ def test_inputs_past_the_machines_memory_are_refused_before_any_allocation(tmp_p
     with pytest.raises(fmt.DefinitionError) as e:
         tdef.check_input_memory(problem.definition, workload, named, memory=4 * 10**12)
     assert str(e.value).endswith(
-        "workload.jsonl:1: the inputs need 2.2 TB (B 2.2 TB, A 8.39 MB), more "
+        "workload.jsonl:1: the inputs need 2.199 TB (B 2.199 TB, A 8.389 MB), more "
         "than half of this machine's 4 TB of memory; SOLAR runs the reference on them, so "
         "nothing was allocated (run a workload with smaller axes)"
     )
@@ -927,7 +927,7 @@ def test_inputs_past_the_machines_memory_are_refused_before_any_allocation(tmp_p
     tdef.check_input_memory(problem.definition, workload, named, memory=4_398_063_288_320)
     # through the command line, on this machine (2.2 TB is more than half of any CI machine)
     rc, out, err = solar("analyze", folder, "--suite-only")
-    assert rc == 1 and err.count("\n") == 1 and "the inputs need 2.2 TB" in err, err
+    assert rc == 1 and err.count("\n") == 1 and "the inputs need 2.199 TB" in err, err
 
 
 # ---------------------------------------------------------------------------------------------

@@ -110,7 +110,7 @@ def test_a_defect_is_saved_as_a_reproducer(tmp_path, monkeypatch):
     # a run made to end in an internal error (the classifier's input, not SOLAR's) is saved
     # with its mutated file, its command and what it printed
     def internal(args, cwd, timeout_s, memory_mb):
-        return fuzz.Outcome("internal", args, 2, 0.1, 10.0, "solar sol: internal error: x\n")
+        return fuzz.Outcome("internal", 2, 0.1, 10.0, "solar sol: internal error: x\n")
 
     monkeypatch.setattr(fuzz, "run_one", internal)
     summary = fuzz.fuzz(60, 1, tmp_path / "out", families=("ir",), max_mutants=1, log=lambda s: 0)

@@ -457,13 +457,12 @@ def _program_failure() -> Any:
     except CaptureError:
         raise
     except Exception as e:
-        from solar.torch._trace import _raised_at
+        from solar.torch._trace import _first_line, _raised_at
 
         at = _raised_at(e)
-        message = " ".join(str(e).split("\n")[0].split())
         raise CaptureError(
             f"the program failed on its inputs{' at ' + at if at else ''}: "
-            f"{type(e).__name__}: {message}"
+            f"{type(e).__name__}: {_first_line(str(e))}"
         ) from e
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import linecache
+import math
 import os
 import re
 import weakref
@@ -39,6 +40,7 @@ from torch.overrides import TorchFunctionMode
 
 from solar.definition import Definition, DefinitionError, Workload, resolve_axes, shape_of
 from solar.options import Options
+from solar.pipeline import format_bytes
 from solar.stages import run as run_stages
 from solar.torch._device import CUDA_NOTE, DEVICE, OnCpu
 
@@ -317,14 +319,6 @@ def _shown(values: list[int]) -> str:
     return "[" + ", ".join(map(str, values[:3])) + ", ..., " + str(values[-1]) + "]"
 
 
-def machine_memory() -> int:
-    """This machine's physical memory in bytes (0 where the system does not say)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 0
-
-
 def check_input_memory(
     definition: Definition, workload: Workload, axes: dict[str, int], memory: int | None = None
 ) -> None:
@@ -332,36 +326,27 @@ def check_input_memory(
     tensor input at its declared shape and dtype) need more than half of ``memory`` (this
     machine's, by default): the reference is run on them, and its intermediates need room too.
     The message names the total and the largest inputs."""
-    memory = machine_memory() if memory is None else memory
+    if memory is None:
+        from solar.calibrate import memory_bytes
+
+        memory = memory_bytes("cpu")
     sizes = []
     for name, spec in definition.inputs.items():
         shape = shape_of(spec, axes)
         dtype = TORCH_DTYPES.get(spec.dtype)
         if shape is None or dtype is None:
             continue
-        count = 1
-        for d in shape:
-            count *= max(int(d), 0)
-        sizes.append((count * dtype.itemsize, name))
+        sizes.append((math.prod(max(int(d), 0) for d in shape) * dtype.itemsize, name))
     total = sum(b for b, _ in sizes)
     if not memory or 2 * total <= memory:
         return
-    largest = ", ".join(f"{n} {_gb(b)}" for b, n in sorted(sizes, key=lambda x: (-x[0], x[1]))[:3])
+    largest = sorted(sizes, key=lambda x: (-x[0], x[1]))[:3]
+    listed = ", ".join(f"{n} {format_bytes(b)}" for b, n in largest)
     raise DefinitionError(
-        f"{workload.where}: the inputs need {_gb(total)} ({largest}), more than half of this "
-        f"machine's {_gb(memory)} of memory; SOLAR runs the reference on them, so nothing was "
-        "allocated (run a workload with smaller axes)"
+        f"{workload.where}: the inputs need {format_bytes(total)} ({listed}), more than half of "
+        f"this machine's {format_bytes(memory)} of memory; SOLAR runs the reference on them, "
+        "so nothing was allocated (run a workload with smaller axes)"
     )
-
-
-def _gb(n: int) -> str:
-    """Bytes in decimal units, 3 significant digits: ``25.3 GB``, ``8.21 PB``."""
-    value = float(n)
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if value < 999.5:
-            return f"{value:.3g} {unit}"
-        value /= 1000
-    return f"{value:.3g} PB"
 
 
 def _dtype(name: str, at: str) -> torch.dtype:
