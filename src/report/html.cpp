@@ -127,22 +127,20 @@ std::string decade_label(int e) {
   return buf;
 }
 
-// A rate label of the report ("bf16 tensor", or "bf16 vector->fp32 vector (H100-SXM has no bf16
-// vector rate)" for a fallback, sol::Rate::label) as a table cell or a roof shows it: the rate
-// used, '*' marking a fallback (the terminal report's convention); the whole label goes to a
-// tooltip and a footnote.
+// A node's main rate as a table cell or a roof shows it: the rate used, '*' marking a fallback
+// (the terminal report's convention, `nodes[].precision_used`); the whole label
+// (`nodes[].precision`, "bf16 vector->fp32 vector (H100-SXM has no bf16 vector rate)") goes to
+// a tooltip and a footnote.
 struct ShortPrecision {
   std::string text;  // "bf16 tensor", "fp32 vector*"
   bool fallback = false;
 };
 
-ShortPrecision short_precision(const std::string& label) {
-  const size_t arrow = label.find("->");
-  if (arrow == std::string::npos) return {label, false};
-  const size_t used = arrow + 2;
-  const size_t paren = label.find(" (", used);
-  return {label.substr(used, paren == std::string::npos ? std::string::npos : paren - used) + "*",
-          true};
+ShortPrecision short_precision(const json& node) {
+  const auto rate = node.find("rate_flops_per_s");
+  if (rate == node.end() || rate->is_null()) return {str(node, "precision"), false};  // "none"
+  const std::string used = str(node, "precision_used");
+  return {used, used.ends_with('*')};
 }
 
 // Baselines for labels stacked in one column, as near as they can be to `wanted` (ascending): at
@@ -164,8 +162,8 @@ std::vector<double> spread_labels(const std::vector<double>& wanted, double lo, 
 std::vector<std::pair<std::string, size_t>> fallback_labels(const json& report) {
   std::vector<std::pair<std::string, size_t>> out;
   for (const json& n : report.at("nodes")) {
+    if (!short_precision(n).fallback) continue;
     const std::string label = str(n, "precision");
-    if (!short_precision(label).fallback) continue;
     const auto it =
         std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == label; });
     if (it == out.end()) {
@@ -212,11 +210,18 @@ std::string legend(const std::vector<Point>& marks) {
   return s + "</g>\n";
 }
 
+// A roof: the rate a node's main work ran at, with its label and the short form of it.
+struct Roof {
+  std::string label;  // nodes[].precision
+  ShortPrecision used;
+  double rate;
+};
+
 // One label per rate and unit the roofs run at, in the right-hand column beside the roof's end,
 // stacked so that none touches another or the legend (a leader line from the roof to its label).
 // A roof of fallbacks is marked '*'; its whole label is in the tooltip and the caption.
-std::string roof_labels(const std::vector<std::pair<std::string, double>>& roofs, const Axes& ax,
-                        double beta, size_t legend_entries) {
+std::string roof_labels(const std::vector<Roof>& roofs, const Axes& ax, double beta,
+                        size_t legend_entries) {
   struct Label {
     std::string text;
     double rate;
@@ -224,10 +229,10 @@ std::string roof_labels(const std::vector<std::pair<std::string, double>>& roofs
     std::string title;
   };
   std::vector<Label> labels;  // roofs come sorted by rate, highest first: labels top down
-  for (const auto& roof : roofs) {
-    const std::string& label = roof.first;
-    const double rate = roof.second;
-    const ShortPrecision sp = short_precision(label);
+  for (const Roof& roof : roofs) {
+    const std::string& label = roof.label;
+    const double rate = roof.rate;
+    const ShortPrecision& sp = roof.used;
     const std::string used = sp.fallback ? sp.text.substr(0, sp.text.size() - 1) : sp.text;
     const auto it = std::find_if(labels.begin(), labels.end(),
                                  [&](const Label& l) { return l.text == used && l.rate == rate; });
@@ -262,7 +267,7 @@ std::string roofline_svg(const json& report, const std::vector<std::string>& fid
                          size_t& plotted, size_t& skipped) {
   const double beta = num(report.at("hardware"), "dram_bandwidth_bytes_per_s");
   // The roofs: one per distinct rate a node's main work ran at.
-  std::vector<std::pair<std::string, double>> roofs;
+  std::vector<Roof> roofs;
   std::vector<Point> nodes;
   for (const json& n : report.at("nodes")) {
     const double flops = num(n, "flops");
@@ -270,8 +275,12 @@ std::string roofline_svg(const json& report, const std::vector<std::string>& fid
     const double t = num(n, "sol_unfused_s");
     const auto rate = n.find("rate_flops_per_s");
     if (rate != n.end() && rate->is_number()) {
-      const std::pair<std::string, double> roof{str(n, "precision"), rate->get<double>()};
-      if (std::find(roofs.begin(), roofs.end(), roof) == roofs.end()) roofs.push_back(roof);
+      const std::string label = str(n, "precision");
+      const double r = rate->get<double>();
+      const auto same = [&](const Roof& f) { return f.label == label && f.rate == r; };
+      if (std::none_of(roofs.begin(), roofs.end(), same)) {
+        roofs.push_back({label, short_precision(n), r});
+      }
     }
     if (flops <= 0 || bytes <= 0 || t <= 0) {
       ++skipped;
@@ -280,8 +289,8 @@ std::string roofline_svg(const json& report, const std::vector<std::string>& fid
     nodes.push_back({str(n, "name"), flops / bytes, flops / t});
   }
   plotted = nodes.size();
-  std::sort(roofs.begin(), roofs.end(), [](const auto& a, const auto& b) {
-    return a.second > b.second || (a.second == b.second && a.first < b.first);
+  std::sort(roofs.begin(), roofs.end(), [](const Roof& a, const Roof& b) {
+    return a.rate > b.rate || (a.rate == b.rate && a.label < b.label);
   });
   // The whole program at each fidelity.
   const double total_flops = num(report.at("totals"), "flops");
@@ -304,7 +313,7 @@ std::string roofline_svg(const json& report, const std::vector<std::string>& fid
   };
   for (const Point& p : nodes) extend(p.x, p.y);
   for (const Point& p : marks) extend(p.x, p.y);
-  for (const auto& r : roofs) extend(r.second / beta, r.second);
+  for (const Roof& r : roofs) extend(r.rate / beta, r.rate);
   Axes ax{std::floor(std::log10(xlo)), std::ceil(std::log10(xhi)), 0, 0};
   if (ax.x1 <= ax.x0) ax.x1 = ax.x0 + 1;
   ylo = std::min(ylo, std::pow(10.0, ax.x0) * beta);
@@ -339,7 +348,8 @@ std::string roofline_svg(const json& report, const std::vector<std::string>& fid
   // Roofs: min(rate, intensity x bandwidth), from the left edge through the ridge to the right.
   const double xa = std::pow(10.0, ax.x0), xb = std::pow(10.0, ax.x1);
   for (size_t i = 0; i < roofs.size(); ++i) {
-    const auto& [label, rate] = roofs[i];
+    const std::string& label = roofs[i].label;
+    const double rate = roofs[i].rate;
     const double ridge = std::clamp(rate / beta, xa, xb);
     std::string pts;
     for (const double x : {xa, ridge, xb}) {
@@ -574,8 +584,9 @@ std::string headroom_section(const json& r, const std::vector<std::string>& fide
 }
 
 // A node's precision: the rate used, '*' and a tooltip with the whole label for a fallback.
-Cell precision_cell(const std::string& label) {
-  const ShortPrecision sp = short_precision(label);
+Cell precision_cell(const json& node) {
+  const ShortPrecision sp = short_precision(node);
+  const std::string label = str(node, "precision");
   return {sp.text, label, sp.fallback ? label : "", false, false};
 }
 
@@ -621,7 +632,7 @@ std::string node_section(const json& r) {
     const std::vector<Cell> cells = {
         name_cell(str(n, "name")),
         text_cell(str(n, "op")),
-        precision_cell(str(n, "precision")),
+        precision_cell(n),
         num_cell(format_count(num(n, "macs")), num(n, "macs")),
         num_cell(format_count(num(n, "other_ops")), num(n, "other_ops")),
         num_cell(format_count(num(n, "flops")), num(n, "flops")),

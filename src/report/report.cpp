@@ -25,6 +25,12 @@ nlohmann::json rate_json(const sol::Rate* r) {
 
 std::string rate_label(const sol::Rate* r) { return r ? r->label : "none"; }
 
+// The compute unit and precision a node ran at, '*' marking a fallback.
+std::string short_precision(const sol::Rate* r) {
+  if (!r) return "-";
+  return sol::target_name(r->used) + (r->fallback() ? "*" : "");
+}
+
 bool bytes_exact(const einsum::Node& n) {
   const auto exact = [](const einsum::Access& a) { return a.footprint_exact; };
   return std::all_of(n.reads.begin(), n.reads.end(), exact) &&
@@ -52,6 +58,7 @@ nlohmann::json node_json(const einsum::Node& n, const sol::NodeCost& c) {
       {"bytes_unfused", c.bytes},
       {"bytes_exact", bytes_exact(n)},
       {"precision", rate_label(c.main_rate())},
+      {"precision_used", short_precision(c.main_rate())},
       {"rate_flops_per_s", rate_json(c.main_rate())},
       {"other_ops_precision", rate_label(other)},
       {"other_ops_rate_flops_per_s", rate_json(other)},
@@ -290,12 +297,6 @@ std::string fidelity_table(const sol::Analysis& a) {
     s += "fused/unfused: " + format_number(sol["fused_over_unfused"].get<double>()) + "\n";
   }
   return s;
-}
-
-// The compute unit and precision a node ran at, '*' marking a fallback.
-std::string short_precision(const sol::Rate* r) {
-  if (!r) return "-";
-  return sol::target_name(r->used) + (r->fallback() ? "*" : "");
 }
 
 // The slowest framework operations run alone (the unfused fidelity's terms), with the nodes

@@ -170,6 +170,7 @@ TEST(Html, FallbackLabelsShortInTheCellAndOnTheRoofWholeInTooltipAndFootnote) {
   // plot and under the table, never as the text of a cell or a roof.
   Mlp m = mlp();
   m.j["nodes"][1]["precision"] = kFallback;
+  m.j["nodes"][1]["precision_used"] = "fp32 vector*";  // as the report writes it beside
   const std::string html = render_html(m.j, nullptr);
   const std::string escaped = "bf16 vector-&gt;fp32 vector (H100-SXM has no bf16 vector rate)";
   EXPECT_EQ(count(html, "<polyline class=\"roof\""), 2u);    // one per (label, rate), as before
@@ -203,6 +204,7 @@ TEST(Html, RoofLabelsStackedApartAboveTheLegend) {
                                                   {"tf32 tensor", 60e12}};
   for (size_t i = 0; i < 4; ++i) {
     m.j["nodes"][i]["precision"] = rates[i].first;
+    m.j["nodes"][i]["precision_used"] = rates[i].first;  // none a fallback
     m.j["nodes"][i]["rate_flops_per_s"] = rates[i].second;
   }
   const std::string html = render_html(m.j, nullptr);
