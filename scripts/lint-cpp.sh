@@ -8,7 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/ci}
 
-mapfile -t files < <(git ls-files --cached --others --exclude-standard -- '*.cpp' '*.h')
+# The project's C++ directories only: a virtual environment made inside the clone (python3 -m
+# venv .v) holds C++ headers of its packages that are not the project's.
+dirs=(bench include python src tests)
+mapfile -t files < <(git ls-files --cached --others --exclude-standard -- \
+  "${dirs[@]/%//*.cpp}" "${dirs[@]/%//*.h}")
 clang-format --dry-run -Werror "${files[@]}"
 
 # -Wno-unknown-warning-option: the build's GCC-only flags (e.g. -Wno-restrict) mean nothing to
