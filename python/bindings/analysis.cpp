@@ -154,7 +154,7 @@ void bind_analysis(nb::module_& m) {
           nb::kw_only(), "policy"_a = "", "fidelity"_a = "all",
           "sizes"_a = std::vector<std::string>{}, "sets"_a = std::vector<std::string>{},
           "level"_a = "L2", "capacity"_a = "", "routing"_a = "concentrated",
-          "cache_state"_a = "cold", "kernel_floor"_a = "off", "parallel"_a = "", "devices"_a = 0,
+          "cache_state"_a = "cold", "kernel_floor"_a = "on", "parallel"_a = "", "devices"_a = 0,
           "top"_a = 10, "measured_ms"_a = nb::none(), "measured_on"_a = "",
           "measured_method"_a = "", "measured_nodes"_a = "", "serving"_a = false,
           "`policy`: the precision policy (empty: the default); `sizes`: 'N=1024' overrides; "

@@ -602,7 +602,8 @@ def add_cache_arguments(p: argparse._ActionsContainer) -> None:
     p.add_argument(
         "--kernel-floor",
         choices=("on", "off"),
-        help="on: each unfused operation takes at least the device's min_kernel_s (default off)",
+        help="on (the default): each unfused operation, and the fused and cache-aware program, "
+        "takes at least the device's min_kernel_s (one kernel's shortest time); off: no floor",
     )
     p.add_argument(
         "--routing",

@@ -226,7 +226,7 @@ KEYWORDS = (
     "batches",
     "context",
     "cache_state",  # "cold" (the default) or "warm" (docs/cache-state.md)
-    "kernel_floor",  # "off" (the default) or "on": the unfused per-kernel floor
+    "kernel_floor",  # "on" (the default) or "off": the one-kernel floor (docs/cache-state.md)
     "routing",
     "parallel",
     "devices",
@@ -347,8 +347,8 @@ _CHILD_HELP = {
     "routing reads) or balanced (every index distinct; docs/einsum.md)",
     "--cache-state": "cold (the default: every byte from DRAM) or warm (what fits in L2 comes "
     "from L2; docs/cache-state.md)",
-    "--kernel-floor": "on: each unfused operation takes at least the device's min_kernel_s "
-    "(default off; docs/cache-state.md)",
+    "--kernel-floor": "on (the default): each unfused operation, and the fused and cache-aware "
+    "program, takes at least the device's min_kernel_s; off: no floor (docs/cache-state.md)",
 }
 
 

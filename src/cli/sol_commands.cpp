@@ -249,7 +249,8 @@ void add_cache_options(CLI::App& app, std::string& level, std::string& capacity,
   if (!state) return;
   add_cache_state_option(app, state->cache_state);
   app.add_option("--kernel-floor", state->kernel_floor,
-                 "on: each unfused operation takes at least the device's min_kernel_s "
+                 "on (the default): each unfused operation, and the fused and cache-aware "
+                 "program, takes at least the device's min_kernel_s; off: no floor "
                  "(docs/cache-state.md)")
       ->type_name("on|off")
       ->capture_default_str();

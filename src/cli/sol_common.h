@@ -44,7 +44,7 @@ hw::Device load_device(const std::string& spec, const std::vector<std::string>& 
 // `--cache-state cold|warm` and `--kernel-floor on|off` (docs/cache-state.md), as given.
 struct CacheStateArgs {
   std::string cache_state = "cold";
-  std::string kernel_floor = "off";
+  std::string kernel_floor = "on";
 };
 
 // `--level`, `--capacity`, `--cache-state` and `--kernel-floor` as analysis options; `optional`:

@@ -95,8 +95,10 @@ FidelityResult evaluate_cache(const EvalContext& ctx) {
 // "One kernel".
 void apply_program_floor(const einsum::Graph& g, const hw::Device& d, Analysis& a) {
   if (!a.kernel_floor || !d.min_kernel_s) return;
+  // A relabelling (einsum::Node::relabel) launches nothing: a program of relabellings only runs
+  // no kernel and is not floored.
   const bool works = std::any_of(g.nodes.begin(), g.nodes.end(), [](const einsum::Node& n) {
-    return n.counts.flops() > 0 || n.bytes_read() + n.bytes_written() > 0;
+    return !n.relabel && (n.counts.flops() > 0 || n.bytes_read() + n.bytes_written() > 0);
   });
   if (!works) return;
   a.program_floor_s = d.min_kernel_s->value;

@@ -74,7 +74,9 @@ TEST(CacheState, WarmFusedWhenEverythingFits) {
   // Cold: 524,288 / 1e12 = 524.288 ns. Warm: 524,288 / 4e12 = 131.072 ns.
   // Compute: 65,536 adds / 1e15 = 65.536 ps, far below: memory bound in both states.
   const einsum::Graph g = lift_text(add_one(65536));
-  const Analysis cold = analyze(g, round_gpu(), policy(), {Fidelity::Unfused, Fidelity::Fused});
+  // (state() turns the kernel floor off: round-gpu's 5 us would set every time here.)
+  const Analysis cold = analyze(g, round_gpu(), policy(), {Fidelity::Unfused, Fidelity::Fused},
+                                state(CacheState::Cold));
   const Analysis warm = analyze(g, round_gpu(), policy(), {Fidelity::Unfused, Fidelity::Fused},
                                 state(CacheState::Warm));
   EXPECT_EQ(cold.result(Fidelity::Fused).bytes, 524288);
@@ -92,7 +94,8 @@ TEST(CacheState, WarmFusedWhenInputsOnlyPartlyFit) {
   // Warm: 1e6 / 4e12 + (2,097,152 - 1e6) / 1e12 = 250 ns + 1,097.152 ns = 1,347.152 ns.
   // Cold: 2,097,152 / 1e12 = 2,097.152 ns.
   const einsum::Graph g = lift_text(add_one(262144));
-  const Analysis cold = analyze(g, round_gpu(), policy(), {Fidelity::Fused});
+  const Analysis cold =
+      analyze(g, round_gpu(), policy(), {Fidelity::Fused}, state(CacheState::Cold));
   const Analysis warm =
       analyze(g, round_gpu(), policy(), {Fidelity::Fused}, state(CacheState::Warm));
   EXPECT_DOUBLE_EQ(cold.result(Fidelity::Fused).time_s, 2097.152e-9);
@@ -104,7 +107,8 @@ TEST(CacheState, WarmCacheAwareIsNeverBelowFusedAndNeverAboveCold) {
   // A 256 x 256 x 256 f32 GEMM: 786,432 B of inputs and output, under the 1 MB L2 (cache
   // capacity: the L2's 1 MB). Laws: fused <= cache-aware in each state; warm <= cold everywhere.
   const einsum::Graph g = testing::lift_gemm("f32", 256, 256, 256);
-  const Analysis cold = analyze(g, round_gpu(), policy());
+  const Analysis cold =
+      analyze(g, round_gpu(), policy(), implemented_fidelities(), state(CacheState::Cold));
   const Analysis warm =
       analyze(g, round_gpu(), policy(), implemented_fidelities(), state(CacheState::Warm));
   for (const Fidelity f : implemented_fidelities()) {
@@ -113,19 +117,26 @@ TEST(CacheState, WarmCacheAwareIsNeverBelowFusedAndNeverAboveCold) {
   EXPECT_LE(warm.result(Fidelity::Fused).time_s, warm.result(Fidelity::Cache).time_s);
 }
 
-TEST(CacheState, ColdDefaultIsUnchanged) {
-  // The default options are cold and give exactly bytes / DRAM bandwidth: 524,288 B -> 524.288 ns
-  // at every fidelity of this one-op graph; no LLC bytes, no floor.
+TEST(CacheState, ColdIsTheDefaultAndTheKernelFloorIsOn) {
+  // The default options are cold: every byte at the DRAM bandwidth, 524,288 B -> 524.288 ns of
+  // memory at every fidelity of this one-op graph, no LLC bytes. The kernel floor is on by
+  // default: each time is max(524.288 ns, round-gpu's 5 us) = 5 us; off, 524.288 ns.
   const einsum::Graph g = lift_text(add_one(65536));
   const Analysis a = analyze(g, round_gpu(), policy());
+  const Analysis off =
+      analyze(g, round_gpu(), policy(), implemented_fidelities(), state(CacheState::Cold, false));
   EXPECT_EQ(a.memory.state, CacheState::Cold);
-  EXPECT_FALSE(a.kernel_floor);
+  EXPECT_TRUE(a.kernel_floor);
   for (const FidelityResult& r : a.results) {
     EXPECT_EQ(r.warm_bytes, 0);
     EXPECT_DOUBLE_EQ(r.memory_s, static_cast<double>(r.bytes) / 1e12);
+    EXPECT_DOUBLE_EQ(r.time_s, 5e-6) << fidelity_name(r.fidelity);
   }
-  EXPECT_DOUBLE_EQ(a.result(Fidelity::Fused).time_s, 524.288e-9);
-  EXPECT_FALSE(a.ops.at(0).floored);
+  EXPECT_TRUE(a.ops.at(0).floored);
+  EXPECT_DOUBLE_EQ(off.result(Fidelity::Fused).time_s, 524.288e-9);
+  EXPECT_FALSE(off.kernel_floor);
+  EXPECT_FALSE(off.ops.at(0).floored);
+  EXPECT_DOUBLE_EQ(off.program_floor_s, 0);
 }
 
 TEST(CacheState, WarmWithoutAnL2BandwidthCannotBeComputed) {
@@ -166,7 +177,8 @@ TEST(KernelFloor, ChainOfTinyOps) {
   // (64 + 64) B / 1e12 = 128 ps off, max(128 ps, 5 us) = 5 us on (issue 29: before, the
   // fused and cache-aware times stayed at 128 ps with the floor on).
   const einsum::Graph g = lift_text(kTinyChain);
-  const Analysis off = analyze(g, round_gpu(), policy());
+  const Analysis off =
+      analyze(g, round_gpu(), policy(), implemented_fidelities(), state(CacheState::Cold, false));
   const Analysis on =
       analyze(g, round_gpu(), policy(), implemented_fidelities(), state(CacheState::Cold, true));
   EXPECT_NEAR(off.result(Fidelity::Unfused).time_s, 384e-12, 1e-18);
@@ -211,10 +223,12 @@ TEST(KernelFloor, ADeviceWithoutMinKernelHasNoFloorAndSaysWhy) {
 }
 
 TEST(CacheState, CurveCarriesItsState) {
-  // Warm: the fused point of the curve is the warm fused bound, 131.072 ns (as above).
-  const Curve c = make_curve(lift_text(add_one(65536)), round_gpu(), policy(), CacheState::Warm);
+  // Warm: the fused point of the curve is the warm fused bound. N = 1,048,576: bytes_io =
+  // 8,388,608 B, 1e6 of them from the L2: 1e6 / 4e12 + 7,388,608 / 1e12 = 250 ns + 7,388.608 ns
+  // = 7,638.608 ns, above round-gpu's 5 us kernel floor (on: the curve takes the default options).
+  const Curve c = make_curve(lift_text(add_one(1048576)), round_gpu(), policy(), CacheState::Warm);
   EXPECT_EQ(c.cache_state, CacheState::Warm);
-  EXPECT_DOUBLE_EQ(c.fused_s, 131.072e-9);
+  EXPECT_NEAR(c.fused_s, 7638.608e-9, 1e-15);
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ struct AnalysisOptions {
   std::string capacity;                  // --capacity; empty: the level's on the device
   std::string routing = "concentrated";  // --routing
   std::string cache_state = "cold";      // --cache-state
-  std::string kernel_floor = "off";      // --kernel-floor
+  std::string kernel_floor = "on";       // --kernel-floor
   std::string parallel;                  // --parallel; empty with devices 0: one device
   int64_t devices = 0;                   // --devices; 0: tp x dp x pp
   size_t top = 10;                       // --top: rows per table

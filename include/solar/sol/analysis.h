@@ -20,8 +20,10 @@
 //     MemoryModel::time_s(bytes). Cold (the default): bytes / B_dram. Warm: W = min(bytes, C) of
 //     them at the last-level cache's bandwidth B_llc, the rest at DRAM's:
 //     W / B_llc + (bytes - W) / B_dram, C = the L2 capacity.
-//   - kernel floor (unfused only, off by default): each framework operation that does work
-//     (bytes or compute) takes at least the device's min_kernel_s.
+//   - kernel floor (on by default, where the device has a min_kernel_s): each framework
+//     operation that does work (bytes or compute) takes at least the device's min_kernel_s in the
+//     unfused fidelity; the fused and cache-aware times of a program that does work take at least
+//     one min_kernel_s (the program runs at least one kernel).
 #pragma once
 
 #include <cstddef>
@@ -186,8 +188,10 @@ struct AnalysisOptions {
   bool cache_optional = true;
   // Where the bytes are served from (docs/cache-state.md).
   CacheState cache_state = CacheState::Cold;
-  // The unfused fidelity's per-kernel floor (the device's min_kernel_s), off by default.
-  bool kernel_floor = false;
+  // The kernel floor (the device's min_kernel_s): per operation in the unfused fidelity, once
+  // for the whole program in the fused and cache-aware ones. On by default; false (--kernel-floor
+  // off) gives the unfloored times.
+  bool kernel_floor = true;
 };
 
 struct Analysis {
