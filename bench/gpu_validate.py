@@ -1,55 +1,59 @@
-"""SOL against real runs on a GPU (issue 12): for every model file of a folder, SOLAR's three SOL
-times next to the measured times of PyTorch eager and torch.compile, with every violation of the
-promise that a bound is never above a real run.
+"""SOL against real runs on a GPU (issues 12 and 40), in two halves: ``time`` measures with
+PyTorch alone on the GPU machine (bench/gpu_time.py: no SOLAR there), ``compare`` analyses here
+and checks the promise that a bound is never above a real run.
 
-    export PYTHONPATH=$(scripts/dev-python.sh build/gpu-py)
-    python3 bench/gpu_validate.py DIR [--hw NAME] [--iters 50] [--budget-s 12] [--verify]
-                                  [--out table.md] [--json table.json]
-    python3 bench/gpu_validate.py DIR --device cpu     # no GPU: wall clock, no compile
+    # on the GPU machine (python3 with torch; bench/suite_bench.py needs only Python):
+    python3 bench/suite_bench.py /tmp/kb --generate-only
+    python3 bench/gpu_validate.py time /tmp/kb/suite --out RESULTS [--total-budget-s 540]
+        [--device cuda|cpu] [--iters 50] [--budget-s 30] [--serving STEPS|none] ...
+    # here, with SOLAR (the same problem files: generate them the same way):
+    python3 bench/gpu_validate.py compare RESULTS [--dir /tmp/kb/suite] [--hw NAME]
+        [--stat min|median] [--cache-states cold,warm] [--jobs N] [--budget-s 300] [--verify]
+        [--policy P] [--out table.md] [--json table.json]
 
-Two phases. First every problem is analysed by ``solar analyze FILE --hw HW --json`` in its own
-process (``--jobs`` at once, verification off unless ``--verify``, killed after ``--budget-s``).
-Then each problem is timed in this process, one after another: the model and inputs built as
-for capture (``torch.manual_seed(0)``, in the mode the file builds them), moved to the device,
-run under ``torch.no_grad()``: ``--warmup`` untimed runs, then ``--iters`` timed runs (at least
-50), median. On CUDA the L2 is flushed before each timed run by writing a buffer of twice its
-size, and CUDA events are recorded around the run alone (the flush outside them); eager first,
-then ``torch.compile(model)`` (a model that fails to compile is reported, not fatal). Eager and
-compile of one problem share one time budget (``--budget-s``, an alarm). On the CPU the wall
-clock is read around each run, there is no flush, and compile is skipped unless ``--compile``.
+``time``: see bench/gpu_time.py. It writes, per timing kind (eager, torch.compile) and cache
+state (cold: the L2 flushed before each timed run; warm: back-to-back runs on the same inputs),
+one JSON file in the layout of KernelBench's baseline timings, the serving steps of a decoder
+with a static KV cache (serving.json, serving_model.py) and environment.json.
 
-``--warm`` times warm-cache runs instead: no flush, the runs back to back on the same inputs (what
-most benchmark loops do), and the analyses use ``--cache-state warm`` (docs/cache-state.md), the
-bound of that kind of run. The cold default and ``--warm`` are two different promises; the
-environment records which one a table checks (``cache_state``).
+``compare`` checks that the model files under ``--dir`` (default: the folder the timings were
+taken of) are those timed (environment.json's sha256 of each), then analyses every problem and
+serving step with a timing in a cache state: ``solar analyze FILE --hw HW --json --cache-state
+STATE`` (serving: ``--serve PHASE --batch B --context T``) in its own process, ``--jobs`` at
+once, verification off unless ``--verify``, killed after ``--budget-s``. The cold timings are
+checked against the cold analyses, the warm ones against the warm analyses (docs/cache-state.md).
+The SOLAR device is ``--hw``, else picked from the GPU's name (timings on the CPU: H100-SXM, a
+what-if).
 
 The checks (``violations``): the unfused SOL must be at most the eager time; the fused and the
-cache-aware SOL must be at most both the eager and the compile time. A SOL above a median time is
-a violation. The script measures: it exits 0 with violations, 1 only on a usage error.
+cache-aware SOL must be at most both the eager and the compile time. The time is ``--stat`` of
+the timed runs, by default ``min``: the fastest run, itself a real run that no bound may be
+above (``median`` is the weaker check). The script measures: it exits 0 with violations, 1 only
+on a usage error.
 
-bench/README.md describes the flags, the columns and the results.
+bench/README.md describes the flags, the files, the columns and the results.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
 import json
-import math
 import os
-import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-MIN_ITERS = 50
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_time  # noqa: E402  (the PyTorch-only half, beside this file)
+
+KINDS = gpu_time.KINDS
+STATES = gpu_time.STATES
+STATS = ("min", "median")
+UsageError = gpu_time.UsageError
 FIDELITIES = ("unfused", "fused", "cache_aware")  # the report's sol.<fidelity>_s keys
-KINDS = ("eager", "compile")
 # (fidelity, timing) pairs whose SOL must not be above the timing: eager runs each ATen op as its
 # own kernel(s), so the unfused bound is checked against it; compile fuses, so only the fused
 # bounds are. (An unfused violation can also be one ATen kernel doing in one pass what the
@@ -82,15 +86,6 @@ GPU_NAMES = (
     (("MI300X",), (), "MI300X"),
     (("MI355X",), (), "MI355X"),
 )
-
-
-class UsageError(ValueError):
-    """A bad folder, option or device: one line, exit status 1."""
-
-
-class BudgetExceeded(BaseException):  # noqa: N818
-    """The problem's time budget ran out (raised by the alarm). A BaseException, so that no
-    ``except Exception`` inside torch swallows it."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,13 +141,33 @@ def _has_word(text: str, words: list[str], wanted: str) -> bool:
     return wanted in words or (len(wanted) > 2 and wanted in text)
 
 
-def summary(problems: list[dict]) -> dict:
-    """Counts over the problems: analysed, timed per kind, violations per check and per
-    fidelity (problems with at least one violating check of that fidelity)."""
+def measured(entry: dict, stat: str) -> float | None:
+    """The ``stat`` of a timing file's entry, in seconds (None when it was not timed)."""
+    value = entry.get(stat) if entry.get("status") == "ok" else None
+    return value * 1e-3 if isinstance(value, (int, float)) else None
+
+
+def record(name: str, analysis: dict, timings: dict, stat: str) -> dict:
+    """One row: the analysis, the two timing entries, measured / SOL and the violations."""
+    sol = analysis.get("sol_s") or {}
+    times = {k: measured(timings[k], stat) for k in KINDS}
+    return {
+        "problem": name,
+        "analysis": analysis,
+        "timings": timings,
+        "measured_s": times,
+        "ratios": ratios(sol, times),
+        "violations": violations(sol, times),
+    }
+
+
+def summary(rows: list[dict]) -> dict:
+    """Counts over the rows: analysed, timed per kind, violations per check and per fidelity
+    (rows with at least one violating check of that fidelity)."""
     per_check = {f"{f}>{k}": 0 for f, k in CHECKS}
     per_fidelity = {f: 0 for f in FIDELITIES}
     with_violation = 0
-    for p in problems:
+    for p in rows:
         found = p["violations"]
         for v in found:
             per_check[f"{v['fidelity']}>{v['timing']}"] += 1
@@ -160,9 +175,9 @@ def summary(problems: list[dict]) -> dict:
             per_fidelity[f] += 1
         with_violation += 1 if found else 0
     return {
-        "problems": len(problems),
-        "analysed": sum(1 for p in problems if p["analysis"].get("sol_s")),
-        "timed": {k: sum(1 for p in problems if p["timings"][k].get("median_s")) for k in KINDS},
+        "problems": len(rows),
+        "analysed": sum(1 for p in rows if p["analysis"].get("sol_s")),
+        "timed": {k: sum(1 for p in rows if p["measured_s"][k] is not None) for k in KINDS},
         "violations": per_check,
         "violations_by_fidelity": per_fidelity,
         "problems_with_violations": with_violation,
@@ -188,29 +203,32 @@ def fmt_ratio(r: float | None, checked: bool = False) -> str:
     return f"**{text}**" if checked and r < 1 else text
 
 
-def _timing_cell(t: dict) -> str:
-    if t.get("median_s") is not None:
-        return fmt_time(t["median_s"])
-    return t["status"].replace("_", " ")
+def timing_cell(entry: dict, stat: str) -> str:
+    seconds = measured(entry, stat)
+    return fmt_time(seconds) if seconds is not None else entry["status"].replace("_", " ")
 
 
-def markdown(doc: dict) -> str:
-    """The Markdown table of a result document (``run``'s JSON)."""
-    env, s = doc["environment"], doc["summary"]
-    lines = [f"# SOL against measured times: {env['folder']}", ""]
-    lines += [f"- {line}" for line in describe(env)]
-    header = ["problem", "verification"] + [f"{FIDELITY_WORDS[f]} SOL" for f in FIDELITIES]
-    header += list(KINDS) + [f"{k}/{f.removesuffix('_aware')}" for k in KINDS for f in FIDELITIES]
+STATE_TITLES = {
+    "cold": "Cold caches: the L2 flushed before each timed run, SOL of `--cache-state cold`",
+    "warm": "Warm caches: timed runs back to back on the same inputs, SOL of `--cache-state warm`",
+}
+
+
+def table(rows: list[dict], first: str, stat: str) -> list[str]:
+    """The Markdown table of rows, the failures under it and the summary line."""
+    header = [first, "verification"] + [f"{FIDELITY_WORDS[f]} SOL" for f in FIDELITIES]
+    header += [f"{k} {stat}" for k in KINDS]
+    header += [f"{k}/{f.removesuffix('_aware')}" for k in KINDS for f in FIDELITIES]
     header.append("violations")
-    lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     notes = []
-    for p in doc["problems"]:
+    for p in rows:
         a, t = p["analysis"], p["timings"]
         sol = a.get("sol_s") or {}
         verification = a.get("verification") or f"analysis {a['status'].replace('_', ' ')}"
         cells = [p["problem"], verification]
         cells += [fmt_time(sol.get(f)) for f in FIDELITIES]
-        cells += [_timing_cell(t[k]) for k in KINDS]
+        cells += [timing_cell(t[k], stat) for k in KINDS]
         cells += [
             fmt_ratio(p["ratios"].get(f"{k}/{f}"), (f, k) in CHECKS)
             for k in KINDS
@@ -222,10 +240,11 @@ def markdown(doc: dict) -> str:
         if a.get("error"):
             notes.append(f"{p['problem']}: analysis: {a['error']}")
         for k in KINDS:
-            if t[k].get("error"):
+            if t[k].get("error") and t[k]["status"] != "skipped":
                 notes.append(f"{p['problem']}: {k}: {t[k]['error']}")
     if notes:
         lines += ["", "Failures, timeouts and skips:", ""] + [f"- {n}" for n in notes]
+    s = summary(rows)
     by_check = ", ".join(
         f"{FIDELITY_WORDS[f]} > {k}: {s['violations'][f'{f}>{k}']}" for f, k in CHECKS
     )
@@ -234,50 +253,85 @@ def markdown(doc: dict) -> str:
     )
     lines += [
         "",
-        f"Summary: {s['problems']} problem(s), {s['analysed']} analysed, "
+        f"Summary: {s['problems']} {first}(s), {s['analysed']} analysed, "
         f"{s['timed']['eager']} timed eager, {s['timed']['compile']} timed with torch.compile; "
-        f"problems with a violation, by fidelity: {by_fidelity} "
-        f"({s['problems_with_violations']} problem(s) in all); by check: {by_check}.",
+        f"{first}s with a violation, by fidelity: {by_fidelity} "
+        f"({s['problems_with_violations']} in all); by check: {by_check}.",
     ]
+    return lines
+
+
+def markdown(doc: dict) -> str:
+    """The Markdown of a result document (``compare``'s JSON): the header, then per cache state
+    the problems' table and the serving steps' table."""
+    env = doc["environment"]
+    lines = [f"# SOL against measured times: {env['folder']}", ""]
+    lines += [f"- {line}" for line in describe(env)]
+    for state, part in doc["cache_states"].items():
+        lines += ["", f"## {STATE_TITLES[state]}", ""]
+        lines += table(part["problems"], "problem", env["stat"])
+        if part["serving"]:
+            lines += ["", f"### Serving steps of `{env['serving_model']}`, {state}", ""]
+            lines += table(part["serving"], "step", env["stat"])
     return "\n".join(lines) + "\n"
 
 
 def describe(env: dict) -> list[str]:
     """The header lines: how it was timed and analysed."""
-    t = env["timing"]
-    lines = [f"timings: {env['device']} ({env['device_name']}), torch {env['torch_version']}; {t}"]
-    if not env["compile"]:
-        lines.append("torch.compile: skipped (--device cpu without --compile)")
-    elif env.get("compile_warmup_s") is not None:
-        lines.append(
-            f"torch.compile: default mode; a warm-up compile of a small function before the "
-            f"first problem took {env['compile_warmup_s']:.3g} s (not counted)"
-        )
+    t, o = env["timing"], env["timing"]["options"]
+    device = t["device_name"] + (f", CUDA {t['cuda_version']}" if t.get("cuda_version") else "")
+    lines = [
+        f"timings: {t['device']} ({device}), torch {t['torch_version']}; {t['timer']}; "
+        f"{o['warmup']} warm-up runs, then up to {o['iters']} timed runs per cache state "
+        f"(at least {o['min_trials']}; `num_trials` in the files); the {env['stat']} is checked",
+        f"cold: before each timed run the cache is flushed (outside the timed region) by writing "
+        f"{t['flush_bytes']:,} bytes, twice its {t['l2_bytes']:,} bytes ({t['l2_source']}); "
+        "warm: the runs back to back on the same inputs",
+    ]
+    if not o["compile"]:
+        lines.append("torch.compile: not timed")
     else:
-        lines.append("torch.compile: default mode; the warm-up compile failed")
-    if env.get("tf32") is not None:
+        pre = t.get("precompile") or {}
+        if "compiled" in pre:
+            pre_text = (
+                f"; {pre['compiled']} compiled beforehand by {pre['workers']} process(es) in "
+                f"{pre['wall_s']:.1f} s (inductor's on-disk caches)"
+            )
+        else:
+            pre_text = f"; the precompile failed: {pre['error']}" if "error" in pre else ""
+        lines.append("torch.compile: default mode" + pre_text)
+    if t.get("tf32") is not None:
         lines.append(
-            f"TF32: matmul {env['tf32']['matmul']}, cuDNN {env['tf32']['cudnn']} "
+            f"TF32: matmul {t['tf32']['matmul']}, cuDNN {t['tf32']['cudnn']} "
             "(torch.backends flags at the end of the timings)"
         )
+    total = o["total_budget_s"]
+    run = f"{t['wall_s']['total']:.1f} s" if t.get("wall_s") else "unknown (killed?)"
+    lines.append(
+        f"budget: {o['budget_s']:g} s per problem and pass"
+        + (f", {total:g} s in all" if total else "")
+        + f"; the timings took {run}"
+        + (
+            ""
+            if t.get("complete")
+            else f"; INCOMPLETE: {t.get('stopped') or 'the run was cut off'}"
+        )
+    )
     verify = "verification on (--verify)" if env["verify"] else "verification off (--verify)"
     lines.append(
-        f"SOL: `solar analyze --hw {env['hw']} --cache-state {env.get('cache_state', 'cold')}` "
-        f"({env['hw_source']}), policy {env['policy']}, {verify}, {env['jobs']} at once"
+        f"SOL: `solar analyze --hw {env['hw']}` ({env['hw_source']}), policy {env['policy']}, "
+        f"{verify}, {env['jobs']} at once, {env['budget_s']:g} s each; analyses took "
+        f"{env['wall_s']:.1f} s"
     )
     if env["what_if"]:
         lines.append(
-            f"what-if: the timings ran on {env['device_name']}, the SOL is of {env['hw']}; "
+            f"what-if: the timings ran on {t['device_name']}, the SOL is of {env['hw']}; "
             "its violations say nothing about SOLAR's bound"
         )
     lines.append(
-        f"budget: {env['budget_s']:g} s per problem for its analysis and again for its timings; "
-        f"this run took {env['wall_s']['total']:.1f} s (analysis {env['wall_s']['analysis']:.1f} "
-        f"s, timings {env['wall_s']['timings']:.1f} s)"
-    )
-    lines.append(
-        "checks: unfused SOL <= eager; fused and cache-aware SOL <= eager and <= compile; "
-        "a checked ratio measured/SOL below 1 (a violation) is in bold"
+        f"checks: unfused SOL <= eager; fused and cache-aware SOL <= eager and <= compile "
+        f"({env['stat']} of the runs); a checked ratio measured/SOL below 1 (a violation) is "
+        "in bold"
     )
     return lines
 
@@ -293,10 +347,11 @@ def analyse(
     verify: bool,
     timeout_s: float,
     cache_state: str = "cold",
+    serve: dict | None = None,
 ) -> dict:
-    """``solar analyze path --json --cache-state STATE`` in a child process: ``{status,
-    verification, error, sol_s, bytes, nodes, macs, flops, wall_s}`` (status ``ok``, ``failed``
-    or ``timed_out``)."""
+    """``solar analyze path --json --cache-state STATE`` (``serve``: ``{phase, batch, context}``,
+    one serving step) in a child process: ``{status, verification, error, sol_s, bytes, ...,
+    wall_s}`` (status ``ok``, ``failed`` or ``timed_out``)."""
     from solar.suite import summarise
 
     start = time.perf_counter()
@@ -306,6 +361,9 @@ def analyse(
         cmd += ["--policy", policy] if policy else []
         cmd += [] if verify else ["--no-verify"]
         cmd += ["--cache-state", cache_state]
+        if serve:
+            cmd += ["--serve", serve["phase"], "--batch", str(serve["batch"])]
+            cmd += ["--context", str(serve["context"])]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -320,165 +378,20 @@ def analyse(
             return {"status": "failed", "error": error, "wall_s": time.perf_counter() - start}
         with open(report_path) as f:
             report = json.load(f)
-    record = summarise(report)
-    record.pop("headroom", None)
-    record.pop("violation", None)
+    if serve:
+        row = report["rows"][0]
+        record = {
+            "status": "ok",
+            "verification": row["verification"]["status"],
+            "sol_s": {f: v["step_s"] for f, v in row["fidelities"].items()},
+            "bytes": {f: v["bytes"] for f, v in row["fidelities"].items()},
+        }
+    else:
+        record = summarise(report)
+        record.pop("headroom", None)
+        record.pop("violation", None)
     record["wall_s"] = time.perf_counter() - start
     return record
-
-
-# ---------------------------------------------------------------------------------------------
-# Timings (torch imported here only).
-
-
-@contextlib.contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Raises ``BudgetExceeded`` in this (main) thread after ``seconds``."""
-
-    def ring(signum: int, frame: object) -> None:
-        raise BudgetExceeded()
-
-    old = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
-class Timer:
-    """Times ``fn()`` on one device: CUDA events with an L2 flush, or the wall clock."""
-
-    def __init__(self, device: str, iters: int, warmup: int, flush_bytes: int) -> None:
-        import torch
-
-        self.torch, self.device, self.iters, self.warmup = torch, device, iters, warmup
-        self.flush = None
-        if device == "cuda" and flush_bytes > 0:
-            self.flush = torch.empty(flush_bytes, dtype=torch.uint8, device="cuda")
-
-    def sync(self) -> None:
-        if self.device == "cuda":
-            self.torch.cuda.synchronize()
-
-    def time(self, fn: Callable[[], object], started: float, budget_s: float) -> dict:
-        """Warm-up, then ``iters`` timed runs: ``{status, median_s, min_s, max_s, runs}``; when
-        the warm-up says the timed runs cannot end within the budget, ``over_budget``."""
-        t0 = time.perf_counter()
-        for _ in range(self.warmup):
-            fn()
-        self.sync()
-        per_run = (time.perf_counter() - t0) / max(self.warmup, 1)
-        left = budget_s - (time.perf_counter() - started)
-        if self.warmup and per_run * self.iters > left:
-            return {
-                "status": "over_budget",
-                "error": f"a warm-up run took {fmt_time(per_run)}: {self.iters} runs would need "
-                f"about {per_run * self.iters:.3g} s, {max(left, 0):.3g} s of the budget are "
-                "left (--budget-s)",
-            }
-        samples = self._cuda(fn) if self.device == "cuda" else self._wall(fn)
-        return {
-            "status": "ok",
-            "median_s": statistics.median(samples),
-            "min_s": min(samples),
-            "max_s": max(samples),
-            "runs": len(samples),
-        }
-
-    def _cuda(self, fn: Callable[[], object]) -> list[float]:
-        torch = self.torch
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.iters)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.iters)]
-        torch.cuda.synchronize()
-        for start, end in zip(starts, ends, strict=True):
-            if self.flush is not None:
-                self.flush.zero_()  # outside the events: not timed
-            start.record()
-            fn()
-            end.record()
-        torch.cuda.synchronize()
-        return [s.elapsed_time(e) * 1e-3 for s, e in zip(starts, ends, strict=True)]
-
-    def _wall(self, fn: Callable[[], object]) -> list[float]:
-        samples = []
-        for _ in range(self.iters):
-            t0 = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - t0)
-        return samples
-
-
-def _failure(e: BaseException) -> str:
-    message = " ".join(str(e).split("\n")[0].split())
-    return f"{type(e).__name__}" + (f": {message}" if message else "")
-
-
-def time_problem(path: str, timer: Timer, compile_too: bool, budget_s: float) -> dict:
-    """Eager and torch.compile timings of one model file, within one budget."""
-    import torch
-
-    from solar.torch.capture import load_model_file
-
-    started = time.perf_counter()
-    result: dict = {k: {"status": "not_run"} for k in KINDS}
-    if not compile_too:
-        result["compile"] = {"status": "skipped"}
-    kind = "eager"
-    try:
-        with deadline(budget_s), torch.no_grad():
-            model, inputs = load_model_file(path)
-            if hasattr(model, "to"):
-                model = model.to(timer.device)
-            inputs = tuple(x.to(timer.device) if isinstance(x, torch.Tensor) else x for x in inputs)
-            result["eager"] = timer.time(lambda: model(*inputs), started, budget_s)
-            if compile_too:
-                kind = "compile"
-                try:
-                    compiled = torch.compile(model)
-                    t0 = time.perf_counter()
-                    compiled(*inputs)  # compiles
-                    timer.sync()
-                    compile_s = time.perf_counter() - t0
-                except Exception as e:  # reported, not fatal
-                    result["compile"] = {"status": "failed", "error": f"compile: {_failure(e)}"}
-                else:
-                    result["compile"] = timer.time(lambda: compiled(*inputs), started, budget_s)
-                    result["compile"]["compile_s"] = compile_s
-    except BudgetExceeded:
-        result[kind] = {
-            "status": "timed_out",
-            "error": f"timed out: the budget of {budget_s:g} s ran out (--budget-s)",
-        }
-        if kind == "eager" and compile_too:
-            result["compile"] = {"status": "not_run", "error": "not run: the budget ran out"}
-    except Exception as e:  # one model's failure never stops the run
-        result[kind] = {"status": "failed", "error": _failure(e)}
-        if kind == "eager" and compile_too:
-            result["compile"] = {"status": "not_run", "error": "not run: eager failed"}
-    finally:
-        with contextlib.suppress(Exception):
-            torch._dynamo.reset()
-        gc.collect()
-        if timer.device == "cuda":
-            torch.cuda.empty_cache()
-    result["wall_s"] = time.perf_counter() - started
-    return result
-
-
-def warm_compile(device: str) -> float:
-    """Compiles and runs a small function once, so that the first problem does not pay for
-    inductor's start-up (imports, compile workers); returns the seconds it took."""
-    import torch
-
-    t0 = time.perf_counter()
-    x = torch.ones(1024, device=device)
-    torch.compile(lambda t: torch.relu(t * 2.0 + 1.0))(x)
-    if device == "cuda":
-        torch.cuda.synchronize()
-    torch._dynamo.reset()
-    return time.perf_counter() - t0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -503,222 +416,216 @@ def check_hw(hw: str) -> None:
         raise UsageError(err.strip().split("\n")[0].split(": error: ", 1)[-1])
 
 
-def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+def parse_compare_args(argv: Sequence[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="bench/gpu_validate.py",
-        description="SOLAR's SOL of every model file in DIR against PyTorch eager and "
-        "torch.compile timings on this machine (bench/README.md).",
+        prog="bench/gpu_validate.py compare",
+        description="SOLAR's SOL of every problem and serving step timed by `gpu_validate.py "
+        "time` against those timings, with every violation (bench/README.md).",
     )
-    p.add_argument("dir", metavar="DIR", help="model files (Model, get_inputs, get_init_inputs)")
+    p.add_argument("results", metavar="RESULTS", help="the folder `time --out` wrote")
+    p.add_argument(
+        "--dir",
+        help="the model files that were timed (default: the folder `time` was given, "
+        "environment.json's dir)",
+    )
     p.add_argument(
         "--hw",
         help="SOLAR device (solar hw list) or device file; default: picked from the GPU's name "
-        "(CPU: H100-SXM, a what-if)",
+        "(CPU timings: H100-SXM, a what-if)",
     )
     p.add_argument("--policy", help="precision policy (docs/precision.md)")
-    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="default cuda")
+    p.add_argument("--stat", choices=STATS, default="min", help="the time checked (default min)")
     p.add_argument(
-        "--iters", type=int, default=MIN_ITERS, help=f"timed runs (at least {MIN_ITERS})"
-    )
-    p.add_argument("--warmup", type=int, default=10, help="untimed runs first (default 10)")
-    p.add_argument(
-        "--l2-bytes",
-        type=int,
-        metavar="N",
-        help="the L2 size in bytes (default: torch.cuda.get_device_properties().L2_cache_size); "
-        "the flush writes twice that",
+        "--cache-states",
+        default=",".join(STATES),
+        metavar="LIST",
+        help="cold, warm or both (default cold,warm)",
     )
     p.add_argument(
         "--budget-s",
         type=float,
-        default=12.0,
+        default=300.0,
         metavar="S",
-        help="per problem: for its analysis, and again for its timings (default 12)",
+        help="per analysis (default 300)",
     )
     p.add_argument("--jobs", type=int, metavar="N", help="analyses at once (default min(8, CPUs))")
     p.add_argument("--verify", action="store_true", help="verify the lowered IR (slower)")
-    p.add_argument(
-        "--warm",
-        action="store_true",
-        help="time warm-cache runs (no L2 flush) against the warm bound (--cache-state warm)",
-    )
-    p.add_argument("--compile", action="store_true", help="with --device cpu: torch.compile too")
     p.add_argument("--out", metavar="FILE.md", help="also write the Markdown table here")
     p.add_argument("--json", metavar="FILE.json", help="write the results as JSON")
     try:
         args = p.parse_args(list(argv))
     except SystemExit as e:
         raise SystemExit(0 if e.code == 0 else 1) from None
-    if args.iters < MIN_ITERS:
-        raise UsageError(f"--iters must be at least {MIN_ITERS} (got {args.iters})")
-    if args.warmup < 0:
-        raise UsageError("--warmup must be at least 0")
-    if not args.budget_s > 0 or not math.isfinite(args.budget_s):
+    states = [s.strip() for s in args.cache_states.split(",") if s.strip()]
+    if not states or any(s not in STATES for s in states):
+        raise UsageError(f"--cache-states: a list of {', '.join(STATES)} (got {args.cache_states})")
+    args.states = [s for s in STATES if s in states]
+    if not args.budget_s > 0 or args.budget_s == float("inf"):
         raise UsageError("--budget-s must be a positive number of seconds")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    if args.l2_bytes is not None and args.l2_bytes <= 0:
-        raise UsageError("--l2-bytes must be positive")
-    if not os.path.isdir(args.dir):
-        raise UsageError(f"{args.dir}: not a folder")
+    if not os.path.isdir(args.results):
+        raise UsageError(f"{args.results}: not a folder")
+    for out in (args.out, args.json):
+        if out and os.path.isdir(out):
+            raise UsageError(f"cannot write '{out}': it is a directory")
     return args
 
 
-def environment(args: argparse.Namespace) -> dict:
-    """Picks the device, its name, the L2 flush and the SOLAR device; raises UsageError."""
-    import torch
+def read_json(path: str) -> dict:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise UsageError(
+            f"{path}: missing (is this a folder `gpu_validate.py time` wrote?)"
+        ) from None
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: not a JSON object")
+    return data
 
-    env: dict = {"device": args.device, "torch_version": torch.__version__}
-    if args.device == "cuda":
-        if not torch.cuda.is_available():
-            raise UsageError("--device cuda: torch sees no CUDA device (--device cpu to try here)")
-        props = torch.cuda.get_device_properties(0)
-        env["device_name"] = torch.cuda.get_device_name(0)
-        env["cuda_version"] = torch.version.cuda or torch.version.hip
-        l2 = int(getattr(props, "L2_cache_size", 0) or 0)
-        if args.l2_bytes is not None:
-            env["l2_bytes"], env["l2_source"] = args.l2_bytes, "--l2-bytes"
-        elif l2 > 0:
-            env["l2_bytes"], env["l2_source"] = l2, "torch.cuda.get_device_properties"
-        else:
-            raise UsageError("torch does not report this GPU's L2 size: give --l2-bytes")
-        env["flush_bytes"] = 0 if args.warm else 2 * env["l2_bytes"]
-        flush = (
-            "no L2 flush (--warm: each timed run follows the last on the same inputs)"
-            if args.warm
-            else f"before each timed run the L2 is flushed (outside the events) by writing "
-            f"{env['flush_bytes']:,} bytes, twice its {env['l2_bytes']:,} bytes "
-            f"({env['l2_source']})"
-        )
-        env["timing"] = (
-            f"CUDA events around each timed run, median of {args.iters} after {args.warmup} "
-            f"warm-up runs; {flush}; torch.no_grad(); models in the mode their file builds them in"
-        )
-    else:
-        from solar.measure import cpu_model
 
-        env["device_name"] = cpu_model()
-        env["flush_bytes"] = 0
-        env["tf32"] = None
-        env["timing"] = (
-            f"wall clock (time.perf_counter) around each timed run, median of {args.iters} "
-            f"after {args.warmup} warm-up runs, {torch.get_num_threads()} thread(s), no cache "
-            "flush; torch.no_grad(); models in the mode their file builds them in"
+def check_files(root: str, hashes: dict) -> None:
+    """Every timed file is under ``root`` with the same sha256, else a UsageError."""
+    changed = []
+    for rel, digest in sorted(hashes.items()):
+        path = os.path.join(root, rel)
+        if not os.path.isfile(path):
+            changed.append(f"{rel} is missing")
+        elif gpu_time.sha256(path) != digest:
+            changed.append(f"{rel} differs")
+    if changed:
+        raise UsageError(
+            f"{root}: {len(changed)} of the {len(hashes)} timed model file(s) are not the ones "
+            f"timed ({changed[0]}{', ...' if len(changed) > 1 else ''}): give --dir the same files "
+            "(bench/suite_bench.py OUT --generate-only writes the suite)"
         )
+
+
+def pick_hw(args: argparse.Namespace, timing: dict) -> tuple[str, str, bool]:
+    """(device, where it came from, what-if)."""
     if args.hw:
         check_hw(args.hw)
-        env["hw"], env["hw_source"], env["what_if"] = args.hw, "--hw", args.device == "cpu"
-    elif args.device == "cuda":
-        hw = default_hw(env["device_name"], builtin_devices())
+        return args.hw, "--hw", timing["device"] != "cuda"
+    if timing["device"] == "cuda":
+        hw = default_hw(timing["device_name"], builtin_devices())
         if hw is None:
             raise UsageError(
-                f"no built-in SOLAR device for the GPU '{env['device_name']}': give --hw "
+                f"no built-in SOLAR device for the GPU '{timing['device_name']}': give --hw "
                 f"({', '.join(builtin_devices())}, or a device file)"
             )
-        env["hw"], env["hw_source"], env["what_if"] = hw, "picked from the GPU's name", False
-    else:
-        env["hw"], env["hw_source"], env["what_if"] = "H100-SXM", "the CPU default", True
-    return env
+        return hw, "picked from the GPU's name", False
+    return "H100-SXM", "the CPU default", True
 
 
-def run(args: argparse.Namespace) -> dict:
-    from solar.suite import find_problems
-
+def compare(args: argparse.Namespace) -> dict:
     t_start = time.perf_counter()
-    problems = find_problems(args.dir)
-    if not problems:
-        raise UsageError(f"{args.dir}: no *.py model files")
-    env = environment(args)
-    env.update(
-        cache_state="warm" if args.warm else "cold",
-        folder=os.path.basename(os.path.normpath(args.dir)),
-        policy=args.policy or "pytorch-cuda-default",
-        verify=args.verify,
-        iters=args.iters,
-        warmup=args.warmup,
-        budget_s=args.budget_s,
-        jobs=args.jobs or max(1, min(8, os.cpu_count() or 1)),
-    )
-    paths = [os.path.join(args.dir, rel) for _level, rel in problems]
-
-    def one(path: str) -> dict:
-        try:
-            return analyse(
-                path, env["hw"], args.policy, args.verify, args.budget_s, env["cache_state"]
-            )
-        except Exception as e:  # never stop the run
-            return {"status": "failed", "error": _failure(e)}
-
-    print(
-        f"gpu_validate: analysing {len(paths)} problem(s), {env['jobs']} at once", file=sys.stderr
-    )
-    with ThreadPoolExecutor(max_workers=env["jobs"]) as pool:
-        analyses = list(pool.map(one, paths))
-    t_analysis = time.perf_counter()
-
-    compile_too = args.device == "cuda" or args.compile
-    env["compile"], env["compile_warmup_s"] = compile_too, None
-    if compile_too:
-        try:
-            env["compile_warmup_s"] = warm_compile(args.device)
-        except Exception as e:  # each problem's compile will report its own failure
-            print(f"gpu_validate: the warm-up compile failed: {_failure(e)}", file=sys.stderr)
-    timer = Timer(args.device, args.iters, args.warmup, env["flush_bytes"])
-    results = []
-    for (_level, rel), path, analysis in zip(problems, paths, analyses, strict=True):
-        timings = time_problem(path, timer, compile_too, args.budget_s)
-        sol = analysis.get("sol_s") or {}
-        measured = {k: timings[k].get("median_s") for k in KINDS}
-        results.append(
-            {
-                "problem": rel,
-                "analysis": analysis,
-                "timings": timings,
-                "ratios": ratios(sol, measured),
-                "violations": violations(sol, measured),
-            }
+    timing = read_json(os.path.join(args.results, gpu_time.ENVIRONMENT))
+    if timing.get("schema_version") != gpu_time.SCHEMA_VERSION or "problems" not in timing:
+        raise UsageError(f"{args.results}/{gpu_time.ENVIRONMENT}: not written by this script")
+    files = {
+        (k, s): read_json(os.path.join(args.results, gpu_time.timing_file(k, s)))
+        for k in KINDS
+        for s in args.states
+    }
+    folder = args.dir or timing["dir"]
+    if not os.path.isdir(folder):
+        raise UsageError(
+            f"{folder}: not a folder here: give --dir the model files that were timed "
+            "(bench/suite_bench.py OUT --generate-only writes the suite)"
         )
-        eager, comp = (_timing_cell(timings[k]) for k in KINDS)
-        print(f"gpu_validate: {rel}: eager {eager}, compile {comp}", file=sys.stderr)
-    if args.device == "cuda":  # after the timings: a model file may have changed them
-        import torch
+    check_files(folder, timing["problems"])
+    serving = None
+    if timing.get("serving_model"):
+        serving = read_json(os.path.join(args.results, gpu_time.SERVING))
+        check_files(
+            args.results, {timing["serving_model"]["file"]: timing["serving_model"]["sha256"]}
+        )
+    hw, hw_source, what_if = pick_hw(args, timing)
+    jobs = args.jobs or max(1, min(8, os.cpu_count() or 1))
 
-        env["tf32"] = {
-            "matmul": bool(torch.backends.cuda.matmul.allow_tf32),
-            "cudnn": bool(torch.backends.cudnn.allow_tf32),
-        }
-    t_end = time.perf_counter()
-    env["wall_s"] = {
-        "analysis": t_analysis - t_start,
-        "timings": t_end - t_analysis,
-        "total": t_end - t_start,
+    def entry(kind: str, state: str, rel: str) -> dict:
+        level = os.path.dirname(rel) or gpu_time.TOP_LEVEL
+        return files[(kind, state)].get(level, {}).get(os.path.basename(rel), {"status": "missing"})
+
+    # every (state, row) with a timing gets an analysis in that state
+    work = []
+    for state in args.states:
+        for rel in sorted(timing["problems"]):
+            timings = {k: entry(k, state, rel) for k in KINDS}
+            work.append((state, rel, os.path.join(folder, rel), None, timings))
+        for step in (serving or {}).get("steps", []):
+            timings = {k: step[f"{k}_{state}"] for k in KINDS}
+            path = os.path.join(args.results, timing["serving_model"]["file"])
+            work.append((state, step["name"], path, step, timings))
+
+    def one(job: tuple) -> dict:
+        state, _name, path, serve, timings = job
+        if all(measured(t, args.stat) is None for t in timings.values()):
+            return {"status": "not_run", "error": "nothing timed to check"}
+        try:
+            return analyse(path, hw, args.policy, args.verify, args.budget_s, state, serve)
+        except Exception as e:  # never stop the run
+            return {"status": "failed", "error": gpu_time.failure(e)}
+
+    print(f"gpu_validate: {len(work)} analyses, {jobs} at once", file=sys.stderr)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        analyses = list(pool.map(one, work))
+    parts: dict = {s: {"problems": [], "serving": []} for s in args.states}
+    for (state, name, _path, serve, timings), analysis in zip(work, analyses, strict=True):
+        parts[state]["serving" if serve else "problems"].append(
+            record(name, analysis, timings, args.stat)
+        )
+    for part in parts.values():
+        part["summary"] = summary(part["problems"])
+        part["serving_summary"] = summary(part["serving"])
+    env = {
+        "timing": {k: v for k, v in timing.items() if k not in ("problems", "dir")},
+        "folder": os.path.basename(os.path.normpath(folder)),
+        "results": os.path.basename(os.path.normpath(args.results)),
+        "serving_model": timing["serving_model"]["file"] if serving else None,
+        "hw": hw,
+        "hw_source": hw_source,
+        "what_if": what_if,
+        "policy": args.policy or "pytorch-cuda-default",
+        "verify": args.verify,
+        "stat": args.stat,
+        "jobs": jobs,
+        "budget_s": args.budget_s,
+        "wall_s": time.perf_counter() - t_start,
     }
-    return {
-        "schema_version": 1,
-        "environment": env,
-        "problems": results,
-        "summary": summary(results),
-    }
+    return {"schema_version": 2, "environment": env, "cache_states": parts}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["time"]:  # PyTorch alone: nothing of SOLAR is imported on this path
+        return gpu_time.main(argv[1:])
+    if argv[:1] != ["compare"]:
+        asked = argv[:1] in (["-h"], ["--help"])
+        print(
+            "usage: bench/gpu_validate.py time DIR --out RESULTS ... (PyTorch alone, on the GPU)\n"
+            "       bench/gpu_validate.py compare RESULTS ... (with SOLAR)\n"
+            "--help after either for its options; bench/README.md",
+            file=sys.stdout if asked else sys.stderr,
+        )
+        return 0 if asked else 1
     try:
-        args = parse_args(sys.argv[1:] if argv is None else argv)
-        for out in (args.out, args.json):
-            if out and os.path.isdir(out):
-                raise UsageError(f"cannot write '{out}': it is a directory")
-        doc = run(args)
+        args = parse_compare_args(argv[1:])
+        doc = compare(args)
     except SystemExit as e:
         return int(e.code or 0)
     except (UsageError, OSError) as e:
-        print(f"gpu_validate: error: {' '.join(str(e).split())}", file=sys.stderr)
+        print(f"gpu_validate compare: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     from solar._files import write_atomic
 
-    table = markdown(doc)
-    sys.stdout.write(table)
+    text = markdown(doc)
+    sys.stdout.write(text)
     if args.out:
-        write_atomic(args.out, table)
+        write_atomic(args.out, text)
     if args.json:
         write_atomic(args.json, json.dumps(doc, sort_keys=True, indent=1, allow_nan=False) + "\n")
     return 0

@@ -4,8 +4,10 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "format.h"
+#include "solar/util/text.h"
 
 namespace solar::report::detail {
 
@@ -57,9 +59,16 @@ std::string kernel_floor_line(const sol::Analysis& a) {
   if (a.kernel_floor_s <= 0) return "kernel floor: none (" + a.kernel_floor_skipped + ")";
   size_t floored = 0;
   for (const sol::OpCost& c : a.ops) floored += c.floored ? 1 : 0;
-  return "kernel floor: " + format_seconds(a.kernel_floor_s) +
-         " per unfused operation (min_kernel_s); " + std::to_string(floored) + " of " +
-         std::to_string(a.ops.size()) + " operations at the floor";
+  std::string s = "kernel floor: " + format_seconds(a.kernel_floor_s) +
+                  " a kernel (min_kernel_s; --kernel-floor off: none): " +
+                  std::to_string(floored) + " of " + std::to_string(a.ops.size()) +
+                  " unfused operations at it";
+  std::vector<std::string> bound;  // the fused fidelities one kernel's floor sets
+  for (const sol::FidelityResult& f : a.results) {
+    if (f.floored) bound.emplace_back(sol::fidelity_name(f.fidelity));
+  }
+  if (!bound.empty()) s += "; " + join(bound, ", ") + " at one kernel's";
+  return s;
 }
 
 nlohmann::json warm_cache_json(const sol::Analysis& a) {

@@ -105,19 +105,6 @@ nlohmann::json overrides_json(const hw::Device& d) {
   return j;
 }
 
-// "one-kernel floor: 5 us (min_kernel_s) sets fused, cache" or "" (no figure, or no work).
-std::string program_floor_line(const sol::Analysis& a) {
-  if (a.program_floor_s <= 0) return "";
-  std::vector<std::string> floored;
-  for (const sol::FidelityResult& f : a.results) {
-    if (f.floored) floored.emplace_back(sol::fidelity_name(f.fidelity));
-  }
-  return "one-kernel floor: " + format_seconds(a.program_floor_s) +
-         " (min_kernel_s) under the fused and cache-aware times; " +
-         (floored.empty() ? std::string("binds none")
-                          : "binds " + join(floored, ", ") + " (the model's time is below it)");
-}
-
 // The weights the policy stored in a weight format (sol::store_weights): {"format", "tensors",
 // "bytes"}; null when none.
 nlohmann::json stored_weights_json(const einsum::Graph& g) {
@@ -157,8 +144,6 @@ std::string header(const Report& r) {
   s += "  " + cache_state_line(r.analysis.memory) + "\n";
   const std::string floor = kernel_floor_line(r.analysis);
   if (!floor.empty()) s += "  " + floor + "\n";
-  const std::string one = program_floor_line(r.analysis);
-  if (!one.empty()) s += "  " + one + "\n";
   s += "  " + verification_line(r.provenance.verification) + "\n";
   const einsum::OpCounts& t = r.analysis.totals;
   s += "  work: " + format_count(static_cast<double>(t.macs), "MAC") + ", " +

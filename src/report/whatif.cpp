@@ -17,13 +17,25 @@ namespace {
 
 using namespace detail;
 
+// Why no scaling of the rates meets the target: the kernel floors alone reach it.
+std::string unreachable_reason(const sol::Provision& p) {
+  return "the kernel floor alone, " + std::to_string(p.kernels) + " kernel" +
+         (p.kernels == 1 ? "" : "s") + " of " +
+         format_seconds(p.floor_s / static_cast<double>(p.kernels)) + " = " +
+         format_seconds(p.floor_s) + ", is not below the target";
+}
+
 nlohmann::json provision_json(const sol::Provision& p) {
-  return {{"time_s", p.time_s},
-          {"factor", p.factor},
-          {"compute_factor", p.compute_factor},
-          {"bandwidth_factor", p.bandwidth_factor},
-          {"effective_flops_per_s", p.effective_flops_per_s},
-          {"meets_target", p.meets()}};
+  nlohmann::json j = {
+      {"time_s", p.time_s},
+      {"factor", p.reachable() ? nlohmann::json(p.factor) : nlohmann::json(nullptr)},
+      {"compute_factor", p.compute_factor},
+      {"bandwidth_factor", p.bandwidth_factor},
+      {"effective_flops_per_s", p.effective_flops_per_s},
+      {"meets_target", p.meets()}};
+  if (p.floor_s > 0) j["kernel_floor"] = {{"floor_s", p.floor_s}, {"kernels", p.kernels}};
+  if (!p.reachable()) j["unreachable"] = unreachable_reason(p);
+  return j;
 }
 
 nlohmann::json device_json(const sol::DeviceResult& d) {
@@ -78,6 +90,10 @@ std::string device_notes(const MultiDeviceReport& r) {
     }
     if (!d.analysis->cache_skipped.empty()) {
       s += "  " + d.device + ": cache not analysed: " + d.analysis->cache_skipped + "\n";
+    }
+    if (d.analysis->kernel_floor && d.analysis->kernel_floor_s <= 0) {
+      s += "  " + d.device + ": no kernel floor (its file has no min_kernel_s): its times may be "
+           "below one kernel's, the others' not\n";
     }
     if (d.fallback_nodes > 0) {
       s += "  " + d.device + ": " + std::to_string(d.fallback_nodes) +
@@ -171,6 +187,7 @@ std::string render_provision(const MultiDeviceReport& r) {
        "(docs/fidelities.md)\n\n";
   std::vector<std::vector<std::string>> rows = {
       {"device", "fidelity", "SOL", "factor", "compute x", "bandwidth x", "verdict"}};
+  std::vector<std::string> unreachable;  // one line each, after the table
   for (const sol::DeviceResult& d : c.devices) {
     if (!d.analysis) {
       rows.push_back({d.device, "-", "n/a", "n/a", "n/a", "n/a", "not analysed"});
@@ -178,12 +195,19 @@ std::string render_provision(const MultiDeviceReport& r) {
     }
     for (const sol::Provision& p : d.provision) {
       rows.push_back({d.device, std::string(sol::fidelity_name(p.fidelity)),
-                      format_seconds(p.time_s), format_number(p.factor),
+                      format_seconds(p.time_s),
+                      p.reachable() ? format_number(p.factor) : "inf",
                       format_number(p.compute_factor), format_number(p.bandwidth_factor),
-                      p.meets() ? "meets" : "short"});
+                      p.meets() ? "meets" : (p.reachable() ? "short" : "unreachable")});
+      if (!p.reachable()) {
+        unreachable.push_back(d.device + " " + std::string(sol::fidelity_name(p.fidelity)) +
+                              ": " + unreachable_reason(p));
+      }
     }
   }
-  return s + format_table(rows, "llrrrrl") + device_notes(r);
+  s += format_table(rows, "llrrrrl");
+  for (const std::string& u : unreachable) s += "  unreachable: " + u + "\n";
+  return s + device_notes(r);
 }
 
 }  // namespace solar::report

@@ -50,7 +50,8 @@ Curve make_curve(const einsum::Graph& program, const hw::Device& d, const Precis
     if (const std::optional<CacheSchedule> s = opt.try_optimize(capacity)) {
       const CacheTime t = cache_time(*s, a.nodes, a.memory);
       p.traffic_bytes = s->traffic_bytes;
-      p.time_s = t.result.time_s;
+      // The one-kernel floor, as the fused time has it (sol/analysis.h).
+      p.time_s = std::max(t.result.time_s, a.program_floor_s);
       p.groups = s->groups.size();
       p.tiled_groups = static_cast<size_t>(
           std::count_if(s->groups.begin(), s->groups.end(),

@@ -828,6 +828,8 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, c
         t.memory_s = mem_s(fused_bytes);
         t.bytes = static_cast<int64_t>(std::llround(fused_bytes));
         t.time_s = std::max({t.compute_s, t.memory_s, t.comm_s});
+        // A stage that does work runs at least one kernel (sol/analysis.h, the one-kernel floor).
+        if (t.compute_s > 0 || t.memory_s > 0) t.time_s = std::max(t.time_s, one.program_floor_s);
       }
       st.terms.push_back(t);
     }

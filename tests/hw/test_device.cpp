@@ -555,7 +555,7 @@ TEST(HwJson, Shape) {
   EXPECT_EQ(mem[0]["capacity_bytes"], 80e9);
   EXPECT_EQ(mem[0]["bandwidth_bytes_per_s"], 3.35e12);
   EXPECT_EQ(mem[1]["level"], "L2");
-  EXPECT_FALSE(mem[1].contains("bandwidth_bytes_per_s"));
+  EXPECT_EQ(mem[1]["bandwidth_bytes_per_s"], 12.4e12);
   EXPECT_EQ(mem[2]["level"], "SMEM");
   EXPECT_EQ(j["compute_units"], 132);
   EXPECT_TRUE(j["compute_units"].is_number_integer());
@@ -566,8 +566,9 @@ TEST(HwJson, Shape) {
   EXPECT_EQ(j["interconnect"]["scale_up"]["per_direction_bytes_per_s"], 450e9);
   EXPECT_EQ(j["interconnect"]["host"]["bandwidth_bytes_per_s"], 128e9);
   const nlohmann::json& sources = j["sources"];
-  // 6 tensor + 2 vector + 4 memory + 2 interconnect + compute_units + clock_hz
-  EXPECT_EQ(sources.size(), 16u);
+  // 6 tensor + 2 vector + 5 memory (L2 with its bandwidth) + 2 interconnect + compute_units +
+  // clock_hz + min_kernel_s
+  EXPECT_EQ(sources.size(), 18u);
   EXPECT_NE(sources["peak_flops_per_s.tensor.bf16"].get<std::string>().find("S1"),
             std::string::npos);
   EXPECT_TRUE(sources.contains("memory.DRAM.bandwidth_bytes_per_s"));
@@ -575,7 +576,8 @@ TEST(HwJson, Shape) {
   for (const auto& [key, value] : j.items()) keys.push_back(key);
   EXPECT_EQ(keys,
             (std::vector<std::string>{"clock_hz", "compute_units", "description", "interconnect",
-                                      "memory", "name", "peak_flops_per_s", "sources", "vendor"}));
+                                      "memory", "min_kernel_s", "name", "peak_flops_per_s",
+                                      "sources", "vendor"}));
 }
 
 // Interconnect figures (docs/devices.md, "Interconnect"), from ../shared/reference/hardware.md
@@ -715,7 +717,26 @@ TEST(HwFile, MinKernelAndL2BandwidthFigures) {
   for (const char* name : {"L40S", "L4", "RTX-4090"}) {
     EXPECT_TRUE(load_builtin_device(name).level(MemoryLevel::L2).bandwidth_bytes_per_s) << name;
   }
-  for (const std::string& name : builtin_device_names()) {
+  // The devices people benchmark on have both (issue 40): a sourced min_kernel_s of 0.4 us (the
+  // shortest per-kernel GPU time found, 0.5 us, rounded down) and an L2 bandwidth.
+  for (const char* name :
+       {"H100-SXM", "H100-PCIe", "H200-SXM", "B200", "GB200", "A100-SXM-80GB", "A100-PCIe-40GB"}) {
+    const Device b = load_builtin_device(name);
+    ASSERT_TRUE(b.min_kernel_s.has_value()) << name;
+    EXPECT_EQ(b.min_kernel_s->value, 0.4e-6) << name;
+    EXPECT_NE(b.min_kernel_s->source.find("S62"), std::string::npos) << name;
+    EXPECT_TRUE(b.level(MemoryLevel::L2).bandwidth_bytes_per_s) << name;
+  }
+  // The other NVIDIA parts: the same 0.5 us at 1.98 GHz, scaled down where the boost clock is
+  // higher (0.5 x 1.98 / 2.52 = 0.393 us, rounded down to 0.3), kept where it is lower.
+  EXPECT_EQ(load_builtin_device("RTX-4090").min_kernel_s->value, 0.3e-6);
+  EXPECT_EQ(load_builtin_device("L40S").min_kernel_s->value, 0.3e-6);
+  EXPECT_EQ(load_builtin_device("L4").min_kernel_s->value, 0.4e-6);  // 0.485 us at 2.04 GHz
+  for (const char* name : {"A6000", "Jetson-AGX-Orin-64GB", "Jetson-AGX-Thor"}) {
+    EXPECT_EQ(load_builtin_device(name).min_kernel_s->value, 0.4e-6) << name;
+  }
+  // AMD's and the TPUs' have no published kernel time: no floor rather than a guessed one.
+  for (const char* name : {"MI300X", "MI355X", "TPU-v5e", "TPU-v5p", "TPU-v6e"}) {
     EXPECT_FALSE(load_builtin_device(name).min_kernel_s.has_value()) << name;
   }
   EXPECT_FALSE(load_builtin_device("Jetson-AGX-Thor").level(MemoryLevel::L2).bandwidth_bytes_per_s);

@@ -14,8 +14,16 @@
 //   - required_flops_per_s = FLOPs / L and required_bandwidth_bytes_per_s = bytes / L do not
 //     depend on the device's rates; compute_factor = required_flops_per_s / effective rate, the
 //     effective rate being FLOPs / C (the device's peak rates weighted by the program's mix).
+//
+// The kernel floor (docs/cache-state.md) does not scale with the rates: with it, T(k) = max(T0/k,
+// F) for the fused and cache-aware fidelities (F the one-kernel floor, T0 the unfloored time) and
+// T(k) = sum over the operations of max(t_i/k, F) for the unfused one (F for each operation that
+// launches a kernel). `floor_s` is T(infinity), what no scaling removes: a target at or below it
+// is unreachable (factor infinite). Otherwise factor is the k with T(k) = L (T0/L for the fused
+// ones; found by bisection for the unfused one, exact to the last bits of a double).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -34,8 +42,13 @@ struct Provision {
   double required_flops_per_s = 0;            // total FLOPs / latency_s
   double effective_flops_per_s = 0;           // total FLOPs / compute_s; 0 without arithmetic
   double required_bandwidth_bytes_per_s = 0;  // DRAM bytes of the fidelity / latency_s
+  double floor_s = 0;  // the kernel floors no scaling removes; 0: none
+  size_t kernels = 0;  // the kernels floor_s counts (the operations that launch one)
 
-  bool meets() const { return factor <= 1; }
+  // Whether some scaling of the rates meets the target: it is above floor_s. false: factor is
+  // infinite.
+  bool reachable() const { return floor_s == 0 || latency_s > floor_s; }
+  bool meets() const { return reachable() && factor <= 1; }
 };
 
 // One Provision per fidelity of `a`, in the same order. `latency_s` is positive and finite
