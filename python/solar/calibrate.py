@@ -31,6 +31,7 @@ checked by SOLAR's own loader before it is written.
 from __future__ import annotations
 
 import argparse
+import json
 import contextlib
 import os
 import re
@@ -680,19 +681,65 @@ def to_yaml(d: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def attainable_yaml(d: dict) -> str:
-    """The ``attainable:`` block of a datasheet file (docs/devices.md): the DRAM figure and the
-    rates measured here, the precisions left out named in comments."""
+def attainable_yaml(d: dict, datasheet: dict) -> tuple[str, list[str]]:
+    """The ``attainable:`` block of a datasheet file (docs/devices.md) and the warnings to print:
+    the DRAM figure and the rates measured here that the datasheet (``solar hw show --json``
+    of it) has a peak for and does not exceed. The loader refuses any other (a rate the datasheet
+    lacks has no peak to measure against; one above its peak means the peak is no bound): those
+    are named in comments instead, with the precisions left out, and one above its peak also
+    in a warning."""
     lines = [
         "attainable:",
         f"  # measured on {d['name']} by `solar calibrate` (docs/calibrate.md); sources say how",
         *(f"  # not measured: {reason}" for reason in (d.get("skipped") or {}).values()),
     ]
-    if d.get("attainable_dram") is not None:
-        lines.append(f"  dram_bandwidth_bytes_per_s: {_figure(d['attainable_dram'])}")
-    if d["tensor"] or d["vector"]:
-        lines += ["  peak_flops_per_s:", *_rate_lines(d, "    ")]
-    return "\n".join(lines) + "\n"
+    warnings: list[str] = []
+    peaks = datasheet.get("peak_flops_per_s", {})
+    kept: dict = {"tensor": {}, "vector": {}}
+    for unit in ("tensor", "vector"):
+        for p in PRECISION_ORDER:
+            if p not in d[unit]:
+                continue
+            f = d[unit][p]
+            peak = peaks.get(unit, {}).get(p)
+            if peak is None:
+                lines.append(f"  # not written: {unit} {p} {f.value:.6g} FLOP/s (the datasheet has "
+                             "no peak for it)")
+            elif f.value > peak:
+                lines.append(f"  # not written: {unit} {p} {f.value:.6g} FLOP/s, above the "
+                             f"datasheet's {peak:.6g}")
+                warnings.append(f"{unit} {p}: measured {f.value:.6g} FLOP/s, above the "
+                                f"datasheet's peak {peak:.6g}: check the datasheet figure")
+            else:
+                kept[unit][p] = f
+    dram = d.get("attainable_dram")
+    if dram is not None:
+        peak = datasheet["memory"][0]["bandwidth_bytes_per_s"]  # DRAM comes first
+        if dram.value > peak:
+            lines.append(f"  # not written: DRAM {dram.value:.6g} B/s, above the datasheet's "
+                         f"{peak:.6g}")
+            warnings.append(f"DRAM: measured {dram.value:.6g} B/s, above the datasheet's "
+                            f"{peak:.6g}: check the datasheet figure")
+        else:
+            lines.append(f"  dram_bandwidth_bytes_per_s: {_figure(dram)}")
+    if kept["tensor"] or kept["vector"]:
+        lines += ["  peak_flops_per_s:", *_rate_lines(kept, "    ")]
+    return "\n".join(lines) + "\n", warnings
+
+
+def without_attainable(text: str) -> str:
+    """``text`` without its ``attainable:`` block (a re-measurement replaces it): the line
+    ``attainable:`` and the indented, comment and blank lines under it."""
+    out, inside = [], False
+    for line in text.splitlines(keepends=True):
+        if re.match(r"attainable:", line):
+            inside = True
+        elif inside and (line[:1] in (" ", "\t") or not line.strip()):
+            pass
+        else:
+            inside = False
+            out.append(line)
+    return "".join(out)
 
 
 def _loader_refusal(path: str) -> str | None:
@@ -715,31 +762,15 @@ def write_device_file(path: str, text: str) -> None:
     write_atomic(path, text, check=loads, suffix=".yaml")
 
 
-# The loader's refusal of an `attainable:` block, until it reads one (issue 40).
-_NO_ATTAINABLE = "unknown key 'attainable' at top level"
-
-
-def write_attainable_file(path: str, text: str, d: dict) -> None:
+def write_attainable_file(path: str, text: str) -> None:
     """Writes ``text`` (a datasheet file and its ``attainable:`` block) to ``path`` after SOLAR's
-    loader accepted it (atomically). A loader that does not know ``attainable:`` yet (issue 40)
-    checks the block's figures in a device file of their own instead."""
-    import tempfile
-
+    loader accepted it (atomically): a measured figure above its datasheet peak is refused."""
     from solar._files import write_atomic
 
     def loads(tmp: str) -> None:
         err = _loader_refusal(tmp)
-        if err is not None and _NO_ATTAINABLE in err:
-            dram = ("DRAM", d["memory"][0][1], d["attainable_dram"])
-            with tempfile.TemporaryDirectory() as folder:
-                alone = os.path.join(folder, "attainable.yaml")
-                with open(alone, "w") as f:
-                    f.write(to_yaml({**d, "memory": [dram]}))
-                err = _loader_refusal(alone)
         if err is not None:
-            raise RuntimeError(
-                f"solar calibrate wrote an attainable block its loader refuses: {err}"
-            )
+            raise ValueError(f"solar calibrate wrote an attainable block its loader refuses: {err}")
 
     write_atomic(path, text, check=loads, suffix=".yaml")
 
@@ -814,7 +845,8 @@ def _device_json(spec: str) -> str | None:
 def datasheet_text(name: str, device: str, force: bool) -> str:
     """The datasheet file that ``--attainable NAME`` writes before its block, after the checks:
     ``name`` is a built-in device, the device measured is a GPU and (unless ``force``) its name
-    has ``name``'s model token, and the file has no ``attainable:`` block yet."""
+    has ``name``'s model token; an ``attainable:`` block already in the file is left out (the
+    one measured here replaces it)."""
     import torch
 
     text = builtin_file_text(name)
@@ -829,8 +861,7 @@ def datasheet_text(name: str, device: str, force: bool) -> str:
             f"--attainable {name}: this GPU is '{gpu}', whose name lacks {name}'s model "
             f"'{model_token(name)}' (--force writes the file anyway)"
         )
-    if re.search(r"^attainable:", text, re.M):
-        raise ValueError(f"--attainable {name}: the built-in file already has an attainable block")
+    text = without_attainable(text)
     return text if text.endswith("\n") else text + "\n"
 
 
@@ -902,8 +933,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             text = to_yaml(d)
             write_device_file(args.output, text)
         else:
-            text = datasheet + attainable_yaml(d)
-            write_attainable_file(args.output, text, d)
+            block, warnings = attainable_yaml(d, json.loads(_device_json(args.attainable) or "{}"))
+            for w in warnings:
+                sys.stderr.write(f"solar calibrate: warning: {w}\n")
+            text = datasheet + block
+            write_attainable_file(args.output, text)
     except (ValueError, OSError) as e:
         return _error(" ".join(str(e).split("\n")[0].split()) or type(e).__name__)
     sys.stdout.write(text)

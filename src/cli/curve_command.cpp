@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sol_common.h"
+#include "solar/report/analyze.h"
 #include "solar/report/curve.h"
 #include "solar/sol/curve.h"
 #include "solar/sol/precision.h"
@@ -23,7 +24,7 @@ int curve_impl(const std::vector<std::string>& args, std::ostream& out, std::ost
                "solar curve"};
   std::string file, hw, json, csv, svg, policy{sol::kDefaultPrecisionPolicy},
       routing = "concentrated";
-  std::string cache_state = "cold";
+  std::string cache_state = "cold", kernel_floor = "on";
   std::vector<std::string> sizes, sets;
   app.add_option("FILE", file, "IR file")->required()->type_name("");
   app.add_option("--hw", hw, "Device: a built-in name (solar hw list) or a .yaml file")
@@ -45,16 +46,18 @@ int curve_impl(const std::vector<std::string>& args, std::ostream& out, std::ost
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   detail::add_routing_option(app, routing);
   detail::add_cache_state_option(app, cache_state);
+  detail::add_kernel_floor_option(app, kernel_floor);
   return detail::run_command(app, args, out, err, [&] {
     const sol::PrecisionPolicy& p = sol::find_precision_policy(policy);
     const hw::Device device = detail::load_device(hw, sets);  // before the program
     const sol::CacheState state = sol::parse_cache_state(cache_state);
+    const bool floor = report::parse_kernel_floor(kernel_floor);
     if (detail::arguments_only(program)) {
       detail::check_graph_options(sizes, routing);
       return detail::kArgumentsGood;
     }
     const sol::Curve c =
-        sol::make_curve(detail::load_graph(file, sizes, routing, program), device, p, state);
+        sol::make_curve(detail::load_graph(file, sizes, routing, program), device, p, state, floor);
     std::string table = report::render_curve(c);
     std::vector<std::pair<std::string, std::string>> files;  // written together by emit
     if (!csv.empty()) {

@@ -248,7 +248,11 @@ void add_cache_options(CLI::App& app, std::string& level, std::string& capacity,
       ->type_name("BYTES");
   if (!state) return;
   add_cache_state_option(app, state->cache_state);
-  app.add_option("--kernel-floor", state->kernel_floor,
+  add_kernel_floor_option(app, state->kernel_floor);
+}
+
+void add_kernel_floor_option(CLI::App& app, std::string& kernel_floor) {
+  app.add_option("--kernel-floor", kernel_floor,
                  "on (the default): each unfused operation, and the fused and cache-aware "
                  "program, takes at least the device's min_kernel_s; off: no floor "
                  "(docs/cache-state.md)")

@@ -58,8 +58,11 @@ sol::AnalysisOptions cache_options(const std::string& level, const std::string& 
 void add_cache_options(CLI::App& app, std::string& level, std::string& capacity,
                        CacheStateArgs* state = nullptr);
 
-// Adds `--cache-state cold|warm` to `app` (`solar curve`, which has no unfused floor).
+// Adds `--cache-state cold|warm` to `app` (`solar curve`, which has no --level).
 void add_cache_state_option(CLI::App& app, std::string& cache_state);
+
+// Adds `--kernel-floor on|off` to `app`.
+void add_kernel_floor_option(CLI::App& app, std::string& kernel_floor);
 
 // Adds `--routing balanced|concentrated` (einsum::Routing) to `app`.
 void add_routing_option(CLI::App& app, std::string& routing);

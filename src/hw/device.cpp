@@ -228,6 +228,22 @@ std::optional<MemoryLevel> memory_level_from_name(std::string_view name) {
   return find_by_name(kAllMemoryLevels, memory_level_name, name);
 }
 
+Device attainable_device(const Device& d) {
+  SOLAR_CHECK(d.attainable.has_value(), d.name + " has no attainable block");
+  Device out = d;
+  const Attainable& a = *d.attainable;
+  out.attainable.reset();
+  // A datasheet figure lowered below the measurement (--set) stays: the smaller of the two.
+  const auto replace = [](std::optional<Figure>& slot, const std::optional<Figure>& measured) {
+    if (measured && (!slot || measured->value < slot->value)) slot = measured;
+  };
+  replace(out.level(MemoryLevel::Dram).bandwidth_bytes_per_s, a.dram_bandwidth_bytes_per_s);
+  for (ComputeUnit u : kAllComputeUnits) {
+    for (Precision p : kAllPrecisions) replace(out.peak(u, p), a.peak(u, p));
+  }
+  return out;
+}
+
 double Device::dram_bandwidth_bytes_per_s() const {
   const auto& bw = level(MemoryLevel::Dram).bandwidth_bytes_per_s;
   SOLAR_CHECK(bw.has_value(), "device " + name + " has no DRAM bandwidth");
@@ -292,6 +308,18 @@ nlohmann::json device_to_json(const Device& d) {
   if (d.compute_units) out["compute_units"] = static_cast<int64_t>(d.compute_units->value);
   if (d.clock_hz) out["clock_hz"] = d.clock_hz->value;
   if (d.min_kernel_s) out["min_kernel_s"] = d.min_kernel_s->value;
+  if (d.attainable) {
+    nlohmann::json measured = nlohmann::json::object();
+    for (ComputeUnit u : kAllComputeUnits) {
+      nlohmann::json rates = rates_to_json(d.attainable->peak_flops_per_s[static_cast<size_t>(u)]);
+      if (!rates.empty()) measured[std::string(compute_unit_name(u))] = std::move(rates);
+    }
+    nlohmann::json a = {{"peak_flops_per_s", std::move(measured)}};
+    if (d.attainable->dram_bandwidth_bytes_per_s) {
+      a["dram_bandwidth_bytes_per_s"] = d.attainable->dram_bandwidth_bytes_per_s->value;
+    }
+    out["attainable"] = std::move(a);
+  }
   return out;
 }
 

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <type_traits>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -24,7 +26,9 @@ namespace {
 using Keys = std::vector<std::string>;
 
 const Keys kTopKeys = {"name",         "vendor",        "description", "peak_flops_per_s", "memory",
-                       "interconnect", "compute_units", "clock_hz",    "min_kernel_s"};
+                       "interconnect", "compute_units", "clock_hz",    "min_kernel_s",
+                       "attainable"};
+const Keys kAttainableKeys = {"dram_bandwidth_bytes_per_s", "peak_flops_per_s"};
 const Keys kLinkKeys = {"link", "bandwidth_bytes_per_s", "in_network_reduction"};
 const Keys kFigureKeys = {"value", "source"};
 const Keys kLevelKeys = {"level", "capacity_bytes", "bandwidth_bytes_per_s"};
@@ -51,6 +55,13 @@ Keys level_names() {
   Keys keys;
   for (MemoryLevel l : kAllMemoryLevels) keys.emplace_back(memory_level_name(l));
   return keys;
+}
+
+// A figure in a message: 4.28e+12.
+std::string shown(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
 }
 
 // "in memory[0]", or "at top level" for the empty path.
@@ -100,6 +111,7 @@ class FileReader {
     if (auto e = find_entry(root, "compute_units")) d.compute_units = read_count(*e);
     if (auto e = find_entry(root, "clock_hz")) d.clock_hz = read_figure(*e, "clock_hz");
     if (auto e = find_entry(root, "min_kernel_s")) d.min_kernel_s = read_figure(*e, "min_kernel_s");
+    if (auto e = find_entry(root, "attainable")) read_attainable(*e, d);
     return d;
   }
 
@@ -185,7 +197,14 @@ class FileReader {
   }
 
   void read_peak(const Entry& e, Device& d) const {
-    const std::string path = "peak_flops_per_s";
+    read_rates(e, "peak_flops_per_s", d.peak_flops_per_s);
+  }
+
+  // `{tensor: {bf16: FIGURE, ...}, vector: {...}}` at `path`, into `table`; at least one rate.
+  // `check(u, p, figure, mark)` sees each rate read.
+  template <class Check = std::nullptr_t>
+  void read_rates(const Entry& e, const std::string& path,
+                  std::array<RateTable, kComputeUnitCount>& table, Check check = nullptr) const {
     require_map(e, path, unit_keys(), "a mapping with keys " + join(unit_keys()));
     bool any = false;
     for (ComputeUnit u : kAllComputeUnits) {
@@ -198,12 +217,59 @@ class FileReader {
       for (Precision p : kAllPrecisions) {
         const std::string prec(precision_name(p));
         if (auto r = find_entry(rates->value, prec)) {
-          d.peak(u, p) = read_figure(*r, join_path(unit_path, prec));
+          const Figure f = read_figure(*r, join_path(unit_path, prec));
+          if constexpr (!std::is_same_v<Check, std::nullptr_t>) check(u, p, f, value_mark(*r));
+          table[static_cast<size_t>(u)][static_cast<size_t>(p)] = f;
           any = true;
         }
       }
     }
     if (!any) fail(value_mark(e), path + " lists no rates");
+  }
+
+  // `attainable: {dram_bandwidth_bytes_per_s: FIGURE, peak_flops_per_s: {...}}`, after the
+  // datasheet figures: each at most the datasheet's figure for the same thing, which must exist.
+  void read_attainable(const Entry& e, Device& d) const {
+    require_map(e, "attainable", kAttainableKeys,
+                "a mapping with keys " + join(kAttainableKeys) + " (measured ceilings)");
+    Attainable a;
+    if (auto bw = find_entry(e.value, "dram_bandwidth_bytes_per_s")) {
+      const std::string path = "attainable.dram_bandwidth_bytes_per_s";
+      const Figure f = read_figure(*bw, path);
+      check_ceiling(f, d.dram_bandwidth_bytes_per_s(), path, "memory DRAM bandwidth_bytes_per_s",
+                    value_mark(*bw));
+      a.dram_bandwidth_bytes_per_s = f;
+    }
+    if (auto peak = find_entry(e.value, "peak_flops_per_s")) {
+      read_rates(*peak, "attainable.peak_flops_per_s", a.peak_flops_per_s,
+                 [&](ComputeUnit u, Precision p, const Figure& f, const YAML::Mark& at) {
+                   const std::string key = std::string(compute_unit_name(u)) + "." +
+                                           std::string(precision_name(p));
+                   if (!d.peak(u, p)) {
+                     fail(at, "attainable.peak_flops_per_s." + key +
+                                  ": the datasheet has no peak_flops_per_s." + key +
+                                  " to measure against");
+                   }
+                   check_ceiling(f, d.peak(u, p)->value, "attainable.peak_flops_per_s." + key,
+                                 "peak_flops_per_s." + key, at);
+                 });
+    }
+    if (!a.dram_bandwidth_bytes_per_s &&
+        std::all_of(a.peak_flops_per_s.begin(), a.peak_flops_per_s.end(), [](const RateTable& t) {
+          return std::none_of(t.begin(), t.end(), [](const auto& f) { return f.has_value(); });
+        })) {
+      fail(value_mark(e), "attainable lists no figures");
+    }
+    d.attainable = std::move(a);
+  }
+
+  // A measured ceiling above the datasheet's figure means the datasheet is not a bound: refused.
+  void check_ceiling(const Figure& measured, double datasheet, const std::string& path,
+                     const std::string& datasheet_path, const YAML::Mark& at) const {
+    if (measured.value <= datasheet) return;
+    fail(at, path + " (" + shown(measured.value) + ") is above the datasheet's " +
+                 datasheet_path + " (" + shown(datasheet) +
+                 "): a measured ceiling is at most the peak");
   }
 
   // `interconnect: {scale_up: {link: TEXT, bandwidth_bytes_per_s: FIGURE}, host: {...}}`.

@@ -65,6 +65,8 @@ nlohmann::json curve_to_json(const sol::Curve& c) {
           {"compute_s", c.compute_s},
           {"bytes", {{"unfused", c.unfused_bytes}, {"fused", c.fused_bytes}}},
           {"sol", {{"unfused_s", c.unfused_s}, {"fused_s", c.fused_s}}},
+          {"kernel_floor_s",
+           c.kernel_floor_s > 0 ? nlohmann::json(c.kernel_floor_s) : nlohmann::json(nullptr)},
           {"points", std::move(points)}};
 }
 
@@ -181,7 +183,14 @@ std::string render_curve(const sol::Curve& c) {
        "), compute " + format_seconds(c.compute_s) + "\n";
   s += "  device: L2 " + (c.l2_bytes ? binary_bytes(*c.l2_bytes) : std::string("n/a")) + ", SMEM " +
        (c.smem_bytes ? binary_bytes(*c.smem_bytes) : std::string("n/a")) + "\n";
-  s += "  cache state: " + std::string(sol::cache_state_name(c.cache_state)) + "\n\n";
+  s += "  cache state: " + std::string(sol::cache_state_name(c.cache_state)) + "\n";
+  if (c.kernel_floor_s > 0) {
+    s += "  kernel floor: " + format_seconds(c.kernel_floor_s) +
+         " (one kernel, min_kernel_s; --kernel-floor off: none): no time below it\n";
+  } else if (c.kernel_floor && !c.kernel_floor_skipped.empty()) {
+    s += "  kernel floor: none (" + c.kernel_floor_skipped + ")\n";
+  }
+  s += "\n";
   std::vector<std::vector<std::string>> rows = {
       {"capacity", "level", "DRAM bytes", "SOL time", "vs fused", "groups", "tiled"}};
   for (const sol::CurvePoint& p : c.points) {

@@ -443,9 +443,49 @@ Report make_report(einsum::Graph graph, hw::Device device, const sol::PrecisionP
                    const sol::AnalysisOptions& options) {
   graph = sol::store_weights(std::move(graph), policy);
   sol::Analysis analysis = sol::analyze(graph, device, policy, fidelities, options);
+  std::optional<sol::Analysis> attainable;
+  if (device.attainable) {
+    attainable = sol::analyze(graph, hw::attainable_device(device), policy, fidelities, options);
+  }
   return Report{std::move(graph), std::move(device), std::move(analysis), {},
-                std::nullopt,     std::nullopt};
+                std::nullopt,     std::nullopt,      std::move(attainable)};
 }
+
+std::vector<std::string> attainable_figures(const hw::Device& d) {
+  std::vector<std::string> out;
+  if (!d.attainable) return out;
+  if (const auto& bw = d.attainable->dram_bandwidth_bytes_per_s) {
+    out.push_back("DRAM " + format_bandwidth(bw->value) + " (datasheet " +
+                  format_bandwidth(d.dram_bandwidth_bytes_per_s()) + ")");
+  }
+  for (hw::ComputeUnit u : hw::kAllComputeUnits) {
+    for (hw::Precision p : hw::kAllPrecisions) {
+      const auto& measured = d.attainable->peak(u, p);
+      if (!measured) continue;
+      out.push_back(std::string(hw::compute_unit_name(u)) + " " +
+                    std::string(hw::precision_name(p)) + " " + format_rate(measured->value) +
+                    " (" + format_rate(d.peak(u, p)->value) + ")");
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// "attainable (measured ceilings, not a bound): unfused 2.1 ms, fused ..." and the figures.
+std::string attainable_lines(const Report& r) {
+  if (!r.attainable) return "";
+  std::vector<std::string> times;
+  for (const sol::FidelityResult& f : r.attainable->results) {
+    times.push_back(std::string(sol::fidelity_name(f.fidelity)) + " " + format_seconds(f.time_s));
+  }
+  return "attainable at " + r.device.name +
+         "'s measured ceilings (its file's attainable block; not a bound): " + join(times, ", ") +
+         "\n  measured: " + join(attainable_figures(r.device), ", ") +
+         "; other rates at the datasheet's\n";
+}
+
+}  // namespace
 
 void add_step(Report& r, const std::map<std::string, std::string>& tensor_phase,
               const sol::PrecisionPolicy& policy, const sol::AnalysisOptions& options) {
@@ -513,6 +553,11 @@ nlohmann::json report_to_json(const Report& r) {
     j["warm_cache"] = warm_cache_json(r.analysis);
   }
   if (r.analysis.kernel_floor) j["kernel_floor"] = kernel_floor_json(r.analysis);
+  if (r.attainable) {
+    nlohmann::json a = hw::device_to_json(r.device)["attainable"];  // the measured figures
+    a["sol"] = sol_json(*r.attainable);
+    j["attainable"] = std::move(a);
+  }
   if (!r.provenance.agent.is_null()) j["agent"] = r.provenance.agent;
   if (!r.graph.dead_nodes.empty()) j["dead_nodes"] = r.graph.dead_nodes;
   const nlohmann::json stored = stored_weights_json(r.graph);
@@ -597,8 +642,11 @@ nlohmann::json cache_to_json(const einsum::Graph& g, const sol::Analysis& a) {
 
 std::string render_report(const Report& r, size_t top_nodes) {
   std::string s = render_provenance(r.provenance) + header(r) + "\n" + fidelity_table(r.analysis);
-  const std::string cache = cache_table(r.graph, r.analysis, top_nodes);
-  s += cache + step_table(r) + parallel_table(r, top_nodes);
+  // The cache summary line stays under the table it explains; the attainable times follow it.
+  std::string cache = cache_table(r.graph, r.analysis, top_nodes);
+  const size_t summary_end = cache.starts_with("cache: ") ? cache.find('\n') + 1 : 0;
+  s += cache.substr(0, summary_end) + attainable_lines(r) + cache.substr(summary_end);
+  s += step_table(r) + parallel_table(r, top_nodes);
   if (!r.graph.nodes.empty()) s += "\n" + op_table(r, top_nodes);
   const std::string notes = fallback_notes(r);
   if (!notes.empty()) s += "\n" + notes;

@@ -148,6 +148,14 @@ nlohmann::json headroom_to_json(const sol::Headroom& h) {
   return j;
 }
 
+nlohmann::json attainable_headroom_to_json(const sol::Headroom& h) {
+  nlohmann::json by = nlohmann::json::object();
+  for (const sol::FidelityHeadroom& f : h.fidelities) {
+    by[std::string(sol::fidelity_key(f.fidelity))] = f.headroom;
+  }
+  return {{"by_fidelity", std::move(by)}};
+}
+
 std::string render_insights(const sol::Insights& in, size_t top_fusions) {
   std::string s;
   for (const sol::ContractionChain& c : in.chains) {
@@ -181,7 +189,7 @@ std::string render_insights(const sol::Insights& in, size_t top_fusions) {
   return s.empty() ? s : "Insights:\n" + s;
 }
 
-std::string render_headroom(const sol::Headroom& h) {
+std::string render_headroom(const sol::Headroom& h, const sol::Headroom* attainable) {
   std::string s = "Headroom (measured / SOL): measured " + format_seconds(h.measurement.time_s);
   if (!h.measurement.method.empty()) s += " (" + h.measurement.method + ")";
   s += "\n  " + headroom_note(h) + "\n ";
@@ -191,6 +199,14 @@ std::string render_headroom(const sol::Headroom& h) {
          (f.sol_s > 0 ? format_ratio(f.headroom) + "x" : "- (SOL 0)");
   }
   s += "\n";
+  if (attainable) {
+    s += "  against the attainable times (measured ceilings, not a bound):";
+    for (const sol::FidelityHeadroom& f : attainable->fidelities) {
+      s += " " + std::string(sol::fidelity_name(f.fidelity)) + " " +
+           (f.sol_s > 0 ? format_ratio(f.headroom) + "x" : "- (SOL 0)");
+    }
+    s += "\n";
+  }
   if (h.violation) {
     s += "  VIOLATION: the measured time is below the SOL bound " + format_seconds(h.bound_s) +
          " (device figures too low, or the program does less work than its graph)\n";

@@ -105,7 +105,13 @@ SolReport make_sol_report(Report r, const Measured& measured, size_t top, bool j
           sol::compute_node_headroom(s.report.graph, s.report.analysis, times, method);
     }
     if (json) s.json["headroom"] = headroom_to_json(*s.headroom);
-    s.table += "\n" + render_headroom(*s.headroom);
+    std::optional<sol::Headroom> attainable;
+    if (s.report.attainable) {
+      attainable = sol::compute_headroom(*s.report.attainable, s.report.device.name,
+                                         s.headroom->measurement);
+      if (json) s.json["headroom"]["attainable"] = attainable_headroom_to_json(*attainable);
+    }
+    s.table += "\n" + render_headroom(*s.headroom, attainable ? &*attainable : nullptr);
   }
   return s;
 }

@@ -13,17 +13,21 @@
 
 namespace solar::sol {
 Curve make_curve(const einsum::Graph& program, const hw::Device& d, const PrecisionPolicy& policy,
-                 CacheState state) {
+                 CacheState state, bool kernel_floor) {
   std::optional<einsum::Graph> stored;  // the policy's weight storage (store_weights)
   if (policy.weight_format) stored = store_weights(program, policy);
   const einsum::Graph& g = stored ? *stored : program;
   AnalysisOptions options;
   options.cache_state = state;
+  options.kernel_floor = kernel_floor;
   const Analysis a = analyze(g, d, policy, {Fidelity::Unfused, Fidelity::Fused}, options);
   Curve c;
   c.source = g.source;
   c.device = d.name;
   c.cache_state = state;
+  c.kernel_floor = kernel_floor;
+  c.kernel_floor_s = a.program_floor_s;
+  c.kernel_floor_skipped = a.kernel_floor_skipped;
   c.dram_bandwidth_bytes_per_s = a.dram_bandwidth_bytes_per_s;
   c.compute_s = a.result(Fidelity::Fused).compute_s;
   c.unfused_bytes = a.result(Fidelity::Unfused).bytes;

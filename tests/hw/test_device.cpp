@@ -395,7 +395,8 @@ TEST(HwFile, InvalidFilesGiveOneExactMessage) {
   const std::vector<BadCase> cases = {
       {1, "nmae: Test-GPU",
        "1:1: error: unknown key 'nmae' at top level; valid: name, vendor, description, "
-       "peak_flops_per_s, memory, interconnect, compute_units, clock_hz, min_kernel_s"},
+       "peak_flops_per_s, memory, interconnect, compute_units, clock_hz, min_kernel_s, "
+       "attainable"},
       {10,
        "interconnect: {nvlink: {link: NVLink, bandwidth_bytes_per_s: {value: 9e11, source: S0}}}",
        "10:16: error: unknown key 'nvlink' in interconnect; valid: scale_up, host"},
@@ -467,7 +468,8 @@ TEST(HwFile, DuplicateLevelEmptyAndMissingFiles) {
   EXPECT_EQ(user_error([&] { load_device_file(empty); }),
             empty +
                 ": error: a device file is a mapping with keys name, vendor, description, "
-                "peak_flops_per_s, memory, interconnect, compute_units, clock_hz, min_kernel_s");
+                "peak_flops_per_s, memory, interconnect, compute_units, clock_hz, min_kernel_s, "
+                "attainable");
   const std::string missing = (fs::path(SOLAR_SOURCE_DIR) / "no-such-device.yaml").string();
   EXPECT_NE(
       user_error([&] { resolve_device(missing); }).find("cannot read device file '" + missing),
@@ -741,6 +743,101 @@ TEST(HwFile, MinKernelAndL2BandwidthFigures) {
   }
   EXPECT_FALSE(load_builtin_device("Jetson-AGX-Thor").level(MemoryLevel::L2).bandwidth_bytes_per_s);
   EXPECT_EQ(load_builtin_device("Jetson-AGX-Thor").compute_units->value, 20);
+}
+
+}  // namespace
+}  // namespace solar::hw
+
+namespace solar::hw {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Measured ceilings: the `attainable:` block
+
+// kGoodLines (tensor bf16 1e15, DRAM 3e12) with an attainable block after it.
+std::string with_attainable(const std::string& block) { return text_with(0, "") + block; }
+
+TEST(HwAttainable, BlockLoadsAndReplacesOnlyTheMeasuredFigures) {
+  TempDir tmp;
+  const Device d = load_device_file(tmp.write(
+      "a.yaml", with_attainable("attainable:\n"
+                                "  dram_bandwidth_bytes_per_s: {value: 2.5e12, source: \"S9 m\"}\n"
+                                "  peak_flops_per_s:\n"
+                                "    tensor:\n"
+                                "      bf16: {value: 7e14, source: \"S9 mm\"}\n")));
+  ASSERT_TRUE(d.attainable.has_value());
+  EXPECT_EQ(d.attainable->dram_bandwidth_bytes_per_s, (Figure{2.5e12, "S9 m"}));
+  EXPECT_EQ(d.attainable->peak(ComputeUnit::Tensor, Precision::Bf16), (Figure{7e14, "S9 mm"}));
+  // The datasheet figures are untouched; the block's are not overridable or listed as sources.
+  EXPECT_DOUBLE_EQ(d.dram_bandwidth_bytes_per_s(), 3e12);
+  EXPECT_EQ(list_figures(d).size(), 4u);
+  const Device a = attainable_device(d);
+  EXPECT_FALSE(a.attainable.has_value());
+  EXPECT_DOUBLE_EQ(a.dram_bandwidth_bytes_per_s(), 2.5e12);
+  EXPECT_DOUBLE_EQ(a.peak(ComputeUnit::Tensor, Precision::Bf16)->value, 7e14);
+  EXPECT_EQ(a.name, d.name);
+  // A datasheet figure lowered below the measurement (--set) stays: min(2.5e12, 2e12) = 2e12.
+  Device lowered = d;
+  apply_override(lowered, "dram_bandwidth_bytes_per_s=2e12");
+  EXPECT_DOUBLE_EQ(attainable_device(lowered).dram_bandwidth_bytes_per_s(), 2e12);
+  // JSON: the measured figures under `attainable`.
+  const nlohmann::json j = device_to_json(d);
+  EXPECT_EQ(j["attainable"]["dram_bandwidth_bytes_per_s"], 2.5e12);
+  EXPECT_EQ(j["attainable"]["peak_flops_per_s"]["tensor"]["bf16"], 7e14);
+  EXPECT_FALSE(device_to_json(attainable_device(d)).contains("attainable"));
+  // Without a block: nothing, and attainable_device is an internal error.
+  EXPECT_FALSE(load_device_file(tmp.write("b.yaml", text_with(0, ""))).attainable.has_value());
+}
+
+TEST(HwAttainable, BadBlocksGiveOneExactMessage) {
+  // Lines 1-10 are kGoodLines; the block starts at line 11.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"attainable:\n  dram_bandwidth_bytes_per_s: {value: 3.5e12, source: \"S9\"}\n",
+       "12:31: error: attainable.dram_bandwidth_bytes_per_s (3.5e+12) is above the datasheet's "
+       "memory DRAM bandwidth_bytes_per_s (3e+12): a measured ceiling is at most the peak"},
+      {"attainable:\n  peak_flops_per_s:\n    tensor:\n      fp8: {value: 1e15, source: S9}\n",
+       "14:12: error: attainable.peak_flops_per_s.tensor.fp8: the datasheet has no "
+       "peak_flops_per_s.tensor.fp8 to measure against"},
+      {"attainable:\n  peak_flops_per_s:\n    tensor:\n      bf16: {value: 2e15, source: S9}\n",
+       "14:13: error: attainable.peak_flops_per_s.tensor.bf16 (2e+15) is above the datasheet's "
+       "peak_flops_per_s.tensor.bf16 (1e+15): a measured ceiling is at most the peak"},
+      {"attainable:\n  l2_bandwidth_bytes_per_s: {value: 1e12, source: S9}\n",
+       "12:3: error: unknown key 'l2_bandwidth_bytes_per_s' in attainable; valid: "
+       "dram_bandwidth_bytes_per_s, peak_flops_per_s"},
+      {"attainable: {}\n", "11:13: error: attainable lists no figures"},
+      {"attainable: 4e12\n",
+       "11:13: error: attainable must be a mapping with keys dram_bandwidth_bytes_per_s, "
+       "peak_flops_per_s (measured ceilings)"},
+  };
+  TempDir tmp;
+  for (const auto& [block, message] : cases) {
+    SCOPED_TRACE(block);
+    const std::string path = tmp.write("bad.yaml", with_attainable(block));
+    EXPECT_EQ(user_error([&] { load_device_file(path); }), path + ":" + message);
+  }
+}
+
+// H200-SXM's block: the measurements on one H200 of issue 40 (S67), each below its datasheet
+// figure: DRAM 4.28 of 4.8 TB/s (0.89), bf16 753 of 989.5 TFLOP/s (0.76), tf32 399 of 494.5
+// (0.81), fp8 1,338 of 1,979 (0.68), fp32 vector 50.6 of 67 (0.76).
+TEST(HwAttainable, H200CarriesTheMeasuredCeilings) {
+  const Device d = load_builtin_device("H200-SXM");
+  ASSERT_TRUE(d.attainable.has_value());
+  const Attainable& a = *d.attainable;
+  EXPECT_DOUBLE_EQ(a.dram_bandwidth_bytes_per_s->value, 4.28e12);
+  EXPECT_DOUBLE_EQ(a.peak(ComputeUnit::Tensor, Precision::Bf16)->value, 753e12);
+  EXPECT_DOUBLE_EQ(a.peak(ComputeUnit::Tensor, Precision::Tf32)->value, 399e12);
+  EXPECT_DOUBLE_EQ(a.peak(ComputeUnit::Tensor, Precision::Fp8)->value, 1338e12);
+  EXPECT_DOUBLE_EQ(a.peak(ComputeUnit::Vector, Precision::Fp32)->value, 50.6e12);
+  EXPECT_FALSE(a.peak(ComputeUnit::Tensor, Precision::Fp16).has_value());  // not measured
+  for (ComputeUnit u : kAllComputeUnits) {
+    for (Precision p : kAllPrecisions) {
+      if (a.peak(u, p)) EXPECT_NE(a.peak(u, p)->source.find("S67"), std::string::npos);
+    }
+  }
+  // fp16 keeps the datasheet's 989.5e12 at the ceilings.
+  EXPECT_DOUBLE_EQ(attainable_device(d).peak(ComputeUnit::Tensor, Precision::Fp16)->value,
+                   989.5e12);
 }
 
 }  // namespace

@@ -160,7 +160,7 @@ def _elementwise(device, s, kind="fp32"):
 def fake_gpu(monkeypatch):
     import torch
 
-    def use(gpu_name="NVIDIA H200"):
+    def use(gpu_name="NVIDIA H200", read_s=1e-3):
         props = SimpleNamespace(
             total_memory=150_000_000_000, L2_cache_size=L2, multi_processor_count=132
         )
@@ -180,7 +180,7 @@ def fake_gpu(monkeypatch):
         monkeypatch.setattr(  # 4 GiB read in 1 ms
             calibrate,
             "measure_read",
-            lambda device, s: _timed(1e-3, 4 * 2**30, "torch.sum of 4294967296 bytes (fp32)"),
+            lambda device, s: _timed(read_s, 4 * 2**30, "torch.sum of 4294967296 bytes (fp32)"),
         )
         monkeypatch.setattr(  # 1,000 copies of 15 MiB (read + written) in 2 ms
             calibrate,
@@ -288,23 +288,40 @@ def test_attainable_appends_the_measured_block_to_the_datasheet(fake_gpu, tmp_pa
     out = tmp_path / "h200.yaml"
     assert calibrate.main(["-o", str(out), "--attainable", "H200-SXM"]) == 0
     datasheet = (ROOT / "data" / "hardware" / "H200-SXM.yaml").read_text()
+    # The built-in file's own block (S67) is replaced by the one measured here: the file up to
+    # it, byte for byte, then the new block.
+    shipped = datasheet.index("\nattainable:\n") + 1
     head, block = attainable_block(out.read_text())
-    assert head == datasheet  # byte for byte
+    assert head == datasheet[:shipped]
+    assert calibrate.without_attainable(datasheet) == datasheet[:shipped]
     lines = block.split("\n")
     assert lines[0] == "" and lines[-1] == ""  # "attainable:\n" ... "\n"
     assert lines[1].startswith("  # measured on NVIDIA-H200 by `solar calibrate`")
     assert lines[2] == "  # not measured: int8 matrix multiply: no kernel for int8 here"
-    keys = [line.split(":")[0] for line in lines[3:-1]]
+    # The fake vector fp64 rate, 2 x 8192^3 / 20e-3 = 5.49756e13 FLOP/s, is above H200-SXM's
+    # 34e12 (the peak would be no bound), and its datasheet has no vector fp16 or bf16 peak for
+    # the measured 2 x 8192^3 / 22e-3 = 4.99778e13 and 1e8 / 1e-6 = 1e14 FLOP/s (as
+    # expected_cuda_figures): each named, not written.
+    assert lines[3] == (
+        "  # not written: vector fp64 5.49756e+13 FLOP/s, above the datasheet's 3.4e+13"
+    )
+    assert lines[4] == (
+        "  # not written: vector fp16 4.99778e+13 FLOP/s (the datasheet has no peak for it)"
+    )
+    assert lines[5] == (
+        "  # not written: vector bf16 1e+14 FLOP/s (the datasheet has no peak for it)"
+    )
+    keys = [line.split(":")[0] for line in lines[6:-1]]
     assert keys == [
         "  dram_bandwidth_bytes_per_s",
         "  peak_flops_per_s",
         "    tensor",
         *(f"      {p}" for p in ("fp64", "tf32", "fp16", "bf16", "fp8")),
         "    vector",
-        *(f"      {p}" for p in ("fp64", "fp32", "fp16", "bf16")),
+        "      fp32",
     ]
     # 4 GiB read in 1 ms: 4 x 2^30 / 1e-3 = 4,294,967,296,000 B/s
-    assert lines[3].startswith(
+    assert lines[6].startswith(
         '  dram_bandwidth_bytes_per_s: {value: 4294967296000, source: "measured: torch.sum of '
         "4294967296 bytes (fp32), bytes read / time, best of 10, CUDA events; solar calibrate"
     )
@@ -316,13 +333,31 @@ def test_attainable_appends_the_measured_block_to_the_datasheet(fake_gpu, tmp_pa
 
 
 def test_attainable_file_loads_through_the_loader(fake_gpu, tmp_path):
-    # Needs the C++ loader to read `attainable:` (issue 40); fails until it does.
     fake_gpu("NVIDIA H200")
     out = tmp_path / "h200.yaml"
     assert calibrate.main(["-o", str(out), "--attainable", "H200-SXM"]) == 0
     d = device_json(out)
     assert d["name"] == "H200-SXM"
     assert d["peak_flops_per_s"]["tensor"]["bf16"] == 989.5e12  # the datasheet's, unchanged
+    # The block as the loader read it: 2 x 8192^3 / 1.4e-3 = 7.85365e14 (6 digits written),
+    # 4 x 2^30 / 1e-3 = 4.294967296e12 B/s.
+    assert d["attainable"]["peak_flops_per_s"]["tensor"]["bf16"] == 7.85365e14
+    assert d["attainable"]["dram_bandwidth_bytes_per_s"] == 4294967296000
+    assert "fp16" not in d["attainable"]["peak_flops_per_s"]["vector"]
+
+
+def test_attainable_above_the_datasheet_is_named_not_written(fake_gpu, tmp_path, capsys):
+    # A fake GPU faster than H200-SXM's DRAM: 4 GiB read in 0.5 ms = 4 x 2^30 / 0.5e-3 =
+    # 8.58993e12 B/s > 4.8e12.
+    fake_gpu("NVIDIA H200", read_s=0.5e-3)
+    out = tmp_path / "h200.yaml"
+    assert calibrate.main(["-o", str(out), "--attainable", "H200-SXM"]) == 0
+    text = out.read_text()
+    assert "  # not written: DRAM 8.58993e+12 B/s, above the datasheet's 4.8e+12\n" in text
+    assert "dram_bandwidth_bytes_per_s: {value: 8589934592000" not in text
+    assert "solar calibrate: warning: DRAM: measured 8.58993e+12 B/s, above the datasheet's " \
+        "4.8e+12: check the datasheet figure\n" in capsys.readouterr().err
+    assert "attainable" in device_json(out)  # the rates measured still load
 
 
 @pytest.mark.parametrize(

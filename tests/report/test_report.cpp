@@ -18,6 +18,7 @@
 #include "solar/hw/device.h"
 #include "solar/ir/checker.h"
 #include "solar/ir/parser.h"
+#include "solar/report/sol_report.h"
 #include "solar/report/whatif.h"
 #include "solar/sol/precision.h"
 #include "solar/sol/whatif.h"
@@ -159,8 +160,9 @@ std::string doc_key(const std::string& key) {
 }
 
 // Every key path of `j` as documented: objects joined by '.', arrays as "[]". The walk stops at
-// user-chosen names (children of `sizes` and `hardware.overrides`) and at `devices[].sol`
-// (documented as the report's `sol`).
+// user-chosen names (children of `sizes` and `hardware.overrides`), at `devices[].sol` and
+// `attainable.sol` (documented as the report's `sol`) and at `attainable.peak_flops_per_s` (the
+// device JSON's rates, docs/devices.md).
 void key_paths(const json& j, const std::string& prefix, std::set<std::string>& out) {
   if (j.is_array()) {
     for (const json& e : j) key_paths(e, prefix + "[]", out);
@@ -170,7 +172,8 @@ void key_paths(const json& j, const std::string& prefix, std::set<std::string>& 
   for (const auto& [key, value] : j.items()) {
     const std::string path = (prefix.empty() ? "" : prefix + ".") + doc_key(key);
     out.insert(path);
-    if (path != "sizes" && path != "hardware.overrides" && path != "devices[].sol") {
+    if (path != "sizes" && path != "hardware.overrides" && path != "devices[].sol" &&
+        path != "attainable.sol" && path != "attainable.peak_flops_per_s") {
       key_paths(value, path, out);
     }
   }
@@ -181,6 +184,19 @@ TEST(ReportDocs, EveryKeyIsDocumented) {
   ASSERT_FALSE(doc.empty());
   std::set<std::string> paths;
   key_paths(report_to_json(mlp_report()), "", paths);
+  // With the kernel floor (one_kernel_floor) and measured ceilings (attainable): H200-SXM.
+  const json h200 =
+      report_to_json(make_report(lift_file("examples/mlp.ir"), hw::load_builtin_device("H200-SXM"),
+                                 default_policy(), sol::implemented_fidelities()));
+  ASSERT_TRUE(h200.contains("attainable"));
+  ASSERT_TRUE(h200.contains("one_kernel_floor"));
+  key_paths(h200, "", paths);
+  {
+    std::set<std::string> at_ceilings, report_sol;
+    key_paths(h200["attainable"]["sol"], "", at_ceilings);
+    key_paths(h200["sol"], "", report_sol);
+    EXPECT_EQ(at_ceilings, report_sol);
+  }
   const std::vector<hw::Device> devices = {hw::load_builtin_device("H100-SXM"),
                                            hw::load_builtin_device("TPU-v5e")};
   MultiDeviceReport m;
@@ -243,6 +259,54 @@ TEST(Format, UnitsScaleWithMagnitude) {
   EXPECT_EQ(format_count(1073741824), "1.074 G");
   EXPECT_EQ(format_table({{"a", "bb", "x"}, {"ccc", "d", "yy"}}, "lr"),
             "a    bb  x\nccc   d  yy\n");
+}
+
+// H200-SXM's measured ceilings (S67): a 1024^3 f32 GEMM runs at the fp32 vector rate.
+// Work 2 x 1024^3 = 2,147,483,648 FLOP; bytes 3 x 1024^2 x 4 = 12,582,912 B.
+// Datasheet: compute 2,147,483,648 / 67e12 = 32.052 us, memory 12,582,912 / 4.8e12 = 2.621 us:
+// SOL 32.052 us. At the ceilings: compute / 50.6e12 = 42.440 us, memory / 4.28e12 = 2.940 us:
+// 42.440 us. A measured 40 us: headroom 40 / 32.052 = 1.248 against the SOL and 40 / 42.440 =
+// 0.9425 against the attainable time (below 1: no violation, the ceilings are not a bound).
+TEST(ReportAttainable, LineJsonAndHeadroomAtTheMeasuredCeilings) {
+  const ir::Program p = ir::parse(
+      "size N = 1024\ninput a : f32[N, N]\ninput b : f32[N, N]\noutput c : f32[N, N]\n"
+      "kernel mm {\n  for i in 0..N, j in 0..N, k in 0..N:\n    c[i, j] += a[i, k] * b[k, j]\n}\n",
+      "mm.ir");
+  const einsum::Graph g = einsum::lift(p, ir::check_or_throw(p));
+  const hw::Device h200 = hw::load_builtin_device("H200-SXM");
+  SolReport s = make_sol_report(
+      make_report(g, h200, default_policy(), sol::implemented_fidelities()), {40e-3}, 10);
+  ASSERT_TRUE(s.report.attainable.has_value());
+  const json& a = s.json["attainable"];
+  EXPECT_DOUBLE_EQ(a["dram_bandwidth_bytes_per_s"].get<double>(), 4.28e12);
+  EXPECT_DOUBLE_EQ(a["peak_flops_per_s"]["vector"]["fp32"].get<double>(), 50.6e12);
+  EXPECT_NEAR(s.json["sol"]["fused_s"].get<double>(), 2147483648.0 / 67e12, 1e-12);
+  EXPECT_NEAR(a["sol"]["fused_s"].get<double>(), 2147483648.0 / 50.6e12, 1e-12);
+  EXPECT_NEAR(a["sol"]["unfused_s"].get<double>(), 2147483648.0 / 50.6e12, 1e-12);
+  EXPECT_NEAR(a["sol"]["memory_fused_s"].get<double>(), 12582912.0 / 4.28e12, 1e-15);
+  EXPECT_NE(s.table.find("attainable at H200-SXM's measured ceilings (its file's attainable "
+                         "block; not a bound): unfused 42.44 us, fused 42.44 us, cache 42.44 us\n"
+                         "  measured: DRAM 4.28 TB/s (datasheet 4.8 TB/s), "),
+            std::string::npos)
+      << s.table;
+  EXPECT_NE(s.table.find("vector fp32 50.6 TFLOP/s (67 TFLOP/s); other rates at the datasheet's"),
+            std::string::npos);
+  const json& h = s.json["headroom"];
+  EXPECT_NEAR(h["by_fidelity"]["fused"].get<double>(), 40e-6 / (2147483648.0 / 67e12), 1e-9);
+  EXPECT_NEAR(h["attainable"]["by_fidelity"]["fused"].get<double>(),
+              40e-6 / (2147483648.0 / 50.6e12), 1e-9);
+  EXPECT_FALSE(h["violation"].get<bool>());
+  EXPECT_NE(s.table.find("  unfused 1.248x fused 1.248x cache 1.248x\n  against the attainable "
+                         "times (measured ceilings, not a bound): unfused 0.9425x fused 0.9425x "
+                         "cache 0.9425x\n"),
+            std::string::npos)
+      << s.table;
+  // A device without the block: no line, no key.
+  const Report plain = make_report(g, hw::load_builtin_device("H100-SXM"), default_policy(),
+                                   sol::implemented_fidelities());
+  EXPECT_FALSE(plain.attainable.has_value());
+  EXPECT_FALSE(report_to_json(plain).contains("attainable"));
+  EXPECT_EQ(render_report(plain).find("attainable"), std::string::npos);
 }
 
 }  // namespace

@@ -75,6 +75,39 @@ TEST(CacheCurve, SweepMarksAndLaws) {
   EXPECT_EQ(curve_to_json(c).dump(), curve_to_json(again).dump());
 }
 
+// The one-kernel floor, as the fused fidelity has it: on H100-SXM (min_kernel_s 0.4 us) every
+// point of the 64^3 GEMM is at least 400 ns. Unfloored, the slowest point (1 KiB: 212992 B /
+// 3.35e12 B/s = 63.58 ns) is far below it, so every point is exactly 400 ns; off, the 32 KiB
+// point is the fused traffic's 49152 / 3.35e12 = 14.67 ns.
+TEST(CacheCurve, KernelFloorBoundsEveryPoint) {
+  const einsum::Graph g = sol::testing::lift_gemm("f32", 64, 64, 64);
+  const hw::Device h100 = hw::load_builtin_device("H100-SXM");
+  const sol::Curve on = sol::make_curve(g, h100, policy(), sol::CacheState::Cold, true);
+  const sol::Curve off = sol::make_curve(g, h100, policy(), sol::CacheState::Cold, false);
+  EXPECT_DOUBLE_EQ(on.kernel_floor_s, 0.4e-6);
+  EXPECT_EQ(off.kernel_floor_s, 0);
+  ASSERT_EQ(on.points.size(), off.points.size());
+  for (size_t i = 0; i < on.points.size(); ++i) {
+    EXPECT_DOUBLE_EQ(on.points[i].time_s, 0.4e-6) << i;
+    EXPECT_LT(off.points[i].time_s, 64e-9) << i;
+    EXPECT_EQ(on.points[i].traffic_bytes, off.points[i].traffic_bytes) << i;  // bytes unchanged
+  }
+  EXPECT_NEAR(off.points[5].time_s, 49152 / 3.35e12, 1e-15);
+  EXPECT_EQ(curve_to_json(on)["kernel_floor_s"], 0.4e-6);
+  EXPECT_TRUE(curve_to_json(off)["kernel_floor_s"].is_null());
+  EXPECT_NE(render_curve(on).find("  kernel floor: 400 ns (one kernel, min_kernel_s;"),
+            std::string::npos);
+  EXPECT_EQ(render_curve(off).find("kernel floor"), std::string::npos);
+  // A device without the figure: no floor, and the header says why.
+  hw::Device bare = h100;
+  bare.min_kernel_s.reset();
+  const sol::Curve none = sol::make_curve(g, bare, policy());
+  EXPECT_EQ(none.kernel_floor_s, 0);
+  EXPECT_NE(render_curve(none).find("  kernel floor: none (H100-SXM has no min_kernel_s"),
+            std::string::npos)
+      << render_curve(none);
+}
+
 TEST(CacheCurve, JsonCsvSvg) {
   const einsum::Graph g = sol::testing::lift_gemm("f32", 64, 64, 64);
   const sol::Curve c = sol::make_curve(g, hw::load_builtin_device("H100-SXM"), policy());

@@ -151,6 +151,20 @@ struct LinkSpec {
 
 using RateTable = std::array<std::optional<Figure>, kPrecisionCount>;
 
+// The ceilings measured on a real chip of the device (`attainable:` in its file, written by
+// `solar calibrate --attainable NAME`; docs/devices.md): what the fastest kernel measured reached,
+// at most the datasheet's figure. Not a bound: another kernel may do better, so a SOL never uses
+// them; reports show the SOL at these ceilings beside it (attainable_device).
+struct Attainable {
+  std::optional<Figure> dram_bandwidth_bytes_per_s;
+  std::array<RateTable, kComputeUnitCount> peak_flops_per_s{};  // [ComputeUnit][Precision]
+
+  const std::optional<Figure>& peak(ComputeUnit u, Precision p) const {
+    return peak_flops_per_s[static_cast<size_t>(u)][static_cast<size_t>(p)];
+  }
+  bool operator==(const Attainable&) const = default;
+};
+
 // A device as loaded from its file. Invariants after loading (load_device_file checks them): name
 // and vendor are not empty, at least one rate is present, DRAM exists with a bandwidth, and every
 // figure is valid. A rate that is absent means "not available on this device (or not published)":
@@ -168,6 +182,7 @@ struct Device {
   // kernel, back to back in one stream): the unfused fidelity's per-kernel floor
   // (docs/cache-state.md). Absent: no floor.
   std::optional<Figure> min_kernel_s;
+  std::optional<Attainable> attainable;  // measured ceilings, when the file has them
 
   const std::optional<Figure>& peak(ComputeUnit u, Precision p) const {
     return peak_flops_per_s[static_cast<size_t>(u)][static_cast<size_t>(p)];
@@ -192,6 +207,11 @@ struct FigureEntry {
   std::string path;
   Figure figure;
 };
+
+// `d` at its measured ceilings: the DRAM bandwidth and each rate its `attainable` block has
+// replace the datasheet's (the others stay); no attainable block of its own. InternalError when
+// `d` has none.
+Device attainable_device(const Device& d);
 
 // Every present figure of `d`, in canonical order: tensor rates, vector rates (precisions in
 // declaration order), memory levels outermost first (capacity, then bandwidth), compute_units,

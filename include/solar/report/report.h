@@ -36,7 +36,14 @@ struct Report {
   // The SOL per device of a parallel layout (sol/parallel.h, docs/parallel.md); absent for one
   // device.
   std::optional<sol::ParallelAnalysis> parallel;
+  // The same analysis at the device's measured ceilings (hw::attainable_device), when its file
+  // has an `attainable:` block: the "attainable" line and JSON object, not a bound.
+  std::optional<sol::Analysis> attainable;
 };
+
+// The measured figures of `d`'s attainable block, each beside the datasheet's: "DRAM 4.28 TB/s
+// (datasheet 4.8 TB/s)", "tensor bf16 753 TFLOP/s (989.5 TFLOP/s)"; empty without a block.
+std::vector<std::string> attainable_figures(const hw::Device& d);
 
 // Adds the analysis of `layout` to `r` (sol::analyze_parallel on its graph, device and analysis,
 // at the fidelities of that analysis).
@@ -58,7 +65,8 @@ void add_step(Report& r, const std::map<std::string, std::string>& tensor_phase,
 // nodes, totals, DRAM bytes and SOL per fidelity; the activations the backward reads.
 nlohmann::json step_to_json(const Report& r);
 
-// Analyses `graph` on `device` under `policy` at `fidelities` (UserError as sol::analyze).
+// Analyses `graph` on `device` under `policy` at `fidelities` (UserError as sol::analyze), and
+// at its measured ceilings when the device file has them (Report::attainable).
 Report make_report(einsum::Graph graph, hw::Device device, const sol::PrecisionPolicy& policy,
                    const std::vector<sol::Fidelity>& fidelities,
                    const sol::AnalysisOptions& options = {});

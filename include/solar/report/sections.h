@@ -32,6 +32,11 @@ std::string render_insights(const sol::Insights& in, size_t top_fusions = 3);
 std::string format_ratio(double v);
 
 // The headroom lines of the terminal table.
-std::string render_headroom(const sol::Headroom& h);
+// `attainable`: the headroom against the SOL at the device's measured ceilings
+// (Report::attainable), one line under the ratios.
+std::string render_headroom(const sol::Headroom& h, const sol::Headroom* attainable = nullptr);
+
+// The `headroom.attainable` object: {"by_fidelity": {fidelity: measured / attainable time}}.
+nlohmann::json attainable_headroom_to_json(const sol::Headroom& h);
 
 }  // namespace solar::report

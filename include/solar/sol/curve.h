@@ -32,6 +32,11 @@ struct Curve {
   double compute_s = 0;  // sum of the nodes' compute terms
   int64_t unfused_bytes = 0, fused_bytes = 0;
   double unfused_s = 0, fused_s = 0;
+  // The one-kernel floor every point's time is at least (the fused fidelity's, sol/analysis.h):
+  // the device's min_kernel_s; 0 when the floor is off or the device has none.
+  double kernel_floor_s = 0;
+  bool kernel_floor = true;          // asked for (--kernel-floor on)
+  std::string kernel_floor_skipped;  // on, but the device has no min_kernel_s: why
   std::optional<int64_t> l2_bytes, smem_bytes;  // the device's, when its file has them
   std::vector<CurvePoint> points;               // capacity increasing
 };
@@ -42,7 +47,8 @@ constexpr int kCurveMaxLog2 = 30;
 
 // The sweep 1 KiB, 2 KiB, ..., 1 GiB (powers of two), plus the device's L2 and SMEM capacities.
 // UserError as sol::analyze (warm on a device without the figures it needs included).
+// `kernel_floor`: every point at least the one-kernel floor (AnalysisOptions::kernel_floor).
 Curve make_curve(const einsum::Graph& g, const hw::Device& d, const PrecisionPolicy& policy,
-                 CacheState state = CacheState::Cold);
+                 CacheState state = CacheState::Cold, bool kernel_floor = true);
 
 }  // namespace solar::sol
