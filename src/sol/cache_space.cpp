@@ -166,7 +166,22 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
       }
     }
   }
-  // Classes: one variable per unit; common: in every unit with loops, whole nowhere.
+  // Free units: one that reads nothing the segment writes, writes one to one (no reduction) and
+  // is not a run (a cast of a per-head weight, a small table): it may lack a common dim, and
+  // then runs whole in every tile, rewriting the same values (its tile of each tensor is whole
+  // along the loops it lacks; the repeated work is not counted, which errs low). A bound of the
+  // q/k RMSNorm of issue 40: its weights' casts no longer cut the normalisation in two.
+  std::vector<bool> free_unit(us.size(), false);
+  size_t looped_bound = 0;  // units with loops that are not free: every common dim is in each
+  for (size_t u = 0; u < us.size(); ++u) {
+    const Unit& x = *us[u];
+    free_unit[u] = !x.vars.empty() && !x.reduction && !x.run && x.full_writes &&
+                   std::none_of(x.reads.begin(), x.reads.end(),
+                                [&](const UAccess& a) { return writes.count(a.tensor) > 0; });
+    if (!x.vars.empty() && !free_unit[u]) ++looped_bound;
+  }
+  // Classes: one variable per unit; common: in every unit with loops that is not free (and in
+  // at least one unit), whole nowhere.
   std::map<size_t, std::vector<size_t>> members;
   for (size_t v = 0; v < vars.size(); ++v) members[uf.find(v)].push_back(v);
   std::vector<int> common_of(vars.size(), -1);
@@ -174,13 +189,16 @@ Space CacheOptimizer::Impl::build_space(size_t first, size_t last) {
   for (const auto& [root, vs] : members) {
     std::vector<bool> seen(us.size(), false);
     bool runs_whole = false;
+    size_t bound = 0;  // units in the class that are not free
     for (const size_t v : vs) {
       if (vars[v].lo != vars[root].lo || vars[v].extent != vars[root].extent) return s;
       if (seen[unit_of[v]]) return s;
       seen[unit_of[v]] = true;
       runs_whole = runs_whole || whole[v];
+      bound += free_unit[unit_of[v]] ? 0 : 1;
     }
-    if (vs.size() == looped && !runs_whole) common_roots.push_back(root);
+    const bool in_all = looped_bound > 0 ? bound == looped_bound : vs.size() == looped;
+    if (in_all && !runs_whole) common_roots.push_back(root);
   }
   // No common dim, or too many: a later unit can still join classes (a node reading two
   // intermediates that nothing joined before), so a longer segment may be tileable.

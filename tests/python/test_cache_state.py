@@ -292,8 +292,8 @@ FLOOR = 0.4e-6
 @pytest.mark.parametrize("hidden", [128, 512, 2048, 4096, 7168])
 def test_small_rmsnorm_gets_the_floor(hw, tokens, hidden):
     # bytes_io = x (2TH) + w (2H) + y (2TH) = 4TH + 2H; memory-bound, so fused off = bytes / DRAM
-    # and on = max(that, 0.4 us). E.g. T = 1, H = 128 on H100-SXM: 640 B / 3.35e12 = 0.191 ns ->
-    # 400 ns; T = 64, H = 7,168: 1,849,344 B / 3.35e12 = 552.043 ns, above the floor.
+    # and on = max(that, 0.4 us). E.g. T = 1, H = 128 on H100-SXM: 4 x 128 + 2 x 128 = 768 B,
+    # 768 / 3.35e12 = 0.229 ns -> 400 ns; T = 64, H = 7,168: 1,849,344 B / 3.35e12 = 552.043 ns, above the floor.
     ir = RMSNORM.format(t=tokens, h=hidden)
     on = core_json(ir, hw)
     off = core_json(ir, hw, kernel_floor="off")
@@ -322,3 +322,19 @@ def test_small_router_gemm_gets_the_floor(hw, tokens):
     assert on["sol"]["fused_s"] == FLOOR and on["sol"]["cache_aware_s"] == FLOOR
     assert on["sol"]["unfused_s"] == FLOOR  # one operation, floored once
     assert on["one_kernel_floor"]["floored"] == ["fused", "cache_aware"]
+
+
+def test_a_gemm_above_the_floor_is_unchanged():
+    # 128 x 2,048 x 2,048 bf16 (the router shape with N = 2,048): bytes_io = 2 x (128 x 2,048 +
+    # 2,048 x 2,048 + 128 x 2,048) = 2 x (262,144 + 4,194,304 + 262,144) = 9,437,184 B; on
+    # H100-SXM 9,437,184 / 3.35e12 = 2.817 us; compute 2 x 128 x 2,048 x 2,048 = 1,073,741,824
+    # FLOP / 989.5e12 (bf16 tensor) = 1.085 us. The fused SOL, 2.817 us, is above the 0.4 us
+    # floor: on and off agree.
+    ir = ROUTER_GEMM.format(t=128).replace("size N = 128", "size N = 2048")
+    on = core_json(ir, "H100-SXM")
+    off = core_json(ir, "H100-SXM", kernel_floor="off")
+    assert on["bytes"]["fused"] == 9_437_184
+    assert math.isclose(on["sol"]["fused_s"], 9_437_184 / 3.35e12, rel_tol=1e-12)
+    assert on["sol"]["fused_s"] == off["sol"]["fused_s"]
+    assert on["sol"]["unfused_s"] == off["sol"]["unfused_s"]
+    assert on["one_kernel_floor"]["floored"] == []

@@ -545,6 +545,77 @@ TEST(CacheStreaming, LayerNormWithMaterialisedReshapeIsOneGroup) {
   EXPECT_EQ(single_tiled_group(g, s).working_set_bytes, 81'928);
 }
 
+// A q/k RMSNorm as torch.export lowers it (issue 40; FLUX's QKNorm, FlashInfer-Bench-style
+// references): q bf16[T, H, D] cast to f32, the statistics over D as [T, H, 1] tensors, then the
+// per-head weight cast to f32 by a copy of its own, after the statistics, which loops over D
+// only. T = 64, H = 4, D = 128.
+const char* kQkRmsNorm = R"(input q : bf16[64, 4, 128]
+input q_weight : bf16[128]
+tensor xf : f32[64, 4, 128]
+tensor sq : f32[64, 4, 128]
+tensor ms_sum : f32[64, 4, 1]
+tensor ms : f32[64, 4, 1]
+tensor ms_eps : f32[64, 4, 1]
+tensor rrms : f32[64, 4, 1]
+tensor normed : f32[64, 4, 128]
+tensor wf : f32[128]
+tensor scaled : f32[64, 4, 128]
+output y : bf16[64, 4, 128]
+xf = q
+kernel square {
+  for a in 0..64, b in 0..4, c in 0..128:
+    sq[a, b, c] = pow(xf[a, b, c], 2.0)
+}
+kernel mean_reduce {
+  for a in 0..64, b in 0..4, c in 0..128:
+    ms_sum[a, b, 0] += sq[a, b, c]
+}
+kernel mean_map {
+  for a in 0..64, b in 0..4, c in 0..1:
+    ms[a, b, c] = ms_sum[a, b, c] / 128
+}
+kernel add_eps {
+  for a in 0..64, b in 0..4, c in 0..1:
+    ms_eps[a, b, c] = ms[a, b, c] + 1e-06
+}
+kernel rsqrt_map {
+  for a in 0..64, b in 0..4, c in 0..1:
+    rrms[a, b, c] = rsqrt(ms_eps[a, b, c])
+}
+kernel normalize {
+  for a in 0..64, b in 0..4, c in 0..128:
+    normed[a, b, c] = xf[a, b, c] * rrms[a, b, 0]
+}
+wf = q_weight
+kernel scale {
+  for a in 0..64, b in 0..4, c in 0..128:
+    scaled[a, b, c] = normed[a, b, c] * wf[c]
+}
+y = scaled
+)";
+
+// Fused: q 64 x 4 x 128 x 2 = 65,536 B, the weight 128 x 2 = 256 B, y 65,536 B: 131,328 B. At
+// 16 KiB the f32 intermediates (131,072 B each) do not fit whole; tiled by (T, H), the weight's
+// cast is a free unit (it reads only the weight and writes one to one), run whole in every tile
+// with its 512 B f32 copy held: one group, the fused traffic. Before, the cast had no (T, H)
+// loop, so nothing was common to a segment holding it and the normalisation split in two:
+// `normed` (131,072 B f32) written and read back, 65,536 + 131,072 + 131,072 + 256 + 65,536 =
+// 393,472 B, three times the fused traffic (the cache-aware SOL above a measured kernel).
+TEST(CacheStreaming, QkRmsNormWeightCastIsOneGroup) {
+  const einsum::Graph g = lift_text(kQkRmsNorm);
+  EXPECT_EQ(dram_bytes(g, Fidelity::Fused), 131'328);
+  CacheOptimizer opt(g);
+  const CacheSchedule s = opt.optimize(16 * 1024);
+  EXPECT_EQ(s.traffic_bytes, 131'328);
+  const CacheGroup& grp = single_tiled_group(g, s);
+  EXPECT_EQ(grp.traffic_bytes, 131'328);
+  // Tiles of one (T, H) row: q 128 x 2 = 256, xf, sq, normed, scaled 128 x 4 = 512 each, the
+  // four statistics 4 B each, y 256, and held whole: q_weight 256, wf 512. 256 + 4 x 512 + 16 +
+  // 256 + 256 + 512 = 3,344 B. (simulate() cannot check this group: it matches loops by name,
+  // and the weight's copy names its D loop d0, as the group names T.)
+  EXPECT_EQ(grp.working_set_bytes, 3'344);
+}
+
 // cumsum along the last dim as the PyTorch frontend lowers it: a first column, then a repeat
 // block of C - 1 steps, each reading the column before. Unrolled: C nodes; the steps are
 // translates of each other and fold into one unit. `exclusive`: then z = y - x.
