@@ -31,8 +31,8 @@ checked by SOLAR's own loader before it is written.
 from __future__ import annotations
 
 import argparse
-import json
 import contextlib
+import json
 import os
 import re
 import sys
@@ -694,6 +694,16 @@ def attainable_yaml(d: dict, datasheet: dict) -> tuple[str, list[str]]:
         *(f"  # not measured: {reason}" for reason in (d.get("skipped") or {}).values()),
     ]
     warnings: list[str] = []
+
+    def above(what: str, value: float, unit: str, peak: float) -> None:
+        lines.append(
+            f"  # not written: {what} {value:.6g} {unit}, above the datasheet's {peak:.6g}"
+        )
+        warnings.append(
+            f"{what}: measured {value:.6g} {unit}, above the datasheet's peak "
+            f"{peak:.6g}: check the datasheet figure"
+        )
+
     peaks = datasheet.get("peak_flops_per_s", {})
     kept: dict = {"tensor": {}, "vector": {}}
     for unit in ("tensor", "vector"):
@@ -703,23 +713,19 @@ def attainable_yaml(d: dict, datasheet: dict) -> tuple[str, list[str]]:
             f = d[unit][p]
             peak = peaks.get(unit, {}).get(p)
             if peak is None:
-                lines.append(f"  # not written: {unit} {p} {f.value:.6g} FLOP/s (the datasheet has "
-                             "no peak for it)")
+                lines.append(
+                    f"  # not written: {unit} {p} {f.value:.6g} FLOP/s (the datasheet has "
+                    "no peak for it)"
+                )
             elif f.value > peak:
-                lines.append(f"  # not written: {unit} {p} {f.value:.6g} FLOP/s, above the "
-                             f"datasheet's {peak:.6g}")
-                warnings.append(f"{unit} {p}: measured {f.value:.6g} FLOP/s, above the "
-                                f"datasheet's peak {peak:.6g}: check the datasheet figure")
+                above(f"{unit} {p}", f.value, "FLOP/s", peak)
             else:
                 kept[unit][p] = f
     dram = d.get("attainable_dram")
     if dram is not None:
         peak = datasheet["memory"][0]["bandwidth_bytes_per_s"]  # DRAM comes first
         if dram.value > peak:
-            lines.append(f"  # not written: DRAM {dram.value:.6g} B/s, above the datasheet's "
-                         f"{peak:.6g}")
-            warnings.append(f"DRAM: measured {dram.value:.6g} B/s, above the datasheet's "
-                            f"{peak:.6g}: check the datasheet figure")
+            above("DRAM", dram.value, "B/s", peak)
         else:
             lines.append(f"  dram_bandwidth_bytes_per_s: {_figure(dram)}")
     if kept["tensor"] or kept["vector"]:

@@ -7,11 +7,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <type_traits>
 #include <fstream>
 #include <iterator>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -25,9 +25,9 @@ namespace {
 
 using Keys = std::vector<std::string>;
 
-const Keys kTopKeys = {"name",         "vendor",        "description", "peak_flops_per_s", "memory",
-                       "interconnect", "compute_units", "clock_hz",    "min_kernel_s",
-                       "attainable"};
+const Keys kTopKeys = {"name",         "vendor",       "description",   "peak_flops_per_s",
+                       "memory",       "interconnect", "compute_units", "clock_hz",
+                       "min_kernel_s", "attainable"};
 const Keys kAttainableKeys = {"dram_bandwidth_bytes_per_s", "peak_flops_per_s"};
 const Keys kLinkKeys = {"link", "bandwidth_bytes_per_s", "in_network_reduction"};
 const Keys kFigureKeys = {"value", "source"};
@@ -243,8 +243,8 @@ class FileReader {
     if (auto peak = find_entry(e.value, "peak_flops_per_s")) {
       read_rates(*peak, "attainable.peak_flops_per_s", a.peak_flops_per_s,
                  [&](ComputeUnit u, Precision p, const Figure& f, const YAML::Mark& at) {
-                   const std::string key = std::string(compute_unit_name(u)) + "." +
-                                           std::string(precision_name(p));
+                   const std::string key =
+                       std::string(compute_unit_name(u)) + "." + std::string(precision_name(p));
                    if (!d.peak(u, p)) {
                      fail(at, "attainable.peak_flops_per_s." + key +
                                   ": the datasheet has no peak_flops_per_s." + key +
@@ -267,9 +267,8 @@ class FileReader {
   void check_ceiling(const Figure& measured, double datasheet, const std::string& path,
                      const std::string& datasheet_path, const YAML::Mark& at) const {
     if (measured.value <= datasheet) return;
-    fail(at, path + " (" + shown(measured.value) + ") is above the datasheet's " +
-                 datasheet_path + " (" + shown(datasheet) +
-                 "): a measured ceiling is at most the peak");
+    fail(at, path + " (" + shown(measured.value) + ") is above the datasheet's " + datasheet_path +
+                 " (" + shown(datasheet) + "): a measured ceiling is at most the peak");
   }
 
   // `interconnect: {scale_up: {link: TEXT, bandwidth_bytes_per_s: FIGURE}, host: {...}}`.

@@ -60,9 +60,8 @@ std::string kernel_floor_line(const sol::Analysis& a) {
   size_t floored = 0;
   for (const sol::OpCost& c : a.ops) floored += c.floored ? 1 : 0;
   std::string s = "kernel floor: " + format_seconds(a.kernel_floor_s) +
-                  " a kernel (min_kernel_s; --kernel-floor off: none): " +
-                  std::to_string(floored) + " of " + std::to_string(a.ops.size()) +
-                  " unfused operations at it";
+                  " a kernel (min_kernel_s; --kernel-floor off: none): " + std::to_string(floored) +
+                  " of " + std::to_string(a.ops.size()) + " unfused operations at it";
   std::vector<std::string> bound;  // the fused fidelities one kernel's floor sets
   for (const sol::FidelityResult& f : a.results) {
     if (f.floored) bound.emplace_back(sol::fidelity_name(f.fidelity));

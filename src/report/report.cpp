@@ -447,7 +447,7 @@ Report make_report(einsum::Graph graph, hw::Device device, const sol::PrecisionP
   if (device.attainable) {
     attainable = sol::analyze(graph, hw::attainable_device(device), policy, fidelities, options);
   }
-  return Report{std::move(graph), std::move(device), std::move(analysis), {},
+  return Report{std::move(graph), std::move(device), std::move(analysis),  {},
                 std::nullopt,     std::nullopt,      std::move(attainable)};
 }
 
@@ -463,8 +463,8 @@ std::vector<std::string> attainable_figures(const hw::Device& d) {
       const auto& measured = d.attainable->peak(u, p);
       if (!measured) continue;
       out.push_back(std::string(hw::compute_unit_name(u)) + " " +
-                    std::string(hw::precision_name(p)) + " " + format_rate(measured->value) +
-                    " (" + format_rate(d.peak(u, p)->value) + ")");
+                    std::string(hw::precision_name(p)) + " " + format_rate(measured->value) + " (" +
+                    format_rate(d.peak(u, p)->value) + ")");
     }
   }
   return out;

@@ -92,7 +92,8 @@ std::string device_notes(const MultiDeviceReport& r) {
       s += "  " + d.device + ": cache not analysed: " + d.analysis->cache_skipped + "\n";
     }
     if (d.analysis->kernel_floor && d.analysis->kernel_floor_s <= 0) {
-      s += "  " + d.device + ": no kernel floor (its file has no min_kernel_s): its times may be "
+      s += "  " + d.device +
+           ": no kernel floor (its file has no min_kernel_s): its times may be "
            "below one kernel's, the others' not\n";
     }
     if (d.fallback_nodes > 0) {
@@ -195,13 +196,12 @@ std::string render_provision(const MultiDeviceReport& r) {
     }
     for (const sol::Provision& p : d.provision) {
       rows.push_back({d.device, std::string(sol::fidelity_name(p.fidelity)),
-                      format_seconds(p.time_s),
-                      p.reachable() ? format_number(p.factor) : "inf",
+                      format_seconds(p.time_s), p.reachable() ? format_number(p.factor) : "inf",
                       format_number(p.compute_factor), format_number(p.bandwidth_factor),
                       p.meets() ? "meets" : (p.reachable() ? "short" : "unreachable")});
       if (!p.reachable()) {
-        unreachable.push_back(d.device + " " + std::string(sol::fidelity_name(p.fidelity)) +
-                              ": " + unreachable_reason(p));
+        unreachable.push_back(d.device + " " + std::string(sol::fidelity_name(p.fidelity)) + ": " +
+                              unreachable_reason(p));
       }
     }
   }

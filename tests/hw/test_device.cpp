@@ -576,10 +576,9 @@ TEST(HwJson, Shape) {
   EXPECT_TRUE(sources.contains("memory.DRAM.bandwidth_bytes_per_s"));
   std::vector<std::string> keys;
   for (const auto& [key, value] : j.items()) keys.push_back(key);
-  EXPECT_EQ(keys,
-            (std::vector<std::string>{"clock_hz", "compute_units", "description", "interconnect",
-                                      "memory", "min_kernel_s", "name", "peak_flops_per_s",
-                                      "sources", "vendor"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"clock_hz", "compute_units", "description",
+                                            "interconnect", "memory", "min_kernel_s", "name",
+                                            "peak_flops_per_s", "sources", "vendor"}));
 }
 
 // Interconnect figures (docs/devices.md, "Interconnect"), from ../shared/reference/hardware.md

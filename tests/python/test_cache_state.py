@@ -293,7 +293,8 @@ FLOOR = 0.4e-6
 def test_small_rmsnorm_gets_the_floor(hw, tokens, hidden):
     # bytes_io = x (2TH) + w (2H) + y (2TH) = 4TH + 2H; memory-bound, so fused off = bytes / DRAM
     # and on = max(that, 0.4 us). E.g. T = 1, H = 128 on H100-SXM: 4 x 128 + 2 x 128 = 768 B,
-    # 768 / 3.35e12 = 0.229 ns -> 400 ns; T = 64, H = 7,168: 1,849,344 B / 3.35e12 = 552.043 ns, above the floor.
+    # 768 / 3.35e12 = 0.229 ns -> 400 ns; T = 64, H = 7,168: 1,849,344 B / 3.35e12 = 552.043 ns,
+    # above the floor.
     ir = RMSNORM.format(t=tokens, h=hidden)
     on = core_json(ir, hw)
     off = core_json(ir, hw, kernel_floor="off")

@@ -355,8 +355,10 @@ def test_attainable_above_the_datasheet_is_named_not_written(fake_gpu, tmp_path,
     text = out.read_text()
     assert "  # not written: DRAM 8.58993e+12 B/s, above the datasheet's 4.8e+12\n" in text
     assert "dram_bandwidth_bytes_per_s: {value: 8589934592000" not in text
-    assert "solar calibrate: warning: DRAM: measured 8.58993e+12 B/s, above the datasheet's " \
+    assert (
+        "solar calibrate: warning: DRAM: measured 8.58993e+12 B/s, above the datasheet's peak "
         "4.8e+12: check the datasheet figure\n" in capsys.readouterr().err
+    )
     assert "attainable" in device_json(out)  # the rates measured still load
 
 

@@ -39,8 +39,9 @@ size_t count(const std::string& text, const std::string& what) {
 
 // The full report of examples/mlp.ir on H100-SXM as `solar sol --measured-ms 0.001
 // --kernel-floor off` builds it: without the floor the times are the formulas' (nanoseconds,
-// under H100-SXM's 0.4 us min_kernel_s), so the arithmetic below shows. mlp.ir: fc1 2,048 MACs, bias_relu 256 other ops, fc2 1,024 MACs, bias 32 other ops; every
-// node's main work at the fp32 vector rate (67e12). Bytes unfused 5,920, fused 3,616.
+// under H100-SXM's 0.4 us min_kernel_s), so the arithmetic below shows. mlp.ir: fc1 2,048 MACs,
+// bias_relu 256 other ops, fc2 1,024 MACs, bias 32 other ops; every node's main work at the fp32
+// vector rate (67e12). Bytes unfused 5,920, fused 3,616.
 struct Mlp {
   Report report;
   json j;

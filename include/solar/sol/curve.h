@@ -35,8 +35,8 @@ struct Curve {
   // The one-kernel floor every point's time is at least (the fused fidelity's, sol/analysis.h):
   // the device's min_kernel_s; 0 when the floor is off or the device has none.
   double kernel_floor_s = 0;
-  bool kernel_floor = true;          // asked for (--kernel-floor on)
-  std::string kernel_floor_skipped;  // on, but the device has no min_kernel_s: why
+  bool kernel_floor = true;                     // asked for (--kernel-floor on)
+  std::string kernel_floor_skipped;             // on, but the device has no min_kernel_s: why
   std::optional<int64_t> l2_bytes, smem_bytes;  // the device's, when its file has them
   std::vector<CurvePoint> points;               // capacity increasing
 };

@@ -42,7 +42,7 @@ struct Provision {
   double required_flops_per_s = 0;            // total FLOPs / latency_s
   double effective_flops_per_s = 0;           // total FLOPs / compute_s; 0 without arithmetic
   double required_bandwidth_bytes_per_s = 0;  // DRAM bytes of the fidelity / latency_s
-  double floor_s = 0;  // the kernel floors no scaling removes; 0: none
+  double floor_s = 0;                         // the kernel floors no scaling removes; 0: none
   size_t kernels = 0;  // the kernels floor_s counts (the operations that launch one)
 
   // Whether some scaling of the rates meets the target: it is above floor_s. false: factor is
