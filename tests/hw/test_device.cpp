@@ -831,7 +831,9 @@ TEST(HwAttainable, H200CarriesTheMeasuredCeilings) {
   EXPECT_FALSE(a.peak(ComputeUnit::Tensor, Precision::Fp16).has_value());  // not measured
   for (ComputeUnit u : kAllComputeUnits) {
     for (Precision p : kAllPrecisions) {
-      if (a.peak(u, p)) EXPECT_NE(a.peak(u, p)->source.find("S67"), std::string::npos);
+      if (a.peak(u, p)) {
+        EXPECT_NE(a.peak(u, p)->source.find("S67"), std::string::npos);
+      }
     }
   }
   // fp16 keeps the datasheet's 989.5e12 at the ceilings.

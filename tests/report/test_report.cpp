@@ -274,8 +274,10 @@ TEST(ReportAttainable, LineJsonAndHeadroomAtTheMeasuredCeilings) {
       "mm.ir");
   const einsum::Graph g = einsum::lift(p, ir::check_or_throw(p));
   const hw::Device h200 = hw::load_builtin_device("H200-SXM");
+  Measured measured;
+  measured.ms = 40e-3;  // 40 us
   SolReport s = make_sol_report(
-      make_report(g, h200, default_policy(), sol::implemented_fidelities()), {40e-3}, 10);
+      make_report(g, h200, default_policy(), sol::implemented_fidelities()), measured, 10);
   ASSERT_TRUE(s.report.attainable.has_value());
   const json& a = s.json["attainable"];
   EXPECT_DOUBLE_EQ(a["dram_bandwidth_bytes_per_s"].get<double>(), 4.28e12);
