@@ -145,7 +145,7 @@ def test_analysis_options_and_provenance_are_read_only_objects():
     assert (options.level, options.routing, options.kernel_floor, options.top) == (
         "L2",
         "concentrated",
-        "off",
+        "on",  # the kernel floor, on by default (docs/cache-state.md)
         10,
     )
     with pytest.raises(AttributeError):

@@ -21,12 +21,13 @@ def sol_json(tmp_path: Path, *args: str) -> tuple[int, dict | None, str]:
 
 
 def test_measured_ms_gives_measured_over_sol(tmp_path):
-    rc, r, err = sol_json(tmp_path, "--measured-ms", "2.5")
+    rc, r, err = sol_json(tmp_path, "--measured-ms", "2.5", "--kernel-floor", "off")
     assert rc == 0, err
     h = r["headroom"]
     assert h["measured_s"] == 2.5e-3
-    # examples/mlp.ir on H100-SXM: unfused 5,920 bytes, fused 3,616 bytes, both memory-bound at
-    # 3.35e12 B/s, so SOL = bytes / 3.35e12 and headroom = 2.5e-3 * 3.35e12 / bytes.
+    # examples/mlp.ir on H100-SXM, without the kernel floor: unfused 5,920 bytes, fused 3,616
+    # bytes, both memory-bound at 3.35e12 B/s, so SOL = bytes / 3.35e12 and headroom =
+    # 2.5e-3 * 3.35e12 / bytes.
     assert r["sol"]["unfused_s"] == 5920 / 3.35e12
     assert r["sol"]["fused_s"] == 3616 / 3.35e12
     for f in r["bytes"]:
@@ -52,14 +53,16 @@ def test_another_device_is_a_what_if(tmp_path):
 
 
 def test_a_time_below_the_bound_is_a_violation(tmp_path):
-    # 1e-6 ms = 1e-9 s is below the fused SOL 3616 / 3.35e12 = 1.079e-9 s.
-    rc, r, err = sol_json(tmp_path, "--measured-ms", "1e-6")
+    # 1e-6 ms = 1e-9 s is below the fused SOL 3616 / 3.35e12 = 1.079e-9 s (kernel floor off),
+    # and far below H100-SXM's one-kernel floor, 400 ns (on, the default).
+    rc, r, err = sol_json(tmp_path, "--measured-ms", "1e-6", "--kernel-floor", "off")
     assert rc == 0, err
     assert r["headroom"]["violation"] is True
-    rc, out, _ = pipeline.run_cli_captured(
-        ["sol", str(ROOT / "examples" / "mlp.ir"), "--hw", "H100-SXM", "--measured-ms", "1e-6"]
-    )
+    mlp = ["sol", str(ROOT / "examples" / "mlp.ir"), "--hw", "H100-SXM", "--measured-ms", "1e-6"]
+    rc, out, _ = pipeline.run_cli_captured([*mlp, "--kernel-floor", "off"])
     assert "VIOLATION: the measured time is below the SOL bound 1.079 ns" in out
+    rc, out, _ = pipeline.run_cli_captured(mlp)
+    assert "VIOLATION: the measured time is below the SOL bound 400 ns" in out
 
 
 def test_bad_measured_times_are_one_line_errors(tmp_path):

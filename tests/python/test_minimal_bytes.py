@@ -19,7 +19,10 @@ DRAM = 3.35e12
 
 
 def _report(name: str) -> dict:
-    data = solar.analyze_file(PATTERNS / f"{name}.py", hw="H100-SXM").data
+    # Without the kernel floor: the times below are the formulas' (docs/cache-state.md).
+    data = solar.analyze_file(
+        PATTERNS / f"{name}.py", hw="H100-SXM", sol_options={"kernel_floor": "off"}
+    ).data
     assert data["verification"]["status"] == "passed", data["verification"]
     return data
 
