@@ -549,7 +549,7 @@ TEST(CacheStreaming, LayerNormWithMaterialisedReshapeIsOneGroup) {
 // references): q bf16[T, H, D] cast to f32, the statistics over D as [T, H, 1] tensors, then the
 // per-head weight cast to f32 by a copy of its own, after the statistics, which loops over D
 // only. T = 64, H = 4, D = 128.
-const char* kQkRmsNorm = R"(input q : bf16[64, 4, 128]
+const char* const kQkRmsNorm = R"(input q : bf16[64, 4, 128]
 input q_weight : bf16[128]
 tensor xf : f32[64, 4, 128]
 tensor sq : f32[64, 4, 128]
