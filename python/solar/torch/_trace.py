@@ -128,13 +128,18 @@ _DATA_DEPENDENT = (
     "GuardOnDataDependentSymNode",
     "DataDependentOutputException",
     "PendingUnbackedSymbolNotFound",
+    "DynamicOutputShapeException",
     "UserError",  # export's "Could not guard on data-dependent expression"
 )
 
 
 def _is_data_dependent(e: BaseException) -> bool:
     text = f"{type(e).__name__}: {e}"
-    return type(e).__name__ in _DATA_DEPENDENT[:3] or "data-dependent" in text
+    return (
+        type(e).__name__ in _DATA_DEPENDENT[:4]
+        or "data-dependent" in text
+        or ".numpy() is not supported for tensor subclasses" in text  # a FakeTensor's values
+    )
 
 
 @contextlib.contextmanager
@@ -217,10 +222,15 @@ _SCALAR_READS = ("aten._local_scalar_dense.default", "aten.item.default")
 
 
 def _values_read(traced: Traced) -> str | None:
-    """The first node of ``traced``'s graph that reads a value of the data (``_SCALAR_READS``),
-    as ``OP ('NAME')``, or None."""
+    """The first node of ``traced``'s graph that reads a value of the data (``_SCALAR_READS``)
+    or whose output size the data decide (an unbacked size: ``nonzero``, a boolean mask's
+    index), as ``OP ('NAME')``, or None."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
     for node in traced.graph.nodes:
-        if node.op == "call_function" and str(node.target) in _SCALAR_READS:
+        if node.op != "call_function":
+            continue
+        if str(node.target) in _SCALAR_READS or free_unbacked_symbols(node.meta.get("val")):
             return f"{node.target} ('{node.name}')"
     return None
 
@@ -350,17 +360,15 @@ def _trace_specialised(
                 recorder.next = 0
                 with last:
                     traced = _trace_make_fx(module, args, attributes)
-    except CaptureError:
-        raise
+        read = _values_read(traced)
+        if read is not None:
+            raise CaptureError(f"{read} remains")
     except Exception as e:
+        # the values replayed did not make the trace concrete (a boolean mask, a loop over an
+        # index tensor): traced on the real inputs themselves (solar.torch._specialise)
         at = f" (the trace stopped at {last.where()})" if last.last else ""
-        raise CaptureError(
-            f"capture failed: specialised on the inputs' values: "
-            f"{type(e).__name__}: {_first_line(str(e))}{at}"
-        ) from e
-    read = _values_read(traced)
-    if read is not None:
-        raise CaptureError(f"capture failed: specialised on the inputs' values: {read} remains")
+        replay_error = f"{type(e).__name__}: {_first_line(str(e))}{at}"
+        return _trace_real(module, args, attributes, export_error, replay_error)
     traced.export_error = export_error
     if recorder.values:  # none: traced on a hint (``specialise``) by a program that reads none
         traced.specialised = True
@@ -370,6 +378,99 @@ def _trace_specialised(
         )
     _drop_unused_attributes(traced)
     return traced
+
+
+def _trace_real(
+    module: nn.Module,
+    args: tuple,
+    attributes: list[Attribute],
+    export_error: str,
+    replay_error: str,
+) -> Traced:
+    """``module(*args)`` traced by make_fx on the real inputs (solar.torch._specialise): the
+    values the program reads are the real ones, the ops whose output sizes depend on the data
+    are replaced by ops of fixed sizes. Notes name every value read."""
+    import copy
+
+    from solar.torch._specialise import Specialising, specialising
+
+    state = Specialising()
+    reads = _ReadsNoted(state)
+    state.where = reads.user_frame
+    last = _LastCall()
+    # copies: the trace runs the program on the data, and a program may write into its inputs
+    module_copy, args_copy = copy.deepcopy(module), copy.deepcopy(args)
+    attributes_copy = tensor_attributes(module_copy)
+    try:
+        with torch.no_grad(), reads, last, specialising(state):
+            traced = _trace_make_fx(module_copy, args_copy, attributes_copy, real=True)
+    except CaptureError:
+        raise
+    except Exception as e:
+        at = f" (the trace stopped at {last.where()})" if last.last else ""
+        raise CaptureError(
+            f"capture failed: specialised on the inputs' values: {replay_error}; traced on "
+            f"the inputs: {type(e).__name__}: {_first_line(str(e))}{at}"
+        ) from e
+    finally:
+        for attr in attributes_copy:
+            attr.owner.__dict__[attr.key] = attr.value
+    traced.export_error = export_error
+    traced.specialised = True
+    traced.notes.append(
+        f"capture specialised on {len(state.values)} value(s) read from the inputs (traced on "
+        f"them; the numbers hold for these inputs only): {state.summary()}"
+    )
+    _drop_unused_attributes(traced)
+    return traced
+
+
+class _ReadsNoted(_UserCalls):
+    """While a real-mode trace runs: notes each read of the data's values into Python
+    (``_PYTHON_READS``, the real values) in ``state``, and calls ``one_hot`` in a form without
+    in-place writes."""
+
+    def __init__(self, state: Any) -> None:
+        super().__init__()
+        self.state = state
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
+        name = getattr(func, "__name__", "")
+        if name == "one_hot":  # its C++ form writes in place, past the functionalisation
+            from solar.torch._specialise import one_hot
+
+            return one_hot(*args, **(kwargs or {}))
+        if name not in _PYTHON_READS or not args or not isinstance(args[0], torch.Tensor):
+            return func(*args, **(kwargs or {}))
+        value = _read_untraced(func, args, kwargs or {})
+        if name == "numpy":
+            self.state.note("numpy", _short(value.tolist()))
+        else:
+            self.state.note(name.strip("_") if name != "item" else "item", _short(value))
+        return value
+
+
+# Reads of a tensor's values into Python (a number, a bool, a list, an array).
+_PYTHON_READS = frozenset("item tolist __int__ __index__ __float__ __bool__ numpy".split())
+
+
+def _read_untraced(func: Any, args: tuple, kwargs: dict) -> Any:
+    """``func(*args)`` (a ``_PYTHON_READS`` read) on the real values under the trace: the
+    functionalised wrapper unwrapped, no mode recording it."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    tensor = args[0]
+    if torch._C._functorch.is_functionaltensor(tensor):
+        torch._sync(tensor)
+        tensor = torch._C._functorch._unwrap_functional_tensor(tensor, False)
+    with _disable_current_modes():
+        return func(tensor, *args[1:], **kwargs)
+
+
+def _short(value: Any) -> str:
+    """A value read into Python, at most 60 characters."""
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @dataclass
@@ -820,7 +921,12 @@ def _user_frame(frame: Any, outside: frozenset[int]) -> str:
     return ""
 
 
-def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] = ()) -> Traced:
+def _trace_make_fx(
+    module: nn.Module, args: tuple, attributes: list[Attribute] = (), real: bool = False
+) -> Traced:
+    """make_fx's trace of ``module(*args)`` on FakeTensors, or with ``real`` on the real inputs,
+    reading the data where the program does and with the specialising replacements of
+    solar.torch._specialise."""
     from torch._decomp import core_aten_decompositions
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.utils import _pytree as pytree
@@ -845,13 +951,20 @@ def _trace_make_fx(module: nn.Module, args: tuple, attributes: list[Attribute] =
     table = _decompositions(core_aten_decompositions())
     for name in _KEPT_FOR_MUTATIONS:  # a write into a view: the part written stays visible
         table.pop(_aten(name), None)
+    if real:
+        from solar.torch._specialise import decompositions
+
+        table.update(decompositions())
     with _RecurrentRefused():
         gm = make_fx(
             functional,
             decomposition_table=table,
-            tracing_mode="fake",
+            tracing_mode="real" if real else "fake",
             record_stack_traces=True,
+            _error_on_data_dependent_ops=not real,
         )(*params.values(), *buffers.values(), *(a.value for a in attributes), *flat_args)
+    if real:
+        _drop_scalar_reads(gm.graph)
     _refuse_in_place(gm.graph)
     traced = Traced(graph=gm.graph, method="make_fx", module=gm)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -1009,6 +1122,14 @@ def _part_shape(op: str, node: Any) -> list[int] | None:
         return list(torch.empty(base.shape, device="meta")[tuple(meta)].shape)
     except Exception:
         return None
+
+
+def _drop_scalar_reads(graph: Any) -> None:
+    """Removes the nodes of a real-mode trace that read a value of the data into Python
+    (``aten._local_scalar_dense``): the value is a constant of the graph where it was used."""
+    for node in reversed(list(graph.nodes)):
+        if node.op == "call_function" and str(node.target) in _SCALAR_READS and not node.users:
+            graph.erase_node(node)
 
 
 def _refuse_in_place(graph: Any) -> None:
