@@ -156,3 +156,99 @@ def test_a_fake_capture_of_a_value_dependent_program_is_specialised_not_an_inter
     # 8 rows of the [10, 8] f32 table gathered (8 x 32 B = 256 B), the [2, 5] i64 ids (80 B)
     # read, the [8] f32 sum written (32 B): the fused program moves at least 368 B
     assert data["bytes"]["fused"] >= 256 + 80 + 32
+
+
+MOE_REFERENCE = """import torch
+import torch.nn.functional as F
+
+
+@torch.no_grad()
+def run(hidden_states, router_logits, w13, w2, top_k):
+    tokens, hidden = hidden_states.shape
+    num_experts, two_inner, _ = w13.shape
+    inner = two_inner // 2
+    weights, experts = torch.topk(torch.softmax(router_logits.float(), dim=-1), top_k, dim=-1)
+    weights = weights / weights.sum(dim=-1, keepdim=True)
+    out = torch.zeros(tokens, hidden, dtype=torch.float32, device=hidden_states.device)
+    tokens_per_expert = torch.bincount(experts.flatten(), minlength=num_experts)
+    for e in range(num_experts):
+        if tokens_per_expert[e].item() == 0:
+            continue
+        rows, slots = torch.nonzero(experts == e, as_tuple=True)
+        h = hidden_states[rows].float() @ w13[e].float().t()
+        y = (F.silu(h[:, :inner]) * h[:, inner:]) @ w2[e].float().t()
+        out.index_add_(0, rows, y * weights[rows, slots, None])
+    return out.to(hidden_states.dtype)
+"""
+
+
+def test_a_moe_definition_with_a_loop_over_experts_analyses_every_workload(tmp_path):
+    """A benchmark definition of a routed MoE whose reference counts the tokens per expert
+    (``bincount``, ``.item()``) and gathers each expert's tokens with ``nonzero``: every
+    workload is traced on its own inputs and verifies.
+
+    4 experts of hidden 64 and inner 32 (gate/up [64, 64], down [64, 32]), top-2, bf16
+    weights. MACs: each of the T x 2 (token, expert) pairs runs 64 x 64 + 32 x 64 = 6,144 MACs:
+    12,288 T. Bytes: the fused program reads the hidden states (T x 64 x 2 B) and the logits
+    (T x 4 x 4 B), writes the output (T x 64 x 2 B), and reads the weights of each expert a
+    token reaches, (64 x 64 + 64 x 32) x 2 B = 12,288 B each: between one and four experts."""
+    import json
+
+    from solar import cli
+
+    definition = {
+        "name": "moe_e4_h64_i32",
+        "op_type": "moe",
+        "axes": {
+            "seq_len": {"type": "var"},
+            "num_experts": {"type": "const", "value": 4},
+            "hidden_size": {"type": "const", "value": 64},
+            "gate_up_size": {"type": "const", "value": 64},
+            "intermediate_size": {"type": "const", "value": 32},
+        },
+        "inputs": {
+            "hidden_states": {"shape": ["seq_len", "hidden_size"], "dtype": "bfloat16"},
+            "router_logits": {"shape": ["seq_len", "num_experts"], "dtype": "float32"},
+            "w13": {"shape": ["num_experts", "gate_up_size", "hidden_size"], "dtype": "bfloat16"},
+            "w2": {
+                "shape": ["num_experts", "hidden_size", "intermediate_size"],
+                "dtype": "bfloat16",
+            },
+            "top_k": {"shape": None, "dtype": "int32"},
+        },
+        "outputs": {"output": {"shape": ["seq_len", "hidden_size"], "dtype": "bfloat16"}},
+        "reference": MOE_REFERENCE,
+    }
+    random = {"type": "random"}
+    tokens = (1, 5, 16)
+    folder = tmp_path / "moe"
+    folder.mkdir()
+    (folder / "definition.json").write_text(json.dumps(definition))
+    (folder / "workload.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "uuid": f"t{t}",
+                    "axes": {"seq_len": t},
+                    "inputs": {
+                        **dict.fromkeys(("hidden_states", "router_logits", "w13", "w2"), random),
+                        "top_k": {"type": "scalar", "value": 2},
+                    },
+                }
+            )
+            + "\n"
+            for t in tokens
+        )
+    )
+    out = tmp_path / "moe.json"
+    assert cli.main(["analyze", str(folder), "--hw", "B200", "--json", str(out)]) == 0
+    entries = json.loads(out.read_text())["workloads"]
+    assert [e["report"]["totals"]["macs"] for e in entries] == [12_288 * t for t in tokens]
+    for t, entry in zip(tokens, entries, strict=True):
+        report = entry["report"]
+        assert entry["row"]["verification"] == "passed"
+        notes = " ".join(report["verification"]["notes"])
+        assert "capture specialised on" in notes and "nonzero of a [" in notes
+        io = t * 64 * 2 + t * 4 * 4 + t * 64 * 2
+        hit = min(4, 2 * t)  # at most the pairs there are
+        assert io + 12_288 <= report["bytes"]["fused"] <= io + hit * 12_288

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from solar.torch._where import user_location
+from solar.torch._where import is_library_file, user_location
 
 
 class CaptureError(ValueError):
@@ -308,9 +308,14 @@ class _Specialised(_UserCalls):
         self.values: list[str] = []
         self.replay = False
         self.next = 0
+        # whether the eager run called an op whose output size its data decide and that a
+        # replayed value cannot stand for (``_sized_by_data``)
+        self.sized_by_data = False
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
         name = getattr(func, "__name__", "")
+        if not self.replay and _sized_by_data(name, args, kwargs or {}):
+            self.sized_by_data = True
         if name not in _DATA_READS:
             return func(*args, **(kwargs or {}))
         if self.replay:
@@ -329,6 +334,28 @@ class _Specialised(_UserCalls):
         )
         self.values.append(f"{shown}{' at ' + where if where else ''}")
         return value
+
+
+# Calls whose output size the data decide, beyond the reads ``_Specialised`` replays.
+_SIZED_BY_DATA = frozenset(
+    "bincount masked_select repeat_interleave unique unique_consecutive one_hot".split()
+)
+
+
+def _sized_by_data(name: str, args: tuple, kwargs: dict) -> bool:
+    """Whether a call's output size is decided by its data in a way that replaying the values
+    read into Python does not fix: ``_SIZED_BY_DATA``, an index or a write by a boolean mask,
+    ``torch.where`` of a condition alone."""
+    from torch.utils import _pytree as pytree
+
+    if name in _SIZED_BY_DATA:
+        return True
+    if name == "where":
+        return len(args) + len(kwargs) == 1
+    if name in ("__getitem__", "__setitem__", "index_put", "index_put_") and len(args) > 1:
+        leaves = pytree.tree_leaves(args[1])
+        return any(isinstance(t, torch.Tensor) and t.dtype == torch.bool for t in leaves)
+    return False
 
 
 def _trace_specialised(
@@ -350,6 +377,8 @@ def _trace_specialised(
             f"capture failed{' at ' + at if at else ''}: the program failed on its inputs: "
             f"{type(e).__name__}: {_first_line(str(e))}"
         ) from e
+    if recorder.sized_by_data:
+        return _trace_real(module, args, attributes, export_error, "")
     recorder.replay = True
     last = _LastCall()
     try:
@@ -408,9 +437,10 @@ def _trace_real(
         raise
     except Exception as e:
         at = f" (the trace stopped at {last.where()})" if last.last else ""
+        replayed = f"specialised on the inputs' values: {replay_error}; " if replay_error else ""
         raise CaptureError(
-            f"capture failed: specialised on the inputs' values: {replay_error}; traced on "
-            f"the inputs: {type(e).__name__}: {_first_line(str(e))}{at}"
+            f"capture failed: {replayed}traced on the inputs: "
+            f"{type(e).__name__}: {_first_line(str(e))}{at}"
         ) from e
     finally:
         for attr in attributes_copy:
@@ -435,6 +465,11 @@ class _ReadsNoted(_UserCalls):
         self.state = state
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
+        from torch.fx import traceback as fx_traceback
+
+        frame = _user_frame_info(sys._getframe(1), getattr(self, "_outside", frozenset()))
+        if frame is not None:  # the nodes this call makes carry the user's line
+            fx_traceback.set_stack_trace(['File "{}", line {}, in {}\n'.format(*frame)])
         name = getattr(func, "__name__", "")
         if name == "one_hot":  # its C++ form writes in place, past the functionalisation
             from solar.torch._specialise import one_hot
@@ -909,6 +944,16 @@ def _frames_from(frame: Any) -> frozenset[int]:
     return frozenset(ids)
 
 
+def _user_frame_info(frame: Any, outside: frozenset[int]) -> tuple[str, int, str] | None:
+    """``(path, line, function)`` of the frame ``_user_frame`` names, or None."""
+    while frame is not None and id(frame) not in outside:
+        code = frame.f_code
+        if not is_library_file(code.co_filename):
+            return code.co_filename, frame.f_lineno, code.co_name
+        frame = frame.f_back
+    return None
+
+
 def _user_frame(frame: Any, outside: frozenset[int]) -> str:
     """The innermost user frame from ``frame`` outwards, stopping at the first frame in
     ``outside`` (the caller of the capture), or empty (read from the frames directly: it is
@@ -955,12 +1000,16 @@ def _trace_make_fx(
         from solar.torch._specialise import decompositions
 
         table.update(decompositions())
-    with _RecurrentRefused():
+    # On real inputs the user's line of each node is set by the caller's torch function mode
+    # (``_ReadsNoted``): one frame a call, not a traceback a node (the larger part of the
+    # trace's time on an MoE layer's loop over experts)
+    lines = torch.fx.traceback.preserve_node_meta() if real else contextlib.nullcontext()
+    with _RecurrentRefused(), lines:
         gm = make_fx(
             functional,
             decomposition_table=table,
             tracing_mode="real" if real else "fake",
-            record_stack_traces=True,
+            record_stack_traces=not real,
             _error_on_data_dependent_ops=not real,
         )(*params.values(), *buffers.values(), *(a.value for a in attributes), *flat_args)
     if real:
