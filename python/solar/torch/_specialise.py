@@ -126,18 +126,16 @@ def _index(x: torch.Tensor, indices: list) -> Any:
     return aten.index.Tensor(x, converted)
 
 
-def _index_put(x: torch.Tensor, indices: list, values: torch.Tensor, accumulate: bool = False):
-    converted = _integer_indices(list(indices))
-    if converted is None:
-        return NotImplemented
-    return aten.index_put.default(x, converted, values, accumulate)
+def _index_put_with(op: Any) -> Any:
+    """``op`` (``index_put`` or ``index_put_``) with its boolean masks as integer indices."""
 
+    def index_put(x: torch.Tensor, indices: list, values: torch.Tensor, accumulate=False):
+        converted = _integer_indices(list(indices))
+        if converted is None:
+            return NotImplemented
+        return op(x, converted, values, accumulate)
 
-def _index_put_(x: torch.Tensor, indices: list, values: torch.Tensor, accumulate: bool = False):
-    converted = _integer_indices(list(indices))
-    if converted is None:
-        return NotImplemented
-    return aten.index_put_.default(x, converted, values, accumulate)
+    return index_put
 
 
 def _masked_select(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -189,9 +187,9 @@ def decompositions() -> dict:
     return {
         aten.nonzero.default: _nonzero,
         aten.index.Tensor: _index,
-        aten.index_put.default: _index_put,
-        aten.index_put_.default: _index_put_,
-        aten._unsafe_index_put.default: _index_put,
+        aten.index_put.default: _index_put_with(aten.index_put.default),
+        aten.index_put_.default: _index_put_with(aten.index_put_.default),
+        aten._unsafe_index_put.default: _index_put_with(aten.index_put.default),
         aten.masked_select.default: _masked_select,
         aten.bincount.default: _bincount,
         aten.repeat_interleave.Tensor: _repeat_interleave,

@@ -465,11 +465,9 @@ class _ReadsNoted(_UserCalls):
         self.state = state
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
-        from torch.fx import traceback as fx_traceback
-
         frame = _user_frame_info(sys._getframe(1), getattr(self, "_outside", frozenset()))
         if frame is not None:  # the nodes this call makes carry the user's line
-            fx_traceback.set_stack_trace(['File "{}", line {}, in {}\n'.format(*frame)])
+            torch.fx.traceback.set_stack_trace(['File "{}", line {}, in {}\n'.format(*frame)])
         name = getattr(func, "__name__", "")
         if name == "one_hot":  # its C++ form writes in place, past the functionalisation
             from solar.torch._specialise import one_hot
@@ -481,7 +479,7 @@ class _ReadsNoted(_UserCalls):
         if name == "numpy":
             self.state.note("numpy", _short(value.tolist()))
         else:
-            self.state.note(name.strip("_") if name != "item" else "item", _short(value))
+            self.state.note(name.strip("_"), _short(value))
         return value
 
 
@@ -945,7 +943,7 @@ def _frames_from(frame: Any) -> frozenset[int]:
 
 
 def _user_frame_info(frame: Any, outside: frozenset[int]) -> tuple[str, int, str] | None:
-    """``(path, line, function)`` of the frame ``_user_frame`` names, or None."""
+    """``(path, line, function)`` of the innermost user frame (``_user_frame``), or None."""
     while frame is not None and id(frame) not in outside:
         code = frame.f_code
         if not is_library_file(code.co_filename):
@@ -956,14 +954,10 @@ def _user_frame_info(frame: Any, outside: frozenset[int]) -> tuple[str, int, str
 
 def _user_frame(frame: Any, outside: frozenset[int]) -> str:
     """The innermost user frame from ``frame`` outwards, stopping at the first frame in
-    ``outside`` (the caller of the capture), or empty (read from the frames directly: it is
-    asked on every torch call while make_fx traces)."""
-    while frame is not None and id(frame) not in outside:
-        code = frame.f_code
-        if where := user_location(code.co_filename, frame.f_lineno, code.co_name):
-            return where
-        frame = frame.f_back
-    return ""
+    ``outside`` (the caller of the capture), as ``file:line in function``, or empty (read from
+    the frames directly: it is asked on every torch call while make_fx traces)."""
+    info = _user_frame_info(frame, outside)
+    return user_location(*info) if info else ""
 
 
 def _trace_make_fx(
