@@ -169,6 +169,81 @@ std::vector<Footprint> touched_footprints(const Graph& g) {
   return out;
 }
 
+namespace {
+
+// Whether loop `v` decides the value node `n` computes (repeated_copies): a value of the right
+// side, a bound of another loop or a non-constant bound of its own, or an index of a read along a
+// dimension along which the read's tensor does not repeat.
+bool decides_value(const Node& n, const std::string& v,
+                   const std::map<std::string_view, size_t>& index,
+                   const std::vector<std::vector<bool>>& repeats) {
+  if (std::find(n.value_loops.begin(), n.value_loops.end(), v) != n.value_loops.end()) return true;
+  for (const ir::AffineLoop& l : n.domain) {
+    if (!l.lo.coeffs.empty() || !l.hi.coeffs.empty()) {
+      if (l.var == v || l.lo.coeff(v) != 0 || l.hi.coeff(v) != 0) return true;
+    }
+  }
+  for (const Access& a : n.reads) {
+    const auto it = index.find(a.tensor);
+    const std::vector<bool>* along = it == index.end() ? nullptr : &repeats[it->second];
+    for (const AccessMap& m : a.maps) {
+      const bool per_dim = along != nullptr && m.index.size() == along->size();
+      for (size_t d = 0; d < m.index.size(); ++d) {
+        if (m.index[d].coeff(v) == 0) continue;
+        if (m.data_dependent || !per_dim || !(*along)[d]) return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<int64_t> repeated_copies(const Graph& g) {
+  std::map<std::string_view, size_t> index;  // the first tensor of each name, as find_tensor
+  for (size_t t = 0; t < g.tensors.size(); ++t) index.emplace(g.tensors[t].name, t);
+  std::vector<int> writers(g.tensors.size(), 0);
+  for (const Node& n : g.nodes) {
+    for (const Access& a : n.writes) {
+      if (const auto it = index.find(a.tensor); it != index.end()) ++writers[it->second];
+    }
+  }
+  std::vector<std::vector<bool>> repeats(g.tensors.size());
+  for (size_t t = 0; t < g.tensors.size(); ++t) repeats[t].assign(g.tensors[t].shape.size(), false);
+  for (const Node& n : g.nodes) {
+    if (n.kind != NodeKind::Einsum || n.writes.size() != 1 || n.writes[0].maps.size() != 1) continue;
+    const auto it = index.find(n.writes[0].tensor);
+    if (it == index.end() || writers[it->second] != 1) continue;
+    const TensorInfo& t = g.tensors[it->second];
+    const ir::TensorRole role = t.role;
+    if (role == ir::TensorRole::Input || role == ir::TensorRole::Weight) continue;
+    const bool reads_itself = std::any_of(n.reads.begin(), n.reads.end(),
+                                          [&](const Access& a) { return a.tensor == t.name; });
+    const AccessMap& w = n.writes[0].maps[0];
+    if (reads_itself || w.data_dependent || w.guarded || w.index.size() != t.shape.size()) continue;
+    for (size_t d = 0; d < w.index.size(); ++d) {
+      const ir::AffineForm& f = w.index[d];
+      if (f.constant != 0 || f.coeffs.size() != 1 || f.coeffs.begin()->second != 1) continue;
+      const std::string& v = f.coeffs.begin()->first;
+      const auto loop = std::find_if(n.domain.begin(), n.domain.end(),
+                                     [&](const ir::AffineLoop& l) { return l.var == v; });
+      if (loop == n.domain.end() || loop->lo.constant != 0 || loop->hi.constant != t.shape[d]) {
+        continue;
+      }
+      bool alone = true;  // no other index of the write uses v
+      for (size_t e = 0; e < w.index.size(); ++e) alone = alone && (e == d || w.index[e].coeff(v) == 0);
+      if (alone && !decides_value(n, v, index, repeats)) repeats[it->second][d] = true;
+    }
+  }
+  std::vector<int64_t> copies(g.tensors.size(), 1);
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    for (size_t d = 0; d < repeats[t].size(); ++d) {
+      if (repeats[t][d]) copies[t] *= std::max<int64_t>(g.tensors[t].shape[d], 1);
+    }
+  }
+  return copies;
+}
+
 int64_t touched_elements(const Graph& g, std::string_view tensor) {
   return touched_footprint(g, tensor).elements;
 }

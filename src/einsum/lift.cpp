@@ -906,6 +906,30 @@ class Lifter {
     return forms;
   }
 
+  // The loops of `domain` whose index the expression uses as a value (Node::value_loops), in
+  // domain order; every loop when an index is not affine.
+  std::vector<std::string> value_loops(const ir::Expr& e, const Step& s,
+                                       const ir::AffineDomain& domain) const {
+    std::set<std::string> used;
+    collect_value_loops(e, s, domain, used);
+    std::vector<std::string> out;
+    for (const ir::AffineLoop& l : domain) {
+      if (used.contains(l.var)) out.push_back(l.var);
+    }
+    return out;
+  }
+
+  void collect_value_loops(const ir::Expr& e, const Step& s, const ir::AffineDomain& domain,
+                           std::set<std::string>& used) const {
+    if (e.kind == ir::ExprKind::Index) {
+      const std::optional<ir::AffineForm> f = ir::to_affine(*e.index, s.values);
+      for (const ir::AffineLoop& l : domain) {
+        if (!f || f->coeff(l.var) != 0) used.insert(l.var);
+      }
+    }
+    for (const ir::ExprP& a : e.args) collect_value_loops(*a, s, domain, used);
+  }
+
   // The read maps of an expression, in order; `guarded` inside a select branch.
   void read_maps(const ir::Expr& e, const Step& s, const ir::AffineDomain& domain, bool guarded,
                  std::vector<std::pair<std::string, AccessMap>>& out) const {
@@ -1027,6 +1051,7 @@ class Lifter {
                ir::print(*render(*k.rhs, s, n.domain));
     n.reads = group(reads);
     n.writes = group({{k.out, write}});
+    n.value_loops = value_loops(*k.rhs, s, n.domain);
 
     n.counts = detail::count_ops(k, n.points);
     n.scales_a_read = detail::scales_a_read(k);

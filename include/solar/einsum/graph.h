@@ -155,6 +155,9 @@ struct Node {
   // format with a tensor-core rate of its own (NVFP4, MXFP4: fp4), so its MACs run at that rate
   // where the device has one (docs/precision.md).
   bool mac_reads_stored_weight = false;
+  // The loops whose index is used as a value on the right side (an Index expression: `arange`,
+  // a causal mask's `j <= i`): the node's value depends on them even where no read does.
+  std::vector<std::string> value_loops = {};
   bool conv_like = false;  // a contraction with a sliding window (an operand index that combines
                            // an output loop and a reduced loop in one dimension, or an output
                            // index that combines two loops: a transposed convolution)
@@ -248,6 +251,17 @@ Footprint touched_footprint(const Graph& g, std::string_view tensor);
 // touched_footprint of every tensor of g.tensors, in that order, in one pass over the nodes (an
 // intermediate: the elements its writes touch, as touched_footprint gives).
 std::vector<Footprint> touched_footprints(const Graph& g);
+
+// How many copies of each of its distinct values each tensor of g.tensors holds (in that order):
+// the product of the sizes of the dimensions along which its values repeat, 1 where they repeat
+// along none (docs/fidelities.md, "Repeated values"). A tensor's values repeat along dimension d
+// when one node writes it whole, through a write whose index along d is one loop v (0 to the
+// size, step 1) that no other index of the write uses, and the value at each point does not
+// depend on v: no read's index uses v except along dimensions along which that read's tensor
+// repeats, v is no value of the right side, and no loop's bounds use it. A causal mask broadcast
+// over heads (`mask[b, h, i, j] = allowed[i, j] & keep[b, j]`) repeats along h; so does a
+// `zeros(B, H, L, L).masked_fill(...)` of such a mask (the zeros repeat along every dimension).
+std::vector<int64_t> repeated_copies(const Graph& g);
 
 // One framework operation: a run of consecutive nodes of one `op` block, or one node that is in
 // none. The unfused fidelity runs each as one kernel, as eager runs the op
