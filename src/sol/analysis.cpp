@@ -324,6 +324,17 @@ einsum::OpCounts total_counts(const einsum::Graph& g) {
   return t;
 }
 
+namespace {
+
+// The bytes of the repeated copies of the outputs whose values repeat.
+int64_t repeated_bytes(const einsum::Graph& g) {
+  int64_t bytes = 0;
+  for (const RepeatedOutput& r : repeated_outputs(g)) bytes += r.bytes - r.once_bytes;
+  return bytes;
+}
+
+}  // namespace
+
 int64_t fused_bytes(const einsum::Graph& g) {
   int64_t bytes = 0;
   const std::vector<einsum::Footprint> touched = einsum::touched_footprints(g);
@@ -333,6 +344,29 @@ int64_t fused_bytes(const einsum::Graph& g) {
     bytes += t.bytes_of(touched[i].elements);
   }
   return bytes;
+}
+
+std::vector<RepeatedOutput> repeated_outputs(const einsum::Graph& g) {
+  const std::vector<int64_t> copies = einsum::repeated_copies(g);
+  std::vector<RepeatedOutput> out;
+  std::vector<einsum::Footprint> touched;
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const einsum::TensorInfo& info = g.tensors[t];
+    if (copies[t] <= 1 || info.role != ir::TensorRole::Output) continue;
+    if (touched.empty()) touched = einsum::touched_footprints(g);
+    RepeatedOutput r;
+    r.tensor = info.name;
+    r.copies = copies[t];
+    r.bytes = info.bytes_of(touched[t].elements);
+    r.once_bytes = info.bytes_of(touched[t].elements / copies[t]);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      for (const einsum::Access& a : g.nodes[i].writes) {
+        if (a.tensor == info.name) r.writer = i;
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 bool device_independent_bytes(Fidelity f) { return f != Fidelity::Cache; }
@@ -357,7 +391,7 @@ int64_t dram_bytes(const einsum::Graph& g, Fidelity f) {
     case Fidelity::Unfused:
       return unfused_bytes(g);
     case Fidelity::Fused:
-      return fused_bytes(g);
+      return fused_bytes(g) - repeated_bytes(g);
     case Fidelity::Cache:
       break;
   }
@@ -381,6 +415,19 @@ Analysis analyze(const einsum::Graph& g, const hw::Device& d, const PrecisionPol
     }
     a.nodes.push_back(c);
   }
+  // A node that writes a tensor whose values repeat computes each distinct value once in the
+  // fused and cache-aware models.
+  const std::vector<int64_t> copies = einsum::repeated_copies(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const einsum::Access& w : g.nodes[i].writes) {
+      for (size_t t = 0; t < g.tensors.size(); ++t) {
+        if (g.tensors[t].name == w.tensor && copies[t] > 1) {
+          a.nodes[i].fused_compute_s /= static_cast<double>(copies[t]);
+        }
+      }
+    }
+  }
+  a.repeated_outputs = repeated_outputs(g);
   a.kernel_floor = options.kernel_floor;
   if (options.kernel_floor) {
     if (d.min_kernel_s) {

@@ -1,6 +1,7 @@
 // The cache-aware optimiser's search (cache_internal.h): untiled and streamed segments, and the
 // dynamic programming over segments (CacheOptimizer::search).
 #include "cache_internal.h"
+#include "solar/sol/analysis.h"
 
 #include <algorithm>
 #include <cctype>
@@ -475,12 +476,35 @@ CacheSchedule CacheOptimizer::optimize(int64_t capacity_bytes) {
   return std::move(*s);
 }
 
+namespace {
+
+// A schedule's traffic with each output whose values repeat written once (repeated_outputs): its
+// repeated copies are taken off the group that writes it. Every schedule writes each output whole
+// at least once, so the traffic stays a lower bound, and above the fused bytes, which take the
+// same copies off.
+std::optional<CacheSchedule> repeated_written_once(const einsum::Graph& g,
+                                                   std::optional<CacheSchedule> s) {
+  if (!s) return s;
+  for (const RepeatedOutput& r : repeated_outputs(g)) {
+    const int64_t save = r.bytes - r.once_bytes;
+    for (CacheGroup& grp : s->groups) {
+      if (r.writer < grp.first || r.writer >= grp.last) continue;
+      grp.traffic_bytes = std::max<int64_t>(grp.traffic_bytes - save, 0);
+      grp.min_traffic_bytes = std::max<int64_t>(grp.min_traffic_bytes - save, 0);
+      s->traffic_bytes = std::max<int64_t>(s->traffic_bytes - save, 0);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
 std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes) {
-  return search(capacity_bytes, false);
+  return repeated_written_once(impl_->g, search(capacity_bytes, false));
 }
 
 std::optional<CacheSchedule> CacheOptimizer::try_optimize_exhaustive(int64_t capacity_bytes) {
-  return search(capacity_bytes, true);
+  return repeated_written_once(impl_->g, search(capacity_bytes, true));
 }
 
 namespace {

@@ -194,6 +194,19 @@ struct AnalysisOptions {
   bool kernel_floor = true;
 };
 
+// An output whose values repeat along some of its dimensions: `copies` copies of each distinct
+// value; `bytes` written in full, `once_bytes` one copy of each value; `writer` the node that
+// writes it.
+struct RepeatedOutput {
+  std::string tensor;
+  int64_t copies = 1;
+  int64_t bytes = 0;
+  int64_t once_bytes = 0;
+  size_t writer = 0;
+};
+// The graph outputs whose values repeat, in tensor order.
+std::vector<RepeatedOutput> repeated_outputs(const einsum::Graph& g);
+
 struct Analysis {
   std::string policy;  // precision policy name
   double dram_bandwidth_bytes_per_s = 0;
@@ -216,6 +229,10 @@ struct Analysis {
   // min_kernel_s when its file (or --set) has one and the program does work; 0: none
   // (docs/cache-state.md, "One kernel").
   double program_floor_s = 0;
+  // The outputs whose values repeat (einsum::repeated_copies): the fused and cache-aware models
+  // write each distinct value once, as a kernel that returns a broadcast view does
+  // (docs/fidelities.md, "Repeated values").
+  std::vector<RepeatedOutput> repeated_outputs;
 
   // The result of `f`; InternalError when it was not requested.
   const FidelityResult& result(Fidelity f) const;
@@ -239,7 +256,8 @@ int64_t fused_bytes(const einsum::Graph& g);
 bool device_independent_bytes(Fidelity f);
 
 // The DRAM bytes of fidelity `f`'s model, the same on every device: unfused, the sum of every
-// framework operation's reads and writes (unfused_bytes); fused, fused_bytes. InternalError for a
+// framework operation's reads and writes (unfused_bytes); fused, fused_bytes less the repeated
+// copies of each output whose values repeat (repeated_outputs). InternalError for a
 // fidelity whose bytes depend on the device (cache).
 int64_t dram_bytes(const einsum::Graph& g, Fidelity f);
 
