@@ -171,12 +171,27 @@ std::vector<Footprint> touched_footprints(const Graph& g) {
 
 namespace {
 
+// Whether map `m` indexes `shape`'s own dimensions: one index per dimension, at the tensor's
+// row-major strides (a dimension of size 1 at any stride: every index reads its one element).
+bool own_dims(const AccessMap& m, const std::vector<int64_t>& shape) {
+  if (m.data_dependent || m.index.size() != shape.size() || m.strides.size() != shape.size()) {
+    return false;
+  }
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] > 1 && m.strides[d] != stride) return false;
+    stride *= shape[d];
+  }
+  return true;
+}
+
 // Whether loop `v` decides the value node `n` computes (repeated_copies): a value of the right
-// side, a bound of another loop or a non-constant bound of its own, or an index of a read along a
-// dimension along which the read's tensor does not repeat.
+// side, a bound of another loop or a non-constant bound of its own, or a read whose element
+// depends on v, unless only along dimensions along which the read's tensor repeats.
 bool decides_value(const Node& n, const std::string& v,
                    const std::map<std::string_view, size_t>& index,
-                   const std::vector<std::vector<bool>>& repeats) {
+                   const std::vector<std::vector<bool>>& repeats,
+                   const std::vector<TensorInfo>& tensors) {
   if (std::find(n.value_loops.begin(), n.value_loops.end(), v) != n.value_loops.end()) return true;
   for (const ir::AffineLoop& l : n.domain) {
     if (!l.lo.coeffs.empty() || !l.hi.coeffs.empty()) {
@@ -185,12 +200,18 @@ bool decides_value(const Node& n, const std::string& v,
   }
   for (const Access& a : n.reads) {
     const auto it = index.find(a.tensor);
-    const std::vector<bool>* along = it == index.end() ? nullptr : &repeats[it->second];
     for (const AccessMap& m : a.maps) {
-      const bool per_dim = along != nullptr && m.index.size() == along->size();
+      if (m.data_dependent) {
+        for (const ir::AffineForm& f : m.index) {
+          if (f.coeff(v) != 0) return true;
+        }
+        continue;
+      }
+      if (m.flat().coeff(v) == 0) continue;  // the element read does not depend on v
+      if (it == index.end() || !own_dims(m, tensors[it->second].shape)) return true;
+      const std::vector<int64_t>& shape = tensors[it->second].shape;
       for (size_t d = 0; d < m.index.size(); ++d) {
-        if (m.index[d].coeff(v) == 0) continue;
-        if (m.data_dependent || !per_dim || !(*along)[d]) return true;
+        if (m.index[d].coeff(v) != 0 && shape[d] > 1 && !repeats[it->second][d]) return true;
       }
     }
   }
@@ -211,7 +232,11 @@ std::vector<int64_t> repeated_copies(const Graph& g) {
   std::vector<std::vector<bool>> repeats(g.tensors.size());
   for (size_t t = 0; t < g.tensors.size(); ++t) repeats[t].assign(g.tensors[t].shape.size(), false);
   for (const Node& n : g.nodes) {
-    if (n.kind != NodeKind::Einsum || n.writes.size() != 1 || n.writes[0].maps.size() != 1) continue;
+    // (A node over an empty range reads nothing: its output is its initial value, counted whole.)
+    if (n.kind != NodeKind::Einsum || n.points == 0 || n.writes.size() != 1 ||
+        n.writes[0].maps.size() != 1) {
+      continue;
+    }
     const auto it = index.find(n.writes[0].tensor);
     if (it == index.end() || writers[it->second] != 1) continue;
     const TensorInfo& t = g.tensors[it->second];
@@ -220,7 +245,7 @@ std::vector<int64_t> repeated_copies(const Graph& g) {
     const bool reads_itself = std::any_of(n.reads.begin(), n.reads.end(),
                                           [&](const Access& a) { return a.tensor == t.name; });
     const AccessMap& w = n.writes[0].maps[0];
-    if (reads_itself || w.data_dependent || w.guarded || w.index.size() != t.shape.size()) continue;
+    if (reads_itself || w.guarded || !own_dims(w, t.shape)) continue;
     for (size_t d = 0; d < w.index.size(); ++d) {
       const ir::AffineForm& f = w.index[d];
       if (f.constant != 0 || f.coeffs.size() != 1 || f.coeffs.begin()->second != 1) continue;
@@ -231,8 +256,9 @@ std::vector<int64_t> repeated_copies(const Graph& g) {
         continue;
       }
       bool alone = true;  // no other index of the write uses v
-      for (size_t e = 0; e < w.index.size(); ++e) alone = alone && (e == d || w.index[e].coeff(v) == 0);
-      if (alone && !decides_value(n, v, index, repeats)) repeats[it->second][d] = true;
+      for (size_t e = 0; e < w.index.size(); ++e)
+        alone = alone && (e == d || w.index[e].coeff(v) == 0);
+      if (alone && !decides_value(n, v, index, repeats, g.tensors)) repeats[it->second][d] = true;
     }
   }
   std::vector<int64_t> copies(g.tensors.size(), 1);

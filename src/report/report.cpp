@@ -155,6 +155,13 @@ std::string header(const Report& r) {
          " node(s) computed and discarded (no output reads them), not counted: " +
          join(r.graph.dead_nodes, ", ") + "\n";
   }
+  for (const sol::RepeatedOutput& o : r.analysis.repeated_outputs) {
+    s += "  repeated values: output '" + o.tensor + "' holds " + std::to_string(o.copies) +
+         " copies of each value (a broadcast); fused and cache-aware write " +
+         format_bytes(static_cast<double>(o.once_bytes)) + " once, not " +
+         format_bytes(static_cast<double>(o.bytes)) +
+         " (docs/fidelities.md, \"Repeated values\")\n";
+  }
   return s;
 }
 
@@ -571,6 +578,16 @@ nlohmann::json report_to_json(const Report& r) {
     }
     j["one_kernel_floor"] = {{"min_kernel_s", r.analysis.program_floor_s},
                              {"floored", std::move(floored)}};
+  }
+  if (!r.analysis.repeated_outputs.empty()) {
+    nlohmann::json rep = nlohmann::json::array();
+    for (const sol::RepeatedOutput& o : r.analysis.repeated_outputs) {
+      rep.push_back({{"tensor", o.tensor},
+                     {"copies", o.copies},
+                     {"bytes", o.bytes},
+                     {"once_bytes", o.once_bytes}});
+    }
+    j["repeated_outputs"] = std::move(rep);
   }
   if (r.step) j["training"] = step_to_json(r);
   if (r.parallel) j["parallel"] = parallel_to_json(r);

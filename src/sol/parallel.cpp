@@ -255,6 +255,7 @@ class Planner {
           const ParallelLayout& layout)
       : g_(g), layout_(layout), bandwidth_(one.dram_bandwidth_bytes_per_s), costs_(one.nodes) {
     for (size_t i = 0; i < g.tensors.size(); ++i) index_[g.tensors[i].name] = i;
+    find_weight_slices();
     splits_.resize(g.nodes.size());
     access_fraction_.resize(g.nodes.size());
     for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -309,8 +310,37 @@ class Planner {
     return ax == kTp ? splits_[i].first : splits_[i].second;
   }
 
+  // A weight, or slices of weights that a node gathers without arithmetic (weight_slice_).
   bool is_weight(const std::string& tensor) const {
-    return g_.tensors[index_.at(tensor)].role == ir::TensorRole::Weight;
+    const size_t t = index_.at(tensor);
+    return g_.tensors[t].role == ir::TensorRole::Weight || weight_slice_[t];
+  }
+
+  // The intermediates that hold slices of weights, as weights are laid out: those a router's
+  // take writes (the experts a top-k router picks: a routed read of a weight), and those an
+  // operation without products computes from such slices and weights alone (a dequantisation
+  // of the picked experts by their scales). A plain weight's cast stays as it was planned. Tensor
+  // parallelism shards them as it shards the weights they come from: each device gathers its shard
+  // of every picked expert, in the layout the product that reads them wants, so they cost no
+  // collective.
+  void find_weight_slices() {
+    weight_slice_.assign(g_.tensors.size(), false);
+    for (const einsum::Node& n : g_.nodes) {
+      if (n.writes.size() != 1 || n.counts.macs > 0 || n.reads.empty()) continue;
+      bool routed_weight = false;
+      bool only_weights = true;
+      bool reads_slice = false;
+      for (const einsum::Access& r : n.reads) {
+        const bool weight = is_weight(r.tensor);
+        only_weights = only_weights && weight;
+        reads_slice = reads_slice || weight_slice_[index_.at(r.tensor)];
+        for (const einsum::AccessMap& m : r.maps)
+          routed_weight = routed_weight || (weight && m.routed);
+      }
+      const size_t t = index_.at(n.writes[0].tensor);
+      if (g_.tensors[t].role != ir::TensorRole::Intermediate) continue;
+      if (routed_weight || (only_weights && reads_slice)) weight_slice_[t] = true;
+    }
   }
 
   Layout& layout_of(size_t ax, const std::string& tensor) {
@@ -526,6 +556,13 @@ class Planner {
             if (reads_weight_with(l)) candidates.push_back(&l);
           }
         }
+      } else if (ax == kTp && n.writes.size() == 1 && is_weight(n.writes[0].tensor)) {
+        // Slices of weights: sharded as the weights are, along any loop of a weight it reads in
+        // blocks (the product that reads them takes its shard); replicated when none.
+        for (const Loop& l : loops) {
+          if (reads_weight_with(l)) candidates.push_back(&l);
+        }
+        if (candidates.empty()) candidates.push_back(nullptr);
       } else {
         for (const Loop& l : loops) {
           if (follows(l)) candidates.push_back(&l);
@@ -570,6 +607,7 @@ class Planner {
   std::map<std::string, size_t> index_;
   const std::vector<NodeCost>& costs_;  // the one-device analysis's, one per node
   std::vector<std::pair<std::string, std::string>> splits_;  // (tp loop, dp loop) per node
+  std::vector<bool> weight_slice_;  // per tensor: slices of weights (find_weight_slices)
   std::vector<std::vector<double>> access_fraction_;
   std::map<size_t, Layout> layouts_[2];
   std::map<std::string, size_t> writer_;
@@ -808,13 +846,17 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, c
       }
     }
     const std::vector<einsum::Footprint> touched = einsum::touched_footprints(sg);
+    // An output whose values repeat is written once per distinct value (docs/fidelities.md,
+    // "Repeated values"); inputs and weights repeat along nothing.
+    const std::vector<int64_t> copies = einsum::repeated_copies(sg);
     double fused_bytes = 0;
     for (size_t t = 0; t < sg.tensors.size(); ++t) {
       const einsum::TensorInfo& info = sg.tensors[t];
       if (info.role == ir::TensorRole::Intermediate) continue;
       const auto it = slice.find(info.name);
       if (it == slice.end()) continue;
-      fused_bytes += static_cast<double>(info.bytes_of(touched[t].elements)) * it->second;
+      fused_bytes +=
+          static_cast<double>(info.bytes_of(touched[t].elements / copies[t])) * it->second;
     }
     for (Fidelity f : asked) {
       ParallelTerms t;
@@ -909,7 +951,8 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, c
   double compute = 0;
   for (const NodeCost& c : costs) compute += c.fused_compute_s;
   const double n = static_cast<double>(l.devices());
-  out.floor_s = std::max(compute / n, mem_s(static_cast<double>(fused_bytes(g)) / n));
+  out.floor_s =
+      std::max(compute / n, mem_s(static_cast<double>(dram_bytes(g, Fidelity::Fused)) / n));
   return out;
 }
 

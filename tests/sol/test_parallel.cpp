@@ -105,6 +105,38 @@ TEST(Parallel, MegatronMlpAllReducesItsOutputOnce) {
   EXPECT_NEAR(p.floor_s, 4.202496e-6, 1e-15);
 }
 
+TEST(Parallel, RoutedExpertsAreShardedAsTheirWeightsAre) {
+  // A top-2 mixture of experts' up projection, as the capture lowers a grouped product: the
+  // router's two picks gather their experts' weights (take with distinct=2), and the product
+  // reads the gathered slices. T = 4 tokens, width H = 64, E = 8 experts of inner width I = 128,
+  // f32. Under tp=2 each device holds half of every expert (Megatron shards each expert as it
+  // shards a dense layer), so it gathers half of each picked expert: the fused bytes of one
+  // device must be about half of one device's, never above the unfused ones (issue 39: Mixtral's
+  // tp=2 fused step read the whole picked experts on every device).
+  const einsum::Graph g = testing::lift_text(R"(input x : f32[4, 64]
+input ids : i64[2]
+weight w : f32[8, 64, 128]
+tensor sel : f32[2, 64, 128]
+output y : f32[2, 4, 128]
+sel = take(w, ids, dim=0, distinct=2)
+kernel up { for e in 0..2, t in 0..4, n in 0..128, k in 0..64: y[e, t, n] += x[t, k] * sel[e, k, n] }
+)");
+  const ParallelAnalysis p =
+      parallel(g, round_device(), "tp=2", {Fidelity::Unfused, Fidelity::Fused});
+  // One device, fused: x 4*64*4 = 1,024 + ids 2*8 = 16 + the two picked experts 2*64*128*4 =
+  // 65,536 + y 2*4*128*4 = 4,096 = 70,672 B.
+  // Per device under tp=2: x whole 1,024 (every shard of the product reads all of it), ids 16,
+  // half of each picked expert 32,768, half of y 2,048 = 35,856 B.
+  const ParallelResult& fused = p.results[1];
+  EXPECT_EQ(fused.terms.bytes, 1024 + 16 + 32768 + 2048);
+  // Unfused per device: the take reads its half of the picked experts 32,768 and ids 16 and
+  // writes its half of sel 32,768; the product reads x 1,024 and its half of sel 32,768 and
+  // writes its half of y 2,048: 101,392 B.
+  const ParallelResult& unfused = p.results[0];
+  EXPECT_EQ(unfused.terms.bytes, 32768 + 16 + 32768 + 1024 + 32768 + 2048);
+  EXPECT_LE(fused.time_s, unfused.time_s);
+}
+
 TEST(Parallel, TheAllReduceGrowsWithTheGroup) {
   const einsum::Graph g = testing::lift_text(kMlp);
   // Ring all-reduce of y's 32,768 B: 2 (T - 1) / T of it per device.
