@@ -171,6 +171,15 @@ std::vector<Footprint> touched_footprints(const Graph& g) {
 
 namespace {
 
+// Whether graph output `name` is the record of an in-place write into an input X: `X_written`.
+bool in_place_record(const Graph& g, const std::string& name) {
+  constexpr std::string_view kSuffix = "_written";
+  if (!name.ends_with(kSuffix)) return false;
+  const TensorInfo* into =
+      g.find_tensor(std::string_view(name).substr(0, name.size() - kSuffix.size()));
+  return into != nullptr && into->role == ir::TensorRole::Input;
+}
+
 // Whether map `m` indexes `shape`'s own dimensions: one index per dimension, at the tensor's
 // row-major strides (a dimension of size 1 at any stride: every index reads its one element).
 bool own_dims(const AccessMap& m, const std::vector<int64_t>& shape) {
@@ -242,6 +251,9 @@ std::vector<int64_t> repeated_copies(const Graph& g) {
     const TensorInfo& t = g.tensors[it->second];
     const ir::TensorRole role = t.role;
     if (role == ir::TensorRole::Input || role == ir::TensorRole::Weight) continue;
+    // The record of an in-place write into input X (graph output `X_written`, docs/einsum.md
+    // "In-place updates of inputs"): its values land in X's storage, every copy of them.
+    if (n.relabel || in_place_record(g, t.name)) continue;
     const bool reads_itself = std::any_of(n.reads.begin(), n.reads.end(),
                                           [&](const Access& a) { return a.tensor == t.name; });
     const AccessMap& w = n.writes[0].maps[0];

@@ -236,5 +236,24 @@ kernel second {
   EXPECT_EQ(analyze(g, h100(), default_policy()).result(Fidelity::Fused).bytes, 96 + 96);
 }
 
+TEST(RepeatedValues, AnInPlaceWriteIntoAnInputWritesEveryCopy) {
+  // cache[[1, 5]] = v with v one row of 16 f32 broadcast into the two rows: the capture's
+  // record of the in-place write, graph output `cache_written`, holds v twice, and both copies
+  // land in cache's storage: no broadcast view can stand for them. Fused: v 16*4 = 64 B + the
+  // two rows written 2*16*4 = 128 B.
+  const einsum::Graph g = lift_text(R"(input cache : f32[8, 16]
+input v : f32[16]
+tensor spread : f32[2, 16]
+output cache_written : f32[2, 16]
+spread = broadcast(v)
+kernel cache_written_copy {
+  for r in 0..2, j in 0..16:
+    cache_written[r, j] = spread[r, j]
+}
+)");
+  EXPECT_EQ(copies_of(g, "cache_written"), 1);
+  EXPECT_EQ(analyze(g, h100(), default_policy()).result(Fidelity::Fused).bytes, 64 + 128);
+}
+
 }  // namespace
 }  // namespace solar::sol
