@@ -96,8 +96,13 @@ void bind_analysis(nb::module_& m) {
           "to_json", [](const report::SolReport& s) { return json_text(s.json); },
           "The JSON report, as `solar sol --json` writes it (keys sorted).")
       .def(
-          "render", [](const report::SolReport& s) { return s.table; },
-          "The terminal table, as `solar sol` prints it.")
+          "render",
+          [](const report::SolReport& s, bool details) {
+            return details ? report::render_sol_table(s, true) : s.table;
+          },
+          nb::kw_only(), "details"_a = false,
+          "The terminal table, as `solar sol` prints it; `details`: as `solar sol --details` "
+          "prints it (every per-op check and per-node note).")
       .def(
           "render_output",
           [](const report::SolReport& s, const std::string& kind) {

@@ -283,6 +283,13 @@ def _parser(command: str) -> argparse.ArgumentParser:
     )
     g = p.add_argument_group("output (default: the report's table on stdout)")
     g.add_argument("--json", metavar="OUT", help="write the JSON report ('-': to stdout instead)")
+    g.add_argument(
+        "--details",
+        action="store_true",
+        help="list every output and op configuration the verification compared, and every "
+        "node or tensor of a note (precision fallbacks, data-dependent reads), as the JSON "
+        "does; without it, one line per kind of note with its count",
+    )
     g.add_argument("--ir", metavar="OUT", help="also write the lowered IR program")
     add_report_file_arguments(g)  # --html, --trace, --csv, --dot
     g.add_argument(
@@ -473,7 +480,7 @@ def _analyze_with_options(args: argparse.Namespace, options: Options) -> int:
     else:
         if args.json:  # before the summary: a failure prints no report
             write_atomic(args.json, report.to_json())
-        sys.stdout.write(report.summary())
+        sys.stdout.write(report.summary(args.details))
         if outputs:
             sys.stdout.write("\n" + "".join(f"wrote {path}\n" for _, path in outputs))
         if args.json:
@@ -504,7 +511,7 @@ def _serve(args: argparse.Namespace, options: Options) -> int:
     if args.json:
         write_atomic(args.json, served.to_json())
     if len(options.program.batches) == 1:
-        sys.stdout.write(first.summary() + "\n")
+        sys.stdout.write(first.summary(args.details) + "\n")
     sys.stdout.write(served.table)
     if outputs:
         sys.stdout.write("\n" + "".join(f"wrote {path}\n" for _, path in outputs))

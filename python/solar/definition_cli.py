@@ -74,7 +74,7 @@ def analyze_definition(
     options = options_of(args)
     times: dict[str, float] = {}
     try:
-        done = _analyse(problem, workloads, options, measured, args.suite_only, times)
+        done = _analyse(problem, workloads, options, measured, args.suite_only, times, args.details)
     finally:
         if args.stage_times:
             _write_stage_times(args.stage_times, times)
@@ -127,7 +127,9 @@ def analyze_suite(
         try:
             with _isolated():
                 problem = fmt.load(path)
-                done = _analyse(problem, problem.workloads, options, None, args.suite_only, own)
+                done = _analyse(
+                    problem, problem.workloads, options, None, args.suite_only, own, args.details
+                )
         except Exception as e:  # noqa: BLE001 - one definition's failure; the others go on
             line = _error_line(e)
             failures.append({"definition": path, "error": line})
@@ -210,6 +212,7 @@ def _analyse(
     measured: Any,
     suite_only: bool,
     times: dict[str, float],
+    details: bool = False,
 ) -> _Analysed:
     from solar.torch import definition as definition_capture
 
@@ -247,7 +250,9 @@ def _analyse(
         )
         var_axes = fmt.axes_text(definition, workload) or "no var axes"
         title = f"workload {workload.index}: {workload.uuid} ({var_axes})"
-        text = "\n".join([title, *(f"note: {n}" for n in notes), report.summary().rstrip("\n")])
+        text = "\n".join(
+            [title, *(f"note: {n}" for n in notes), report.summary(details).rstrip("\n")]
+        )
         tables.append(text + "\n")
     rows = [dict(e["row"], index=e["index"]) for e in entries]
     document = {

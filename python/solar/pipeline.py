@@ -98,9 +98,12 @@ class Report:
     def to_json(self) -> str:
         return json.dumps(self.data, sort_keys=True, indent=2, allow_nan=False) + "\n"
 
-    def summary(self) -> str:
-        """The terminal report: the unsupported operators, the verification, then the table
-        (``_core.Report.render``)."""
+    def summary(self, details: bool = False) -> str:
+        """The terminal report (``_core.Report.render``): the unsupported operators, then the
+        table with the verification's status line in its header; ``details`` (``--details``):
+        every per-op check and per-node note, as the JSON lists them."""
+        if details and self.core is not None:
+            return self.core.render(details=True)
         return self.table
 
     def write_outputs(self, outputs: Sequence[tuple[str, str]]) -> None:
@@ -635,7 +638,7 @@ class AgentReport(Report):
     def of(report: Report) -> AgentReport:
         return AgentReport(**{f.name: getattr(report, f.name) for f in fields(report)})
 
-    def summary(self) -> str:
+    def summary(self, details: bool = False) -> str:
         lines = []
         for a in self.data.get("agent", []):
             what = a["name"] if a["scope"] == "program" else f"node '{a['name']}' ({a['op']})"
@@ -646,7 +649,7 @@ class AgentReport(Report):
                 f"{a['completion_tokens']} completion tokens"
             )
             lines.append(f"agent: {what} written by the LLM agent ({how})")
-        return "".join(line + "\n" for line in lines) + super().summary()
+        return "".join(line + "\n" for line in lines) + super().summary(details)
 
 
 def run_cli_captured(args: list[str]) -> tuple[int, str, str]:

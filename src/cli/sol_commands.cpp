@@ -59,6 +59,7 @@ struct SolArgs {
   CommonArgs common;
   std::string hw;
   size_t top = 10;
+  bool details = false;   // --details: every per-op check and per-node note
   int64_t devices = 0;    // --devices (0: not given)
   std::string parallel;   // --parallel (docs/parallel.md)
   ReportOutputs outputs;  // --html, --trace, --csv, --dot, --measured-ms (report_outputs.h)
@@ -161,7 +162,7 @@ int run_sol(const SolArgs& a, std::ostream& out) {
   // large part of a run.
   const bool json = !a.common.json.empty() || reads_json_report(a.outputs);
   report::SolReport s =
-      report::make_sol_report(std::move(r), a.outputs.measured, a.top, json);  // insights etc.
+      report::make_sol_report(std::move(r), a.outputs.measured, a.top, json, a.details);
   std::vector<std::pair<std::string, std::string>> files;  // --html etc., written by emit
   render_report_outputs(s, a.outputs, files);
   emit(s.json, a.common.json, s.table, out, std::move(files));
@@ -289,6 +290,10 @@ int sol_impl(const std::vector<std::string>& args, std::ostream& out, std::ostre
           },
           "N"))
       ->capture_default_str();
+  app.add_flag("--details", a.details,
+               "List every output and op configuration the verification compared, and every "
+               "node or tensor of a note (precision fallbacks, data-dependent reads), as the "
+               "JSON does; without it, one line per kind of note with its count");
   app.add_option("--devices", a.devices, "Devices the program runs on (with --parallel)")
       ->type_name("N")
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));

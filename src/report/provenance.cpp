@@ -129,15 +129,20 @@ std::string coverage_lines(const Coverage& c) {
   return s;
 }
 
-std::string verification_lines(const Verification& v) {
-  std::string s = "verification: " + std::string(verification_status_name(v.status)) + " (" +
-                  (v.mode.empty() ? "" : v.mode + "; ") + v.detail + ")\n";
-  for (const std::string& note : v.notes) s += "  note: " + note + "\n";
-  for (const OutputCheck& o : v.outputs) s += "  " + output_line(o) + "\n";
+// The lines under the verification's status line, each indented by `in`: its notes, every
+// output compared (`details`; else those that failed), the float64 recheck's verdict with its
+// outputs (the same way), and every per-op configuration (`details`; else those that failed or
+// were not verified: a user must see what failed).
+std::string verification_items(const Verification& v, bool details, const std::string& in) {
+  std::string s;
+  for (const std::string& note : v.notes) s += in + "note: " + note + "\n";
+  for (const OutputCheck& o : v.outputs) {
+    if (details || !o.passed) s += in + output_line(o) + "\n";
+  }
   if (v.conditioning) {
-    s += "  float64 recheck: " + v.conditioning->verdict + "\n";
+    s += in + "float64 recheck: " + v.conditioning->verdict + "\n";
     for (const OutputCheck& o : v.conditioning->float64_outputs) {
-      s += "    " + output_line(o) + "\n";
+      if (details || !o.passed) s += in + "  " + output_line(o) + "\n";
     }
   }
   for (const nlohmann::json& check : v.ops) {
@@ -146,14 +151,15 @@ std::string verification_lines(const Verification& v) {
     const std::string op = check.value("op", "") + count;
     const std::string result = check.value("result", "");
     if (result == "not_verified") {
-      s += "  " + op + ": NOT VERIFIED (" + str_or_empty(check, "reason") + ")\n";
+      s += in + op + ": NOT VERIFIED (" + str_or_empty(check, "reason") + ")\n";
       continue;
     }
-    s += "  " + op + ": " + str_or_empty(check, "size") + ", " +
+    if (result == "passed" && !details) continue;
+    s += in + op + ": " + str_or_empty(check, "size") + ", " +
          (result == "passed" ? "ok" : "MISMATCH") + "\n";
     if (result == "failed" && check.contains("outputs")) {
       for (const OutputCheck& o : outputs_from_json(check["outputs"])) {
-        s += "    " + output_line(o) + "\n";
+        s += in + "  " + output_line(o) + "\n";
       }
     }
   }
@@ -309,9 +315,14 @@ std::string verification_line(const Verification& v) {
   return status + ": " + (mode.empty() ? "" : mode + ", ") + v.detail;
 }
 
-std::string render_provenance(const Provenance& p) {
-  if (p.capture.framework == "ir") return "";
-  return (p.coverage ? coverage_lines(*p.coverage) : "") + verification_lines(p.verification);
+std::string render_verification(const Verification& v, bool details, const std::string& indent) {
+  return indent + "verification: " + std::string(verification_status_name(v.status)) + " (" +
+         (v.mode.empty() ? "" : v.mode + "; ") + v.detail + ")\n" +
+         verification_items(v, details, indent + "  ");
+}
+
+std::string render_coverage(const Provenance& p) {
+  return p.coverage ? coverage_lines(*p.coverage) : "";
 }
 
 }  // namespace solar::report

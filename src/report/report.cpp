@@ -121,7 +121,7 @@ nlohmann::json stored_weights_json(const einsum::Graph& g) {
   return {{"format", format}, {"tensors", std::move(tensors)}, {"bytes", bytes}};
 }
 
-std::string header(const Report& r) {
+std::string header(const Report& r, bool details) {
   std::string s = "SOL of " + source_name(r.graph.source) + " on " + r.device.name + " (DRAM " +
                   format_bandwidth(r.analysis.dram_bandwidth_bytes_per_s) + ")\n";
   if (!r.graph.sizes.empty()) {
@@ -144,7 +144,7 @@ std::string header(const Report& r) {
   s += "  " + cache_state_line(r.analysis.memory) + "\n";
   const std::string floor = kernel_floor_line(r.analysis);
   if (!floor.empty()) s += "  " + floor + "\n";
-  s += "  " + verification_line(r.provenance.verification) + "\n";
+  s += render_verification(r.provenance.verification, details, "  ");
   const einsum::OpCounts& t = r.analysis.totals;
   s += "  work: " + format_count(static_cast<double>(t.macs), "MAC") + ", " +
        format_count(static_cast<double>(t.other_ops())) + " other ops, " +
@@ -334,32 +334,74 @@ std::string op_table(const Report& r, size_t top) {
          std::to_string(ops.size()) + "):\n" + format_table(rows, "lllrrrrrrrl");
 }
 
-std::string fallback_notes(const Report& r) {
+// Per-node notes, one line each: "NODE: NOTE" with `details`; else one line per distinct note,
+// in the order of its first node: "NODE: NOTE" for one node, "3 nodes (A, B, C): NOTE" for up to
+// three, "353 nodes: NOTE" for more.
+std::string grouped_notes(const std::vector<std::pair<std::string, std::string>>& notes,
+                          bool details) {
   std::string s;
+  if (details) {
+    for (const auto& [node, note] : notes) s += "  " + node + ": " + note + "\n";
+    return s;
+  }
+  std::vector<std::string> order;  // the distinct notes, first seen first
+  std::map<std::string, std::vector<std::string>> nodes;
+  for (const auto& [node, note] : notes) {
+    std::vector<std::string>& names = nodes[note];
+    if (names.empty()) order.push_back(note);
+    names.push_back(node);
+  }
+  for (const std::string& note : order) {
+    const std::vector<std::string>& names = nodes[note];
+    if (names.size() == 1) {
+      s += "  " + names[0] + ": " + note + "\n";
+    } else if (names.size() <= 3) {
+      s += "  " + std::to_string(names.size()) + " nodes (" + join(names, ", ") + "): " + note +
+           "\n";
+    } else {
+      s += "  " + std::to_string(names.size()) + " nodes: " + note + "\n";
+    }
+  }
+  return s;
+}
+
+// What --details adds to a heading of grouped notes, when the grouping hid some names.
+std::string details_hint(const std::vector<std::pair<std::string, std::string>>& notes,
+                         bool details) {
+  std::map<std::string, size_t> count;
+  for (const auto& note : notes) ++count[note.second];
+  const bool hidden =
+      std::any_of(count.begin(), count.end(), [](const auto& c) { return c.second > 3; });
+  return !details && hidden ? "; --details lists each node" : "";
+}
+
+std::string fallback_notes(const Report& r, bool details) {
+  std::vector<std::pair<std::string, std::string>> notes;
   for (size_t i = 0; i < r.analysis.nodes.size(); ++i) {
     const sol::NodeCost& c = r.analysis.nodes[i];
     for (const std::optional<sol::Rate>* rate : {&c.mac_rate, &c.other_rate}) {
-      if (*rate && (*rate)->fallback()) {
-        s += "  " + r.graph.nodes[i].name + ": " + (*rate)->label + "\n";
-      }
+      if (*rate && (*rate)->fallback()) notes.emplace_back(r.graph.nodes[i].name, (*rate)->label);
     }
   }
-  return s.empty() ? s : "* precision fallbacks (the device lacks the wanted rate):\n" + s;
+  if (notes.empty()) return "";
+  return "* precision fallbacks (the device lacks the wanted rate" + details_hint(notes, details) +
+         "):\n" + grouped_notes(notes, details);
 }
 
 // The products priced at their operands' origin precision (docs/precision.md, "Origin
-// precision"), in node order: one line each.
-std::vector<std::string> origin_lines(const Report& r) {
-  std::vector<std::string> out;
+// precision"), in node order: (node, what).
+std::vector<std::pair<std::string, std::string>> origin_notes(const Report& r) {
+  std::vector<std::pair<std::string, std::string>> out;
   for (size_t i = 0; i < r.analysis.nodes.size(); ++i) {
     const sol::NodeCost& c = r.analysis.nodes[i];
     if (!c.origin_mac_rate) continue;
     const einsum::Node& n = r.graph.nodes[i];
-    out.push_back(n.name + ": " + std::string(ir::dtype_name(*n.mac_lhs_dtype)) + " x " +
-                  std::string(ir::dtype_name(*n.mac_rhs_dtype)) + " operands upcast from " +
-                  std::string(ir::dtype_name(*n.mac_lhs_origin)) + " x " +
-                  std::string(ir::dtype_name(*n.mac_rhs_origin)) + ": " + c.origin_mac_rate->label +
-                  " (unfused: " + c.mac_rate->label + ")");
+    out.emplace_back(n.name,
+                     std::string(ir::dtype_name(*n.mac_lhs_dtype)) + " x " +
+                         std::string(ir::dtype_name(*n.mac_rhs_dtype)) + " operands upcast from " +
+                         std::string(ir::dtype_name(*n.mac_lhs_origin)) + " x " +
+                         std::string(ir::dtype_name(*n.mac_rhs_origin)) + ": " +
+                         c.origin_mac_rate->label + " (unfused: " + c.mac_rate->label + ")");
   }
   return out;
 }
@@ -418,30 +460,95 @@ std::vector<RoutedRead> routed_reads(const einsum::Graph& g) {
   return out;
 }
 
+namespace {
+
+// Why a data-dependent read of `g` was counted as it was: the routing assumption.
+std::string routing_why(const einsum::Graph& g, bool routed) {
+  if (!routed) {
+    return "every index taken different, the rows its index names (not a router's choice: "
+           "--routing does not apply); an index that repeats rows (shared pages, repeated "
+           "tokens) reads fewer";
+  }
+  return g.routing == einsum::Routing::Concentrated
+             ? "routed, concentrated routing (--routing concentrated): the fewest different "
+               "values the program guarantees (top-k routing: k experts), the fewest any batch "
+               "can read, a lower bound for every routing"
+             : "routed, every index taken different, as balanced routing spreads a batch over "
+               "every expert it can reach; a batch that repeats experts (skewed routing) reads "
+               "fewer, down to what --routing concentrated counts";
+}
+
+// "M elements read at data-dependent positions (take/gather), counted as C of its N distinct"
+// with the slices "(S of its E slices along dim D)"; `their`: of several tensors, in all.
+std::string read_counts(int64_t moved, int64_t counted, int64_t numel, const RoutedRead& r,
+                        bool several) {
+  std::string s = std::to_string(moved) +
+                  " elements read at data-dependent positions (take/gather), counted as " +
+                  std::to_string(counted) + (several ? " of their " : " of its ") +
+                  std::to_string(numel) + " distinct";
+  if (r.dim >= 0) {
+    s += std::string(several ? " (each " : " (") + std::to_string(r.slices) + " of its " +
+         std::to_string(r.of) + " slices along dim " + std::to_string(r.dim) + ")";
+  }
+  return s;
+}
+
+// One tensor's line: "TENSOR: M elements read ... distinct (S of its E slices ...): WHY".
+std::string read_line(const einsum::Graph& g, const RoutedRead& r) {
+  return r.tensor + ": " + read_counts(r.moved, r.counted, r.numel, r, false) + ": " +
+         routing_why(g, r.routed);
+}
+
+// The routing assumption's lines of the terminal report, of `reads` (routed_reads(g)): one per
+// tensor with `details`; else one per kind of read (routed or not, the slices read of how many
+// along which dimension), with the number of tensors and their elements in all, and the names
+// of up to three.
+std::vector<std::string> routing_lines(const einsum::Graph& g, const std::vector<RoutedRead>& reads,
+                                       bool details) {
+  std::vector<std::string> out;
+  if (details) {
+    for (const RoutedRead& r : reads) out.push_back(read_line(g, r));
+    return out;
+  }
+  std::vector<std::vector<const RoutedRead*>> groups;  // in the order of their first tensor
+  for (const RoutedRead& r : reads) {
+    const auto same = [&](const std::vector<const RoutedRead*>& grp) {
+      const RoutedRead& f = *grp.front();
+      return f.routed == r.routed && f.dim == r.dim && f.slices == r.slices && f.of == r.of;
+    };
+    const auto it = std::find_if(groups.begin(), groups.end(), same);
+    if (it == groups.end()) {
+      groups.push_back({&r});
+    } else {
+      it->push_back(&r);
+    }
+  }
+  for (const std::vector<const RoutedRead*>& grp : groups) {
+    const RoutedRead& f = *grp.front();
+    if (grp.size() == 1) {
+      out.push_back(read_line(g, f));
+      continue;
+    }
+    int64_t moved = 0, counted = 0, numel = 0;
+    std::vector<std::string> names;
+    for (const RoutedRead* r : grp) {
+      moved += r->moved;
+      counted += r->counted;
+      numel += r->numel;
+      names.push_back(r->tensor);
+    }
+    out.push_back(std::to_string(grp.size()) + " tensors" +
+                  (grp.size() <= 3 ? " (" + join(names, ", ") + ")" : std::string()) + ": " +
+                  read_counts(moved, counted, numel, f, true) + ": " + routing_why(g, f.routed));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::string> routing_assumptions(const einsum::Graph& g) {
   std::vector<std::string> out;
-  for (const RoutedRead& r : routed_reads(g)) {
-    std::string head = r.tensor + ": " + std::to_string(r.moved) +
-                       " elements read at data-dependent positions (take/gather), counted as " +
-                       std::to_string(r.counted) + " of its " + std::to_string(r.numel) +
-                       " distinct";
-    if (r.dim >= 0) {
-      head += " (" + std::to_string(r.slices) + " of its " + std::to_string(r.of) +
-              " slices along dim " + std::to_string(r.dim) + ")";
-    }
-    const char* why =
-        !r.routed ? "every index taken different, the rows its index names (not a router's "
-                    "choice: --routing does not apply); an index that repeats rows (shared pages, "
-                    "repeated tokens) reads fewer"
-        : g.routing == einsum::Routing::Concentrated
-            ? "routed, concentrated routing (--routing concentrated): the fewest different "
-              "values the program guarantees (top-k routing: k experts), the fewest any batch "
-              "can read, a lower bound for every routing"
-            : "routed, every index taken different, as balanced routing spreads a batch over "
-              "every expert it can reach; a batch that repeats experts (skewed routing) reads "
-              "fewer, down to what --routing concentrated counts";
-    out.push_back(head + ": " + why);
-  }
+  for (const RoutedRead& r : routed_reads(g)) out.push_back(read_line(g, r));
   return out;
 }
 
@@ -657,25 +764,29 @@ nlohmann::json cache_to_json(const einsum::Graph& g, const sol::Analysis& a) {
           {"groups", std::move(groups)}};
 }
 
-std::string render_report(const Report& r, size_t top_nodes) {
-  std::string s = render_provenance(r.provenance) + header(r) + "\n" + fidelity_table(r.analysis);
+std::string render_report(const Report& r, size_t top_nodes, bool details) {
+  std::string s =
+      render_coverage(r.provenance) + header(r, details) + "\n" + fidelity_table(r.analysis);
   // The cache summary line stays under the table it explains; the attainable times follow it.
   std::string cache = cache_table(r.graph, r.analysis, top_nodes);
   const size_t summary_end = cache.starts_with("cache: ") ? cache.find('\n') + 1 : 0;
   s += cache.substr(0, summary_end) + attainable_lines(r) + cache.substr(summary_end);
   s += step_table(r) + parallel_table(r, top_nodes);
   if (!r.graph.nodes.empty()) s += "\n" + op_table(r, top_nodes);
-  const std::string notes = fallback_notes(r);
+  const std::string notes = fallback_notes(r, details);
   if (!notes.empty()) s += "\n" + notes;
-  const std::vector<std::string> origin = origin_lines(r);
+  const std::vector<std::pair<std::string, std::string>> origin = origin_notes(r);
   if (!origin.empty()) {
     s += "\n* products priced at their operands' origin precision (fused and cache-aware; "
-         "unfused keeps eager's rate):\n";
-    for (const std::string& line : origin) s += "  " + line + "\n";
+         "unfused keeps eager's rate" +
+         details_hint(origin, details) + "):\n" + grouped_notes(origin, details);
   }
-  const std::vector<std::string> assumptions = routing_assumptions(r.graph);
+  const std::vector<RoutedRead> reads = routed_reads(r.graph);
+  const std::vector<std::string> assumptions = routing_lines(r.graph, reads, details);
   if (!assumptions.empty()) {
-    s += "\n* routing assumption (data-dependent reads):\n";
+    const bool grouped = assumptions.size() < reads.size();
+    s += "\n* routing assumption (data-dependent reads" +
+         std::string(grouped ? "; --details lists each tensor" : "") + "):\n";
     for (const std::string& a : assumptions) s += "  " + a + "\n";
   }
   return s;

@@ -79,7 +79,7 @@ std::vector<sol::NodeMeasurement> read_measured_nodes(const std::string& path,
 
 }  // namespace
 
-SolReport make_sol_report(Report r, const Measured& measured, size_t top, bool json) {
+SolReport make_sol_report(Report r, const Measured& measured, size_t top, bool json, bool details) {
   if (!measured.ms && (!measured.on.empty() || !measured.method.empty())) {
     throw UserError("--measured-on needs --measured-ms (the time measured on that device)");
   }
@@ -87,13 +87,12 @@ SolReport make_sol_report(Report r, const Measured& measured, size_t top, bool j
   if (!measured.ms && nodes) {
     throw UserError("--measured-nodes needs --measured-ms (the whole program's time)");
   }
-  SolReport s{std::move(r), nullptr, "", std::nullopt};
+  SolReport s{std::move(r), nullptr, "", std::nullopt, top, ""};
   if (json) s.json = report_to_json(s.report);
-  s.table = render_report(s.report, top);
   const sol::Insights insights = sol::find_insights(s.report.graph, s.report.analysis);
   if (json) s.json["insights"] = insights_to_json(insights);
   const std::string insight_lines = render_insights(insights);
-  if (!insight_lines.empty()) s.table += "\n" + insight_lines;
+  if (!insight_lines.empty()) s.tail += "\n" + insight_lines;
   if (measured.ms) {
     s.headroom = sol::compute_headroom(s.report.analysis, s.report.device.name,
                                        {*measured.ms / 1e3, measured.on, measured.method});
@@ -111,9 +110,14 @@ SolReport make_sol_report(Report r, const Measured& measured, size_t top, bool j
                                          s.headroom->measurement);
       if (json) s.json["headroom"]["attainable"] = attainable_headroom_to_json(*attainable);
     }
-    s.table += "\n" + render_headroom(*s.headroom, attainable ? &*attainable : nullptr);
+    s.tail += "\n" + render_headroom(*s.headroom, attainable ? &*attainable : nullptr);
   }
+  s.table = render_sol_table(s, details);
   return s;
+}
+
+std::string render_sol_table(const SolReport& s, bool details) {
+  return render_report(s.report, s.top, details) + s.tail;
 }
 
 std::string render_output(const SolReport& s, std::string_view kind) {

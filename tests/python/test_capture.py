@@ -379,10 +379,10 @@ def test_analyze_mlp_end_to_end(tmp_path, capsys):
     rc = cli.main(["analyze", str(MODELS / "mlp.py"), "--json", str(report_path)])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert out.startswith("verification: passed")
-    # The SOL table agrees with the verification and names the model, never a temporary file.
-    assert "passed: whole program, 1 output(s) compared with PyTorch" in out
-    assert "SOL of mlp.py on H100-SXM" in out
+    # The header first, with the verification's status line; the model's name, never a
+    # temporary file.
+    assert out.startswith("SOL of mlp.py on H100-SXM")
+    assert "\n  verification: passed (whole_program; 1 output(s) compared with PyTorch" in out
     assert "not verified" not in out and "solar-" not in out and "program.ir" not in out
     assert out.rstrip().endswith(f"wrote {report_path}")
     report = json.loads(report_path.read_text())

@@ -68,6 +68,48 @@ def test_llama_decode_at_batch_1_reads_every_weight_and_the_whole_cache_once(lla
     assert "SOL/token" in llama_decode.table
 
 
+# Each of the 2 layers has 11 elementwise products and sums in bf16, which an H100 runs at its
+# fp32 vector rate (it has no bf16 vector rate): the two RMSNorms' weight products (2), the
+# rotary embedding of q and of k (q * cos, rotate_half(q) * sin and their sum, the same for k:
+# 6), SwiGLU's act(gate) * up (1) and the two residual sums (2); the final norm adds 1:
+# 2 x 11 + 1 = 23 nodes (the norms' statistics and the softmax run in fp32, not fallbacks).
+FALLBACK = "bf16 vector->fp32 vector (H100-SXM has no bf16 vector rate)"
+
+
+def test_a_serving_report_groups_its_notes_and_details_lists_them(llama_decode, capsys):
+    step = llama_decode.steps[0]
+    nodes = [n["name"] for n in step.data["nodes"] if n["precision_fallback"]]
+    assert len(nodes) == 23  # the JSON keeps every node's fallback
+    brief = step.summary()
+    lines = brief.splitlines()
+    # The header first, the verification one status line in it (the 5 outputs that passed are
+    # not listed), then the fidelity table.
+    assert lines[0] == "SOL of llama_gqa.py on H100-SXM (DRAM 3.35 TB/s)"
+    assert lines.index(
+        "  verification: passed (whole_program; 5 output(s) compared with "
+        "PyTorch on the same inputs)"
+    ) < lines.index("fidelity  SOL time   compute    memory  DRAM bytes  bottleneck")
+    # One line for the 23 fallbacks, none per node.
+    assert f"  23 nodes: {FALLBACK}" in lines
+    assert sum(FALLBACK in line for line in lines) == 1
+    # 41 lines: the header (5; 7 with the kernel floor's two lines), the fidelity table with
+    # its two lines under it (6), the cache-aware group (3), the 10 slowest ops (12), the notes
+    # (2 + 2), the insights (5) and a blank line between each two (6). It was 69: the
+    # verification's status line and its 5 outputs above the header, and 23 fallback lines.
+    assert len(lines) <= 43, brief
+    # --details: the 5 outputs and the 23 nodes, one line each, in place of the grouped line.
+    argv = ["analyze", str(MODELS / "llama_gqa.py"), "--serve", "decode", "--context", "64"]
+    assert cli.main([*argv, "--details"]) == 0
+    out = capsys.readouterr().out
+    detailed = out[: out.index("Serving decode of")].rstrip("\n").splitlines()
+    assert len(detailed) == len(lines) + 5 + 23 - 1
+    for name in nodes:
+        assert f"  {name}: {FALLBACK}" in detailed
+    for o in step.verification["outputs"]:
+        assert any(line.startswith(f"    {o['name']}: ") for line in detailed), o["name"]
+    assert step.summary(details=True).splitlines() == detailed
+
+
 def test_llama_prefill_writes_the_prompts_cache():
     served = serve.analyze_serving(MODELS / "llama_gqa.py", "prefill", [2], 32)
     step = served.steps[0]

@@ -118,14 +118,16 @@ TEST(Provenance, AnUndefinedErrorIsNullWithItsReason) {
   EXPECT_TRUE(out["max_rel_err"].is_null());
   EXPECT_EQ(out["max_abs_err"], 28.0);
   EXPECT_EQ(out["err_reason"], v["outputs"][0]["err_reason"]);
-  EXPECT_NE(render_provenance(p).find(
-                "  idx: i64[2] max_abs_err=28 max_rel_err=undefined (relative error undefined: "
+  // A failed output is listed without --details too.
+  EXPECT_NE(
+      render_verification(p.verification)
+          .find("  idx: i64[2] max_abs_err=28 max_rel_err=undefined (relative error undefined: "
                 "the outputs differ where the expected value is 0) rtol=0 atol=0 MISMATCH\n"),
-            std::string::npos)
-      << render_provenance(p);
+      std::string::npos)
+      << render_verification(p.verification);
 }
 
-TEST(Provenance, TerminalListsUnsupportedOpsFirstThenTheVerification) {
+TEST(Provenance, TerminalListsUnsupportedOpsFirstThenTheHeaderWithTheVerification) {
   const std::string s = render_report(captured_report());
   // 1 of 4 nodes = 25.0%; 64 of 512 bytes = 12.5%.
   EXPECT_EQ(s.rfind("UNSUPPORTED: 1 of 4 nodes (25.0%) were not lowered; they write 64 B (12.5% "
@@ -137,16 +139,53 @@ TEST(Provenance, TerminalListsUnsupportedOpsFirstThenTheVerification) {
                    "64 B\n"),
             std::string::npos)
       << s;
-  EXPECT_NE(s.find("verification: passed (whole_program; 1 output(s) compared with PyTorch on "
-                   "the same inputs)\n  y: f32[4, 8] max_abs_err=5.96e-08 max_rel_err=2.95e-06 "
-                   "rtol=0.0001 atol=1e-05 ok\n"),
+  // The verification is one status line of the header; the outputs that passed only with
+  // --details.
+  EXPECT_NE(s.find("\n  verification: passed (whole_program; 1 output(s) compared with PyTorch "
+                   "on the same inputs)\n  work: "),
             std::string::npos)
       << s;
-  EXPECT_NE(s.find("\n  passed: whole program, 1 output(s) compared with PyTorch on the same "
-                   "inputs\n"),
-            std::string::npos)
-      << s;
+  EXPECT_EQ(s.find("  y: f32[4, 8]"), std::string::npos) << s;
   EXPECT_LT(s.find("UNSUPPORTED"), s.find("SOL of model.py"));
+  EXPECT_LT(s.find("SOL of model.py"), s.find("verification: passed"));
+  EXPECT_LT(s.find("verification: passed"), s.find("fidelity  SOL time"));
+  const std::string details = render_report(captured_report(), 10, true);
+  EXPECT_NE(details.find("\n  verification: passed (whole_program; 1 output(s) compared with "
+                         "PyTorch on the same inputs)\n    y: f32[4, 8] max_abs_err=5.96e-08 "
+                         "max_rel_err=2.95e-06 rtol=0.0001 atol=1e-05 ok\n  work: "),
+            std::string::npos)
+      << details;
+}
+
+// Per-op checks (docs/capture.md, "Verification"): the passed configurations only with
+// --details; a failed one with its outputs, and one not verified with its reason, always.
+TEST(Provenance, PerOpChecksThatPassedAreListedOnlyWithDetails) {
+  json v = kVerification;
+  v["status"] = "failed";
+  v["mode"] = "per_op";
+  v["detail"] = "1 of 3 distinct op configuration(s) failed, 1 NOT verified";
+  v["outputs"] = json::array();
+  v["ops"] = {{{"op", "aten.addmm.default"}, {"nodes", 4}, {"size", "real"}, {"result", "passed"}},
+              {{"op", "aten.gelu.default"},
+               {"size", "reduced (exact, sizes / 16)"},
+               {"result", "failed"},
+               {"outputs", json::array({kVerification["outputs"][0]})}},
+              {{"op", "aten.sort.default"}, {"result", "not_verified"}, {"reason", "no rule"}}};
+  v["ops"][1]["outputs"][0]["passed"] = false;
+  const Verification p = provenance_from_json(kCapture, kCoverage, v).verification;
+  const std::string brief = render_verification(p, false, "  ");
+  EXPECT_EQ(brief,
+            "  verification: failed (per_op; 1 of 3 distinct op configuration(s) failed, 1 NOT "
+            "verified)\n"
+            "    aten.gelu.default: reduced (exact, sizes / 16), MISMATCH\n"
+            "      y: f32[4, 8] max_abs_err=5.96e-08 max_rel_err=2.95e-06 rtol=0.0001 "
+            "atol=1e-05 MISMATCH\n"
+            "    aten.sort.default: NOT VERIFIED (no rule)\n");
+  const std::string details = render_verification(p, true, "  ");
+  EXPECT_EQ(details.find("  verification: failed"), 0u) << details;
+  EXPECT_NE(details.find("\n    aten.addmm.default x4: real, ok\n    aten.gelu.default: "),
+            std::string::npos)
+      << details;
 }
 
 TEST(Provenance, HtmlCsvAndTraceShowTheSections) {
@@ -171,7 +210,9 @@ TEST(Provenance, HtmlCsvAndTraceShowTheSections) {
 TEST(Provenance, AnIrFileIsNotVerifiedAndRendersNoBlock) {
   const Provenance p;
   EXPECT_EQ(verification_line(p.verification), "not verified: IR file analysed directly");
-  EXPECT_EQ(render_provenance(p), "");
+  EXPECT_EQ(render_coverage(p), "");
+  EXPECT_EQ(render_verification(p.verification),
+            "verification: not_verified (IR file analysed directly)\n");
 }
 
 TEST(Provenance, ABadSectionIsAUserError) {

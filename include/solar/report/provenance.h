@@ -128,10 +128,17 @@ std::string capture_line(const CaptureInfo& c);
 // "not verified: IR file analysed directly".
 std::string verification_line(const Verification& v);
 
-// The terminal lines above a captured program's table: the unsupported operators first and
-// loudly, then the verification result with its outputs, float64 recheck and per-op checks.
-// Empty for an IR file analysed directly (its header line says all).
-std::string render_provenance(const Provenance& p);
+// The verification's lines in a report's header, each starting with `indent`: the status line
+// "verification: passed (per_op; 15 of 15 ...)", then indented under it the notes, the float64
+// recheck's verdict, and each output and per-op configuration that failed or was not verified;
+// `details` (`--details`): every output and per-op configuration, as the JSON lists them.
+std::string render_verification(const Verification& v, bool details = false,
+                                const std::string& indent = "");
+
+// The terminal lines above a captured program's report when some of its operators were not
+// lowered: the coverage headline, loud, and one line per unsupported operator; empty otherwise
+// (an IR file analysed directly included).
+std::string render_coverage(const Provenance& p);
 
 // The sentence that opens the coverage lines: "UNSUPPORTED: 1 of 3 nodes (33.3%) were not
 // lowered; they write 64 B (12.5% of the bytes the nodes write)."

@@ -96,10 +96,14 @@ struct RoutedRead {
 };
 std::vector<RoutedRead> routed_reads(const einsum::Graph& g);
 
-// A readable summary: the provenance lines of a captured program (render_provenance), header,
-// totals, one row per fidelity, the cache-aware groups (the `top_nodes` with most traffic), the
-// `top_nodes` slowest nodes (unfused time), and every precision fallback. Units scaled (ns/us/ms/s,
-// kB/MB/GB, TFLOP/s).
-std::string render_report(const Report& r, size_t top_nodes = 10);
+// A readable summary: the unsupported operators of a captured program (render_coverage), then
+// the header (the device, the policy, the cache state, the verification's status line with what
+// failed, the work), one row per fidelity, the cache-aware groups (the `top_nodes` with most
+// traffic), the `top_nodes` slowest operations (unfused time), and the notes: precision
+// fallbacks, products priced at their origin precision and data-dependent reads, one line per
+// kind with its count. `details` (`--details`): every output and per-op configuration the
+// verification compared, and the notes one line per node or tensor, as the JSON lists them.
+// Units scaled (ns/us/ms/s, kB/MB/GB, TFLOP/s).
+std::string render_report(const Report& r, size_t top_nodes = 10, bool details = false);
 
 }  // namespace solar::report

@@ -33,14 +33,20 @@ struct SolReport {
   nlohmann::json json;  // report_to_json with `insights` (and `headroom` with a measured time)
   std::string table;    // render_report with the insight and headroom lines
   std::optional<sol::Headroom> headroom;
+  size_t top = 10;   // rows per table
+  std::string tail;  // the insight and headroom lines, after render_report's
 };
 
 // The report with its `insights` (and with a measured time its `headroom`) section in the JSON
 // and their lines in the table (`top` rows per table). `json` false: no JSON report is built (on
-// a graph of 100k nodes building it is a large part of a run; `SolReport::json` stays null).
-// UserError for a bad per-node times file, or a device or per-node times without a measured
-// time.
-SolReport make_sol_report(Report r, const Measured& measured, size_t top, bool json = true);
+// a graph of 100k nodes building it is a large part of a run; `SolReport::json` stays null);
+// `details`: the table with render_report's details (`--details`). UserError for a bad per-node
+// times file, or a device or per-node times without a measured time.
+SolReport make_sol_report(Report r, const Measured& measured, size_t top, bool json = true,
+                          bool details = false);
+
+// The table of `s` (SolReport::table), with render_report's `details` or without.
+std::string render_sol_table(const SolReport& s, bool details);
 
 // One rendering of `s`: "html", "trace", "csv" or "dot" (UserError for another). HTML, trace and
 // CSV read the JSON report (InternalError when `s` was made without it).
