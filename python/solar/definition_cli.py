@@ -74,7 +74,7 @@ def analyze_definition(
     options = options_of(args)
     times: dict[str, float] = {}
     try:
-        done = _analyse(problem, workloads, options, measured, args.suite_only, times, args.details)
+        done = _analyse(problem, workloads, options, measured, _Shown.of(args), times)
     finally:
         if args.stage_times:
             _write_stage_times(args.stage_times, times)
@@ -127,9 +127,7 @@ def analyze_suite(
         try:
             with _isolated():
                 problem = fmt.load(path)
-                done = _analyse(
-                    problem, problem.workloads, options, None, args.suite_only, own, args.details
-                )
+                done = _analyse(problem, problem.workloads, options, None, _Shown.of(args), own)
         except Exception as e:  # noqa: BLE001 - one definition's failure; the others go on
             line = _error_line(e)
             failures.append({"definition": path, "error": line})
@@ -205,14 +203,26 @@ class _Analysed:
     failed: bool
 
 
+@dataclass(frozen=True)
+class _Shown:
+    """What the terminal shows: only the suite's summary (``--suite-only``), and every per-op
+    check and per-node note (``--details``)."""
+
+    suite_only: bool
+    details: bool
+
+    @staticmethod
+    def of(args: argparse.Namespace) -> _Shown:
+        return _Shown(bool(args.suite_only), bool(getattr(args, "details", False)))
+
+
 def _analyse(
     problem: fmt.Problem,
     workloads: list[fmt.Workload],
     options: Options,
     measured: Any,
-    suite_only: bool,
+    shown: _Shown,
     times: dict[str, float],
-    details: bool = False,
 ) -> _Analysed:
     from solar.torch import definition as definition_capture
 
@@ -251,7 +261,7 @@ def _analyse(
         var_axes = fmt.axes_text(definition, workload) or "no var axes"
         title = f"workload {workload.index}: {workload.uuid} ({var_axes})"
         text = "\n".join(
-            [title, *(f"note: {n}" for n in notes), report.summary(details).rstrip("\n")]
+            [title, *(f"note: {n}" for n in notes), report.summary(shown.details).rstrip("\n")]
         )
         tables.append(text + "\n")
     rows = [dict(e["row"], index=e["index"]) for e in entries]
@@ -269,7 +279,7 @@ def _analyse(
         },
         "workloads": entries,
     }
-    text = "" if suite_only else "\n".join(tables) + "\n"
+    text = "" if shown.suite_only else "\n".join(tables) + "\n"
     text += fmt.suite_table(definition, rows, measured is not None)
     text += (
         f"capture: {captures.count} capture(s) for {len(entries)} workload(s), "

@@ -316,9 +316,7 @@ std::string verification_line(const Verification& v) {
 }
 
 std::string render_verification(const Verification& v, bool details, const std::string& indent) {
-  return indent + "verification: " + std::string(verification_status_name(v.status)) + " (" +
-         (v.mode.empty() ? "" : v.mode + "; ") + v.detail + ")\n" +
-         verification_items(v, details, indent + "  ");
+  return indent + verification_line(v) + "\n" + verification_items(v, details, indent + "  ");
 }
 
 std::string render_coverage(const Provenance& p) {

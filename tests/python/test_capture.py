@@ -382,7 +382,7 @@ def test_analyze_mlp_end_to_end(tmp_path, capsys):
     # The header first, with the verification's status line; the model's name, never a
     # temporary file.
     assert out.startswith("SOL of mlp.py on H100-SXM")
-    assert "\n  verification: passed (whole_program; 1 output(s) compared with PyTorch" in out
+    assert "\n  passed: whole program, 1 output(s) compared with PyTorch" in out
     assert "not verified" not in out and "solar-" not in out and "program.ir" not in out
     assert out.rstrip().endswith(f"wrote {report_path}")
     report = json.loads(report_path.read_text())

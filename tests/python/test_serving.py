@@ -86,8 +86,7 @@ def test_a_serving_report_groups_its_notes_and_details_lists_them(llama_decode, 
     # not listed), then the fidelity table.
     assert lines[0] == "SOL of llama_gqa.py on H100-SXM (DRAM 3.35 TB/s)"
     assert lines.index(
-        "  verification: passed (whole_program; 5 output(s) compared with "
-        "PyTorch on the same inputs)"
+        "  passed: whole program, 5 output(s) compared with PyTorch on the same inputs"
     ) < lines.index("fidelity  SOL time   compute    memory  DRAM bytes  bottleneck")
     # One line for the 23 fallbacks, none per node.
     assert f"  23 nodes: {FALLBACK}" in lines

@@ -141,17 +141,17 @@ TEST(Provenance, TerminalListsUnsupportedOpsFirstThenTheHeaderWithTheVerificatio
       << s;
   // The verification is one status line of the header; the outputs that passed only with
   // --details.
-  EXPECT_NE(s.find("\n  verification: passed (whole_program; 1 output(s) compared with PyTorch "
-                   "on the same inputs)\n  work: "),
+  EXPECT_NE(s.find("\n  passed: whole program, 1 output(s) compared with PyTorch "
+                   "on the same inputs\n  work: "),
             std::string::npos)
       << s;
   EXPECT_EQ(s.find("  y: f32[4, 8]"), std::string::npos) << s;
   EXPECT_LT(s.find("UNSUPPORTED"), s.find("SOL of model.py"));
-  EXPECT_LT(s.find("SOL of model.py"), s.find("verification: passed"));
-  EXPECT_LT(s.find("verification: passed"), s.find("fidelity  SOL time"));
+  EXPECT_LT(s.find("SOL of model.py"), s.find("passed: whole program"));
+  EXPECT_LT(s.find("passed: whole program"), s.find("fidelity  SOL time"));
   const std::string details = render_report(captured_report(), 10, true);
-  EXPECT_NE(details.find("\n  verification: passed (whole_program; 1 output(s) compared with "
-                         "PyTorch on the same inputs)\n    y: f32[4, 8] max_abs_err=5.96e-08 "
+  EXPECT_NE(details.find("\n  passed: whole program, 1 output(s) compared with "
+                         "PyTorch on the same inputs\n    y: f32[4, 8] max_abs_err=5.96e-08 "
                          "max_rel_err=2.95e-06 rtol=0.0001 atol=1e-05 ok\n  work: "),
             std::string::npos)
       << details;
@@ -175,14 +175,13 @@ TEST(Provenance, PerOpChecksThatPassedAreListedOnlyWithDetails) {
   const Verification p = provenance_from_json(kCapture, kCoverage, v).verification;
   const std::string brief = render_verification(p, false, "  ");
   EXPECT_EQ(brief,
-            "  verification: failed (per_op; 1 of 3 distinct op configuration(s) failed, 1 NOT "
-            "verified)\n"
+            "  failed: per op, 1 of 3 distinct op configuration(s) failed, 1 NOT verified\n"
             "    aten.gelu.default: reduced (exact, sizes / 16), MISMATCH\n"
             "      y: f32[4, 8] max_abs_err=5.96e-08 max_rel_err=2.95e-06 rtol=0.0001 "
             "atol=1e-05 MISMATCH\n"
             "    aten.sort.default: NOT VERIFIED (no rule)\n");
   const std::string details = render_verification(p, true, "  ");
-  EXPECT_EQ(details.find("  verification: failed"), 0u) << details;
+  EXPECT_EQ(details.find("  failed: per op"), 0u) << details;
   EXPECT_NE(details.find("\n    aten.addmm.default x4: real, ok\n    aten.gelu.default: "),
             std::string::npos)
       << details;
@@ -211,8 +210,7 @@ TEST(Provenance, AnIrFileIsNotVerifiedAndRendersNoBlock) {
   const Provenance p;
   EXPECT_EQ(verification_line(p.verification), "not verified: IR file analysed directly");
   EXPECT_EQ(render_coverage(p), "");
-  EXPECT_EQ(render_verification(p.verification),
-            "verification: not_verified (IR file analysed directly)\n");
+  EXPECT_EQ(render_verification(p.verification), "not verified: IR file analysed directly\n");
 }
 
 TEST(Provenance, ABadSectionIsAUserError) {
