@@ -572,9 +572,14 @@ def _failed_op(case: dict) -> str:
     if o.get("error"):
         return f"{case['op']}{where}: {o.get('name')}: {o['error']}"
     shape = ", ".join(str(d) for d in o.get("shape") or [])
+
+    def err(key: str) -> str:  # null: not a number (NaN or inf in an output)
+        value = o.get(key)
+        return "nan" if value is None else f"{value:.3g}"
+
     return (
         f"{case['op']}{where}: {o.get('name')} {o.get('dtype')}[{shape}] "
-        f"max_abs_err={o.get('max_abs_err', 0):.3g} max_rel_err={o.get('max_rel_err', 0):.3g} "
+        f"max_abs_err={err('max_abs_err')} max_rel_err={err('max_rel_err')} "
         f"(rtol={o.get('rtol')} atol={o.get('atol')})"
     )
 

@@ -116,6 +116,72 @@ def test_twin_config_keeps_the_head_structure():
     )
 
 
+def test_twin_config_keeps_mlas_own_head_widths():
+    from transformers import DeepseekV3Config
+
+    # DeepSeek-V3's published shape (bench/models/deepseek_v3.py): its config's head_dim is the
+    # rotary width (qk_rope_head_dim, 64), not hidden / heads (7168 / 128 = 56). Narrowing it
+    # with the width gave the twin a rotary table of 8 for a query rotary part of 64: "The size
+    # of tensor a (32) must match the size of tensor b (4)" (issue 39).
+    config = DeepseekV3Config(
+        vocab_size=129280,
+        hidden_size=7168,
+        intermediate_size=18432,
+        moe_intermediate_size=2048,
+        num_hidden_layers=61,
+        num_attention_heads=128,
+        num_key_value_heads=128,
+        n_routed_experts=256,
+        kv_lora_rank=512,
+        q_lora_rank=1536,
+        qk_rope_head_dim=64,
+        v_head_dim=128,
+        qk_nope_head_dim=128,
+        n_group=8,
+        topk_group=4,
+        num_experts_per_tok=8,
+        first_k_dense_replace=3,
+    )
+    twin, what = serve.twin_config(config)
+    # 512 // 128 = 4 < 8 a head: max(128 x 8, 4 x 128) = 1,024 wide; 2 layers after the 3 dense
+    assert (twin.num_hidden_layers, twin.hidden_size) == (5, 1024)
+    assert twin.head_dim == twin.qk_rope_head_dim == 64  # its own, kept
+    assert (twin.kv_lora_rank, twin.q_lora_rank, twin.qk_nope_head_dim) == (512, 1536, 128)
+    assert (twin.n_routed_experts, twin.n_group, twin.topk_group) == (256, 8, 4)
+    # the experts' width scaled with the model's: 2048 x 1024 / 7168 = 292.6, down to 8s: 288
+    assert twin.moe_intermediate_size == 288
+    assert what == (
+        "a 5-layer, width-1024, vocabulary-1024 twin of the same architecture "
+        "(128 query heads, 128 key/value heads, 256 experts)"
+    )
+
+
+def test_an_mla_moe_model_verifies_on_its_twin_and_per_op():
+    # models/serve/mla_moe_wide.py (DeepSeek-V3's code path: MLA, a dense first layer, 16 routed
+    # experts in 4 groups, top-4 of the best 2 groups, sorted=False) built for real: about 25 M
+    # float32 elements (100 MB), over a --verify-budget-mb of 50: verified whole on a twin of 3
+    # layers (2 + the dense one), width 512, and per op at full size. Before: the twin's rotary
+    # width was narrowed (an internal error), and per op the router's topk (sorted=False: any
+    # order), its expert gather (0/1 indices into a dimension of 1) and the grouped product
+    # (offsets short of the rows, whose outputs PyTorch leaves unwritten) failed or went
+    # unchecked.
+    served = serve.analyze_serving(
+        MODELS / "mla_moe_wide.py", "decode", [1], 64, verify_budget_mb=50
+    )
+    v = served.steps[0].verification
+    assert v["status"] == "passed" and v["mode"] == "twin", v["detail"]
+    # The twin's outputs: the logits and 3 layers' new keys and values, 7.
+    assert v["detail"].startswith(
+        "verified on a 3-layer, width-512, vocabulary-1024 twin of the same architecture "
+        "(16 query heads, 16 key/value heads, 16 experts), its decode step at batch 1, context "
+        "64: passed (7 output(s) compared with PyTorch on the same inputs); per op at full size: "
+        "passed ("
+    )
+    ops = {op["op"]: op["result"] for op in v["ops"]}
+    for op in ("aten.topk.default", "aten.index.Tensor", "aten._grouped_mm.default"):
+        assert ops[op] == "passed", op
+
+
 def test_a_real_build_over_the_machines_memory_is_refused_in_one_line(capsys, monkeypatch):
     # A verification budget that lets the whole 8B model be built for real (32 GB in float32)
     # on a machine said to have 1 GB available: refused before any build, naming --no-verify

@@ -216,19 +216,43 @@ _UNSPECIFIED_VALUES = frozenset(
 
 
 def _grouped_offsets(node: dict, inputs: dict[str, torch.Tensor], gen: torch.Generator) -> None:
-    """transformers' grouped_mm_fallback(input [S, K], weight [E, K, N], offs [E]): ``offs``
+    """transformers' grouped_mm_fallback(input [S, K], weight [E, K, N], offs [E]) and
+    aten._grouped_mm(self [S, K], mat2 [E, K, N], offs [E]): ``offs``
     holds cumulative row counts, nondecreasing in 0..S (the rows are sorted by expert); a 0/1
     draw is no such list (a false mismatch on transformers' Mixtral, issue 29), so ``offs`` is
-    redrawn sorted in 0..S."""
-    if node["op"] != "transformers.grouped_mm_fallback.default":
+    redrawn sorted in 0..S, the last S (the rows past it are left unwritten by aten._grouped_mm)."""
+    if node["op"] not in ("transformers.grouped_mm_fallback.default", "aten._grouped_mm.default"):
         return
-    offs, x = node["args"].get("offs"), node["args"].get("input")
+    offs = node["args"].get("offs")
+    x = node["args"].get("input", node["args"].get("self"))
     if not (isinstance(offs, dict) and isinstance(x, dict)):
         return
     rows = inputs[x["tensor"]].shape[0]
     old = inputs[offs["tensor"]]
-    drawn = torch.randint(0, rows + 1, tuple(old.shape), generator=gen)
-    inputs[offs["tensor"]] = torch.sort(drawn).values.to(old.dtype)
+    drawn = torch.sort(torch.randint(0, rows + 1, tuple(old.shape), generator=gen)).values
+    if drawn.numel():
+        drawn[-1] = rows  # every row in a group, as a router's counts: past the last, unspecified
+    inputs[offs["tensor"]] = drawn.to(old.dtype)
+
+
+def _index_values(node: dict, inputs: dict[str, torch.Tensor], gen: torch.Generator) -> None:
+    """aten.index.Tensor(self, indices): each integer index tensor redrawn in 0..size - 1 of
+    the dimension of ``self`` it indexes (a 0/1 draw is out of bounds along a dimension of size
+    1: PyTorch refused DeepSeek-V3's twin's gather, and the op went unverified)."""
+    if node["op"] != "aten.index.Tensor":
+        return
+    x, indices = node["args"].get("self"), node["args"].get("indices")
+    if not (isinstance(x, dict) and isinstance(indices, list)):
+        return
+    shape = inputs[x["tensor"]].shape
+    for d, index in enumerate(indices):
+        if not isinstance(index, dict) or d >= len(shape):
+            continue
+        old = inputs[index["tensor"]]
+        if old.dtype == torch.bool or old.is_floating_point():
+            continue
+        drawn = torch.randint(0, max(int(shape[d]), 1), tuple(old.shape), generator=gen)
+        inputs[index["tensor"]] = drawn.to(old.dtype)
 
 
 def verify_per_op(
@@ -453,7 +477,12 @@ def _check(nodes: list[dict], k: int, tensors: tuple[dict, dict], engine: _Engin
         }
         _rnn_parameters(node, inputs, gen)
         _grouped_offsets(node, inputs, gen)
+        _index_values(node, inputs, gen)
         args = _map_args(node["args"], mapping)
+        if node["op"] == "aten.topk.default" and args.get("sorted") is False:
+            # Any order of the k picked is right (sorted=False); PyTorch's sorted one is
+            # SOLAR's (the rule sorts), so the check compares the same well-defined result.
+            args = {**args, "sorted": True}
         try:
             result = _call(node["op"], args, inputs)
         except Exception as e:  # PyTorch refuses the reduced node: try the next candidate

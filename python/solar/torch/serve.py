@@ -448,7 +448,10 @@ def twin_config(config: Any) -> tuple[Any, str]:
     if narrow < width:
         scale = narrow / width
         text.hidden_size = narrow
-        if getattr(text, "head_dim", None) is not None:
+        # A head width derived from the model's (hidden / heads) narrows with it; one of its
+        # own stays (MLA's rotary width, DeepSeek's head_dim = qk_rope_head_dim: its latent
+        # ranks and head widths do not depend on the hidden width).
+        if getattr(text, "head_dim", None) == width // heads:
             text.head_dim = narrow // heads
         for key in (
             "intermediate_size",
