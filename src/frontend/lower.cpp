@@ -564,8 +564,9 @@ void refuse_complex(const json& node, const std::string& op,
   for (const std::string& name : names) {
     const auto it = tensors.find(name);
     if (it != tensors.end() && ir::dtype_is_complex(it->second.dtype)) {
-      throw UserError(op + " of complex tensor '" + name + "' has no lowering rule (complex " +
-                      "tensors: FFTs, view_as_real, view_as_complex, mul, abs and views)");
+      throw UserError(
+          op + " of complex tensor '" + name + "' has no lowering rule (complex " +
+          "tensors: FFTs, view_as_real, view_as_complex, mul, add, sub, div, abs and views)");
     }
   }
 }

@@ -1,9 +1,11 @@
 // Lowering rules for complex tensors: the FFTs (aten._fft_r2c, _fft_c2r, _fft_c2c), the views
-// view_as_real and view_as_complex, and the complex elementwise operations (mul, abs), which
-// are kernels on the (real, imaginary) pairs. See docs/lowering.md ("Complex tensors and FFTs").
+// view_as_real and view_as_complex, and the complex elementwise operations (mul, add, sub, div,
+// abs), which are kernels on the (real, imaginary) pairs. See docs/lowering.md ("Complex
+// tensors and FFTs").
 #include <algorithm>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rules.h"
@@ -138,6 +140,54 @@ void complex_mul(NodeLowering& n) {
   n.stmt(y.name + " = view_as_complex(" + yp.name + ")");
 }
 
+// The (real, imaginary) parts of operand `key` read at a point of y's box: a complex tensor's
+// pairs; a real tensor or a scalar is its value and 0.
+std::pair<std::string, std::string> parts_of(NodeLowering& n, const std::string& key,
+                                             const TensorInfo& y) {
+  if (n.is_tensor(key) && ir::dtype_is_complex(n.tensor(key).dtype)) {
+    const TensorInfo z = n.tensor(key);
+    const TensorInfo zp = pairs_of(n, z);
+    return {part(zp, z.shape, y.shape, "0"), part(zp, z.shape, y.shape, "1")};
+  }
+  return {read(n, key, y), "0.0"};
+}
+
+// add, sub (self + alpha * other, self - alpha * other) and div of complex operands (either or
+// both; a real operand or scalar is a complex one with no imaginary part), on the pairs, as two
+// kernels (real and imaginary part). Division: (a + bi) / (c + di) = ((ac + bd) + (bc - ad)i) /
+// (c^2 + d^2); by a real c: a / c + (b / c)i.
+void complex_binary(NodeLowering& n, char op) {
+  const TensorInfo& y = n.out();
+  std::vector<int64_t> pair_shape = y.shape;
+  pair_shape.push_back(2);
+  const TensorInfo yp = n.temp("pairs", ir::complex_part(y.dtype), pair_shape);
+  const auto [ar, ai] = parts_of(n, "self", y);
+  const auto [br, bi] = parts_of(n, "other", y);
+  const bool b_real = bi == "0.0";
+  std::string re, im;
+  if (op == '+' || op == '-') {
+    const double alpha = n.number_or("alpha", 1.0);
+    const std::string sign = op == '+' ? " + " : " - ";
+    re = ar + sign + scaled(br, alpha);
+    im = b_real ? ai
+                : (ai == "0.0" ? (op == '+' ? "" : "0.0 - ") + scaled(bi, alpha)
+                               : ai + sign + scaled(bi, alpha));
+  } else if (b_real) {
+    re = ar + " / " + br;
+    im = ai == "0.0" ? "0.0" : ai + " / " + br;
+  } else {
+    const std::string norm = "(" + br + " * " + br + " + " + bi + " * " + bi + ")";
+    re = "(" + ar + " * " + br + (ai == "0.0" ? "" : " + " + ai + " * " + bi) + ") / " + norm;
+    im = "(" + (ai == "0.0" ? "0.0" : ai + " * " + br) + " - " + ar + " * " + bi + ") / " + norm;
+  }
+  const std::string loops = box_loops(y.shape, kI);
+  const std::string at = box_index(y.rank(), kI);
+  const std::string out = yp.name + "[" + at + (at.empty() ? "" : ", ");
+  n.kernel("re", loops, out + "0]", "=", re);
+  n.kernel("im", loops, out + "1]", "=", im);
+  n.stmt(y.name + " = view_as_complex(" + yp.name + ")");
+}
+
 // abs of a complex tensor: sqrt(re^2 + im^2), a real result.
 void complex_abs(NodeLowering& n) {
   const TensorInfo x = n.tensor("self");
@@ -160,6 +210,9 @@ Rule complex_aware(Rule real, const std::string& op) {
     if (!complex) return real(n);
     if (op == "mul") return complex_mul(n);
     if (op == "abs") return complex_abs(n);
+    if (op == "add") return complex_binary(n, '+');
+    if (op == "sub") return complex_binary(n, '-');
+    if (op == "div") return complex_binary(n, '/');
     throw UserError(n.op() + " of complex tensors has no lowering rule");
   };
 }
@@ -174,6 +227,12 @@ bool takes_complex(const std::string& op) {
                                             "aten.view_as_complex.default",
                                             "aten.mul.Tensor",
                                             "aten.mul.Scalar",
+                                            "aten.add.Tensor",
+                                            "aten.add.Scalar",
+                                            "aten.sub.Tensor",
+                                            "aten.sub.Scalar",
+                                            "aten.div.Tensor",
+                                            "aten.div.Scalar",
                                             "aten.abs.default",
                                             "aten.clone.default",
                                             "aten.alias.default",

@@ -50,10 +50,10 @@ std::string gelu(NodeLowering& n, const std::string& x) {
 
 void register_elementwise_rules(RuleTable& r) {
   for (const char* v : {".Tensor", ".Scalar"}) {
-    r[std::string("aten.add") + v] = add_sub("+");
-    r[std::string("aten.sub") + v] = add_sub("-");
+    r[std::string("aten.add") + v] = complex_aware(add_sub("+"), "add");
+    r[std::string("aten.sub") + v] = complex_aware(add_sub("-"), "sub");
     r[std::string("aten.mul") + v] = complex_aware(infix("*"), "mul");
-    r[std::string("aten.div") + v] = infix("/");
+    r[std::string("aten.div") + v] = complex_aware(infix("/"), "div");
     r[std::string("aten.eq") + v] = infix("==");
     r[std::string("aten.ne") + v] = infix("!=");
     r[std::string("aten.lt") + v] = infix("<");

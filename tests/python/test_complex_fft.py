@@ -75,3 +75,24 @@ def test_an_op_on_complex_tensors_without_a_rule_is_one_line_naming_it(tmp_path)
     )
     with pytest.raises(ValueError, match="aten.exp.default of complex tensor"):
         solar.analyze_file(model, hw="H100-SXM")
+
+
+def test_an_fft_convolution_divides_multiplies_and_adds_spectra():
+    """Issue 38, family 4: ``rfft(u, n=2L) / (2L)`` (a complex tensor divided by a real scalar)
+    had no lowering rule; with it the spectra's product and sum (complex by complex), each on
+    the (real, imaginary) pairs as two kernels."""
+    data = report("fft_conv")
+    ops = {n["name"]: n["other_ops"] for n in data["nodes"]}
+    # The input's spectrum: 2 x 4 transforms of n = 32 points, 17 complex values each: 136.
+    # Divided by 32: one division per part, 136 each. The product (a + bi)(c + di): 3 ops per
+    # part, 408 each; the sum: one add per part, 136 each.
+    assert (ops["div_re"], ops["div_im"]) == (136, 136)
+    assert (ops["mul_re"], ops["mul_im"]) == (408, 408)
+    assert (ops["add_re"], ops["add_im"]) == (136, 136)
+    # The FFTs: real input (and real output) of n = 32 = 2^5 (m = 5, (-1)^m = -1); times 27 the
+    # count is 51 x 32 x 5 - 89 x 32 - 27 x 5 + 3 x 5 - 8 + 162 = 8,160 - 2,848 - 135 + 15 + 154
+    # = 5,346 = 27 x 198: 198 a transform; u's 8 and the inverse's 8: 1,584; k's 4: 792.
+    assert ops["rfft:_fft_r2c"] == ops["irfft:_fft_c2r"] == 8 * 198
+    assert ops["rfft:_fft_r2c_1"] == 4 * 198
+    # Fused: u 2 x 4 x 16 x 4 = 512 B, k 4 x 16 x 4 = 256 B, y (the first 16 of each 32) 512 B.
+    assert data["bytes"]["fused"] == 512 + 256 + 512
