@@ -395,7 +395,9 @@ def test_budgets_stop_cleanly(tmp_path):
     assert not (out / "serving.json").exists()
     # the total budget: the slow one is cut off by it, the next is not reached, all files valid
     out = tmp_path / "total"
-    done = script("time", str(problems), "--out", str(out), "--total-budget-s", "4", *common)
+    # (12 s: room for a loaded machine to import torch before the first problem; the slow one
+    # sleeps 30)
+    done = script("time", str(problems), "--out", str(out), "--total-budget-s", "12", *common)
     assert done.returncode == 0, done.stderr
     env = json.loads((out / "environment.json").read_text())
     assert env["complete"] is False and "--total-budget-s" in env["stopped"]

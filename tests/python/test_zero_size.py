@@ -90,7 +90,7 @@ def test_the_command_writes_the_table_and_the_json(name, tmp_path, capsys):
     out = tmp_path / "out.json"
     assert cli.main(["analyze", path(name), "--json", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "verification: passed" in printed
+    assert "\n  passed: whole program" in printed
     data = json.loads(out.read_text())
     assert data["verification"]["status"] == "passed"
 
