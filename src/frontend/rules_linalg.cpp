@@ -163,6 +163,61 @@ void convolution_rule(NodeLowering& n) {
   }
 }
 
+// _scaled_mm(self [M, K], mat2 [K, N], scale_a, scale_b, bias, scale_result, out_dtype): a
+// product of fp8 operands accumulated in f32, `acc[i, j] += self[i, k] * mat2[k, j]`, then
+// `y = acc * scale_a * scale_b (+ bias)` in the output's dtype. Tensor-wise scales (one value
+// each) or row-wise ones (scale_a [M, 1], scale_b [1, N]). Block-scaled operands (packed fp4
+// with fp8 scales per 16 or 32 values, fp8 with scales per 128-blocks) and a scale_result (an
+// fp8 output) are refused in one line.
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t d = 0; d < shape.size(); ++d) s += (d ? ", " : "") + std::to_string(shape[d]);
+  return s + "]";
+}
+
+void scaled_mm_rule(NodeLowering& n) {
+  const TensorInfo& y = n.out();
+  const TensorInfo a = n.tensor("self");
+  const TensorInfo b = n.tensor("mat2");
+  if (a.dtype == ir::DType::F4E2M1X2 || b.dtype == ir::DType::F4E2M1X2) {
+    throw UserError(n.op() +
+                    " of packed fp4 operands (block-scaled NVFP4/MXFP4) has no lowering "
+                    "rule yet (fp8 operands with tensor-wise or row-wise scales have)");
+  }
+  if (a.rank() != 2 || b.rank() != 2) throw UserError(n.op() + ": operands of rank 2 only");
+  const TensorInfo sa = n.tensor("scale_a");
+  const TensorInfo sb = n.tensor("scale_b");
+  const int64_t m = a.shape[0];
+  const int64_t cols = b.shape[1];
+  const auto numel = [](const TensorInfo& t) {
+    int64_t e = 1;
+    for (int64_t d : t.shape) e *= d;
+    return e;
+  };
+  const bool tensor_wise = numel(sa) == 1 && numel(sb) == 1;
+  const bool row_wise =
+      sa.shape == std::vector<int64_t>{m, 1} && sb.shape == std::vector<int64_t>{1, cols};
+  if (!tensor_wise && !row_wise) {
+    throw UserError(n.op() + " with block-wise scales (scale_a " + shape_text(sa.shape) +
+                    ", scale_b " + shape_text(sb.shape) +
+                    ") has no lowering rule yet (tensor-wise or row-wise scales have)");
+  }
+  if (n.has("scale_result")) {
+    throw UserError(n.op() + " with a scale_result (an fp8 output) has no lowering rule yet");
+  }
+  const TensorInfo acc = n.temp("acc", ir::DType::F32, y.shape);
+  contract(n, acc, a, b.name + "[k, " + kI + "1]", a.shape[1]);
+  const auto scale = [&](const TensorInfo& t, const std::string& key) {
+    if (numel(t) != 1) return read(n, key, y);
+    std::string at;  // its one element: t[0, 0, ..]
+    for (int d = 0; d < t.rank(); ++d) at += d == 0 ? "0" : ", 0";
+    return t.name + "[" + at + "]";
+  };
+  std::string rhs = at_box(acc) + " * " + scale(sa, "scale_a") + " * " + scale(sb, "scale_b");
+  if (n.has("bias")) rhs += " + " + read(n, "bias", y);
+  pointwise(n, rhs);
+}
+
 }  // namespace
 
 void register_linalg_rules(RuleTable& r) {
@@ -171,6 +226,7 @@ void register_linalg_rules(RuleTable& r) {
   r["aten.addmm.default"] = [](NodeLowering& n) { addmm_rule(n, "mat1", "mat2"); };
   r["aten.baddbmm.default"] = [](NodeLowering& n) { addmm_rule(n, "batch1", "batch2"); };
   r["aten.linear.default"] = linear_rule;
+  r["aten._scaled_mm.default"] = scaled_mm_rule;
   r["aten.convolution.default"] = convolution_rule;
 }
 
