@@ -240,3 +240,33 @@ def test_without_weights_keeps_tied_weights_tied_and_allocates_nothing():
     assert isinstance(weight, FakeTensor) and weight.device.type == "cpu"
     assert model["head"].weight is weight  # one tensor, read once by the analysis
     assert weight.shape == (50_000, 4096) and weight.requires_grad
+
+
+def test_a_hybrid_decoder_is_refused_in_one_line_naming_its_layers(tmp_path, capsys):
+    # A Jamba decoder (Mamba layers between attention ones) keeps convolution and recurrent
+    # states that the serving step does not model: one line naming the model and the layers
+    # (was transformers' "Cannot get conv state for non linear attention layer 0").
+    model = tmp_path / "jamba.py"
+    model.write_text(
+        "import torch\nfrom torch import nn\n"
+        "from transformers import JambaConfig, JambaForCausalLM\n\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        config = JambaConfig(vocab_size=256, hidden_size=64, intermediate_size=128,\n"
+        "            num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,\n"
+        "            num_experts=4, num_experts_per_tok=2, attn_layer_period=2,\n"
+        "            attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1)\n"
+        "        self.lm = JambaForCausalLM(config).eval()\n\n"
+        "    def forward(self, input_ids):\n"
+        "        return self.lm(input_ids=input_ids, use_cache=False).logits\n\n\n"
+        "def get_inputs():\n"
+        "    return [torch.randint(0, 256, (1, 8))]\n\n\n"
+        "def get_init_inputs():\n"
+        "    return []\n"
+    )
+    assert cli.main(["analyze", str(model), "--serve", "decode", "--context", "16"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "JambaForCausalLM has layers that keep no key/value cache" in err[0]
+    assert "layers 0, 2" in err[0]  # layers 1 and 3 are the attention ones

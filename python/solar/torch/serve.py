@@ -299,11 +299,42 @@ def hf_step(lm: Any, phase: str, batch: int, context: int, mode: Any = None) -> 
     inputs, and their own); prefill, ``batch`` x ``context`` prompt tokens. ``mode``: the
     FakeTensorMode of a model built without weights (the inputs are then FakeTensors too)."""
     check_step(phase, batch, context)
+    check_attention_only(lm)
     shapes = _kv_shapes(lm, mode)
     step = _hf_step_module()(lm, context, len(shapes))
     with _within(mode):
         inputs = _step_inputs(lm, shapes, phase, batch, context)
     return Step(step, inputs, "transformers", type(lm).__name__)
+
+
+# The kinds of layer (transformers' ``layer_types``) whose state is a key/value cache, or none
+# (a layer of experts alone, Nemotron-H's "moe").
+_SERVED_LAYERS = frozenset(
+    {"attention", "full_attention", "sliding_attention", "chunked_attention", "moe", "mlp"}
+)
+
+
+def check_attention_only(lm: Any) -> None:
+    """A one-line ``AnalysisError`` for a causal LM with layers whose state is not a key/value
+    cache (a hybrid's Mamba or linear-attention layers, with convolution and recurrent states):
+    the serving step models attention caches only."""
+    config = lm.config.get_text_config()
+    kinds: list = []
+    for key in ("layer_types", "layers_block_type"):
+        value = getattr(config, key, None)
+        if isinstance(value, (list, tuple)) and value:
+            kinds = list(value)
+            break
+    other = sorted({str(k) for k in kinds} - _SERVED_LAYERS)
+    if other:
+        where = [i for i, k in enumerate(kinds) if str(k) in other]
+        shown = ", ".join(str(i) for i in where[:4]) + (", ..." if len(where) > 4 else "")
+        raise AnalysisError(
+            f"{type(lm).__name__} has layers that keep no key/value cache ({', '.join(other)}: "
+            f"layers {shown}); --serve models the attention layers' caches only (a hybrid's "
+            "convolution and recurrent states are not modelled yet): analyse its forward pass "
+            "without --serve"
+        )
 
 
 def _step_inputs(lm: Any, shapes: list, phase: str, batch: int, context: int) -> tuple:
