@@ -270,3 +270,54 @@ def test_a_hybrid_decoder_is_refused_in_one_line_naming_its_layers(tmp_path, cap
     assert len(err) == 1, err
     assert "JambaForCausalLM has layers that keep no key/value cache" in err[0]
     assert "layers 0, 2" in err[0]  # layers 1 and 3 are the attention ones
+
+
+# A decoder of each family transformers' serving path takes, wider than the twin (hidden 1024;
+# Gemma-2 1152 with its own head width 256, kept), so that a --verify-budget-mb of 20 verifies
+# it on its reduced twin: shared experts beside routed ones, a sliding window, an explicit head
+# width with alternating sliding and full attention.
+FAMILIES = {
+    "qwen2_moe": (
+        "Qwen2MoeConfig",
+        "Qwen2MoeForCausalLM",
+        "vocab_size=2048, hidden_size=1024, intermediate_size=1024, moe_intermediate_size=256, "
+        "shared_expert_intermediate_size=512, num_hidden_layers=2, num_attention_heads=16, "
+        "num_key_value_heads=4, num_experts=8, num_experts_per_tok=2",
+    ),
+    "mistral": (
+        "MistralConfig",
+        "MistralForCausalLM",
+        "vocab_size=2048, hidden_size=1024, intermediate_size=2048, num_hidden_layers=2, "
+        "num_attention_heads=16, num_key_value_heads=4, sliding_window=32",
+    ),
+    "gemma2": (
+        "Gemma2Config",
+        "Gemma2ForCausalLM",
+        "vocab_size=2048, hidden_size=1152, intermediate_size=2048, num_hidden_layers=2, "
+        "num_attention_heads=8, num_key_value_heads=4, head_dim=256, sliding_window=32",
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_each_family_verifies_on_its_twin(family, tmp_path):
+    config, lm, kwargs = FAMILIES[family]
+    model = tmp_path / f"{family}.py"
+    model.write_text(
+        "import torch\nfrom torch import nn\n"
+        f"from transformers import {config}, {lm}\n\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        f"        self.lm = {lm}({config}({kwargs})).to(torch.bfloat16).eval()\n\n"
+        "    def forward(self, input_ids):\n"
+        "        return self.lm(input_ids=input_ids, use_cache=False).logits\n\n\n"
+        "def get_inputs():\n"
+        "    return [torch.randint(0, 2048, (1, 8))]\n\n\n"
+        "def get_init_inputs():\n"
+        "    return []\n"
+    )
+    served = serve.analyze_serving(model, "decode", [1], 64, verify_budget_mb=20)
+    v = served.steps[0].verification
+    assert v["status"] == "passed" and v["mode"] == "twin", v["detail"]
+    assert v["detail"].startswith("verified on a 2-layer, width-512, vocabulary-1024 twin")
