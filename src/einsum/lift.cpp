@@ -19,6 +19,7 @@
 #include "footprint.h"
 #include "solar/einsum/graph.h"
 #include "solar/ir/checker.h"
+#include "solar/ir/diagnostic.h"
 #include "solar/ir/printer.h"
 #include "solar/util/error.h"
 #include "view.h"
@@ -56,6 +57,44 @@ void unroll(const std::vector<ir::StmtP>& body, const ir::SymbolValues& values,
       unroll(r.body, inner,
              (bindings.empty() ? "" : bindings + ",") + r.var + "=" + std::to_string(t), op_block,
              out);
+    }
+  }
+}
+
+// The most steps (statements, and the iterations of repeat blocks) a program may unroll into:
+// each becomes a node of about a kilobyte, so 2,000,000 is about 2 GB of graph.
+constexpr int64_t kMaxUnrolledSteps = 2'000'000;
+
+// How many steps `body` unrolls into (unroll), counting each repeat iteration too; a
+// DiagnosticError at the repeat that takes the count past kMaxUnrolledSteps, before anything is
+// unrolled (a size of 10^12 in a `repeat` bound: never a kill for memory).
+void count_unrolled(const std::vector<ir::StmtP>& body, const ir::SymbolValues& values,
+                    const std::string& file, int64_t& count) {
+  for (const ir::StmtP& s : body) {
+    if (const auto* o = std::get_if<ir::OpBlock>(&s->node)) {
+      count_unrolled(o->body, values, file, count);
+      continue;
+    }
+    if (s->kind() != ir::StmtKind::Repeat) {
+      ++count;
+      continue;
+    }
+    const ir::Repeat& r = std::get<ir::Repeat>(s->node);
+    const int64_t lo = ir::eval_int(*r.lo, values);
+    const int64_t hi = ir::eval_int(*r.hi, values);
+    ir::SymbolValues inner = values;
+    for (int64_t t = lo; t < hi; ++t) {
+      inner[r.var] = t;
+      ++count;
+      count_unrolled(r.body, inner, file, count);
+      if (count > kMaxUnrolledSteps) {
+        throw ir::DiagnosticError({ir::Diagnostic{
+            file, s->loc,
+            "repeat " + r.var + " in " + std::to_string(lo) + ".." + std::to_string(hi) +
+                " unrolls into more than " + std::to_string(kMaxUnrolledSteps) +
+                " steps (statements and iterations), more than SOLAR's einsum graph holds; give "
+                "smaller sizes"}});
+      }
     }
   }
 }
@@ -138,6 +177,8 @@ class Lifter {
       tensor_index_.emplace(info.name, g_.tensors.size());
       g_.tensors.push_back(std::move(info));
     }
+    int64_t count = 0;
+    count_unrolled(p.body, sizes, p.file, count);
     unroll(p.body, sizes, "", "", steps_);
     for (size_t i = 0; i < steps_.size(); ++i) index_uses(i);
     for (const std::string& r : random_) {

@@ -1176,6 +1176,41 @@ kernel k {
                ir::DiagnosticError);
 }
 
+TEST(Lift, ARepeatTooLongToUnrollIsOneLineBeforeAnyMemory) {
+  // The fuzz harness's reproducer (issue 44): examples/rnn.ir with its time steps T = 5 made
+  // 10^12 was killed for memory (23 GB) while its 3 x 10^12 steps were unrolled. Refused at the
+  // repeat, file:line:col, before anything is unrolled: 2,000,000 steps at most.
+  const std::string text =
+      "size T = 1000000000000\n"
+      "input x : f32[T, 4]\n"
+      "tensor h : f32[4]\n"
+      "output ys : f32[T, 4]\n"
+      "repeat t in 0..T {\n"
+      "  kernel cell {\n"
+      "    for i in 0..4:\n"
+      "      h[i] = tanh(x[t, i])\n"
+      "  }\n"
+      "  ys[t] = h\n"
+      "}\n";
+  try {
+    lift_text(text);
+    FAIL() << "no error";
+  } catch (const ir::DiagnosticError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "test.ir:5:1: error: repeat t in 0..1000000000000 unrolls into more than 2000000 "
+              "steps (statements and iterations), more than SOLAR's einsum graph holds; give "
+              "smaller sizes");
+  }
+  // 666,666 iterations of 2 statements: 3 x 666,666 = 1,999,998 steps, under the limit; counted,
+  // not lifted here (T = 666,667: 2,000,001, over it).
+  try {
+    lift_text(text, {{"T", 666667}});
+    FAIL() << "no error";
+  } catch (const ir::DiagnosticError& e) {
+    EXPECT_NE(std::string(e.what()).find("unrolls into more than 2000000"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace solar::einsum
 
