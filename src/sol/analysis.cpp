@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "solar/ir/dtype.h"
@@ -418,12 +420,14 @@ Analysis analyze(const einsum::Graph& g, const hw::Device& d, const PrecisionPol
   // A node that writes a tensor whose values repeat computes each distinct value once in the
   // fused and cache-aware models.
   const std::vector<int64_t> copies = einsum::repeated_copies(g);
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
+  std::map<std::string_view, int64_t> repeated;  // name -> copies, of the tensors that repeat
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    if (copies[t] > 1) repeated.emplace(g.tensors[t].name, copies[t]);
+  }
+  for (size_t i = 0; !repeated.empty() && i < g.nodes.size(); ++i) {
     for (const einsum::Access& w : g.nodes[i].writes) {
-      for (size_t t = 0; t < g.tensors.size(); ++t) {
-        if (g.tensors[t].name == w.tensor && copies[t] > 1) {
-          a.nodes[i].fused_compute_s /= static_cast<double>(copies[t]);
-        }
+      if (const auto it = repeated.find(w.tensor); it != repeated.end()) {
+        a.nodes[i].fused_compute_s /= static_cast<double>(it->second);
       }
     }
   }
