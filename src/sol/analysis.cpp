@@ -349,7 +349,11 @@ int64_t fused_bytes(const einsum::Graph& g) {
 }
 
 std::vector<RepeatedOutput> repeated_outputs(const einsum::Graph& g) {
-  const std::vector<int64_t> copies = einsum::repeated_copies(g);
+  return repeated_outputs(g, einsum::repeated_copies(g));
+}
+
+std::vector<RepeatedOutput> repeated_outputs(const einsum::Graph& g,
+                                             const std::vector<int64_t>& copies) {
   std::vector<RepeatedOutput> out;
   std::vector<einsum::Footprint> touched;
   for (size_t t = 0; t < g.tensors.size(); ++t) {
@@ -431,7 +435,7 @@ Analysis analyze(const einsum::Graph& g, const hw::Device& d, const PrecisionPol
       }
     }
   }
-  a.repeated_outputs = repeated_outputs(g);
+  a.repeated_outputs = repeated_outputs(g, copies);
   a.kernel_floor = options.kernel_floor;
   if (options.kernel_floor) {
     if (d.min_kernel_s) {

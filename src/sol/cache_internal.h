@@ -436,6 +436,9 @@ struct CacheOptimizer::Impl {
   std::vector<int64_t> last_reader;  // per tensor: last node reading it (-1: none)
   std::vector<std::vector<std::pair<size_t, int64_t>>> node_reads, node_writes;  // (tensor, elems)
   int64_t fused = 0;
+  // The outputs whose values repeat (repeated_outputs), found once per graph: every schedule the
+  // search returns takes their repeated copies off.
+  std::vector<RepeatedOutput> repeated;
   std::map<std::pair<size_t, size_t>, Space> spaces;
   std::map<std::pair<size_t, size_t>, Frontier> frontiers;
   // Runs of translated nodes: per node the run [run_start, run_end) holding it (a node alone:
@@ -462,6 +465,7 @@ struct CacheOptimizer::Impl {
       }
     }
     fused = fused_bytes(g);
+    repeated = repeated_outputs(g);
     const size_t n_nodes = g.nodes.size();
     run_start.assign(n_nodes, 0);
     run_end.assign(n_nodes, 0);

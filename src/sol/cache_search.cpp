@@ -482,10 +482,10 @@ namespace {
 // repeated copies are taken off the group that writes it. Every schedule writes each output whole
 // at least once, so the traffic stays a lower bound, and above the fused bytes, which take the
 // same copies off.
-std::optional<CacheSchedule> repeated_written_once(const einsum::Graph& g,
+std::optional<CacheSchedule> repeated_written_once(const std::vector<RepeatedOutput>& repeated,
                                                    std::optional<CacheSchedule> s) {
   if (!s) return s;
-  for (const RepeatedOutput& r : repeated_outputs(g)) {
+  for (const RepeatedOutput& r : repeated) {
     const int64_t save = r.bytes - r.once_bytes;
     for (CacheGroup& grp : s->groups) {
       if (r.writer < grp.first || r.writer >= grp.last) continue;
@@ -500,11 +500,11 @@ std::optional<CacheSchedule> repeated_written_once(const einsum::Graph& g,
 }  // namespace
 
 std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes) {
-  return repeated_written_once(impl_->g, search(capacity_bytes, false));
+  return repeated_written_once(impl_->repeated, search(capacity_bytes, false));
 }
 
 std::optional<CacheSchedule> CacheOptimizer::try_optimize_exhaustive(int64_t capacity_bytes) {
-  return repeated_written_once(impl_->g, search(capacity_bytes, true));
+  return repeated_written_once(impl_->repeated, search(capacity_bytes, true));
 }
 
 namespace {

@@ -930,6 +930,111 @@ def test_inputs_past_the_machines_memory_are_refused_before_any_allocation(tmp_p
     assert rc == 1 and err.count("\n") == 1 and "the inputs need 2.199 TB" in err, err
 
 
+# Attention written plainly (scores materialised), as attention-backward references are: small
+# inputs, an intermediate of L x L per head (issue 38, family 8: killed at 24 GB).
+PLAIN_ATTENTION = {
+    "name": "test_plain_attention_h4_d64",
+    "axes": axes("L", H=4, D=64),
+    "inputs": {
+        "q": {"shape": ["H", "L", "D"], "dtype": "bfloat16"},
+        "k": {"shape": ["H", "L", "D"], "dtype": "bfloat16"},
+        "v": {"shape": ["H", "L", "D"], "dtype": "bfloat16"},
+    },
+    "outputs": {"o": {"shape": ["H", "L", "D"], "dtype": "bfloat16"}},
+    "reference": (
+        "import torch\n\n"
+        "def run(q, k, v):\n"
+        "    scores = (q.float() @ k.float().transpose(1, 2)) * 0.125\n"
+        "    return (scores.softmax(-1) @ v.float()).to(q.dtype)\n"
+    ),
+}
+
+
+def test_a_reference_past_the_machines_memory_is_refused_from_fake_tensors(tmp_path, torch):
+    from solar.torch import definition as tdef
+
+    # L = 2^16: each input 4 x 2^16 x 64 x 2 B = 33,554,432 B (33.55 MB, 100.7 MB the three);
+    # the scores are 4 x 2^16 x 2^16 x 4 B = 68,719,476,736 B (68.72 GB), made by the matmul
+    # (bmm) at line 4 of the reference (line 1 the import). The peak is at the last product: the
+    # scaled scores and their softmax (2 x 68,719,476,736 B), the bf16 inputs (100,663,296 B), v
+    # as float32 and the product's float32 output (67,108,864 B each): 137,673,834,496 B
+    wide = [
+        {"uuid": "l65536", "axes": {"L": 2**16}, "inputs": {n: {"type": "random"} for n in "qkv"}}
+    ]
+    folder = write(tmp_path / "a", PLAIN_ATTENTION, wide)
+    problem = fmt.load(folder)
+    (workload,) = problem.workloads
+    namespace = tdef.reference_namespace(problem.definition)
+    with pytest.raises(fmt.DefinitionError) as e:
+        tdef.check_reference_memory(problem.definition, workload, namespace, memory=10**11)
+    message = str(e.value)
+    assert "the reference's tensors need 137.7 GB at once" in message, message
+    assert message.endswith(
+        "more than half of this machine's 100 GB of memory: found on fake tensors, so nothing "
+        "was allocated (run a workload with smaller axes)"
+    ), message
+    assert "(the largest it makes 68.72 GB, by bmm at line 4)" in message, message
+    # the inputs alone (100.7 MB) pass their own check; the command line refuses the same in one
+    # line (68.72 GB is more than half of any CI machine), before a byte of it is allocated
+    tdef.check_input_memory(
+        problem.definition, workload, fmt.resolve_axes(problem.definition, workload), memory=10**11
+    )
+    rc, out, err = solar("analyze", folder, "--suite-only")
+    assert rc == 1 and err.count("\n") == 1 and "by bmm at line 4" in err, err
+    # L = 64: 4 x 64 x 64 x 4 B = 65,536 B of scores: analysed
+    small = [{"uuid": "l64", "axes": {"L": 64}, "inputs": {n: {"type": "random"} for n in "qkv"}}]
+    entry = analysed(tmp_path, PLAIN_ATTENTION, small)
+    assert entry["row"]["verification"] == "passed"
+
+
+def test_random_inputs_are_drawn_in_chunks_not_staged_whole(torch):
+    from solar.torch import definition as tdef
+    from solar.torch._peak import peak_of
+
+    # the hour-long fuzz run's second defect: paged_decode with num_pages 10^6 (two bf16 caches
+    # of 10^6 x 16 x 2 x 64 = 2.048 G elements, 4.096 GB each) was killed at 22.5 GB: each was
+    # drawn whole in float32 (8.192 GB) and then converted. Drawn 2^22 elements at a time, a
+    # bf16 tensor of 2^26 elements (134,217,728 B) peaks at itself + one chunk's float32 draw
+    # (2^22 x 4 = 16,777,216 B) + its bf16 copy (8,388,608 B) = 159,383,552 B; staged whole it
+    # was 2^26 x 4 + 2^26 x 2 = 402,653,184 B
+    generator = torch.Generator().manual_seed(0)
+    peak = peak_of(lambda: tdef._random((2**26,), torch.bfloat16, generator))
+    assert peak.complete and peak.bytes == 159_383_552
+    # a tensor of one chunk or less is one draw: the same values as before
+    a = tdef._random((3, 5), torch.bfloat16, torch.Generator().manual_seed(1))
+    b = torch.randn((3, 5), generator=torch.Generator().manual_seed(1)).to(torch.bfloat16)
+    assert torch.equal(a, b)
+
+
+def test_a_reference_whose_sizes_depend_on_values_is_checked_up_to_there(tmp_path, torch):
+    from solar.torch import definition as tdef
+
+    # a 2^34-element float32 buffer (2^36 B = 68.72 GB) made before the values decide a size
+    # (nonzero): the fake run stops at nonzero, its peak so far is a lower bound, and refused
+    definition = {
+        **GEMM,
+        "name": "test_nonzero_after_a_buffer",
+        "reference": (
+            "import torch\n\n"
+            "def run(A, B):\n"
+            "    buffer = torch.zeros(2**34)\n"
+            "    keep = torch.nonzero(A[:, 0] > 0)\n"
+            "    return (A[keep[:, 0]] @ B.t()).sum() + buffer[0]\n"
+        ),
+    }
+    problem = fmt.load(write(tmp_path / "n", definition, GEMM_WORKLOADS[:1]))
+    (workload,) = problem.workloads
+    namespace = tdef.reference_namespace(problem.definition)
+    with pytest.raises(fmt.DefinitionError) as e:
+        tdef.check_reference_memory(problem.definition, workload, namespace, memory=10**11)
+    assert (
+        "at once up to where its sizes depend on its values (the largest it makes 68.72 GB, "
+        "by zeros at line 4)" in str(e.value)
+    ), e.value
+    # with room for it (2 x 68.72 GB < 200 GB) it is not refused
+    tdef.check_reference_memory(problem.definition, workload, namespace, memory=2 * 10**11)
+
+
 # ---------------------------------------------------------------------------------------------
 # Index inputs from safetensors files (issue 38, item 3): FlashInfer's paged decode (GQA,
 # page_size 1), its kv_indptr and kv_indices given as files, as FlashInfer-Bench's workloads

@@ -19,6 +19,7 @@ from solar import cli  # noqa: E402
 from solar.torch import serve  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "models" / "serve"
+BENCH_MODELS = Path(__file__).resolve().parents[2] / "bench" / "models"
 
 # Llama-3-8B (models/serve/llama3_8b.py), bf16 (2 B an element): hidden 4096, 32 query heads and
 # 8 key/value heads of 128, SwiGLU 14336, vocabulary 128256, 32 layers, untied embeddings.
@@ -117,31 +118,17 @@ def test_twin_config_keeps_the_head_structure():
 
 
 def test_twin_config_keeps_mlas_own_head_widths():
-    from transformers import DeepseekV3Config
+    import importlib.util
 
-    # DeepSeek-V3's published shape (bench/models/deepseek_v3.py): its config's head_dim is the
-    # rotary width (qk_rope_head_dim, 64), not hidden / heads (7168 / 128 = 56). Narrowing it
-    # with the width gave the twin a rotary table of 8 for a query rotary part of 64: "The size
-    # of tensor a (32) must match the size of tensor b (4)" (issue 39).
-    config = DeepseekV3Config(
-        vocab_size=129280,
-        hidden_size=7168,
-        intermediate_size=18432,
-        moe_intermediate_size=2048,
-        num_hidden_layers=61,
-        num_attention_heads=128,
-        num_key_value_heads=128,
-        n_routed_experts=256,
-        kv_lora_rank=512,
-        q_lora_rank=1536,
-        qk_rope_head_dim=64,
-        v_head_dim=128,
-        qk_nope_head_dim=128,
-        n_group=8,
-        topk_group=4,
-        num_experts_per_tok=8,
-        first_k_dense_replace=3,
-    )
+    # DeepSeek-V3's published shape (bench/models/deepseek_v3.py, read from there): its config's
+    # head_dim is the rotary width (qk_rope_head_dim, 64), not hidden / heads (7168 / 128 = 56).
+    # Narrowing it with the width gave the twin a rotary table of 8 for a query rotary part of
+    # 64: "The size of tensor a (32) must match the size of tensor b (4)" (issue 39).
+    spec = importlib.util.spec_from_file_location("deepseek_v3", BENCH_MODELS / "deepseek_v3.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = module.published_config()
+    assert (config.hidden_size, config.num_attention_heads, config.head_dim) == (7168, 128, 64)
     twin, what = serve.twin_config(config)
     # 512 // 128 = 4 < 8 a head: max(128 x 8, 4 x 128) = 1,024 wide; 2 layers after the 3 dense
     assert (twin.num_hidden_layers, twin.hidden_size) == (5, 1024)

@@ -204,8 +204,11 @@ struct RepeatedOutput {
   int64_t once_bytes = 0;
   size_t writer = 0;
 };
-// The graph outputs whose values repeat, in tensor order.
+// The graph outputs whose values repeat, in tensor order; `copies`: einsum::repeated_copies(g),
+// where the caller has it.
 std::vector<RepeatedOutput> repeated_outputs(const einsum::Graph& g);
+std::vector<RepeatedOutput> repeated_outputs(const einsum::Graph& g,
+                                             const std::vector<int64_t>& copies);
 
 struct Analysis {
   std::string policy;  // precision policy name

@@ -103,13 +103,20 @@ class Inputs:
 
 
 def make_inputs(
-    definition: Definition, workload: Workload, namespace: dict, on_cpu: OnCpu | None = None
+    definition: Definition,
+    workload: Workload,
+    namespace: dict,
+    on_cpu: OnCpu | None = None,
+    check: bool = True,
 ) -> Inputs:
     """The inputs of ``run`` for ``workload`` (module doc); ``on_cpu``: the device mapping the
-    custom entry point runs under."""
+    custom entry point runs under. ``check``: the memory they and the reference need checked
+    first (``check_input_memory``, ``check_reference_memory``)."""
     on_cpu = on_cpu or OnCpu()
     axes = resolve_axes(definition, workload)
-    check_input_memory(definition, workload, axes)
+    if check:
+        check_input_memory(definition, workload, axes)
+        check_reference_memory(definition, workload, namespace)
     generator = torch.Generator().manual_seed(workload.index)
     values: dict[str, Any] = {}
     notes: list[str] = []
@@ -349,6 +356,42 @@ def check_input_memory(
     )
 
 
+def check_reference_memory(
+    definition: Definition, workload: Workload, namespace: dict, memory: int | None = None
+) -> None:
+    """A DefinitionError, before any tensor is allocated, when making the inputs and running the
+    reference on them needs more than half of ``memory`` (this machine's, by default): both run
+    first on fake tensors (``solar.torch._peak``), which need no memory. Where the reference's
+    sizes depend on its values the fake run stops there, and the peak up to that point (a lower
+    bound) is what is checked. The message names the peak and the largest tensor the reference
+    makes, with its op and line."""
+    if "run" not in namespace:
+        return
+    if memory is None:
+        from solar.calibrate import memory_bytes
+
+        memory = memory_bytes("cpu")
+    from solar.torch._peak import peak_of
+
+    def made_and_run() -> Any:
+        inputs = make_inputs(definition, workload, namespace, OnCpu(), check=False)
+        module, tensors = reference_module(definition, namespace, inputs)
+        return module(*tensors)
+
+    peak = peak_of(made_and_run, f"{definition.path}#reference")
+    if not memory or 2 * peak.bytes <= memory:
+        return
+    nbytes, op, line = peak.largest
+    largest = f" (the largest it makes {format_bytes(nbytes)}, by {op} at {line})" if nbytes else ""
+    upto = "" if peak.complete else " up to where its sizes depend on its values"
+    raise DefinitionError(
+        f"{workload.where}: the inputs and the reference's tensors need "
+        f"{format_bytes(peak.bytes)} at once{upto}{largest}, more than half of this machine's "
+        f"{format_bytes(memory)} of memory: found on fake tensors, so nothing was allocated (run "
+        "a workload with smaller axes)"
+    )
+
+
 def _dtype(name: str, at: str) -> torch.dtype:
     dtype = TORCH_DTYPES.get(name)
     if dtype is None:
@@ -356,10 +399,28 @@ def _dtype(name: str, at: str) -> torch.dtype:
     return dtype
 
 
+# Random inputs are drawn this many elements at a time (a draw stages them in float32 or int64):
+# a tensor of at most this many elements is one draw, a larger one never needs more than its own
+# bytes plus one chunk's staging.
+RANDOM_CHUNK = 1 << 22
+
+
 def _random(shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generator) -> torch.Tensor:
     """A random tensor by dtype: floats standard normal (float8 clamped to [-2, 2]), integers
     uniform in {0, 1} (a valid index into any axis of 2 or more), bools uniform, packed fp4
-    uniform bytes."""
+    uniform bytes. Drawn ``RANDOM_CHUNK`` elements at a time into the tensor itself."""
+    numel = math.prod(shape)
+    if numel <= RANDOM_CHUNK:
+        return _draw(shape, dtype, generator)
+    out = torch.empty(shape, dtype=dtype)
+    flat = out.view(-1)
+    for start in range(0, numel, RANDOM_CHUNK):
+        count = min(RANDOM_CHUNK, numel - start)
+        flat[start : start + count] = _draw((count,), dtype, generator)
+    return out
+
+
+def _draw(shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generator) -> torch.Tensor:
     if dtype.is_floating_point and dtype.itemsize >= 2:
         return torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype)
     if dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
