@@ -1311,7 +1311,13 @@ class Lifter {
     n.compute_dtype = y.dtype;
     n.counts = fft_ops(c, s);
     const bool view_as = c.op == ir::ComposeOp::ViewAsReal || c.op == ir::ComposeOp::ViewAsComplex;
-    n.relabel = (c.op == ir::ComposeOp::Reshape || view_as || expanded) &&
+    // A graph output that is a slice or a permutation of an intermediate is a view in the
+    // framework (`irfft(...)[..., :L]`): eager returns it without a kernel, so the unfused model
+    // charges it nothing (the intermediate's writer wrote every element); the fused model still
+    // counts the output's elements written.
+    const bool output_view = v && y.role == ir::TensorRole::Output &&
+                             (c.op == ir::ComposeOp::Slice || c.op == ir::ComposeOp::Permute);
+    n.relabel = (c.op == ir::ComposeOp::Reshape || view_as || expanded || output_view) &&
                 tensor(binding(c.srcs.at(0)).base).role == ir::TensorRole::Intermediate;
     for (const Access& a : n.reads)
       n.compute_dtype = detail::promote(n.compute_dtype, tensor(a.tensor).dtype);

@@ -96,3 +96,9 @@ def test_an_fft_convolution_divides_multiplies_and_adds_spectra():
     assert ops["rfft:_fft_r2c_1"] == 4 * 198
     # Fused: u 2 x 4 x 16 x 4 = 512 B, k 4 x 16 x 4 = 256 B, y (the first 16 of each 32) 512 B.
     assert data["bytes"]["fused"] == 512 + 256 + 512
+    # Unfused: the cut `[..., :L]` is a view in eager (no kernel): the slice costs nothing, the
+    # inverse FFT reads the spectra's pairs (2 x 4 x 17 x 2 x 4 = 1,088 B) and writes every
+    # point of the 2 x 4 x 32 signal (1,024 B)
+    nodes = {n["name"]: n for n in data["nodes"]}
+    assert nodes["slice:slice_1"]["bytes_unfused"] == 0
+    assert nodes["irfft:_fft_c2r"]["bytes_unfused"] == 1_088 + 1_024
