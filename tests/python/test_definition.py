@@ -1035,6 +1035,36 @@ def test_a_reference_whose_sizes_depend_on_values_is_checked_up_to_there(tmp_pat
     tdef.check_reference_memory(problem.definition, workload, namespace, memory=2 * 10**11)
 
 
+
+def test_a_reference_that_fails_on_fake_tensors_is_one_line_without_torchs_logged_traceback(
+    tmp_path, torch
+):
+    # The hour fuzz run's defect (bench/README.md, "fuzz"): `A @ B.t()` mutated to
+    # `torch.mul(A, B.t())`, [4, 32] * [32, 64]: the memory check's fake run fails at the mul and
+    # torch's fake-tensor module logged that failure with a traceback on stderr before SOLAR's
+    # one line. A child process: torch's log handler writes to the real stderr.
+    import subprocess
+    import sys
+
+    definition = {
+        **GEMM,
+        "name": "test_gemm_mul_mismatch",
+        "reference": "import torch\n\ndef run(A, B):\n    return torch.mul(A, B.t())\n",
+    }
+    folder = write(tmp_path / "mul", definition, GEMM_WORKLOADS[:1])
+    run = subprocess.run(
+        [sys.executable, "-m", "solar", "analyze", folder, "--suite-only"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 1, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert "Traceback" not in run.stderr
+    assert lines[0].startswith("solar analyze: error: "), lines[0]
+    assert "definition.json#reference:4 in run" in lines[0], lines[0]
+
 # ---------------------------------------------------------------------------------------------
 # Index inputs from safetensors files (issue 38, item 3): FlashInfer's paged decode (GQA,
 # page_size 1), its kv_indptr and kv_indices given as files, as FlashInfer-Bench's workloads
