@@ -1035,7 +1035,6 @@ def test_a_reference_whose_sizes_depend_on_values_is_checked_up_to_there(tmp_pat
     tdef.check_reference_memory(problem.definition, workload, namespace, memory=2 * 10**11)
 
 
-
 def test_a_reference_that_fails_on_fake_tensors_is_one_line_without_torchs_logged_traceback(
     tmp_path, torch
 ):
@@ -1064,6 +1063,7 @@ def test_a_reference_that_fails_on_fake_tensors_is_one_line_without_torchs_logge
     assert "Traceback" not in run.stderr
     assert lines[0].startswith("solar analyze: error: "), lines[0]
     assert "definition.json#reference:4 in run" in lines[0], lines[0]
+
 
 # ---------------------------------------------------------------------------------------------
 # Index inputs from safetensors files (issue 38, item 3): FlashInfer's paged decode (GQA,
