@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import solar
+import solar._core
 
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "solar"
 MODELS = Path(__file__).resolve().parent / "jax_models"
@@ -269,7 +269,14 @@ def _venv_without_torch(tmp_path: Path) -> tuple[Path, dict]:
             if torch_like.match(entry) or entry.endswith(".pth") or (farm / entry).exists():
                 continue
             (farm / entry).symlink_to(base / entry)
-    (farm / "solar").symlink_to(Path(solar.__file__).parent)  # (not resolved: the built one)
+    # The package under test, not resolved. An editable install keeps the sources and the built
+    # files (_core, bin, data) in two folders: the package seen here is both, merged.
+    package = farm / "solar"
+    package.mkdir()
+    for part in sorted({Path(solar.__file__).parent, Path(solar._core.__file__).parent}):
+        for entry in sorted(os.listdir(part)):
+            if entry != "__pycache__" and not (package / entry).exists():
+                (package / entry).symlink_to(part / entry)
     Path(purelib, "solar-test-packages.pth").write_text(f"{farm}\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONNOUSERSITE"] = "1"
