@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -166,13 +167,158 @@ void convolution_rule(NodeLowering& n) {
 // _scaled_mm(self [M, K], mat2 [K, N], scale_a, scale_b, bias, scale_result, out_dtype): a
 // product of fp8 operands accumulated in f32, `acc[i, j] += self[i, k] * mat2[k, j]`, then
 // `y = acc * scale_a * scale_b (+ bias)` in the output's dtype. Tensor-wise scales (one value
-// each) or row-wise ones (scale_a [M, 1], scale_b [1, N]). Block-scaled operands (packed fp4
-// with fp8 scales per 16 or 32 values, fp8 with scales per 128-blocks) and a scale_result (an
-// fp8 output) are refused in one line.
+// each) or row-wise ones (scale_a [M, 1], scale_b [1, N]). NVFP4 (packed fp4 operands with an
+// e4m3 scale per 16 values): scaled_mm_nvfp4. Other block-scaled operands (MXFP4's e8m0
+// scales, fp8 with scales per 128-blocks) and a scale_result (an fp8 output) are refused in
+// one line.
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t d = 0; d < shape.size(); ++d) s += (d ? ", " : "") + std::to_string(shape[d]);
   return s + "]";
+}
+
+// The 16 e2m1 values by 4-bit code (sign bit 3, then magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 by
+// the low 3 bits m: m / 2 below 4, m - 2 below 6, else 2m - 8), in a table of 16 f32.
+TensorInfo e2m1_table(NodeLowering& n) {
+  const TensorInfo t = n.temp("e2m1", ir::DType::F32, {16});
+  n.kernel("e2m1", "c in 0..16", t.name + "[c]", "=",
+           "select(c < 8, 1.0, -1.0) * select(c % 8 < 4, c % 8 * 0.5, select(c % 8 < 6, c % 8 - "
+           "2, c % 8 * 2 - 8))");
+  return t;
+}
+
+// The values of a packed fp4 operand `p` ([rows, K / 2] pairs along K, `along_k` = 1, or
+// [K / 2, cols] pairs along K, `along_k` = 0), unpacked to [rows, K] or [K, cols] f32 (the low
+// nibble is the even element) and multiplied by its block scale: `scale` is NVFP4's swizzled
+// layout, one e4m3 value per 16 along K for `rows` rows padded to 128 and K / 16 blocks padded
+// to 4, flattened as 512-element tiles of 128 x 4, row r and block c at (r / 128 * ceil(K / 64)
+// + c / 4) * 512 + r % 32 * 16 + r % 128 / 32 * 4 + c % 4 (cuBLAS's block-scaling layout).
+TensorInfo nvfp4_operand(NodeLowering& n, const TensorInfo& p, int along_k, const TensorInfo& table,
+                         const TensorInfo& scale, int64_t k) {
+  const int64_t outer = p.shape[along_k == 1 ? 0 : 1];  // rows (of self) or columns (of mat2)
+  const int64_t half = k / 2;
+  const TensorInfo bytes = n.temp("bytes", ir::DType::U8, p.shape);
+  n.stmt(bytes.name + " = " + p.name);
+  const TensorInfo lo = n.temp("lo", ir::DType::I64, p.shape);
+  const TensorInfo hi = n.temp("hi", ir::DType::I64, p.shape);
+  n.kernel("lo", box_loops(p.shape, kI), at_box(lo), "=", "bitand(" + at_box(bytes) + ", 15.0)");
+  n.kernel("hi", box_loops(p.shape, kI), at_box(hi), "=", "shr(" + at_box(bytes) + ", 4.0)");
+  // Each nibble as its own element along K: [outer, K/2, 1] (or [K/2, 1, outer]), joined.
+  const std::vector<int64_t> one =
+      along_k == 1 ? std::vector<int64_t>{outer, half, 1} : std::vector<int64_t>{half, 1, outer};
+  const std::vector<int64_t> two =
+      along_k == 1 ? std::vector<int64_t>{outer, half, 2} : std::vector<int64_t>{half, 2, outer};
+  const std::vector<int64_t> flat =
+      along_k == 1 ? std::vector<int64_t>{outer, k} : std::vector<int64_t>{k, outer};
+  const TensorInfo lo1 = n.temp("lo1", ir::DType::I64, one);
+  const TensorInfo hi1 = n.temp("hi1", ir::DType::I64, one);
+  const TensorInfo pairs = n.temp("pairs", ir::DType::I64, two);
+  const TensorInfo codes = n.temp("codes", ir::DType::I64, flat);
+  n.stmt(lo1.name + " = reshape(" + lo.name + ")");
+  n.stmt(hi1.name + " = reshape(" + hi.name + ")");
+  n.stmt(pairs.name + " = concat(" + lo1.name + ", " + hi1.name +
+         ", dim=" + std::to_string(along_k == 1 ? 2 : 1) + ")");
+  n.stmt(codes.name + " = reshape(" + pairs.name + ")");
+  const TensorInfo values = n.temp("values", ir::DType::F32, flat);
+  n.stmt(values.name + " = take(" + table.name + ", " + codes.name + ", dim=0)");
+  const TensorInfo scales = n.temp("scales", scale.dtype, {scale.numel()});
+  n.stmt(scales.name + " = reshape(" + scale.name + ")");
+  // Loops that split the row r = 128 r2 + 32 r1 + r0 and K's index k = 64 kt + 16 kb + e, so
+  // that the scale's index is affine in them: a kernel for each piece of the rows (whole tiles of
+  // 128, then whole 32-row quarters of the last tile, then its last rows) and of K (whole groups
+  // of 4 blocks, then the last blocks).
+  const int64_t blocks = k / 16;
+  const auto range = [](const std::string& v, int64_t first, int64_t end) {
+    return v + " in " + std::to_string(first) + ".." + std::to_string(end);
+  };
+  std::vector<std::string> row_pieces;
+  const int64_t q = outer / 128, quarters = outer % 128 / 32, last = outer % 32;
+  if (q > 0) row_pieces.push_back(range("r2", 0, q) + ", r1 in 0..4, r0 in 0..32");
+  if (quarters > 0) {
+    row_pieces.push_back(range("r2", q, q + 1) + ", " + range("r1", 0, quarters) + ", r0 in 0..32");
+  }
+  if (last > 0) {
+    row_pieces.push_back(range("r2", q, q + 1) + ", " + range("r1", quarters, quarters + 1) + ", " +
+                         range("r0", 0, last));
+  }
+  std::vector<std::string> k_pieces;
+  if (blocks / 4 > 0) k_pieces.push_back(range("kt", 0, blocks / 4) + ", kb in 0..4");
+  if (blocks % 4 > 0) {
+    k_pieces.push_back(range("kt", blocks / 4, blocks / 4 + 1) + ", " + range("kb", 0, blocks % 4));
+  }
+  const std::string row = "128*r2 + 32*r1 + r0";
+  const std::string col = "64*kt + 16*kb + e";
+  const std::string at = along_k == 1 ? row + ", " + col : col + ", " + row;
+  const std::string scale_at =
+      "512*(" + std::to_string((blocks + 3) / 4) + "*r2 + kt) + 16*r0 + 4*r1 + kb";
+  const TensorInfo out = n.temp("dequant", ir::DType::F32, flat);
+  for (const std::string& rows : row_pieces) {
+    for (const std::string& ks : k_pieces) {
+      n.kernel("dequant", rows + ", " + ks + ", e in 0..16", out.name + "[" + at + "]", "=",
+               values.name + "[" + at + "] * " + scales.name + "[" + scale_at + "]");
+    }
+  }
+  return out;
+}
+
+// NVFP4: self [M, K/2] and mat2 [K/2, N] packed fp4 pairs along K, e4m3 scales per 16 values
+// along K in the swizzled layout (nvfp4_operand), `acc[i, j] += A[i, k] * B[k, j]` over the
+// scaled values in f32, then `y = acc (+ bias)` in the output's dtype. Decoding and scaling
+// are element-wise work here (one shift or mask, one multiply an element: (M + N) x K x 2
+// operations more than the tensor core's block-scaled product does, docs/precision.md); the
+// product is priced at the fp4 rate in every fidelity (the lift gives its operands fp4 origin).
+void scaled_mm_nvfp4(NodeLowering& n, const TensorInfo& a, const TensorInfo& b) {
+  const TensorInfo& y = n.out();
+  if (a.dtype != ir::DType::F4E2M1X2 || b.dtype != ir::DType::F4E2M1X2) {
+    throw UserError(
+        n.op() + " of one packed fp4 operand and one " +
+        std::string(ir::dtype_name(a.dtype == ir::DType::F4E2M1X2 ? b.dtype : a.dtype)) +
+        " operand has no lowering rule (both packed fp4, NVFP4, has)");
+  }
+  if (a.rank() != 2 || b.rank() != 2) throw UserError(n.op() + ": operands of rank 2 only");
+  const TensorInfo sa = n.tensor("scale_a");
+  const TensorInfo sb = n.tensor("scale_b");
+  if (sa.dtype != ir::DType::F8E4M3 || sb.dtype != ir::DType::F8E4M3) {
+    throw UserError(
+        n.op() + " of packed fp4 operands with " +
+        std::string(ir::dtype_name(sa.dtype == ir::DType::F8E4M3 ? sb.dtype : sa.dtype)) +
+        " scales has no lowering rule (NVFP4's f8e4m3 scales, one per 16 values, has)");
+  }
+  const int64_t m = a.shape[0];
+  const int64_t k = 2 * a.shape[1];
+  const int64_t cols = b.shape[1];
+  if (2 * b.shape[0] != k) {
+    throw UserError(n.op() + ": self " + shape_text(a.shape) + " and mat2 " + shape_text(b.shape) +
+                    " (packed fp4 pairs) do not share K");
+  }
+  if (k % 16 != 0) {
+    throw UserError(n.op() + " of packed fp4 operands: K = " + std::to_string(k) +
+                    " is not a multiple of NVFP4's 16-value scale block");
+  }
+  const auto swizzled = [&](int64_t rows) {
+    return (rows + 127) / 128 * 128 * ((k / 16 + 3) / 4 * 4);
+  };
+  for (const auto& [s, rows, key] :
+       {std::tuple{sa, m, "scale_a"}, std::tuple{sb, cols, "scale_b"}}) {
+    if (s.numel() != swizzled(rows)) {
+      throw UserError(n.op() + " of packed fp4 operands: " + key + " " + shape_text(s.shape) +
+                      " holds " + std::to_string(s.numel()) + " scales, not the " +
+                      std::to_string(swizzled(rows)) + " of NVFP4's swizzled layout (" +
+                      std::to_string(rows) + " rows padded to 128 x " + std::to_string(k / 16) +
+                      " blocks of 16 padded to 4)");
+    }
+  }
+  if (n.has("scale_result")) {
+    throw UserError(n.op() + " with a scale_result (an fp8 output) has no lowering rule yet");
+  }
+  const TensorInfo table = e2m1_table(n);
+  const TensorInfo da = nvfp4_operand(n, a, 1, table, sa, k);
+  const TensorInfo db = nvfp4_operand(n, b, 0, table, sb, k);
+  const TensorInfo acc = n.temp("acc", ir::DType::F32, y.shape);
+  contract(n, acc, da, db.name + "[k, " + kI + "1]", k);
+  std::string rhs = at_box(acc);
+  if (n.has("bias")) rhs += " + " + read(n, "bias", y);
+  pointwise(n, rhs);
 }
 
 void scaled_mm_rule(NodeLowering& n) {
@@ -180,9 +326,7 @@ void scaled_mm_rule(NodeLowering& n) {
   const TensorInfo a = n.tensor("self");
   const TensorInfo b = n.tensor("mat2");
   if (a.dtype == ir::DType::F4E2M1X2 || b.dtype == ir::DType::F4E2M1X2) {
-    throw UserError(n.op() +
-                    " of packed fp4 operands (block-scaled NVFP4/MXFP4) has no lowering "
-                    "rule yet (fp8 operands with tensor-wise or row-wise scales have)");
+    return scaled_mm_nvfp4(n, a, b);
   }
   if (a.rank() != 2 || b.rank() != 2) throw UserError(n.op() + ": operands of rank 2 only");
   const TensorInfo sa = n.tensor("scale_a");

@@ -278,6 +278,39 @@ NodeCost node_cost(const einsum::Node& n, const hw::Device& d, const PrecisionPo
   return c;
 }
 
+// An operation that reads packed fp4 pairs itself (not a decoded copy: _scaled_mm of NVFP4
+// operands, or a program's own unpacking of a packed tensor) runs on the fp4 tensor core, which
+// decodes and scales the pairs as it multiplies: its nodes without MACs (the unpacking, the
+// table lookup, the block scales) cost no compute time in any fidelity, and its products are
+// priced at their origin rate in the unfused one too (eager's kernel is the fp4 kernel).
+// docs/precision.md, "Packed fp4 tensors".
+namespace {
+void price_fp4_operations(const einsum::Graph& g, std::vector<NodeCost>& nodes) {
+  for (const einsum::OpUnit& u : einsum::op_units(g)) {
+    bool reads_fp4 = false;
+    for (size_t i = u.first; i < u.last && !reads_fp4; ++i) {
+      for (const einsum::Access& r : g.nodes[i].reads) {
+        const einsum::TensorInfo* t = g.find_tensor(r.tensor);
+        reads_fp4 = reads_fp4 || (t != nullptr && t->dtype == ir::DType::F4E2M1X2);
+      }
+    }
+    if (!reads_fp4) continue;
+    for (size_t i = u.first; i < u.last; ++i) {
+      NodeCost& c = nodes[i];
+      if (g.nodes[i].counts.macs == 0) {
+        c.other_s = c.compute_s = c.fused_compute_s = 0;
+      } else if (c.origin_mac_rate) {
+        c.mac_rate = c.origin_mac_rate;
+        c.mac_s = 2.0 * static_cast<double>(g.nodes[i].counts.macs) / c.mac_rate->flops_per_s;
+        c.compute_s = c.fused_compute_s;
+      }
+      c.time_s = std::max(c.compute_s, c.memory_s);
+      c.bottleneck = bound(c.compute_s, c.memory_s);
+    }
+  }
+}
+}  // namespace
+
 std::vector<OpCost> op_costs(const einsum::Graph& g, const std::vector<NodeCost>& nodes,
                              const MemoryModel& memory, double kernel_floor_s) {
   SOLAR_CHECK(nodes.size() == g.nodes.size(), "op_costs: one cost per node");
@@ -421,6 +454,7 @@ Analysis analyze(const einsum::Graph& g, const hw::Device& d, const PrecisionPol
     }
     a.nodes.push_back(c);
   }
+  price_fp4_operations(g, a.nodes);
   // A node that writes a tensor whose values repeat computes each distinct value once in the
   // fused and cache-aware models.
   const std::vector<int64_t> copies = einsum::repeated_copies(g);

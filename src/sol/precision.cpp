@@ -441,12 +441,14 @@ std::optional<Rate> origin_mac_rate(const einsum::Node& n, const hw::Device& d,
   ir::DType rhs = *n.mac_rhs_origin;
   // fp4 values (decoded from packed f4e2m1x2 pairs) on either side: the fp4 tensor rate, as an
   // NVFP4 or MXFP4 kernel runs the product (activations quantised on the fly), where the device
-  // has one; else the node keeps its own rate.
+  // has one; else as bf16 values (an e2m1 value times an e4m3 block scale has at most 5
+  // significant bits, exact in bf16: a device without fp4 runs the product there).
   if (lhs == ir::DType::F4E2M1X2 || rhs == ir::DType::F4E2M1X2) {
     const Target fp4 = on_tensor(Precision::Fp4);
     const std::optional<hw::Figure>& peak = d.peak(fp4.unit, fp4.precision);
-    if (!peak) return std::nullopt;
-    return Rate{fp4, fp4, peak->value, target_name(fp4)};
+    if (peak) return Rate{fp4, fp4, peak->value, target_name(fp4)};
+    if (lhs == ir::DType::F4E2M1X2) lhs = ir::DType::BF16;
+    if (rhs == ir::DType::F4E2M1X2) rhs = ir::DType::BF16;
   }
   // An integer origin with a floating one: the integer values are exact in bf16.
   if (float_width(lhs) == 0 && float_width(rhs) != 0) lhs = ir::DType::BF16;

@@ -1398,3 +1398,83 @@ def test_ragged_prefill_without_files_builds_both_indptrs_from_the_constraints(t
     # MACs: per sequence q k^T and p v are 2 heads x Lq x Lk x 8 each:
     # 2 x 2 x 8 x (3 x 5 + 3 x 4) = 32 x 27 = 864
     assert entry["report"]["totals"]["macs"] == 2 * 2 * 8 * (3 * 5 + 3 * 4)
+
+
+# An NVFP4 GEMM as FlashInfer-Bench-style definitions write one (issue 38, family 2): packed e2m1
+# operands, e4m3 scales per 16 values along K in the swizzled layout (their count an expr axis),
+# torch._scaled_mm, which the CPU cannot run, then a global scale.
+NVFP4_GEMM = {
+    "name": "test_gemm_nvfp4_n64_k128",
+    "axes": {
+        **axes("M", N=64, K=128),
+        "K_half": {"type": "expr", "expression": "K // 2"},
+        "a_scales": {
+            "type": "expr",
+            "expression": "(M + 127) // 128 * 128 * ((K // 16 + 3) // 4 * 4)",
+        },
+        "b_scales": {
+            "type": "expr",
+            "expression": "(N + 127) // 128 * 128 * ((K // 16 + 3) // 4 * 4)",
+        },
+    },
+    "inputs": {
+        "A": {"shape": ["M", "K_half"], "dtype": "float4_e2m1fn_x2"},
+        "B": {"shape": ["N", "K_half"], "dtype": "float4_e2m1fn_x2"},
+        "a_scale": {"shape": ["a_scales"], "dtype": "float8_e4m3fn"},
+        "b_scale": {"shape": ["b_scales"], "dtype": "float8_e4m3fn"},
+        "alpha": {"shape": None, "dtype": "float32"},
+    },
+    "outputs": {"C": {"shape": ["M", "N"], "dtype": "bfloat16"}},
+    "reference": (
+        "import torch\n\n\n@torch.no_grad()\ndef run(A, B, a_scale, b_scale, alpha):\n"
+        "    out = torch._scaled_mm(A, B.T, a_scale, b_scale, out_dtype=torch.bfloat16)\n"
+        "    return out * alpha\n"
+    ),
+}
+NVFP4_INPUTS = {
+    "A": {"type": "random"},
+    "B": {"type": "random"},
+    "a_scale": {"type": "random"},
+    "b_scale": {"type": "random"},
+    "alpha": {"type": "scalar", "value": 0.5},
+}
+NVFP4_WORKLOADS = [
+    {"uuid": "m8", "axes": {"M": 8}, "inputs": NVFP4_INPUTS},
+    {"uuid": "m300", "axes": {"M": 300}, "inputs": NVFP4_INPUTS},
+]
+
+
+def test_nvfp4_gemm_definition_by_hand(tmp_path, torch):
+    folder = write(tmp_path / "def", NVFP4_GEMM, NVFP4_WORKLOADS)
+    json_path = tmp_path / "report.json"
+    rc, _, err = solar("analyze", folder, "--hw", "B200", "--json", str(json_path))
+    assert rc == 0, err
+    m8, m300 = json.loads(json_path.read_text())["workloads"]
+    for entry in (m8, m300):
+        assert entry["row"]["verification"] == "passed"
+        assert entry["report"]["verification"]["mode"] == "whole_program"
+    # MACs M x N x K: 8 x 64 x 128 = 65,536 and 300 x 64 x 128 = 2,457,600.
+    assert m8["report"]["totals"]["macs"] == 65_536
+    assert m300["report"]["totals"]["macs"] == 2_457_600
+    # Fused bytes (alpha is a Python scalar, no tensor): A M x 64 pairs, B 64 x 64 = 4,096, the
+    # scales read (M x 8 blocks of a_scale, 64 x 8 of b_scale: the padding is never read), C
+    # M x 64 x 2. M = 8: 512 + 4,096 + 64 + 512 + 1,024 = 6,208; M = 300 (rows in a whole tile
+    # of 128, one more, and 44 of a third): 19,200 + 4,096 + 2,400 + 512 + 38,400 = 64,608.
+    assert m8["report"]["bytes"]["fused"] == 512 + 4_096 + 64 + 512 + 1_024
+    assert m300["report"]["bytes"]["fused"] == 19_200 + 4_096 + 2_400 + 512 + 38_400
+
+
+def test_nvfp4_gemm_verified_op_by_op(tmp_path, torch):
+    # A budget the whole program does not fit, but each op does: the permute of B, the packed fp4
+    # product (run alone by its definition on the CPU) and the multiply by alpha.
+    folder = write(tmp_path / "def", NVFP4_GEMM, NVFP4_WORKLOADS[1:])
+    json_path = tmp_path / "report.json"
+    rc, _, err = solar(
+        "analyze", folder, "--hw", "B200", "--verify-budget-mb", "0.1", "--json", str(json_path)
+    )
+    assert rc == 0, err
+    (entry,) = json.loads(json_path.read_text())["workloads"]
+    verification = entry["report"]["verification"]
+    assert verification["mode"] == "per_op"
+    assert "3 of 3 distinct op configuration(s)" in verification["detail"]
+    assert entry["row"]["verification"] == "passed"

@@ -7,6 +7,9 @@ mask that SOLAR's executor reproduces. ``run_graph`` runs the traced FX graph wi
 ``aten.native_dropout`` in training mode with the project's deterministic mask
 (``deterministic_dropout``), and ``aten.scaled_dot_product_attention`` with ``dropout_p > 0`` with
 its math form dropping the attention weights with that mask (``deterministic_sdpa``).
+``aten._scaled_mm`` of packed fp4 operands (NVFP4), which the CPU cannot run, runs as its
+definition: each operand decoded and multiplied by its block scales, then an f32 product
+(``nvfp4_scaled_mm``).
 """
 
 from __future__ import annotations
@@ -81,6 +84,64 @@ def deterministic_sdpa(*args: Any, **kwargs: Any) -> torch.Tensor:
     return weights @ v
 
 
+# The 16 e2m1 values by 4-bit code: sign bit 3, magnitude by the low 3 bits (OCP MX spec, FP4).
+_E2M1_MAGNITUDES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+E2M1_VALUES = _E2M1_MAGNITUDES + tuple(-v for v in _E2M1_MAGNITUDES)
+
+
+def _nvfp4_values(packed: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """The f32 values [R, K] of packed fp4 rows ``packed`` (uint8 [R, K / 2], the low nibble the
+    even element) times their e4m3 block scales, one per 16 values along K, in NVFP4's swizzled
+    layout: row r and block c at (r // 128 * ceil(K / 64) + c // 4) * 512 + r % 32 * 16
+    + r % 128 // 32 * 4 + c % 4 (the rule in src/frontend/rules_linalg.cpp reads the same)."""
+    rows, k = packed.shape[0], 2 * packed.shape[1]
+    codes = torch.stack([packed & 15, packed >> 4], -1).reshape(rows, k).long()
+    values = torch.tensor(E2M1_VALUES, dtype=torch.float32)[codes]
+    r = torch.arange(rows)[:, None]
+    c = torch.arange(k // 16)[None, :]
+    tiles = (k // 16 + 3) // 4
+    at = (r // 128 * tiles + c // 4) * 512 + r % 32 * 16 + r % 128 // 32 * 4 + c % 4
+    scales = scale.reshape(-1).float()[at]
+    return (values.reshape(rows, k // 16, 16) * scales[:, :, None]).reshape(rows, k)
+
+
+def nvfp4_scaled_mm(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    scale_a: torch.Tensor,
+    scale_b: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    scale_result: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
+    use_fast_accum: bool = False,
+) -> torch.Tensor:
+    """``aten._scaled_mm`` of packed fp4 operands (a [M, K / 2], b [K / 2, N], pairs along K)
+    as its definition: both decoded and scaled per block, an f32 product, plus ``bias``, in
+    ``out_dtype``."""
+    del use_fast_accum
+    if scale_result is not None:
+        raise ValueError("_scaled_mm of packed fp4 operands with a scale_result")
+    x = _nvfp4_values(a.view(torch.uint8), scale_a)
+    w = _nvfp4_values(b.view(torch.uint8).t(), scale_b)
+    y = x @ w.t()
+    if bias is not None:
+        y = y + bias.float()
+    return y.to(out_dtype or torch.bfloat16)
+
+
+def _fp4_scaled_mm(node: torch.fx.Node) -> bool:
+    return node.target is torch.ops.aten._scaled_mm.default and any(
+        isinstance(a, torch.fx.Node) and a.meta["val"].dtype == torch.float4_e2m1fn_x2
+        for a in node.args[:2]
+    )
+
+
+def has_fp4_products(graph: torch.fx.Graph) -> bool:
+    """Whether the graph multiplies packed fp4 operands (``_scaled_mm``), which the CPU cannot:
+    the golden run then runs the graph with ``nvfp4_scaled_mm`` in their place."""
+    return any(node.op == "call_function" and _fp4_scaled_mm(node) for node in graph.nodes)
+
+
 def _random_target(node: torch.fx.Node) -> bool:
     """Whether an FX node draws a random mask that SOLAR's lowering makes deterministic."""
     if node.op != "call_function":
@@ -120,6 +181,9 @@ class _Recorder(torch.fx.Interpreter):
         ):
             args, kwargs = self.fetch_args_kwargs_from_env(n)
             result = deterministic_sdpa(*args, **kwargs)
+        elif n.op == "call_function" and _fp4_scaled_mm(n):
+            args, kwargs = self.fetch_args_kwargs_from_env(n)
+            result = nvfp4_scaled_mm(*args, **kwargs)
         else:
             result = super().run_node(n)
         if n.name in self.keep:
@@ -138,9 +202,11 @@ def run_graph(module: torch.fx.GraphModule, args: list[Any], keep: set[str]) -> 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
     """A numpy copy of a tensor; bf16 as uint16 bits, f8 and packed fp4 as uint8 bits (npz.h)."""
-    t = t.detach().to("cpu").contiguous()
+    t = t.detach().to("cpu")
+    if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2, torch.float4_e2m1fn_x2):
+        # (as bytes first: torch has no copy for packed fp4, so no .contiguous() of a view of it)
+        return t.view(torch.uint8).contiguous().numpy().copy()
+    t = t.contiguous()
     if t.dtype == torch.bfloat16:
         return t.view(torch.int16).numpy().view(np.uint16).copy()
-    if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2, torch.float4_e2m1fn_x2):
-        return t.view(torch.uint8).numpy().copy()
     return t.numpy().copy()

@@ -31,7 +31,7 @@ import torch
 from solar import document as capture_document
 from solar._modelfile import call_model_code, import_model_file
 from solar.document import write_npz
-from solar.torch._golden import has_random_dropout, run_graph, to_numpy
+from solar.torch._golden import has_fp4_products, has_random_dropout, run_graph, to_numpy
 from solar.torch._serialize import serialize
 from solar.torch._trace import (
     CaptureError,
@@ -61,6 +61,10 @@ __all__ = [
 DETERMINISTIC_DROPOUT_NOTE = (
     "dropout made deterministic for verification: PyTorch's run used SOLAR's mask "
     "(element i kept iff frac((i + 1) * 0.6180339887498949) >= p; docs/capture.md)"
+)
+FP4_PRODUCTS_NOTE = (
+    "packed fp4 products (_scaled_mm, NVFP4) verified against their definition run on the CPU: "
+    "operands decoded and scaled per 16-value block, an f32 product (docs/precision.md)"
 )
 
 
@@ -137,9 +141,12 @@ class Capture:
         wanted = set(intermediates)
         random_dropout = has_random_dropout(self.traced.graph)
         self.golden_notes = list(self.traced.notes)
-        if wanted or random_dropout or self.traced.golden_from_graph:
+        fp4_products = has_fp4_products(self.traced.graph)
+        if wanted or random_dropout or fp4_products or self.traced.golden_from_graph:
             if random_dropout:
                 self.golden_notes.append(DETERMINISTIC_DROPOUT_NOTE)
+            if fp4_products:
+                self.golden_notes.append(FP4_PRODUCTS_NOTE)
             self._golden_from_graph(placeholder_values, wanted, arrays)
             return arrays
         with torch.no_grad(), on_cpu_mode(), _program_failure():

@@ -1,6 +1,7 @@
 """An NVFP4 GEMM as Blackwell kernel-benchmark references write it: packed e2m1 operands (two
 values a byte) with an e4m3 scale per 16 values in the swizzled 128 x 4 layout, a bf16 result.
-M = 16, N = 32, K = 64. The CPU cannot run it; SOLAR has no rule for it yet (a one-line error)."""
+M = 16, N = 32, K = 64. The CPU cannot run it: SOLAR verifies it against the op's definition
+(decode, scale per block, multiply in f32)."""
 
 import torch
 from torch import nn
