@@ -278,15 +278,9 @@ NodeCost node_cost(const einsum::Node& n, const hw::Device& d, const PrecisionPo
   return c;
 }
 
-// An operation that reads packed fp4 pairs itself (not a decoded copy: _scaled_mm of NVFP4
-// operands, or a program's own unpacking of a packed tensor) runs on the fp4 tensor core, which
-// decodes and scales the pairs as it multiplies: its nodes without MACs (the unpacking, the
-// table lookup, the block scales) cost no compute time in any fidelity, and its products are
-// priced at their origin rate in the unfused one too (eager's kernel is the fp4 kernel).
-// docs/precision.md, "Packed fp4 tensors".
-namespace {
-void price_fp4_operations(const einsum::Graph& g, std::vector<NodeCost>& nodes) {
-  for (const einsum::OpUnit& u : einsum::op_units(g)) {
+std::vector<einsum::OpUnit> packed_fp4_units(const einsum::Graph& g) {
+  std::vector<einsum::OpUnit> out;
+  for (einsum::OpUnit& u : einsum::op_units(g)) {
     bool reads_fp4 = false;
     for (size_t i = u.first; i < u.last && !reads_fp4; ++i) {
       for (const einsum::Access& r : g.nodes[i].reads) {
@@ -294,7 +288,19 @@ void price_fp4_operations(const einsum::Graph& g, std::vector<NodeCost>& nodes) 
         reads_fp4 = reads_fp4 || (t != nullptr && t->dtype == ir::DType::F4E2M1X2);
       }
     }
-    if (!reads_fp4) continue;
+    if (reads_fp4) out.push_back(std::move(u));
+  }
+  return out;
+}
+
+namespace {
+
+// An operation that reads packed fp4 pairs (packed_fp4_units) runs on the fp4 tensor core: its
+// nodes without MACs (the unpacking, the table lookup, the block scales) cost no compute time in
+// any fidelity, and its products are priced at their origin rate in the unfused one too (eager's
+// kernel is the fp4 kernel). docs/precision.md, "Block-scaled fp4 products".
+void price_fp4_operations(const einsum::Graph& g, std::vector<NodeCost>& nodes) {
+  for (const einsum::OpUnit& u : packed_fp4_units(g)) {
     for (size_t i = u.first; i < u.last; ++i) {
       NodeCost& c = nodes[i];
       if (g.nodes[i].counts.macs == 0) {
@@ -309,6 +315,7 @@ void price_fp4_operations(const einsum::Graph& g, std::vector<NodeCost>& nodes) 
     }
   }
 }
+
 }  // namespace
 
 std::vector<OpCost> op_costs(const einsum::Graph& g, const std::vector<NodeCost>& nodes,

@@ -430,6 +430,12 @@ struct UntiledUse {
 
 }  // namespace cache_detail
 
+namespace cache_detail {
+// The intermediates of the operations that read packed fp4 pairs that only those operations
+// read, by name, with their operation's name (cache_search.cpp).
+std::map<std::string, std::string> decoded_fp4(const einsum::Graph& g);
+}  // namespace cache_detail
+
 struct CacheOptimizer::Impl {
   const einsum::Graph& g;
   std::map<std::string, size_t> tensor_index;
@@ -439,6 +445,9 @@ struct CacheOptimizer::Impl {
   // The outputs whose values repeat (repeated_outputs), found once per graph: every schedule the
   // search returns takes their repeated copies off.
   std::vector<RepeatedOutput> repeated;
+  // The intermediates that hold values decoded from packed fp4 (decoded_fp4), by tensor, with
+  // their operation: every schedule the search returns takes their traffic off.
+  std::map<std::string, std::string> decoded_fp4;
   std::map<std::pair<size_t, size_t>, Space> spaces;
   std::map<std::pair<size_t, size_t>, Frontier> frontiers;
   // Runs of translated nodes: per node the run [run_start, run_end) holding it (a node alone:
@@ -466,6 +475,7 @@ struct CacheOptimizer::Impl {
     }
     fused = fused_bytes(g);
     repeated = repeated_outputs(g);
+    decoded_fp4 = cache_detail::decoded_fp4(g);
     const size_t n_nodes = g.nodes.size();
     run_start.assign(n_nodes, 0);
     run_end.assign(n_nodes, 0);

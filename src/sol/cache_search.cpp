@@ -11,6 +11,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -497,14 +498,69 @@ std::optional<CacheSchedule> repeated_written_once(const std::vector<RepeatedOut
   return s;
 }
 
+std::optional<CacheSchedule> decoded_fp4_on_chip(const std::map<std::string, std::string>& decoded,
+                                                 std::optional<CacheSchedule> s) {
+  if (!s || decoded.empty()) return s;
+  for (CacheGroup& grp : s->groups) {
+    int64_t save = 0;
+    std::string op;
+    for (GroupTensor& t : grp.tensors) {
+      const auto it = decoded.find(t.name);
+      if (it == decoded.end() || t.traffic_bytes == 0) continue;
+      save += t.traffic_bytes;
+      op = it->second;
+      t.traffic_bytes = 0;
+    }
+    if (save == 0) continue;
+    grp.traffic_bytes = std::max<int64_t>(grp.traffic_bytes - save, 0);
+    grp.min_traffic_bytes = std::min(grp.min_traffic_bytes, grp.traffic_bytes);
+    s->traffic_bytes = std::max<int64_t>(s->traffic_bytes - save, 0);
+    if (!grp.lower_bound) {
+      grp.lower_bound = true;
+      grp.lower_bound_reason = "the values " + op +
+                               " decodes from packed fp4 stay in the tensor core (their " +
+                               std::to_string(save) + " B of DRAM traffic taken off)";
+    }
+  }
+  return s;
+}
+
 }  // namespace
 
+// The intermediates of the operations that read packed fp4 pairs (packed_fp4_units) that no other
+// operation reads: the decoded values, which the fp4 tensor core keeps in its registers. The
+// schedules the mapspace expresses move them through DRAM (a table lookup ends a stream); none
+// moves them in the kernel, so their traffic is taken off, and the group's traffic is a lower
+// bound (docs/fidelities.md, "Lower bounds").
+namespace cache_detail {
+std::map<std::string, std::string> decoded_fp4(const einsum::Graph& g) {
+  std::map<std::string, std::string> out;  // tensor -> its operation
+  for (const einsum::OpUnit& u : packed_fp4_units(g)) {
+    std::set<std::string> inside;
+    for (size_t i = u.first; i < u.last; ++i) {
+      for (const einsum::Access& w : g.nodes[i].writes) {
+        const einsum::TensorInfo* t = g.find_tensor(w.tensor);
+        if (t != nullptr && t->role == ir::TensorRole::Intermediate) inside.insert(w.tensor);
+      }
+    }
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (i >= u.first && i < u.last) continue;
+      for (const einsum::Access& r : g.nodes[i].reads) inside.erase(r.tensor);
+    }
+    for (const std::string& t : inside) out.emplace(t, u.name);
+  }
+  return out;
+}
+}  // namespace cache_detail
+
 std::optional<CacheSchedule> CacheOptimizer::try_optimize(int64_t capacity_bytes) {
-  return repeated_written_once(impl_->repeated, search(capacity_bytes, false));
+  return decoded_fp4_on_chip(impl_->decoded_fp4,
+                             repeated_written_once(impl_->repeated, search(capacity_bytes, false)));
 }
 
 std::optional<CacheSchedule> CacheOptimizer::try_optimize_exhaustive(int64_t capacity_bytes) {
-  return repeated_written_once(impl_->repeated, search(capacity_bytes, true));
+  return decoded_fp4_on_chip(impl_->decoded_fp4,
+                             repeated_written_once(impl_->repeated, search(capacity_bytes, true)));
 }
 
 namespace {

@@ -11,6 +11,7 @@ Both fp8 GEMMs: M = 32, N = 48, K = 64, e4m3 operands (1 B), a bf16 result (2 B)
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -148,3 +149,24 @@ def test_mxfp4_scales_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "Traceback" not in err and "internal error" not in err
     assert "float8_e8m0fnu has no SOLAR dtype" in err
+
+
+def test_nvfp4_decoded_values_never_reach_dram_in_the_cache_aware_model(tmp_path):
+    """With 4 KiB on chip the decoded operands do not fit (b alone decodes to 64 x 32 f32 =
+    8,192 B), and the schedules the mapspace expresses write them to DRAM and read them back; the
+    tensor core keeps them in registers, so their traffic is taken off and the group says so."""
+    ir = tmp_path / "nvfp4.ir"
+    assert (
+        cli.main(["capture", os.path.join(MODELS, "fp4_gemm_block_scaled.py"), "-o", str(ir)]) == 0
+    )
+    out = tmp_path / "r.json"
+    args = ["sol", str(ir), "--hw", "B200", "--capacity", "4KiB", "--json", str(out)]
+    assert cli.main(args) == 0
+    data = json.loads(out.read_text())
+    fused, cache = data["bytes"]["fused"], data["bytes"]["cache_aware"]
+    assert fused == 2_752  # test_nvfp4_block_scaled_gemm_is_priced_at_fp4_with_its_decoding_free
+    # The law (cache >= fused) holds; what is above fused is re-reads of the packed operands and
+    # scales by a tiled schedule, less than one decoded operand's 8,192 B.
+    assert fused <= cache < fused + 8_192
+    reasons = [g.get("lower_bound_reason", "") for g in data["cache"]["groups"]]
+    assert any("decodes from packed fp4 stay in the tensor core" in r for r in reasons)

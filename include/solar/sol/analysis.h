@@ -244,6 +244,12 @@ struct Analysis {
 // The unfused cost of node `n`.
 NodeCost node_cost(const einsum::Node& n, const hw::Device& d, const PrecisionPolicy& policy);
 
+// The framework operations that read packed fp4 pairs themselves (a tensor of dtype f4e2m1x2, not
+// a decoded copy): _scaled_mm of NVFP4 operands, or a program's own unpacking of a packed tensor.
+// The fp4 tensor core decodes and scales such pairs as it multiplies (docs/precision.md,
+// "Block-scaled fp4 products").
+std::vector<einsum::OpUnit> packed_fp4_units(const einsum::Graph& g);
+
 // The counts of every node of `g`, summed.
 einsum::OpCounts total_counts(const einsum::Graph& g);
 
