@@ -56,6 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("solar: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:  # as the native executable says it (src/cli/guard.cpp)
+        command = args[0] if args and not args[0].startswith("-") else ""
+        prefix = f"solar {command}" if command else "solar"
+        print(f"{prefix}: error: out of memory (run at smaller sizes)", file=sys.stderr)
+        return 1
     except Exception as e:  # noqa: BLE001 - a bug: one line, exit code 2
         command = args[0] if args and not args[0].startswith("-") else ""
         prefix = f"solar {command}" if command else "solar"

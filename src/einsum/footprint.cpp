@@ -509,11 +509,43 @@ bool needs_clip(const AccessMap& m, size_t d) {
          ir::affine_max(m.index[d], m.domain).value > m.extent[d] - 1;
 }
 
+// An arithmetic progression of integers: first, first + step, ... (count values; step >= 0).
+struct Progression {
+  int64_t first = 0, step = 0, count = 0;
+};
+
+std::optional<Progression> as_progression(const Image& img);
+
+// The values of progression p in 0..extent, times `stride`, as a part (no enumeration).
+ValueSet clipped_progression(const Progression& p, int64_t extent, int64_t stride) {
+  int64_t lo = 0;
+  int64_t hi = p.count;  // the k in [lo, hi) whose value first + k * step is in bounds
+  if (p.step == 0) {
+    if (p.first < 0 || p.first >= extent) hi = 0;
+  } else {
+    if (p.first < 0) lo = (-p.first + p.step - 1) / p.step;
+    hi = p.first >= extent ? 0 : std::min(hi, (extent - 1 - p.first) / p.step + 1);
+  }
+  if (hi <= lo) return ValueSet{};
+  if (stride == 0) return set_of_runs({Run{0, 1, 1}});  // a broadcast dimension: one element
+  const int64_t n = hi - lo;
+  const int64_t first = p.first + lo * p.step;
+  const int64_t step = p.step == 0 ? 1 : p.step;
+  return set_of_runs({stride > 0 ? Run{stride * first, stride * step, n}
+                                 : Run{stride * (first + (n - 1) * step), -stride * step, n}});
+}
+
 // The values of index d that lie in 0..extent, times its stride, as a part; nullopt when they
-// cannot be listed.
+// cannot be listed. A single progression is clipped arithmetically; other images are listed
+// value by value, up to kMaxEnumerated values (a padded 10^12-row input: its rows' index is one
+// progression, never a list of 10^12 values).
 std::optional<ValueSet> clipped_part(const AccessMap& m, size_t d, const ir::AffineDomain& loops) {
   const Image values = affine_image(m.index[d], loops);
   if (!values.listed()) return std::nullopt;
+  if (const std::optional<Progression> p = as_progression(values)) {
+    return clipped_progression(*p, m.extent[d], m.strides[d]);
+  }
+  if (values.count > kMaxEnumerated) return std::nullopt;
   std::vector<int64_t> in_bounds;
   values.for_each([&](int64_t v) {
     if (v >= 0 && v < m.extent[d]) in_bounds.push_back(v);
@@ -686,10 +718,6 @@ void set_image_bits(const Image& img, Bits& bits, int64_t numel) {
 
 // An image that is one arithmetic progression {first + step k : k < count}, step > 0 (0 for a
 // single value); nullopt for any other image.
-struct Progression {
-  int64_t first = 0, step = 0, count = 0;
-};
-
 std::optional<Progression> as_progression(const Image& img) {
   if (!img.exact) return std::nullopt;
   if (img.groups.empty()) {

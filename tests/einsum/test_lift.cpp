@@ -224,6 +224,31 @@ kernel dw {
   EXPECT_EQ(touched_elements(g, "x"), 48);  // of 3 * 9 * 9 = 243
 }
 
+TEST(Lift, APaddedReadOfATrillionRowsIsClippedWithoutListingItsRows) {
+  // The hour fuzz run's reproducer (tests/python/models/cnn.py with 10^12 rows: std::bad_alloc
+  // after 77 s and 16.7 GB): a 3x3 convolution with padding 1 over x : f32[1, 1, H, 4], H =
+  // 10^12. The rows read, oh + r - 1 for oh in 0..H, r in 0..3, range over -1..H; in bounds, all
+  // H rows; the columns ow + s - 1 for ow in 0..4, s in 0..3, all 4. So x is read whole: H * 4
+  // = 4 * 10^12 elements, exactly, from arithmetic on the rows' progression (they were listed
+  // one by one, 8 bytes each).
+  const Graph g = lift_text(R"(size H = 1000000000000
+input x : f32[1, 1, H, 4]
+weight w : f32[3, 3]
+output y : f32[1, 1, H, 4]
+tensor xp : f32[1, 1, H + 2, 6]
+xp = pad(x, lo=[0, 0, 1, 1], hi=[0, 0, 1, 1], value=0.0)
+kernel conv {
+  for oh in 0..H, ow in 0..4, r in 0..3, s in 0..3:
+    y[0, 0, oh, ow] += xp[0, 0, oh + r, ow + s] * w[r, s]
+}
+)");
+  const Access& x = read(g, "conv", "x");
+  ASSERT_EQ(x.maps.size(), 1u);
+  EXPECT_TRUE(x.maps[0].guarded);
+  EXPECT_EQ(x.footprint, int64_t{4} * 1'000'000'000'000);
+  EXPECT_TRUE(x.footprint_exact);
+}
+
 TEST(Lift, MaxPoolWithPaddingReadsOnlyTheInput) {
   // 2-D max pool, 3x3 window, stride 1, padding 1 (-inf) over x : f32[1, 1, 8, 8]: OH = OW =
   // (8 + 2 - 3) / 1 + 1 = 8. One einsum node and no movement node. Points 8 * 8 * 3 * 3 = 576;

@@ -260,6 +260,23 @@ def test_an_internal_error_is_one_line_and_exit_code_2(tmp_path, monkeypatch, ca
     assert err.startswith("solar analyze: internal error: RuntimeError: a broken invariant")
 
 
+def test_out_of_memory_in_the_core_is_one_line_as_the_native_executable_says_it(
+    tmp_path, monkeypatch, capsys
+):
+    # The core's std::bad_alloc reaches Python as MemoryError: the native executable's one line
+    # (src/cli/guard.cpp), exit code 1, not an internal error.
+    from solar import adapters
+
+    def too_big(*args, **kwargs):
+        raise MemoryError("std::bad_alloc")
+
+    monkeypatch.setattr(adapters, "run_file", too_big)
+    model = tmp_path / "m.py"
+    model.write_text(GOOD)
+    assert cli.main(["analyze", str(model)]) == 1
+    assert capsys.readouterr().err == "solar analyze: error: out of memory (run at smaller sizes)\n"
+
+
 @pytest.mark.parametrize(
     "command", ["analyze", "capture", "translate", "bench", "calibrate", "sweep"]
 )
