@@ -431,8 +431,8 @@ struct UntiledUse {
 }  // namespace cache_detail
 
 namespace cache_detail {
-// The intermediates of the operations that read packed fp4 pairs that only those operations
-// read, by name, with their operation's name (cache_search.cpp).
+// The intermediates that hold values decoded from packed fp4, by name, with the node that wrote
+// each (cache_search.cpp).
 std::map<std::string, std::string> decoded_fp4(const einsum::Graph& g);
 }  // namespace cache_detail
 

@@ -503,12 +503,12 @@ std::optional<CacheSchedule> decoded_fp4_on_chip(const std::map<std::string, std
   if (!s || decoded.empty()) return s;
   for (CacheGroup& grp : s->groups) {
     int64_t save = 0;
-    std::string op;
+    std::string writer;
     for (GroupTensor& t : grp.tensors) {
       const auto it = decoded.find(t.name);
       if (it == decoded.end() || t.traffic_bytes == 0) continue;
       save += t.traffic_bytes;
-      op = it->second;
+      if (writer.empty()) writer = it->second;
       t.traffic_bytes = 0;
     }
     if (save == 0) continue;
@@ -517,8 +517,8 @@ std::optional<CacheSchedule> decoded_fp4_on_chip(const std::map<std::string, std
     s->traffic_bytes = std::max<int64_t>(s->traffic_bytes - save, 0);
     if (!grp.lower_bound) {
       grp.lower_bound = true;
-      grp.lower_bound_reason = "the values " + op +
-                               " decodes from packed fp4 stay in the tensor core (their " +
+      grp.lower_bound_reason = "values decoded from packed fp4 (first by " + writer +
+                               ") stay on chip, as an fp4 kernel keeps them (their " +
                                std::to_string(save) + " B of DRAM traffic taken off)";
     }
   }
@@ -527,27 +527,28 @@ std::optional<CacheSchedule> decoded_fp4_on_chip(const std::map<std::string, std
 
 }  // namespace
 
-// The intermediates of the operations that read packed fp4 pairs (packed_fp4_units) that no other
-// operation reads: the decoded values, which the fp4 tensor core keeps in its registers. The
-// schedules the mapspace expresses move them through DRAM (a table lookup ends a stream); none
-// moves them in the kernel, so their traffic is taken off, and the group's traffic is a lower
-// bound (docs/fidelities.md, "Lower bounds").
+// The intermediates that hold values decoded from packed fp4 pairs: written by a node without
+// MACs that reads packed fp4 (a tensor of dtype f4e2m1x2) or such decoded values, whatever else
+// it reads (the block scales, a table), in node order; a product ends the chain. An fp4 kernel
+// (the tensor core of an NVFP4 _scaled_mm, or a kernel that dequantises a packed weight tile by
+// tile into its GEMM) keeps them in registers, but a table lookup ends a stream, so the mapspace's
+// schedules move them through DRAM (an N = K = 7,168 weight decoded to 205 MB of f32). Their
+// traffic is taken off every schedule the search returns, and the group's traffic is a lower
+// bound (docs/fidelities.md, "Lower bounds"). By tensor, with the node that wrote it.
 namespace cache_detail {
 std::map<std::string, std::string> decoded_fp4(const einsum::Graph& g) {
-  std::map<std::string, std::string> out;  // tensor -> its operation
-  for (const einsum::OpUnit& u : packed_fp4_units(g)) {
-    std::set<std::string> inside;
-    for (size_t i = u.first; i < u.last; ++i) {
-      for (const einsum::Access& w : g.nodes[i].writes) {
-        const einsum::TensorInfo* t = g.find_tensor(w.tensor);
-        if (t != nullptr && t->role == ir::TensorRole::Intermediate) inside.insert(w.tensor);
-      }
+  std::map<std::string, std::string> out;
+  for (const einsum::Node& n : g.nodes) {
+    if (n.counts.macs > 0) continue;
+    const bool decodes = std::any_of(n.reads.begin(), n.reads.end(), [&](const einsum::Access& r) {
+      const einsum::TensorInfo* t = g.find_tensor(r.tensor);
+      return out.contains(r.tensor) || (t != nullptr && t->dtype == ir::DType::F4E2M1X2);
+    });
+    if (!decodes) continue;
+    for (const einsum::Access& w : n.writes) {
+      const einsum::TensorInfo* t = g.find_tensor(w.tensor);
+      if (t != nullptr && t->role == ir::TensorRole::Intermediate) out.emplace(w.tensor, n.name);
     }
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      if (i >= u.first && i < u.last) continue;
-      for (const einsum::Access& r : g.nodes[i].reads) inside.erase(r.tensor);
-    }
-    for (const std::string& t : inside) out.emplace(t, u.name);
   }
   return out;
 }

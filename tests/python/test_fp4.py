@@ -6,6 +6,7 @@ elements, and the GEMM's MACs count the unpacked K. Every number is worked out b
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,25 @@ def test_a_packed_fp4_gemm_is_priced_at_fp4_where_the_device_has_it():
     assert origin["origin"] == ["bf16", "f4e2m1x2"]
     assert origin["precision"] == "fp4 tensor"
     assert origin["fused_compute_s"] == pytest.approx(2 * MACS / 9000e12)
+
+
+def test_a_dequantising_program_keeps_its_decoded_weight_on_chip_in_the_cache_aware_model(tmp_path):
+    """With 16 KiB on chip, the decoded weight (256 x 512 bf16 = 262,144 B) does not fit; a kernel
+    that dequantises the packed weight tile by tile into its GEMM keeps the decoded values in
+    registers, so the values decoded from packed fp4 (the codes, the table lookup, the scaled
+    weight) move no DRAM bytes in the cache-aware model: what is left above the fused 88,096 B is
+    a tiled schedule's re-reads of the packed weight, the scales and x, under a quarter of the
+    decoded weight (the schedules that wrote it to DRAM moved 358 kB)."""
+    from solar import cli
+
+    ir = tmp_path / "fp4.ir"
+    assert cli.main(["capture", str(MODEL), "-o", str(ir)]) == 0
+    out = tmp_path / "r.json"
+    assert (
+        cli.main(["sol", str(ir), "--hw", "B200", "--capacity", "16KiB", "--json", str(out)]) == 0
+    )
+    data = json.loads(out.read_text())
+    assert data["bytes"]["fused"] == FUSED_BYTES
+    assert FUSED_BYTES <= data["bytes"]["cache_aware"] < FUSED_BYTES + 262_144 // 4
+    reasons = [g.get("lower_bound_reason", "") for g in data["cache"]["groups"]]
+    assert any("values decoded from packed fp4" in r for r in reasons)

@@ -169,4 +169,4 @@ def test_nvfp4_decoded_values_never_reach_dram_in_the_cache_aware_model(tmp_path
     # scales by a tiled schedule, less than one decoded operand's 8,192 B.
     assert fused <= cache < fused + 8_192
     reasons = [g.get("lower_bound_reason", "") for g in data["cache"]["groups"]]
-    assert any("decodes from packed fp4 stay in the tensor core" in r for r in reasons)
+    assert any("values decoded from packed fp4" in r and "stay on chip" in r for r in reasons)
