@@ -1,6 +1,7 @@
 // Lowering rules for linear algebra: matrix products, linear layers and convolutions (forward
 // and transposed). See docs/lowering.md.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -228,6 +229,7 @@ TensorInfo nvfp4_operand(NodeLowering& n, const TensorInfo& p, int along_k, cons
   // 128, then whole 32-row quarters of the last tile, then its last rows) and of K (whole groups
   // of 4 blocks, then the last blocks).
   const int64_t blocks = k / 16;
+  const TensorInfo out = n.temp("dequant", ir::DType::F32, flat);
   const auto range = [](const std::string& v, int64_t first, int64_t end) {
     return v + " in " + std::to_string(first) + ".." + std::to_string(end);
   };
@@ -251,7 +253,6 @@ TensorInfo nvfp4_operand(NodeLowering& n, const TensorInfo& p, int along_k, cons
   const std::string at = along_k == 1 ? row + ", " + col : col + ", " + row;
   const std::string scale_at =
       "512*(" + std::to_string((blocks + 3) / 4) + "*r2 + kt) + 16*r0 + 4*r1 + kb";
-  const TensorInfo out = n.temp("dequant", ir::DType::F32, flat);
   for (const std::string& rows : row_pieces) {
     for (const std::string& ks : k_pieces) {
       n.kernel("dequant", rows + ", " + ks + ", e in 0..16", out.name + "[" + at + "]", "=",
@@ -261,13 +262,22 @@ TensorInfo nvfp4_operand(NodeLowering& n, const TensorInfo& p, int along_k, cons
   return out;
 }
 
+// The block scales of an NVFP4 product: one e4m3 value per 16 along K of each operand, in
+// cuBLAS's swizzled layout, and optional tensor-wise global scales (f32, one value each) that
+// multiply the product (_scaled_mm_v2's two-level recipe).
+struct Nvfp4Scales {
+  TensorInfo a, b;
+  std::vector<TensorInfo> globals;
+};
+
 // NVFP4: self [M, K/2] and mat2 [K/2, N] packed fp4 pairs along K, e4m3 scales per 16 values
-// along K in the swizzled layout (nvfp4_operand), `acc[i, j] += A[i, k] * B[k, j]` over the
-// scaled values in f32, then `y = acc (+ bias)` in the output's dtype. Decoding and scaling
-// are element-wise work here (one shift or mask, one multiply an element: (M + N) x K x 2
-// operations more than the tensor core's block-scaled product does, docs/precision.md); the
-// product is priced at the fp4 rate in every fidelity (the lift gives its operands fp4 origin).
-void scaled_mm_nvfp4(NodeLowering& n, const TensorInfo& a, const TensorInfo& b) {
+// along K (nvfp4_operand), `acc[i, j] += A[i, k] * B[k, j]` over the scaled values in f32, then
+// `y = acc (* globals) (+ bias)` in the output's dtype. Decoding and scaling are nodes of their
+// own here; the tensor core does them as it multiplies, so the analysis prices them as free and
+// the product at the fp4 rate in every fidelity (docs/precision.md, "Block-scaled fp4
+// products").
+void scaled_mm_nvfp4(NodeLowering& n, const TensorInfo& a, const TensorInfo& b,
+                     const Nvfp4Scales& scales) {
   const TensorInfo& y = n.out();
   if (a.dtype != ir::DType::F4E2M1X2 || b.dtype != ir::DType::F4E2M1X2) {
     throw UserError(
@@ -276,8 +286,8 @@ void scaled_mm_nvfp4(NodeLowering& n, const TensorInfo& a, const TensorInfo& b) 
         " operand has no lowering rule (both packed fp4, NVFP4, has)");
   }
   if (a.rank() != 2 || b.rank() != 2) throw UserError(n.op() + ": operands of rank 2 only");
-  const TensorInfo sa = n.tensor("scale_a");
-  const TensorInfo sb = n.tensor("scale_b");
+  const TensorInfo& sa = scales.a;
+  const TensorInfo& sb = scales.b;
   if (sa.dtype != ir::DType::F8E4M3 || sb.dtype != ir::DType::F8E4M3) {
     throw UserError(
         n.op() + " of packed fp4 operands with " +
@@ -295,17 +305,23 @@ void scaled_mm_nvfp4(NodeLowering& n, const TensorInfo& a, const TensorInfo& b) 
     throw UserError(n.op() + " of packed fp4 operands: K = " + std::to_string(k) +
                     " is not a multiple of NVFP4's 16-value scale block");
   }
-  const auto swizzled = [&](int64_t rows) {
+  const auto count = [&](int64_t rows) {
     return (rows + 127) / 128 * 128 * ((k / 16 + 3) / 4 * 4);
   };
   for (const auto& [s, rows, key] :
        {std::tuple{sa, m, "scale_a"}, std::tuple{sb, cols, "scale_b"}}) {
-    if (s.numel() != swizzled(rows)) {
+    if (s.numel() != count(rows)) {
       throw UserError(n.op() + " of packed fp4 operands: " + key + " " + shape_text(s.shape) +
                       " holds " + std::to_string(s.numel()) + " scales, not the " +
-                      std::to_string(swizzled(rows)) + " of NVFP4's swizzled layout (" +
+                      std::to_string(count(rows)) + " of NVFP4's swizzled layout (" +
                       std::to_string(rows) + " rows padded to 128 x " + std::to_string(k / 16) +
                       " blocks of 16 padded to 4)");
+    }
+  }
+  for (const TensorInfo& g : scales.globals) {
+    if (g.numel() != 1) {
+      throw UserError(n.op() + ": a global scale of " + shape_text(g.shape) +
+                      " (one value expected)");
     }
   }
   if (n.has("scale_result")) {
@@ -317,28 +333,24 @@ void scaled_mm_nvfp4(NodeLowering& n, const TensorInfo& a, const TensorInfo& b) 
   const TensorInfo acc = n.temp("acc", ir::DType::F32, y.shape);
   contract(n, acc, da, db.name + "[k, " + kI + "1]", k);
   std::string rhs = at_box(acc);
+  for (const TensorInfo& g : scales.globals) {
+    std::string at;  // its one element: g[0, 0, ..]
+    for (int d = 0; d < g.rank(); ++d) at += d == 0 ? "0" : ", 0";
+    rhs += " * " + g.name + "[" + at + "]";
+  }
   if (n.has("bias")) rhs += " + " + read(n, "bias", y);
   pointwise(n, rhs);
 }
 
-void scaled_mm_rule(NodeLowering& n) {
+// fp8 operands with tensor-wise scales (one value each) or row-wise ones (scale_a [M, 1], scale_b
+// [1, N]): `acc[i, j] += self[i, k] * mat2[k, j]` in f32, then `y = acc * sa * sb (+ bias)`.
+void scaled_mm_fp8(NodeLowering& n, const TensorInfo& a, const TensorInfo& b, const TensorInfo& sa,
+                   const TensorInfo& sb) {
   const TensorInfo& y = n.out();
-  const TensorInfo a = n.tensor("self");
-  const TensorInfo b = n.tensor("mat2");
-  if (a.dtype == ir::DType::F4E2M1X2 || b.dtype == ir::DType::F4E2M1X2) {
-    return scaled_mm_nvfp4(n, a, b);
-  }
   if (a.rank() != 2 || b.rank() != 2) throw UserError(n.op() + ": operands of rank 2 only");
-  const TensorInfo sa = n.tensor("scale_a");
-  const TensorInfo sb = n.tensor("scale_b");
   const int64_t m = a.shape[0];
   const int64_t cols = b.shape[1];
-  const auto numel = [](const TensorInfo& t) {
-    int64_t e = 1;
-    for (int64_t d : t.shape) e *= d;
-    return e;
-  };
-  const bool tensor_wise = numel(sa) == 1 && numel(sb) == 1;
+  const bool tensor_wise = sa.numel() == 1 && sb.numel() == 1;
   const bool row_wise =
       sa.shape == std::vector<int64_t>{m, 1} && sb.shape == std::vector<int64_t>{1, cols};
   if (!tensor_wise && !row_wise) {
@@ -351,15 +363,86 @@ void scaled_mm_rule(NodeLowering& n) {
   }
   const TensorInfo acc = n.temp("acc", ir::DType::F32, y.shape);
   contract(n, acc, a, b.name + "[k, " + kI + "1]", a.shape[1]);
-  const auto scale = [&](const TensorInfo& t, const std::string& key) {
-    if (numel(t) != 1) return read(n, key, y);
+  const auto scale = [&](const TensorInfo& t) {
+    if (t.numel() != 1) return t.name + "[" + bcast_index(t.shape, y.shape, kI) + "]";
     std::string at;  // its one element: t[0, 0, ..]
     for (int d = 0; d < t.rank(); ++d) at += d == 0 ? "0" : ", 0";
     return t.name + "[" + at + "]";
   };
-  std::string rhs = at_box(acc) + " * " + scale(sa, "scale_a") + " * " + scale(sb, "scale_b");
+  std::string rhs = at_box(acc) + " * " + scale(sa) + " * " + scale(sb);
   if (n.has("bias")) rhs += " + " + read(n, "bias", y);
   pointwise(n, rhs);
+}
+
+void scaled_mm_rule(NodeLowering& n) {
+  const TensorInfo a = n.tensor("self");
+  const TensorInfo b = n.tensor("mat2");
+  if (a.dtype == ir::DType::F4E2M1X2 || b.dtype == ir::DType::F4E2M1X2) {
+    return scaled_mm_nvfp4(n, a, b, {n.tensor("scale_a"), n.tensor("scale_b"), {}});
+  }
+  scaled_mm_fp8(n, a, b, n.tensor("scale_a"), n.tensor("scale_b"));
+}
+
+// torch.nn.functional.scaled_mm's op: _scaled_mm_v2(self, mat2, scale_a[], recipe_a[],
+// swizzle_a[], scale_b[], recipe_b[], swizzle_b[], bias, out_dtype, contraction_dim,
+// use_fast_accum), the scaling named by recipe (torch's ScalingType: 0 TensorWise, 1 RowWise,
+// 2 BlockWise1x16, 3 BlockWise1x32, 4 BlockWise1x128, 5 BlockWise128x128) and the scale layout by
+// swizzle (SwizzleType: 0 NO_SWIZZLE, 1 SWIZZLE_32_4_4). NVFP4 (BlockWise1x16 on both, with an
+// optional TensorWise global scale second) and fp8 with TensorWise or RowWise scales lower as
+// _scaled_mm's; any other recipe is one line naming it.
+// The names of torch's ScalingType values, by value.
+constexpr std::array<const char*, 6> kRecipeNames = {"TensorWise",     "RowWise",
+                                                     "BlockWise1x16",  "BlockWise1x32",
+                                                     "BlockWise1x128", "BlockWise128x128"};
+
+std::string recipe_text(const std::vector<int64_t>& recipe) {
+  std::string s = "[";
+  for (size_t i = 0; i < recipe.size(); ++i) {
+    const int64_t r = recipe[i];
+    s += (i ? ", " : "") + (r >= 0 && r < 6 ? std::string(kRecipeNames.at(static_cast<size_t>(r)))
+                                            : "recipe " + std::to_string(r));
+  }
+  return s + "]";
+}
+
+void scaled_mm_v2_rule(NodeLowering& n) {
+  const TensorInfo a = n.tensor("self");
+  const TensorInfo b = n.tensor("mat2");
+  const std::vector<TensorInfo> sa = n.tensor_list("scale_a");
+  const std::vector<TensorInfo> sb = n.tensor_list("scale_b");
+  const std::vector<int64_t> ra = n.ints_or("recipe_a", {});
+  const std::vector<int64_t> rb = n.ints_or("recipe_b", {});
+  const std::vector<int64_t> wa = n.ints_or("swizzle_a", {});
+  const std::vector<int64_t> wb = n.ints_or("swizzle_b", {});
+  if (!n.ints_or("contraction_dim", {}).empty()) {
+    throw UserError(n.op() + " with a contraction_dim has no lowering rule yet");
+  }
+  const auto refuse = [&]() {
+    return UserError(n.op() + " with scaling recipes " + recipe_text(ra) + " and " +
+                     recipe_text(rb) +
+                     " has no lowering rule (NVFP4's BlockWise1x16, with an optional TensorWise "
+                     "global scale, and fp8's TensorWise or RowWise have)");
+  };
+  if (sa.size() != ra.size() || sb.size() != rb.size() || sa.empty() || sb.empty()) throw refuse();
+  const bool fp4 = a.dtype == ir::DType::F4E2M1X2 || b.dtype == ir::DType::F4E2M1X2;
+  const auto nvfp4 = [](const std::vector<int64_t>& r) {
+    return r == std::vector<int64_t>{2} || r == std::vector<int64_t>{2, 0};
+  };
+  if (fp4 && nvfp4(ra) && nvfp4(rb)) {
+    if (wa != std::vector<int64_t>{1} || wb != std::vector<int64_t>{1}) {
+      throw UserError(n.op() +
+                      " of packed fp4 operands with scales not in the SWIZZLE_32_4_4 "
+                      "layout has no lowering rule (torch requires that layout for NVFP4)");
+    }
+    Nvfp4Scales scales{sa[0], sb[0], {}};
+    if (sa.size() == 2) scales.globals.push_back(sa[1]);
+    if (sb.size() == 2) scales.globals.push_back(sb[1]);
+    return scaled_mm_nvfp4(n, a, b, scales);
+  }
+  const bool same_fp8 =
+      ra == rb && (ra == std::vector<int64_t>{0} || ra == std::vector<int64_t>{1});
+  if (fp4 || !same_fp8) throw refuse();
+  scaled_mm_fp8(n, a, b, sa[0], sb[0]);
 }
 
 }  // namespace
@@ -371,6 +454,7 @@ void register_linalg_rules(RuleTable& r) {
   r["aten.baddbmm.default"] = [](NodeLowering& n) { addmm_rule(n, "batch1", "batch2"); };
   r["aten.linear.default"] = linear_rule;
   r["aten._scaled_mm.default"] = scaled_mm_rule;
+  r["aten._scaled_mm_v2.default"] = scaled_mm_v2_rule;
   r["aten.convolution.default"] = convolution_rule;
 }
 

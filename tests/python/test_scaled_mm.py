@@ -170,3 +170,39 @@ def test_nvfp4_decoded_values_never_reach_dram_in_the_cache_aware_model(tmp_path
     assert fused <= cache < fused + 8_192
     reasons = [g.get("lower_bound_reason", "") for g in data["cache"]["groups"]]
     assert any("values decoded from packed fp4" in r and "stay on chip" in r for r in reasons)
+
+
+def test_nvfp4_through_functional_scaled_mm_with_global_scales():
+    """torch.nn.functional.scaled_mm (aten._scaled_mm_v2), NVFP4's two-level recipe: M = 48,
+    N = 24, K = 96 (6 blocks of 16), swizzled e4m3 block scales, then f32 global scales."""
+    data = analysed("nvfp4_two_level_v2", hw="B200")
+    assert any("NVFP4" in note for note in data["verification"]["notes"])
+    assert data["totals"]["macs"] == 48 * 24 * 96  # 110,592
+    # table 16 x 12 = 192; a mask and a shift a byte: x 48 x 48 x 2 = 4,608, w 24 x 48 x 2 =
+    # 2,304; a scale multiply an element: x 48 x 96 = 4,608, w 96 x 24 = 2,304; the two global
+    # scales, 2 multiplies an output element: 48 x 24 x 2 = 2,304. 16,320 in all.
+    assert data["totals"]["other_ops"] == 192 + 4_608 + 2_304 + 4_608 + 2_304 + 2_304
+    # x 48 x 48 = 2,304; w 24 x 48 = 1,152; the scales read, 48 x 6 = 288 and 24 x 6 = 144; the
+    # globals 4 + 4; y 48 x 24 x 2 = 2,304: 6,200.
+    assert data["bytes"]["fused"] == 2_304 + 1_152 + 288 + 144 + 8 + 2_304
+    # Every non-product node of the op is the tensor core's: only the MACs take time.
+    assert data["sol"]["compute_s"] == pytest.approx(2 * 110_592 / B200_FP4_FLOPS)
+
+
+def test_fp8_rowwise_through_functional_scaled_mm():
+    data = analysed("fp8_rowwise_v2")
+    assert data["verification"]["status"] == "passed"
+    assert data["totals"]["macs"] == 32 * 48 * 64  # 98,304
+    # 2 scale multiplies an element: 32 x 48 x 2 = 3,072
+    assert data["totals"]["other_ops"] == 32 * 48 * 2
+    # a 2,048 + b 3,072 + scale_a [32, 1] f32 128 + scale_b [1, 48] f32 192 + y 3,072 = 8,512
+    assert data["bytes"]["fused"] == 2_048 + 3_072 + 128 + 192 + 3_072
+    (product,) = [n for n in data["nodes"] if n["macs"]]
+    assert product["precision"] == "fp8 tensor"
+
+
+def test_nvfp4_through_functional_scaled_mm_verified_op_by_op():
+    path = os.path.join(MODELS, "nvfp4_two_level_v2.py")
+    data = solar.analyze_file(path, hw="B200", verify_mode="per_op").data
+    assert data["verification"]["mode"] == "per_op"
+    assert data["verification"]["status"] == "passed"

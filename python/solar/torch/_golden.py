@@ -129,8 +129,45 @@ def nvfp4_scaled_mm(
     return y.to(out_dtype or torch.bfloat16)
 
 
+def nvfp4_scaled_mm_v2(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    scale_a: list[torch.Tensor],
+    recipe_a: list[int],
+    swizzle_a: list[int],
+    scale_b: list[torch.Tensor],
+    recipe_b: list[int],
+    swizzle_b: list[int],
+    bias: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
+    contraction_dim: list[int] | tuple[int, ...] = (),
+    use_fast_accum: bool = False,
+) -> torch.Tensor:
+    """``aten._scaled_mm_v2`` (``torch.nn.functional.scaled_mm``) of packed fp4 operands with
+    NVFP4's recipe (BlockWise1x16, then an optional TensorWise global scale) as its definition:
+    ``nvfp4_scaled_mm``'s (torch requires the swizzled layout), the product times the global
+    scales."""
+    del recipe_b, swizzle_a, swizzle_b, contraction_dim, use_fast_accum
+    if list(recipe_a[:1]) != [2]:
+        raise ValueError(f"_scaled_mm_v2 of packed fp4 operands with recipe {list(recipe_a)}")
+    x = _nvfp4_values(a.view(torch.uint8), scale_a[0])
+    w = _nvfp4_values(b.view(torch.uint8).t(), scale_b[0])
+    y = x @ w.t()
+    for g in (*scale_a[1:], *scale_b[1:]):
+        y = y * g.float().reshape(())
+    if bias is not None:
+        y = y + bias.float()
+    return y.to(out_dtype or torch.bfloat16)
+
+
+_FP4_PRODUCTS = {
+    torch.ops.aten._scaled_mm.default: nvfp4_scaled_mm,
+    torch.ops.aten._scaled_mm_v2.default: nvfp4_scaled_mm_v2,
+}
+
+
 def _fp4_scaled_mm(node: torch.fx.Node) -> bool:
-    return node.target is torch.ops.aten._scaled_mm.default and any(
+    return node.target in _FP4_PRODUCTS and any(
         isinstance(a, torch.fx.Node) and a.meta["val"].dtype == torch.float4_e2m1fn_x2
         for a in node.args[:2]
     )
@@ -183,7 +220,7 @@ class _Recorder(torch.fx.Interpreter):
             result = deterministic_sdpa(*args, **kwargs)
         elif n.op == "call_function" and _fp4_scaled_mm(n):
             args, kwargs = self.fetch_args_kwargs_from_env(n)
-            result = nvfp4_scaled_mm(*args, **kwargs)
+            result = _FP4_PRODUCTS[n.target](*args, **kwargs)
         else:
             result = super().run_node(n)
         if n.name in self.keep:

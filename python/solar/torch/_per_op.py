@@ -42,7 +42,12 @@ from typing import Any
 import torch
 
 from solar.pipeline import OverTimeBudgetError
-from solar.torch._golden import deterministic_dropout, nvfp4_scaled_mm, to_numpy
+from solar.torch._golden import (
+    deterministic_dropout,
+    nvfp4_scaled_mm,
+    nvfp4_scaled_mm_v2,
+    to_numpy,
+)
 from solar.torch._serialize import DTYPES
 
 MIN_SHRINK = 16  # sizes below this are kept (kernel sizes, heads, small channel counts)
@@ -202,6 +207,8 @@ def _call(op_name: str, args: dict, tensors: dict[str, torch.Tensor]) -> Any:
         )
     if op_name == "aten.native_dropout.default":
         return deterministic_dropout(kwargs["input"], kwargs["p"], kwargs["train"])
+    if op_name == "aten._scaled_mm_v2.default" and kwargs["self"].dtype == torch.float4_e2m1fn_x2:
+        return nvfp4_scaled_mm_v2(kwargs.pop("self"), kwargs.pop("mat2"), **kwargs)
     if op_name == "aten._scaled_mm.default" and kwargs["self"].dtype == torch.float4_e2m1fn_x2:
         return nvfp4_scaled_mm(
             **{("a" if k == "self" else "b" if k == "mat2" else k): v for k, v in kwargs.items()}
