@@ -120,7 +120,9 @@ def test_the_nvfp4_definition_agrees_with_pytorchs_own_nvfp4_helpers():
     sb = (torch.rand(n, k // 16, generator=g) + 0.5).to(torch.float8_e4m3fn)
     a = helpers.pack_uint4(a_codes).view(torch.float4_e2m1fn_x2)
     b = helpers.pack_uint4(b_codes).view(torch.float4_e2m1fn_x2)
-    got = nvfp4_scaled_mm(a, b.t(), helpers.to_blocked(sa), helpers.to_blocked(sb))
+    got = nvfp4_scaled_mm(
+        a, b.t(), helpers.to_blocked(sa), helpers.to_blocked(sb), out_dtype=torch.bfloat16
+    )
     decode = helpers._floatx_unpacked_to_f32
     x = decode(a_codes, 2, 1) * sa.float().repeat_interleave(16, dim=1)
     w = decode(b_codes, 2, 1) * sb.float().repeat_interleave(16, dim=1)

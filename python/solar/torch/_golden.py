@@ -105,59 +105,53 @@ def _nvfp4_values(packed: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return (values.reshape(rows, k // 16, 16) * scales[:, :, None]).reshape(rows, k)
 
 
-def nvfp4_scaled_mm(
-    a: torch.Tensor,
-    b: torch.Tensor,
-    scale_a: torch.Tensor,
-    scale_b: torch.Tensor,
-    bias: torch.Tensor | None = None,
-    scale_result: torch.Tensor | None = None,
-    out_dtype: torch.dtype | None = None,
-    use_fast_accum: bool = False,
-) -> torch.Tensor:
-    """``aten._scaled_mm`` of packed fp4 operands (a [M, K / 2], b [K / 2, N], pairs along K)
-    as its definition: both decoded and scaled per block, an f32 product, plus ``bias``, in
-    ``out_dtype``."""
-    del use_fast_accum
-    if scale_result is not None:
-        raise ValueError("_scaled_mm of packed fp4 operands with a scale_result")
-    x = _nvfp4_values(a.view(torch.uint8), scale_a)
-    w = _nvfp4_values(b.view(torch.uint8).t(), scale_b)
-    y = x @ w.t()
-    if bias is not None:
-        y = y + bias.float()
-    return y.to(out_dtype or torch.bfloat16)
+def _bound(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The arguments of a call of ``op`` by its schema's names, defaults filled in."""
+    bound = {}
+    for k, a in enumerate(op._schema.arguments):
+        if k < len(args):
+            bound[a.name] = args[k]
+        elif a.name in kwargs:
+            bound[a.name] = kwargs[a.name]
+        else:
+            bound[a.name] = a.default_value if a.has_default_value() else None
+    return bound
 
 
-def nvfp4_scaled_mm_v2(
-    a: torch.Tensor,
-    b: torch.Tensor,
-    scale_a: list[torch.Tensor],
-    recipe_a: list[int],
-    swizzle_a: list[int],
-    scale_b: list[torch.Tensor],
-    recipe_b: list[int],
-    swizzle_b: list[int],
-    bias: torch.Tensor | None = None,
-    out_dtype: torch.dtype | None = None,
-    contraction_dim: list[int] | tuple[int, ...] = (),
-    use_fast_accum: bool = False,
-) -> torch.Tensor:
-    """``aten._scaled_mm_v2`` (``torch.nn.functional.scaled_mm``) of packed fp4 operands with
-    NVFP4's recipe (BlockWise1x16, then an optional TensorWise global scale) as its definition:
-    ``nvfp4_scaled_mm``'s (torch requires the swizzled layout), the product times the global
-    scales."""
-    del recipe_b, swizzle_a, swizzle_b, contraction_dim, use_fast_accum
-    if list(recipe_a[:1]) != [2]:
-        raise ValueError(f"_scaled_mm_v2 of packed fp4 operands with recipe {list(recipe_a)}")
-    x = _nvfp4_values(a.view(torch.uint8), scale_a[0])
-    w = _nvfp4_values(b.view(torch.uint8).t(), scale_b[0])
+def _nvfp4_product(x: Any, w: Any, globals_: list, bias: Any, out_dtype: Any) -> torch.Tensor:
+    """``x @ w.T`` of decoded operands in f32, times the global scales, plus ``bias``."""
     y = x @ w.t()
-    for g in (*scale_a[1:], *scale_b[1:]):
+    for g in globals_:
         y = y * g.float().reshape(())
     if bias is not None:
         y = y + bias.float()
     return y.to(out_dtype or torch.bfloat16)
+
+
+def nvfp4_scaled_mm(*args: Any, **kwargs: Any) -> torch.Tensor:
+    """``aten._scaled_mm`` of packed fp4 operands (self [M, K / 2], mat2 [K / 2, N], pairs along
+    K) as its definition: both decoded and scaled per block, an f32 product, plus ``bias``, in
+    ``out_dtype``."""
+    a = _bound(torch.ops.aten._scaled_mm.default, args, kwargs)
+    if a["scale_result"] is not None:
+        raise ValueError("_scaled_mm of packed fp4 operands with a scale_result")
+    x = _nvfp4_values(a["self"].view(torch.uint8), a["scale_a"])
+    w = _nvfp4_values(a["mat2"].view(torch.uint8).t(), a["scale_b"])
+    return _nvfp4_product(x, w, [], a["bias"], a["out_dtype"])
+
+
+def nvfp4_scaled_mm_v2(*args: Any, **kwargs: Any) -> torch.Tensor:
+    """``aten._scaled_mm_v2`` (``torch.nn.functional.scaled_mm``) of packed fp4 operands with
+    NVFP4's recipe (BlockWise1x16, then an optional TensorWise global scale) as its definition:
+    ``nvfp4_scaled_mm``'s (torch requires the swizzled layout), the product times the global
+    scales."""
+    a = _bound(torch.ops.aten._scaled_mm_v2.default, args, kwargs)
+    if list(a["recipe_a"][:1]) != [2]:
+        raise ValueError(f"_scaled_mm_v2 of packed fp4 operands with recipe {a['recipe_a']}")
+    x = _nvfp4_values(a["self"].view(torch.uint8), a["scale_a"][0])
+    w = _nvfp4_values(a["mat2"].view(torch.uint8).t(), a["scale_b"][0])
+    globals_ = [*a["scale_a"][1:], *a["scale_b"][1:]]
+    return _nvfp4_product(x, w, globals_, a["bias"], a["out_dtype"])
 
 
 _FP4_PRODUCTS = {

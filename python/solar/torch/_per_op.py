@@ -208,11 +208,9 @@ def _call(op_name: str, args: dict, tensors: dict[str, torch.Tensor]) -> Any:
     if op_name == "aten.native_dropout.default":
         return deterministic_dropout(kwargs["input"], kwargs["p"], kwargs["train"])
     if op_name == "aten._scaled_mm_v2.default" and kwargs["self"].dtype == torch.float4_e2m1fn_x2:
-        return nvfp4_scaled_mm_v2(kwargs.pop("self"), kwargs.pop("mat2"), **kwargs)
+        return nvfp4_scaled_mm_v2(**kwargs)
     if op_name == "aten._scaled_mm.default" and kwargs["self"].dtype == torch.float4_e2m1fn_x2:
-        return nvfp4_scaled_mm(
-            **{("a" if k == "self" else "b" if k == "mat2" else k): v for k, v in kwargs.items()}
-        )
+        return nvfp4_scaled_mm(**kwargs)
     return op(**kwargs)
 
 
