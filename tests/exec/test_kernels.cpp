@@ -34,6 +34,27 @@ kernel k {
   EXPECT_EQ(values(out.at("y")), (std::vector<double>{2.75, 4.5, -6}));
 }
 
+TEST(Kernels, AnEmptyInnerLoopEndsTheWalkWhateverTheOuterLoops) {
+  // The hour fuzz run's reproducer (examples/conv2d.ir with G = 10^12 groups: C / G = 0 channels
+  // a group): 10^12 outer steps around an empty loop took hours; the domain is empty, so nothing
+  // runs. The reduction's output elements are those its output loops index: none, so y keeps
+  // the 7 written before it, and the second kernel (one loop of 3) runs as usual.
+  const TensorMap out = run_text(R"(
+size G = 1000000000000
+size CG = 4 / G
+output y : f32[3]
+kernel fill {
+  for i in 0..3:
+    y[i] = 7.0
+}
+kernel conv {
+  for g in 0..G, c in 0..CG, k in 0..G:
+    y[g * CG + c] += 1.0
+}
+)");
+  EXPECT_EQ(values(out.at("y")), (std::vector<double>{7, 7, 7}));
+}
+
 TEST(Kernels, LoopIndicesAndSizesAsValues) {
   const TensorMap out = run_text(R"(
 size N = 3
