@@ -430,7 +430,7 @@ struct UntiledUse {
 
 }  // namespace cache_detail
 
-namespace cache_detail {
+inline namespace cache_detail {
 // The intermediates that hold values decoded from packed fp4, by name, with the node that wrote
 // each (cache_search.cpp).
 std::map<std::string, std::string> decoded_fp4(const einsum::Graph& g);

@@ -535,7 +535,7 @@ std::optional<CacheSchedule> decoded_fp4_on_chip(const std::map<std::string, std
 // schedules move them through DRAM (an N = K = 7,168 weight decoded to 205 MB of f32). Their
 // traffic is taken off every schedule the search returns, and the group's traffic is a lower
 // bound (docs/fidelities.md, "Lower bounds"). By tensor, with the node that wrote it.
-namespace cache_detail {
+inline namespace cache_detail {
 std::map<std::string, std::string> decoded_fp4(const einsum::Graph& g) {
   std::map<std::string, std::string> out;
   for (const einsum::Node& n : g.nodes) {
