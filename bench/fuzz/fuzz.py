@@ -257,9 +257,14 @@ def model_mutant(rng: random.Random) -> Mutant:
     seed = rng.choice(MODEL_SEEDS)
     text, what = mutate((ROOT / seed).read_text(), PY_MUTATORS, rng, rng.choice([1, 1, 2]))
     name = Path(seed).name
-    # --verify-budget-s: the verification's own time is bounded (a mutated size may be large)
+    # --verify-budget-s: the verification's own time is bounded (a mutated size may be large);
+    # --build-budget-s: so is the file's own code (nn.RNN(num_layers=10**12) builds for hours)
     return Mutant(
-        "model", seed, what, {name: text}, [["analyze", f"{{}}/{name}", "--verify-budget-s", "20"]]
+        "model",
+        seed,
+        what,
+        {name: text},
+        [["analyze", f"{{}}/{name}", "--verify-budget-s", "20", "--build-budget-s", "30"]],
     )
 
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +25,47 @@ from typing import Any
 
 _JAX_IMPORT = re.compile(r"^\s*(import|from)\s+(jax|flax)\b", re.MULTILINE)
 _SIZES: dict[str, int] = {}  # set by size_overrides, applied by import_model_file
+# The seconds the file's own code may run in one call (get_inputs(), get_init_inputs(),
+# Model(...)); set by build_budget (solar analyze --build-budget-s).
+DEFAULT_BUILD_BUDGET_S = 600.0
+_BUILD_BUDGET_S = [DEFAULT_BUILD_BUDGET_S]
+
+
+class _PastBudget(Exception):  # noqa: N818 - raised inside the user's code when time is up
+    pass
+
+
+@contextmanager
+def build_budget(seconds: float) -> Iterator[None]:
+    """Within the block, each call of a model file's own code (``call_model_code``) stops after
+    ``seconds`` with a one-line error naming the file's line it was running (``solar analyze
+    --build-budget-s``): ``nn.RNN(..., num_layers=10**12)`` builds layers for hours."""
+    saved = _BUILD_BUDGET_S[0]
+    _BUILD_BUDGET_S[0] = seconds
+    try:
+        yield
+    finally:
+        _BUILD_BUDGET_S[0] = saved
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raises _PastBudget in the running code after ``seconds`` (a real-time timer; only in the
+    main thread, where Python delivers signals; elsewhere no limit)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def past(signum: int, frame: Any) -> None:
+        raise _PastBudget()
+
+    previous = signal.signal(signal.SIGALRM, past)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @contextmanager
@@ -92,10 +135,31 @@ def import_model_file(path: str, module_name: str, error: type[Exception]) -> Mo
     return module
 
 
-def call_model_code(path: str, what: str, error: type[Exception], fn: Callable[..., Any]) -> Any:
-    """``fn()``; what it raises becomes ``error`` naming ``what`` (e.g. ``get_inputs()``)."""
+def within_build_budget(
+    path: str, what: str, error: type[Exception], fn: Callable[..., Any]
+) -> Any:
+    """``fn()`` (a call of the model file's own code), stopped past the build budget
+    (``build_budget``) with ``error`` naming the line of ``path`` it was running; what else it
+    raises goes through unchanged."""
+    seconds = _BUILD_BUDGET_S[0]
     try:
-        return fn()
+        with _deadline(seconds):
+            return fn()
+    except _PastBudget as e:
+        where = describe_failure(path, what, e).partition(f": {what} failed")[0]
+        raise error(
+            f"{where}: {what} was still running after {seconds:g} s (the model file's own code; "
+            "give it longer with --build-budget-s)"
+        ) from None
+
+
+def call_model_code(path: str, what: str, error: type[Exception], fn: Callable[..., Any]) -> Any:
+    """``fn()`` within the build budget; what it raises becomes ``error`` naming ``what`` (e.g.
+    ``get_inputs()``) and the file's line."""
+    try:
+        return within_build_budget(path, what, error, fn)
+    except error:
+        raise
     except (Exception, SystemExit) as e:
         raise error(describe_failure(path, what, e)) from e
 

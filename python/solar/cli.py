@@ -198,6 +198,14 @@ def _parser(command: str) -> argparse.ArgumentParser:
         "comma-separated: N=1024,M=64; docs/sweeps.md)",
     )
     g.add_argument(
+        "--build-budget-s",
+        type=_budget,
+        default=600.0,
+        metavar="S",
+        help="stop the model file's own code (get_inputs(), get_init_inputs(), Model(...)) when "
+        "one call runs past S seconds, with the line it was running (default 600)",
+    )
+    g.add_argument(
         "--train",
         action="store_true",
         help="analyse one training step: forward, backward of the loss (the file's get_loss, "
@@ -399,9 +407,9 @@ def _analyze(args: argparse.Namespace) -> int:
         args.stage_times,
         args.measure_out,
     )
-    from solar._modelfile import parse_sizes, size_overrides
+    from solar._modelfile import build_budget, parse_sizes, size_overrides
 
-    with size_overrides(parse_sizes(args.size)):
+    with size_overrides(parse_sizes(args.size)), build_budget(args.build_budget_s):
         options = options_of(args)
         return _analyze_with_options(args, options)
 

@@ -285,3 +285,38 @@ def test_help_of_a_python_command_is_its_help(command, capsys):
     assert cli.main(["help", command]) == 0
     out = capsys.readouterr().out
     assert f"solar {command}" in out and "--help" in out
+
+
+NEVER_BUILT = """import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(10**12))
+
+    def forward(self, x):
+        return x
+
+
+def get_inputs():
+    return [torch.randn(2, 4)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_model_that_builds_for_hours_is_one_line_at_its_line(tmp_path, capsys):
+    # The second hour fuzz run's reproducer had nn.RNN(num_layers=10**12): the file's own code
+    # runs for hours. Past --build-budget-s, one line naming the line it was running (line 8).
+    model = tmp_path / "never.py"
+    model.write_text(NEVER_BUILT)
+    assert cli.main(["analyze", str(model), "--build-budget-s", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        f"solar analyze: error: {model}:8: Model(...) was still running after 2 s (the model "
+        "file's own code; give it longer with --build-budget-s)\n"
+    )

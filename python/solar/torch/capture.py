@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from solar import document as capture_document
-from solar._modelfile import call_model_code, import_model_file
+from solar._modelfile import call_model_code, import_model_file, within_build_budget
 from solar.document import write_npz
 from solar.torch._golden import has_fp4_products, has_random_dropout, run_graph, to_numpy
 from solar.torch._serialize import serialize
@@ -440,17 +440,28 @@ def _load_model_file(path: str, fake: bool | str) -> tuple[Any, tuple]:
             )
         inputs = tuple(inputs)
     elif fake == "meta":  # built on the meta device, its tensors then CPU FakeTensors
-        model, mode = without_weights(lambda: module.Model(*module.get_init_inputs()))
+        model, mode = within_build_budget(
+            path,
+            "Model(...)",
+            CaptureError,
+            lambda: without_weights(lambda: module.Model(*module.get_init_inputs())),
+        )
         _check_initialised(path, module.Model, model)
         with mode:
-            inputs = tuple(module.get_inputs())
+            inputs = tuple(
+                within_build_budget(path, "get_inputs()", CaptureError, module.get_inputs)
+            )
     else:
         from torch._subclasses.fake_tensor import FakeTensorMode
 
         with FakeTensorMode(allow_non_fake_inputs=True):
-            model = module.Model(*module.get_init_inputs())
+            model = within_build_budget(
+                path, "Model(...)", CaptureError, lambda: module.Model(*module.get_init_inputs())
+            )
             _check_initialised(path, module.Model, model)
-            inputs = tuple(module.get_inputs())
+            inputs = tuple(
+                within_build_budget(path, "get_inputs()", CaptureError, module.get_inputs)
+            )
     return model, inputs
 
 
