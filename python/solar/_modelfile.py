@@ -146,7 +146,7 @@ def within_build_budget(
         with _deadline(seconds):
             return fn()
     except _PastBudget as e:
-        where = describe_failure(path, what, e).partition(f": {what} failed")[0]
+        where = _where(path, e)
         raise error(
             f"{where}: {what} was still running after {seconds:g} s (the model file's own code; "
             "give it longer with --build-budget-s)"
@@ -172,11 +172,17 @@ def describe_failure(path: str, what: str, e: BaseException) -> str:
         return f"{where}: syntax error: {e.msg}"
     if isinstance(e, SystemExit):
         return f"{path}: {what} called sys.exit({e.code!r})"
+    where = _where(path, e)
+    message = " ".join(str(e).split("\n")[0].split())
+    return f"{where}: {what} failed: {type(e).__name__}" + (f": {message}" if message else "")
+
+
+def _where(path: str, e: BaseException) -> str:
+    """``PATH:LINE``, the line being the innermost one of ``path`` in e's traceback (``PATH``
+    when it has none)."""
     line = None
     target = os.path.abspath(path)
     for frame in traceback.extract_tb(e.__traceback__):
         if os.path.abspath(frame.filename) == target:
             line = frame.lineno
-    where = f"{path}:{line}" if line is not None else path
-    message = " ".join(str(e).split("\n")[0].split())
-    return f"{where}: {what} failed: {type(e).__name__}" + (f": {message}" if message else "")
+    return f"{path}:{line}" if line is not None else path
