@@ -85,6 +85,7 @@ std::string json_text(const nlohmann::json& j) {
 struct ServingReport {
   nlohmann::json json;
   std::string table;
+  std::string table_after_step;  // the table after the one step's own report (ServingContext)
 };
 
 }  // namespace
@@ -263,8 +264,13 @@ void bind_analysis(nb::module_& m) {
           "to_json", [](const ServingReport& s) { return json_text(s.json); },
           "The serving report as JSON (keys sorted).")
       .def(
-          "render", [](const ServingReport& s) { return s.table; },
-          "The table `solar analyze --serve` prints.");
+          "render",
+          [](const ServingReport& s, bool after_step_report) {
+            return after_step_report ? s.table_after_step : s.table;
+          },
+          "after_step_report"_a = false,
+          "The table `solar analyze --serve` prints; `after_step_report`: printed after the one "
+          "step's own report, without the policy, cache state and verification it shows.");
 
   m.def(
       "serving_report",
@@ -301,8 +307,10 @@ void bind_analysis(nb::module_& m) {
         }
         const sol::Serving summary =
             sol::summarize_serving(sol::parse_serve_phase(phase), context, serve);
-        return ServingReport{report::serving_to_json(summary, c),
-                             report::render_serving(summary, c)};
+        nlohmann::json json = report::serving_to_json(summary, c);
+        std::string table = report::render_serving(summary, c);
+        c.after_step_report = true;
+        return ServingReport{std::move(json), std::move(table), report::render_serving(summary, c)};
       },
       "phase"_a, "context"_a, "steps"_a, "verification"_a = std::vector<std::string>{},
       "The serving report of a decoder: `phase` 'prefill' or 'decode', `context` tokens, "

@@ -525,7 +525,9 @@ def _serve(args: argparse.Namespace, options: Options) -> int:
         write_atomic(args.json, served.to_json())
     if len(options.program.batches) == 1:
         sys.stdout.write(first.summary(args.details) + "\n")
-    sys.stdout.write(served.table)
+        sys.stdout.write(served.table_after_step)
+    else:
+        sys.stdout.write(served.table)
     if outputs:
         sys.stdout.write("\n" + "".join(f"wrote {path}\n" for _, path in outputs))
     if args.json:

@@ -63,15 +63,23 @@ def to_json(document: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def graph_bytes(document: dict) -> int:
-    """The bytes of every tensor of a capture: what a whole-program run holds, at most."""
+def graph_bytes(document: dict, float_bytes: int | None = None) -> int:
+    """The bytes of every tensor of a capture: what a whole-program run holds, at most
+    (``float_bytes``: each real floating-point element at that size instead, as the capture
+    made float64 holds them)."""
     total = 0
     for t in document["tensors"]:
         n = 1
         for s in t["shape"]:
             n *= s
-        total += n * ELEMENT_BYTES[t["dtype"]]
+        size = ELEMENT_BYTES[t["dtype"]]
+        if float_bytes is not None and t["dtype"] in _REAL_FLOATS:
+            size = float_bytes
+        total += n * size
     return total
+
+
+_REAL_FLOATS = ("f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2")
 
 
 def framework_name(document: dict) -> str:

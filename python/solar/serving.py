@@ -64,6 +64,9 @@ def check_step(phase: str, batch: int, context: int) -> None:
     Options.of(serve=phase, batch=batch, context=context)
 
 
+SERVING_TOP = 3  # the cache groups and ops a serving step's own report lists (as insights: 3)
+
+
 @dataclass
 class ServingReport:
     """The serving figures (``data``: the JSON, ``table``: the terminal rendering) and the SOL
@@ -73,6 +76,9 @@ class ServingReport:
     table: str
     steps: list[Any] = field(default_factory=list)
     core: Any = field(default=None, repr=False)
+    # The table after the one step's own report (which shows the policy, cache state and
+    # verification): ``solar analyze --serve`` of one batch prints it.
+    table_after_step: str = ""
 
     def to_json(self) -> str:
         import json
@@ -105,6 +111,11 @@ def run_serving(
         # that write them (docs/serving.md, "Serving in parallel").
         extra = (*(kv for kv in analysis.extra if kv[0] != "serving"), ("serving", True))
         options = options.replace(analysis={"extra": extra})
+    if not any(k == "top" for k, _ in options.analysis.extra):
+        # The step's report shows its 3 heaviest cache groups and slowest ops (the JSON has
+        # them all), so that a decode step's report and table fit one screen.
+        extra = (*options.analysis.extra, ("top", SERVING_TOP))
+        options = options.replace(analysis={"extra": extra})
     reports = []
     verifications = []
     with timed(stage_times, "capture"):
@@ -136,4 +147,6 @@ def run_serving(
             [(b, r.core) for b, r in zip(batches, reports, strict=True)],
             [json.dumps(v, sort_keys=True) for v in verifications],
         )
-    return ServingReport(json.loads(core.to_json()), core.render(), reports, core)
+    return ServingReport(
+        json.loads(core.to_json()), core.render(), reports, core, core.render(True)
+    )

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from solar import _core, ir, pipeline
-from solar.document import capture_section, framework_name
+from solar.document import capture_section, framework_name, graph_bytes
 from solar.options import (
     AnalysisError,
     AnalysisOptions,
@@ -84,6 +84,10 @@ class Captured(Protocol):
     # A model built without weights: its reduced twin's step, ``() -> (Captured, what)``,
     # verified in its place (``verify_on_twin``); None: the capture is verified itself.
     twin: Callable[[], tuple[Any, str]] | None
+    # A benchmark workload: the same program at a reduced workload, ``() -> (Captured, what)``
+    # (an ``AnalysisError`` when none can be made), verified whole where the whole program is
+    # over the verification budgets (``verify``); None: none.
+    reduced: Callable[[], tuple[Any, str]] | None
 
     def to_json(self) -> str: ...
 
@@ -170,8 +174,13 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
     if mode == "auto":
         budgets = (options.budget_mb, options.budget_s)
         mode, why = pipeline.choose_mode(captured, lowered.program, *budgets)
+        on_reduced, why = _on_reduced_workload(lowered, options, mode, why)
+        if on_reduced is not None:
+            mode, why = "reduced", on_reduced["why"]
     golden: dict[str, np.ndarray] = {}
-    if mode == "whole_program":
+    if mode == "reduced":
+        verification = on_reduced
+    elif mode == "whole_program":
         if not captured.has_data:
             raise AnalysisError("whole-program verification needs real inputs")
         ties = pipeline.topk_indices(captured.document)  # their keys recorded, then compared
@@ -186,7 +195,7 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
                 lowered.program, captured.document, golden, lowered.result, ties
             )
             if verification["status"] == "failed":
-                _recheck_in_float64(verification, lowered, golden)
+                _recheck_in_float64(verification, lowered, golden, options.budget_mb)
     else:
         verification = _verify_per_op(lowered, options.budget_mb, options.budget_s)
     verification["why"] = why
@@ -260,8 +269,31 @@ def recorded(lowered: Any) -> list[str]:
     return fed + [d["value_of"] for d in lowered.random if d["value_of"] not in fed]
 
 
+def _on_reduced_workload(
+    lowered: Lowered, options: VerificationOptions, mode: str, why: str
+) -> tuple[dict | None, str]:
+    """The verification of a benchmark workload whose whole program is over the budgets
+    (``mode`` "per_op") on a reduced workload of its definition: ``verify_on_twin`` with the
+    reduced workload, whole, as the twin, and the full-size program per op, in place of per op
+    alone. ``(None, why)`` when the capture has no reduced workload or its whole program fits
+    (``why`` then says why none was made, where one was tried)."""
+    reduced = getattr(lowered.captured, "reduced", None)
+    if reduced is None or mode != "per_op":
+        return None, why
+    try:
+        twin = reduced()
+    except AnalysisError as e:
+        return None, f"{why}; no reduced workload ({e})"
+    reason = f"{why}: verified on a reduced workload of the same definition"
+    return verify_on_twin(lowered, options, lambda: twin, reason), why
+
+
 def verify_on_twin(
-    lowered: Lowered, options: VerificationOptions, twin: Callable[[], tuple[Any, str]]
+    lowered: Lowered,
+    options: VerificationOptions,
+    twin: Callable[[], tuple[Any, str]],
+    why: str = "the model was built without its weights (larger built for real than "
+    "--verify-budget-mb)",
 ) -> dict:
     """The verification of a program built without weights on its reduced twin: the twin
     (``twin()``: its ``Captured``, with real weights, and what it is) lowered and verified as
@@ -287,8 +319,7 @@ def verify_on_twin(
         "status": status,
         "mode": "twin",
         "detail": detail,
-        "why": "the model was built without its weights (larger built for real than "
-        "--verify-budget-mb)",
+        "why": why,
         "ops": full.get("ops", []),
     }
     for key in ("outputs", "not_compared", "conditioning"):
@@ -297,13 +328,23 @@ def verify_on_twin(
     return verification
 
 
-def _recheck_in_float64(verification: dict, lowered: Lowered, golden: dict) -> None:
+def _recheck_in_float64(
+    verification: dict, lowered: Lowered, golden: dict, budget_mb: float
+) -> None:
     """``pipeline.recheck_in_float64`` with the capture rebuilt in float64 (nothing when the
     framework does not recheck); ``golden``: the first check's data, whose outputs give the
-    framework's own float32 error (``pipeline.conditioned_recheck``)."""
+    framework's own float32 error (``pipeline.conditioned_recheck``). A float64 program whose
+    tensors exceed ``budget_mb`` (its float tensors at 8 bytes an element) is not run."""
     captured = lowered.captured
 
     def rerun() -> tuple[dict, dict]:
+        need = graph_bytes(captured.document, float_bytes=8)
+        if need > budget_mb * 1e6:
+            budget = pipeline.format_bytes(budget_mb * 1e6)
+            raise Float64UnavailableError(
+                f"the float64 program would hold {pipeline.format_bytes(need)} of tensors, over "
+                f"the verification budget of {budget} (--verify-budget-mb)"
+            )
         captured64 = captured.in_float64()
         reason = pipeline.float64_capture_differs(captured.document, captured64.document)
         if reason is not None:

@@ -150,8 +150,10 @@ std::string render_serving(const sol::Serving& s, const ServingContext& c) {
                     source_name(c.source) + " on " + c.device + " (DRAM " +
                     format_bandwidth(c.dram_bandwidth_bytes_per_s) + "), context " +
                     std::to_string(s.context) + " tokens\n";
-  out += "  precision policy: " + c.policy + "\n";
-  out += "  cache state: " + std::string(sol::cache_state_name(c.cache_state)) + "\n";
+  if (!c.after_step_report) {
+    out += "  precision policy: " + c.policy + "\n";
+    out += "  cache state: " + std::string(sol::cache_state_name(c.cache_state)) + "\n";
+  }
   if (!c.routing.empty()) {
     out += "  routing: " + c.routing +
            (c.routing == "concentrated"
@@ -182,7 +184,7 @@ std::string render_serving(const sol::Serving& s, const ServingContext& c) {
     out += "  prefill: each step reads batch x " + std::to_string(s.context) +
            " prompt tokens; SOL = time to the first token; tokens/s = batch x context / SOL\n";
   }
-  for (size_t i = 0; i < s.rows.size(); ++i) {
+  for (size_t i = 0; i < s.rows.size() && !c.after_step_report; ++i) {
     out += "  batch " + std::to_string(s.rows[i].batch) + ": " +
            status_line(verification_of(c, i)) + "\n";
     if (i == 0 && s.rows.size() > 2) {

@@ -43,7 +43,8 @@ served = serve.analyze_serving(sys.argv[1], "decode", [1], 4096, verify=False)
 step = served.steps[0]
 print(json.dumps({"fused": step.data["bytes"]["fused"],
                   "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-                  "verification": step.verification["status"]}))
+                  "verification": step.verification["status"],
+                  "report": step.summary() + chr(10) + served.table_after_step}))
 """
 
 
@@ -71,6 +72,16 @@ def test_llama3_8b_decode_step_is_analysed_without_its_weights_memory():
     # made in float32 before the cast holds twice that). Under an eighth of it.
     assert got["peak_rss"] < WEIGHT_BYTES / 8, got["peak_rss"]
     assert got["verification"] == "not_run"
+    # What `solar analyze --serve decode` prints fits one screen: 43 lines on H100. The header
+    # (6: the title, policy, cache state, kernel floor, verification, work), the fidelity table
+    # and the 2 lines under it (6), the 3 heaviest cache groups (5) and slowest ops (5), the
+    # precision fallbacks grouped in one line (2), the embedding's read (2), the insights (5),
+    # the serving table (5: title, phase, blank, head, row) and a blank line between each two
+    # (7). (A device with measured ceilings adds its 2 attainable lines: 45 on H200.) It was
+    # 60 with 10 groups and ops and the policy, cache state and verification repeated.
+    lines = got["report"].splitlines()
+    assert len(lines) == 6 + 6 + 5 + 5 + 2 + 2 + 5 + 5 + 7 == 43, got["report"]
+    assert sum("precision policy" in line for line in lines) == 1
 
 
 def test_a_model_too_large_to_build_is_verified_on_a_reduced_twin():
@@ -229,22 +240,20 @@ def test_without_weights_keeps_tied_weights_tied_and_allocates_nothing():
     assert weight.shape == (50_000, 4096) and weight.requires_grad
 
 
-def test_a_hybrid_decoder_is_refused_in_one_line_naming_its_layers(tmp_path, capsys):
-    # A Jamba decoder (Mamba layers between attention ones) keeps convolution and recurrent
-    # states that the serving step does not model: one line naming the model and the layers
-    # (was transformers' "Cannot get conv state for non linear attention layer 0").
-    model = tmp_path / "jamba.py"
+def test_a_decoder_with_an_unmodelled_cache_is_refused_in_one_line(tmp_path, capsys):
+    # DeepSeek-V3.2's layers keep an indexed attention cache (a lightning indexer's keys beside
+    # the latent ones), which the serving step does not model: one line naming the model, the
+    # kind and the layers, before any capture.
+    model = tmp_path / "dsv32.py"
     model.write_text(
         "import torch\nfrom torch import nn\n"
-        "from transformers import JambaConfig, JambaForCausalLM\n\n\n"
+        "from transformers import DeepseekV32Config, DeepseekV32ForCausalLM\n\n\n"
         "class Model(nn.Module):\n"
         "    def __init__(self):\n"
         "        super().__init__()\n"
-        "        config = JambaConfig(vocab_size=256, hidden_size=64, intermediate_size=128,\n"
-        "            num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,\n"
-        "            num_experts=4, num_experts_per_tok=2, attn_layer_period=2,\n"
-        "            attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1)\n"
-        "        self.lm = JambaForCausalLM(config).eval()\n\n"
+        "        config = DeepseekV32Config(vocab_size=256, hidden_size=64,\n"
+        "            num_hidden_layers=2, num_attention_heads=4)\n"
+        "        self.lm = DeepseekV32ForCausalLM(config).eval()\n\n"
         "    def forward(self, input_ids):\n"
         "        return self.lm(input_ids=input_ids, use_cache=False).logits\n\n\n"
         "def get_inputs():\n"
@@ -255,8 +264,8 @@ def test_a_hybrid_decoder_is_refused_in_one_line_naming_its_layers(tmp_path, cap
     assert cli.main(["analyze", str(model), "--serve", "decode", "--context", "16"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
-    assert "JambaForCausalLM has layers that keep no key/value cache" in err[0]
-    assert "layers 0, 2" in err[0]  # layers 1 and 3 are the attention ones
+    assert "DeepseekV32ForCausalLM has layers whose cache --serve does not model" in err[0]
+    assert "(indexed_attention: layers 0, 1)" in err[0]
 
 
 # A decoder of each family transformers' serving path takes, wider than the twin (hidden 1024;
@@ -283,7 +292,27 @@ FAMILIES = {
         "vocab_size=2048, hidden_size=1152, intermediate_size=2048, num_hidden_layers=2, "
         "num_attention_heads=8, num_key_value_heads=4, head_dim=256, sliding_window=32",
     ),
+    # Hybrids: Mamba layers between attention ones (Jamba: attention every second layer), and
+    # Gated DeltaNet layers with full attention every fourth (Qwen3-Next, 4 layers: its twin
+    # keeps 4, so that it holds each kind of layer).
+    "jamba": (
+        "JambaConfig",
+        "JambaForCausalLM",
+        "vocab_size=2048, hidden_size=1024, intermediate_size=1024, num_hidden_layers=2, "
+        "num_attention_heads=16, num_key_value_heads=4, num_experts=4, num_experts_per_tok=2, "
+        "attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1",
+    ),
+    "qwen3_next": (
+        "Qwen3NextConfig",
+        "Qwen3NextForCausalLM",
+        "vocab_size=2048, hidden_size=1024, intermediate_size=1024, moe_intermediate_size=256, "
+        "shared_expert_intermediate_size=256, num_hidden_layers=4, num_attention_heads=16, "
+        "num_key_value_heads=4, head_dim=64, num_experts=8, num_experts_per_tok=2, "
+        "linear_num_key_heads=4, linear_num_value_heads=8, linear_key_head_dim=32, "
+        "linear_value_head_dim=32",
+    ),
 }
+TWIN_LAYERS = {"qwen3_next": 4}  # the others: 2
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -307,4 +336,36 @@ def test_each_family_verifies_on_its_twin(family, tmp_path):
     served = serve.analyze_serving(model, "decode", [1], 64, verify_budget_mb=20)
     v = served.steps[0].verification
     assert v["status"] == "passed" and v["mode"] == "twin", v["detail"]
-    assert v["detail"].startswith("verified on a 2-layer, width-512, vocabulary-1024 twin")
+    layers = TWIN_LAYERS.get(family, 2)
+    assert v["detail"].startswith(f"verified on a {layers}-layer, width-512, vocabulary-1024 twin")
+
+
+def test_a_twin_of_many_experts_is_narrowed_until_its_float64_recheck_fits():
+    # 128 experts of width 2048 in each of 2 layers, hidden 2048 and 16 heads of 128. At the
+    # usual twin width 512 (head 32, expert width 2048 x 512 / 2048 = 512) its experts alone
+    # hold 2 x 128 x 3 x 512 x 512 = 201,326,592 parameters, over serve.TWIN_PARAMETERS
+    # (128 M: 1 GB in float64); at width 256 (head 16, expert width 256) the whole twin holds:
+    experts = 2 * 128 * 3 * 256 * 256  # 50,331,648
+    attention = 2 * (256 * 256 + 2 * 256 * 4 * 16 + 256 * 256 + 2 * 16)  # q, k, v, o, norms
+    router_and_norms = 2 * (128 * 256 + 2 * 256) + 256  # routers, layer norms, the final norm
+    embeddings = 2 * 1024 * 256  # the embedding and the head, vocabulary 1024
+    assert 2 * 128 * 3 * 512 * 512 == 201_326_592 > serve.TWIN_PARAMETERS
+    assert experts + attention + router_and_norms + embeddings == 51_250_496
+    import torch
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+    from solar.torch.capture import without_weights
+
+    config = Qwen3MoeConfig(
+        vocab_size=2048, hidden_size=2048, intermediate_size=4096, moe_intermediate_size=2048,
+        num_hidden_layers=2, num_attention_heads=16, num_key_value_heads=4, head_dim=128,
+        num_experts=128, num_experts_per_tok=2,
+    )  # fmt: skip
+    lm, _ = without_weights(lambda: Qwen3MoeForCausalLM(config))
+    twin, what = serve.twin_narrow_enough(lm)
+    text = twin.get_text_config()
+    assert (text.hidden_size, text.head_dim, text.moe_intermediate_size) == (256, 16, 256)
+    assert what.startswith("a 2-layer, width-256, vocabulary-1024 twin")
+    with torch.device("meta"):
+        held = sum(p.numel() for p in Qwen3MoeForCausalLM(twin).parameters())
+    assert held == 51_250_496

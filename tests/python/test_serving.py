@@ -91,11 +91,12 @@ def test_a_serving_report_groups_its_notes_and_details_lists_them(llama_decode, 
     # One line for the 23 fallbacks, none per node.
     assert f"  23 nodes: {FALLBACK}" in lines
     assert sum(FALLBACK in line for line in lines) == 1
-    # 41 lines: the header (5; 7 with the kernel floor's two lines), the fidelity table with
-    # its two lines under it (6), the cache-aware group (3), the 10 slowest ops (12), the notes
-    # (2 + 2), the insights (5) and a blank line between each two (6). It was 69: the
-    # verification's status line and its 5 outputs above the header, and 23 fallback lines.
-    assert len(lines) <= 43, brief
+    # 35 lines: the header (6: the title, policy, cache state, kernel floor, verification,
+    # work), the fidelity table and the two lines under it (6), the cache-aware group (3), the
+    # 3 slowest ops a serving step's report lists (5), the notes (2 + 2), the insights (5), and
+    # a blank line before each of the 6 parts after the header. It was 69: the verification's
+    # status line and its 5 outputs above the header, 10 slowest ops and 23 fallback lines.
+    assert len(lines) == 6 + 6 + 3 + 5 + 2 + 2 + 5 + 6 == 35, brief
     # --details: the 5 outputs and the 23 nodes, one line each, in place of the grouped line.
     argv = ["analyze", str(MODELS / "llama_gqa.py"), "--serve", "decode", "--context", "64"]
     assert cli.main([*argv, "--details"]) == 0

@@ -223,3 +223,108 @@ def test_bf16_golden_bits_read_as_float64():
     assert pipeline._as_float64(bits, "bf16").tolist() == [1.0, -2.0, 1.0078125]
     assert pipeline._as_float64(bits.view(np.int16), "bf16").tolist() == [1.0, -2.0, 1.0078125]
     assert pipeline._as_float64(np.array([0x38], dtype=np.uint8), "f8e4m3") is None
+
+
+def test_an_f32_output_computed_through_bf16_is_compared_at_bf16s_tolerance(monkeypatch):
+    # The product is computed in bf16, then made float32: two correct runs differ by bf16's
+    # rounding (the framework rounds each bf16 op, SOLAR once per store), so the float32
+    # output gets bf16's tolerance (rtol 2e-2, atol 1e-2). Lowered with 3.001 for 3.0, each
+    # value moves by 1/3000 ~ 3.3e-4 of itself before its bf16 rounding (at most one bf16
+    # step after it, 2^-7 ~ 7.8e-3 relative): within 2e-2, where float32's 1e-4 would fail.
+    _changed_constant(monkeypatch, "* 3.0)", "* 3.001)")
+
+    def f(x):
+        return (x.to(torch.bfloat16) * 3.0).to(torch.float32) + 1.0
+
+    torch.manual_seed(0)
+    report = solar_torch.analyze(f, (torch.randn(4, 8),))
+    v = report.verification
+    assert v["status"] == "passed" and v.get("conditioning") is None, v["detail"]
+    (out,) = v["outputs"]
+    assert out["dtype"] == "f32"
+    assert (out["rtol"], out["atol"]) == pipeline.TOLERANCES["bf16"] == (2e-2, 1e-2)
+    assert (
+        "; 1 compared at the tolerance of a lower precision they were computed in (add f32 "
+        "through bf16)"
+    ) in v["detail"]
+
+
+def test_an_input_in_bf16_does_not_widen_the_tolerance(monkeypatch):
+    # Only values computed in a lower precision count: a bf16 input made float32 is exact on
+    # both sides, so the float32 output keeps float32's tolerance and the changed constant
+    # (3.3e-4 relative, over rtol 1e-4) fails, in float64 too.
+    _changed_constant(monkeypatch, "* 3.0)", "* 3.001)")
+
+    def f(x):
+        return x.to(torch.float32) * 3.0
+
+    torch.manual_seed(0)
+    report = solar_torch.analyze(f, (torch.randn(4, 8).to(torch.bfloat16),))
+    v = report.verification
+    assert v["status"] == "failed", v["detail"]
+    (out,) = v["outputs"]
+    assert out["rtol"] == 1e-4 and "lower precision" not in v["detail"]
+    assert "1 outside the tolerance: mul f32[4, 8] max_abs_err=" in v["detail"]
+
+
+def test_the_lowest_precision_a_value_was_computed_in_by_hand():
+    # y = f32(b) + x, b = bf16(a) * 2, a = x * 3 (f32); z = x * 2 (f32); w = f16(x) (an output
+    # in f16 itself): y went through bf16, z did not, w is no more precise than what made it.
+    t = lambda name, dtype: {"name": name, "dtype": dtype, "shape": [2]}  # noqa: E731
+    document = {
+        "tensors": [t("x", "f32"), t("a", "f32"), t("c", "bf16"), t("b", "bf16")]
+        + [t("y", "f32"), t("z", "f32"), t("w", "f16")],
+        "nodes": [
+            {"op": "mul", "args": {"self": {"tensor": "x"}, "other": 3}, "outputs": ["a"]},
+            {"op": "cast", "args": {"self": {"tensor": "a"}}, "outputs": ["c"]},
+            {"op": "mul", "args": {"self": {"tensor": "c"}, "other": 2}, "outputs": ["b"]},
+            {"op": "add", "args": {"xs": [{"tensor": "b"}, {"tensor": "x"}]}, "outputs": ["y"]},
+            {"op": "mul", "args": {"self": {"tensor": "x"}, "other": 2}, "outputs": ["z"]},
+            {"op": "cast", "args": {"self": {"tensor": "x"}}, "outputs": ["w"]},
+        ],
+        "outputs": ["y", "z", "w"],
+    }
+    assert pipeline.lowest_precision_computed(document) == {"y": "bf16"}
+
+
+def test_a_float64_recheck_over_the_budget_is_not_run_and_says_so(monkeypatch):
+    # tanh(x) * 3.0 on f32[4, 8]: x, tanh, mul hold 3 x 32 x 4 = 384 B, within a budget of
+    # 500 B; made float64 they would hold 3 x 32 x 8 = 768 B, over it: no recheck, said.
+    _changed_constant(monkeypatch, "* 3.0)", "* 3.001)")
+
+    def f(x):
+        return torch.tanh(x) * 3.0
+
+    torch.manual_seed(0)
+    report = solar_torch.analyze(f, (torch.randn(4, 8),), verify_budget_mb=500e-6)
+    v = report.verification
+    assert v["mode"] == "whole_program" and v["status"] == "failed", v["detail"]
+    assert v["conditioning"]["result"] == "not_possible"
+    assert (
+        "no float64 recheck: the float64 program would hold 768 B of tensors, over the "
+        "verification budget of 500 B (--verify-budget-mb)"
+    ) in v["detail"]
+
+
+def test_transformers_experts_run_in_float64():
+    # torch._grouped_mm has no float64 kernel on the CPU; transformers' experts made float64
+    # take its per-expert fallback, so a MoE's float64 recheck can run (it raised "Expected
+    # mat_a to be Float32, BFloat16 or Float16 matrix, got Double").
+    pytest.importorskip("transformers")
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+    from solar.torch.capture import to_float64
+
+    config = Qwen3MoeConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, moe_intermediate_size=16,
+        num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+        num_experts=4, num_experts_per_tok=2,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    lm = Qwen3MoeForCausalLM(config).eval()
+    ids = torch.randint(0, 64, (1, 5))
+    with torch.no_grad():
+        want = lm(input_ids=ids, use_cache=False).logits
+        got = to_float64(lm)(input_ids=ids, use_cache=False).logits
+    assert got.dtype == torch.float64
+    assert torch.allclose(got.float(), want, rtol=1e-4, atol=1e-5)

@@ -27,6 +27,9 @@ struct ServingContext {
   // [E, ...] expert weight, the experts it is read at).
   std::string routing;
   std::vector<std::vector<RoutedRead>> routed;
+  // The table follows the one step's own report (`solar analyze --serve` of one batch): the
+  // policy, the cache state and the verification it already shows are not repeated.
+  bool after_step_report = false;
 };
 
 nlohmann::json serving_to_json(const sol::Serving& s, const ServingContext& c);

@@ -72,6 +72,7 @@ class JaxCapture:
     default_policy: ClassVar[str | None] = DEFAULT_POLICIES["jax"]
     translation: ClassVar[Any] = None
     twin: ClassVar[None] = None
+    reduced: ClassVar[None] = None
 
     def in_float64(self) -> None:
         return None

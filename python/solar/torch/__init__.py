@@ -66,6 +66,10 @@ class TorchCaptured:
     # A model built without weights: its reduced twin's step, ``() -> (TorchCaptured, what)``,
     # verified in its place (``solar.stages.verify``; ``solar.torch.serve.twin_step``).
     twin: Callable[[], tuple[Any, str]] | None = None
+    # A benchmark workload: the same definition at a reduced workload, ``() -> (TorchCaptured,
+    # what)``, verified whole where the whole program is over the verification budgets
+    # (``solar.stages.verify``; ``solar.torch.definition.reduced_workload``).
+    reduced: Callable[[], tuple[Any, str]] | None = None
 
     @property
     def document(self) -> dict:

@@ -19,6 +19,7 @@ This subpackage imports torch; ``import solar`` does not import it (the CLI and
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -41,6 +42,11 @@ from solar.torch._trace import (
     on_cpu_mode,
     trace,
 )
+
+# transformers warns, once per kernel, that a hybrid's layers fall back to their reference
+# PyTorch implementation (causal_conv1d, flash-linear-attention not installed): SOLAR traces
+# and runs that reference on purpose, so the advice to install the CUDA kernels is noise here.
+logging.getLogger("transformers.integrations.hub_kernels").setLevel(logging.ERROR)
 
 __all__ = [
     "Capture",
@@ -77,6 +83,12 @@ class Capture:
     golden_notes: list[str] = field(default_factory=list)  # how the last golden run was made
     # A failed whole-program check is rechecked in float64 (solar.pipeline.recheck_in_float64).
     rebuilds_in_float64: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        # The trace's own notes (the values it was specialised on) stand before any golden
+        # run: a program verified per op or on a reduced workload lists them too.
+        if not self.golden_notes:
+            self.golden_notes = list(self.traced.notes)
 
     @property
     def method(self) -> str:
@@ -509,6 +521,7 @@ def to_float64(value: Any) -> Any:
     import copy
 
     if isinstance(value, torch.nn.Module):
+        _grouped_mm_in_float64()
         return copy.deepcopy(value).double()
     if isinstance(value, tuple):
         return tuple(to_float64(v) for v in value)
@@ -517,6 +530,25 @@ def to_float64(value: Any) -> Any:
     if isinstance(value, torch.Tensor) and value.is_floating_point():
         return value.detach().to(torch.float64).requires_grad_(value.requires_grad)
     return value
+
+
+def _grouped_mm_in_float64() -> None:
+    """transformers' experts run ``torch._grouped_mm``, which has no float64 kernel on the CPU
+    ("Expected mat_a to be Float32, BFloat16 or Float16"): float64 experts take transformers'
+    own fallback (``transformers.grouped_mm_fallback``, one product per expert) instead, so a
+    model made float64 runs. Other dtypes are left as transformers decides. Installed once."""
+    import sys
+
+    moe = sys.modules.get("transformers.integrations.moe")
+    can = getattr(moe, "_can_use_grouped_mm", None)
+    if can is None or getattr(can, "_solar_float64", False):
+        return
+
+    def can_use(input: Any, weight: Any, offs: Any) -> bool:
+        return weight.dtype != torch.float64 and can(input, weight, offs)
+
+    can_use._solar_float64 = True  # type: ignore[attr-defined]
+    moe._can_use_grouped_mm = can_use
 
 
 def _attribute(module: torch.nn.Module, path: str) -> torch.Tensor:

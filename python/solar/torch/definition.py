@@ -26,6 +26,7 @@ A reference written for a GPU (``device="cuda"``, ``.cuda()``, ``.to("cuda")``) 
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import linecache
 import math
@@ -39,7 +40,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from solar.definition import Definition, DefinitionError, Workload, resolve_axes, shape_of
-from solar.options import Options
+from solar.options import AnalysisError, Options
 from solar.pipeline import format_bytes
 from solar.stages import run as run_stages
 from solar.torch._device import CUDA_NOTE, DEVICE, OnCpu
@@ -862,6 +863,7 @@ def analyse_workload(
         fixed = tuple(_fixed_of(inputs))
         captured, cell, notes = captures.capture(workload, module, tensors, options, on_cpu, fixed)
         made.append((cell, notes))
+        captured.reduced = lambda: reduced_capture(definition, workload, namespace, options)
         return captured
 
     report = run_stages(capture, options, stage_times)
@@ -870,6 +872,53 @@ def analyse_workload(
     if on_cpu.mapped and CUDA_NOTE not in notes:
         notes.append(CUDA_NOTE)
     return report, notes, cell, inputs.built
+
+
+# A var axis of a reduced workload holds this at most (``reduced_workload``).
+REDUCED_AXIS = 16
+
+
+def reduced_workload(definition: Definition, workload: Workload) -> tuple[Workload, str]:
+    """``workload`` with each var axis above ``REDUCED_AXIS`` set to it (the expr axes follow;
+    its inputs are made again from the smaller axes: random, the indptrs built from them), and
+    what shrank (``seq_len 512 -> 16``); an ``AnalysisError`` when no axis shrinks or an input
+    is read from a file (its values are the full workload's)."""
+    axes = {n: min(v, REDUCED_AXIS) for n, v in workload.axes.items()}
+    shrunk = ", ".join(f"{n} {v} -> {axes[n]}" for n, v in workload.axes.items() if axes[n] != v)
+    if not shrunk:
+        raise AnalysisError(f"no var axis above {REDUCED_AXIS} to shrink")
+    files = [
+        n
+        for n, g in workload.inputs.items()
+        if g.kind == "safetensors" and safetensors_file(definition, workload, g.path) is not None
+    ]
+    if files:
+        raise AnalysisError(
+            f"input(s) {', '.join(files)} read from files hold the full workload's values"
+        )
+    return dataclasses.replace(workload, axes=axes), shrunk
+
+
+def reduced_capture(
+    definition: Definition, workload: Workload, namespace: dict, options: Options
+) -> tuple[Any, str]:
+    """The capture of ``run`` on ``workload``'s reduced workload (``reduced_workload``), with
+    real inputs, and what it is; an ``AnalysisError`` naming why when it cannot be made."""
+    from solar.torch import captured_call
+
+    small, shrunk = reduced_workload(definition, workload)
+    on_cpu = OnCpu()
+    try:
+        inputs = make_inputs(definition, small, namespace, on_cpu)
+        module, tensors = reference_module(definition, namespace, inputs, on_cpu)
+        with torch.no_grad():
+            source = f"{definition.name}:{workload.uuid} (reduced)"
+            captured = captured_call(module, tensors, options, source)
+    except Exception as e:  # the reference at the smaller sizes: its error, one line
+        raise AnalysisError(
+            f"the reduced workload ({shrunk}) failed: {type(e).__name__}: {_first_line(e)}"
+        ) from e
+    return captured, f"a reduced workload of the same definition ({shrunk})"
 
 
 def _first_line(e: BaseException) -> str:

@@ -223,17 +223,139 @@ def _step_layer_class() -> type:
     return StepLayer
 
 
+def _step_linear_class() -> type:
+    from transformers.cache_utils import LinearAttentionLayer
+
+    class StepLinearLayer(LinearAttentionLayer):
+        """A linear-attention cache layer of one step (a Mamba, gated delta or short-convolution
+        layer): ``past`` (per state: its convolution and recurrent states before the step,
+        graph inputs, or None when there are none) is what the layer reads; what it holds
+        after the step (written in place into the inputs, or new tensors) are graph outputs."""
+
+        def __init__(self, number_of_states: int = 1, past: dict | None = None, **_: Any) -> None:
+            super().__init__(number_of_states=number_of_states)
+            for i, (conv, recurrent) in (past or {}).items():
+                if conv is not None:
+                    self.conv_states[i] = conv
+                    self.conv_kernel_size[i] = int(conv.shape[-1])
+                    self.is_conv_states_initialized[i] = True
+                    self.dtype, self.device = conv.dtype, conv.device
+                if recurrent is not None:
+                    self.recurrent_states[i] = recurrent
+                    self.is_recurrent_states_initialized[i] = True
+                self.has_previous_state[i] = True
+
+        def lazy_initialization(self, *args: Any, **kwargs: Any) -> None:
+            # No static address to mark: the step is traced, never run under cudagraphs.
+            import torch
+
+            conv = kwargs.get("conv_states")
+            recurrent = kwargs.get("recurrent_states")
+            i = int(kwargs.get("state_idx", 0))
+            if conv is not None:
+                size = kwargs.get("conv_kernel_size") or int(conv.shape[-1])
+                self.dtype, self.device = conv.dtype, conv.device
+                self.conv_kernel_size[i] = size
+                self.conv_states[i] = torch.zeros(
+                    (*conv.shape[:-1], size), dtype=conv.dtype, device=conv.device
+                )
+                self.is_conv_states_initialized[i] = True
+            if recurrent is not None:
+                self.recurrent_states[i] = torch.zeros_like(recurrent)
+                self.is_recurrent_states_initialized[i] = True
+
+        def states(self) -> list[tuple[str, Any]]:
+            """What the layer holds, in order: ``(name, tensor)`` per convolution and recurrent
+            state that is set."""
+            held = []
+            for i in range(self.number_of_states):
+                if self.is_conv_states_initialized[i]:
+                    held.append((f"conv{i}", self.conv_states[i]))
+                if self.is_recurrent_states_initialized[i]:
+                    held.append((f"recurrent{i}", self.recurrent_states[i]))
+            return held
+
+    return StepLinearLayer
+
+
+# The kinds of cache layer (``transformers.cache_utils.get_layer_types_and_kwargs``) a serving
+# step models: a key/value cache, a linear-attention state (convolution and recurrent states),
+# both, or none (a layer of experts or an MLP alone, a layer that reuses another's cache).
+_ATTENTION_LAYERS = frozenset({"full_attention", "sliding_attention", "chunked_attention"})
+_LINEAR_LAYERS = frozenset({"conv", "linear_attention"})
+_HYBRID_LAYERS = frozenset({"hybrid", "hybrid_sliding"})
+_STATELESS_LAYERS = frozenset({"dummy"})
+
+
+def _layer_kinds(lm: Any) -> tuple[list[str], list[dict]]:
+    """Each layer's cache kind and its cache layer's keywords (transformers' own reading of
+    the config)."""
+    from transformers.cache_utils import get_layer_types_and_kwargs
+
+    kinds, kwargs = get_layer_types_and_kwargs(lm.config.get_text_config(decoder=True))
+    return [str(k) for k in kinds], list(kwargs)
+
+
+def _step_layers(lm: Any, max_len: int, past: list | None) -> list:
+    """The step cache's layers: per layer, a step layer of its kind holding ``past[i]`` (a
+    list of ``(name, tensor)``: its cached keys and values, its convolution and recurrent
+    states), or nothing before the first token (``past`` None)."""
+    from transformers.cache_utils import DummyLayer
+
+    attention, linear = _step_layer_class(), _step_linear_class()
+
+    class StepHybridLayer(linear, attention):  # type: ignore[misc, valid-type]
+        def __init__(self, kv: tuple | None, states: dict, number_of_states: int = 1) -> None:
+            attention.__init__(self, max_len, kv)
+            linear.__init__(self, number_of_states, states)
+
+    layers = []
+    kinds, kwargs = _layer_kinds(lm)
+    for i, (kind, kw) in enumerate(zip(kinds, kwargs, strict=True)):
+        held = dict(past[i]) if past else {}
+        kv = (held["key"], held["value"]) if "key" in held else None
+        states: dict = {}
+        for name, t in held.items():
+            for prefix, at in (("conv", 0), ("recurrent", 1)):
+                if name.startswith(prefix):
+                    entry = states.setdefault(int(name[len(prefix) :]), [None, None])
+                    entry[at] = t
+        states = {k: tuple(v) for k, v in states.items()}
+        n = int(kw.get("number_of_states", 1))
+        if kind in _ATTENTION_LAYERS:
+            layers.append(attention(max_len, kv))
+        elif kind in _LINEAR_LAYERS:
+            layers.append(linear(n, states))
+        elif kind in _HYBRID_LAYERS:
+            layers.append(StepHybridLayer(kv, states, n))
+        else:
+            layers.append(DummyLayer())
+    return layers
+
+
+def _held(layer: Any) -> list[tuple[str, Any]]:
+    """What a step layer holds after the step, in order: its new keys and values, then its
+    convolution and recurrent states (``(name, tensor)``)."""
+    held = []
+    new = getattr(layer, "new", None)
+    if new is not None:
+        held += [("key", new[0]), ("value", new[1])]
+    states = getattr(layer, "states", None)
+    if states is not None:
+        held += states()
+    return held
+
+
 def _run_through_step_cache(
-    lm: Any, input_ids: Any, position_ids: Any, max_len: int, pairs: list, n_layers: int
+    lm: Any, input_ids: Any, position_ids: Any, max_len: int, past: list | None
 ) -> tuple[Any, list]:
     """``lm`` run on the tokens through a StaticCache of ``max_len`` whose layers are step
-    layers (``pairs``: each layer's cached keys and values, or none): the output and, per layer,
-    the keys and values it wrote (a one-line error naming a layer that wrote none)."""
+    layers holding ``past`` (``_step_layers``): the output and, per layer, what it holds after
+    the step (``_held``; a one-line error naming a layer with a cache that wrote none)."""
     from transformers.cache_utils import StaticCache
 
-    layer = _step_layer_class()
     cache = StaticCache(config=lm.config, max_cache_len=max_len)
-    cache.layers = [layer(max_len, pairs[i] if pairs else None) for i in range(n_layers)]
+    cache.layers = _step_layers(lm, max_len, past)
     out = lm(
         input_ids=input_ids,
         position_ids=position_ids,
@@ -242,13 +364,14 @@ def _run_through_step_cache(
         logits_to_keep=1,
     )
     written = []
+    kinds, _ = _layer_kinds(lm)
     for i, step_layer in enumerate(cache.layers):
-        if step_layer.new is None:
+        held = _held(step_layer)
+        if not held and kinds[i] not in _STATELESS_LAYERS:
             raise AnalysisError(
-                f"{type(lm).__name__}: layer {i} wrote nothing to its cache (a layer without "
-                "attention is not served yet)"
+                f"{type(lm).__name__}: layer {i} ({kinds[i]}) wrote nothing to its cache"
             )
-        written.append(step_layer.new)
+        written.append(held)
     return out, written
 
 
@@ -257,40 +380,43 @@ def _hf_step_module() -> type:
 
     class HFStep(torch.nn.Module):
         """One serving step of a causal LM: ``forward(input_ids, position_ids, *past)`` with
-        ``past`` = keys and values of each layer, in order; returns the logits of the last token
-        and each layer's new keys and values."""
+        ``past`` = what each layer holds before the step, in order (``layout``: the names per
+        layer: keys and values, convolution and recurrent states); returns the logits of the
+        last token and what each layer holds after it, in the same order."""
 
-        def __init__(self, lm: Any, context: int, n_layers: int) -> None:
+        def __init__(self, lm: Any, context: int, layout: list[list[str]]) -> None:
             super().__init__()
             self.lm = lm
             self.context = context
-            self.n_layers = n_layers
+            self.layout = layout
 
         def forward(self, input_ids: Any, position_ids: Any, *past: Any) -> tuple:
-            pairs = [(past[2 * i], past[2 * i + 1]) for i in range(len(past) // 2)]
+            held = None
+            if past:
+                held, at = [], 0
+                for names in self.layout:
+                    held.append(list(zip(names, past[at : at + len(names)], strict=True)))
+                    at += len(names)
             out, written = _run_through_step_cache(
-                self.lm, input_ids, position_ids, self.context, pairs, self.n_layers
+                self.lm, input_ids, position_ids, self.context, held
             )
-            return (out.logits, *(t for kv in written for t in kv))
+            return (out.logits, *(t for layer in written for _, t in layer))
 
     return HFStep
 
 
-def _kv_shapes(lm: Any, mode: Any = None) -> list[tuple[tuple, tuple, Any]]:
-    """Per attention layer: (key shape, value shape, dtype) of one token of one sequence, as
-    ``(heads, 1, head_dim)``: from one single-token run of the model through the step's cache
-    (the shapes every model gives its cache, MLA's decompressed keys included), a run of
-    FakeTensors in ``mode`` for a model built without weights."""
+def _state_shapes(lm: Any, mode: Any = None) -> list[list[tuple[str, tuple, Any]]]:
+    """Per layer: what its cache holds for one sequence, ``(name, shape, dtype)`` in order:
+    keys and values of one token as ``(heads, 1, head_dim)``, convolution and recurrent
+    states whole; from one single-token run of the model through the step's cache (the shapes
+    every model gives its cache, MLA's decompressed keys included), a run of FakeTensors in
+    ``mode`` for a model built without weights."""
     import torch
 
-    n = int(lm.config.get_text_config().num_hidden_layers)
     with _within(mode), torch.no_grad():
         token = torch.zeros((1, 1), dtype=torch.long)
-        _, written = _run_through_step_cache(lm, token, token, 1, [], n)
-    shapes = []
-    for k, v in written:
-        shapes.append((tuple(k.shape[1:]), tuple(v.shape[1:]), k.dtype))
-    return shapes
+        _, written = _run_through_step_cache(lm, token, token, 1, None)
+    return [[(name, tuple(t.shape[1:]), t.dtype) for name, t in layer] for layer in written]
 
 
 def hf_step(lm: Any, phase: str, batch: int, context: int, mode: Any = None) -> Step:
@@ -299,40 +425,28 @@ def hf_step(lm: Any, phase: str, batch: int, context: int, mode: Any = None) -> 
     inputs, and their own); prefill, ``batch`` x ``context`` prompt tokens. ``mode``: the
     FakeTensorMode of a model built without weights (the inputs are then FakeTensors too)."""
     check_step(phase, batch, context)
-    check_attention_only(lm)
-    shapes = _kv_shapes(lm, mode)
-    step = _hf_step_module()(lm, context, len(shapes))
+    check_served_layers(lm)
+    shapes = _state_shapes(lm, mode)
+    step = _hf_step_module()(lm, context, [[name for name, _, _ in layer] for layer in shapes])
     with _within(mode):
         inputs = _step_inputs(lm, shapes, phase, batch, context)
     return Step(step, inputs, "transformers", type(lm).__name__)
 
 
-# The kinds of layer (transformers' ``layer_types``) whose state is a key/value cache, or none
-# (a layer of experts alone, Nemotron-H's "moe").
-_SERVED_LAYERS = frozenset(
-    {"attention", "full_attention", "sliding_attention", "chunked_attention", "moe", "mlp"}
-)
-
-
-def check_attention_only(lm: Any) -> None:
-    """A one-line ``AnalysisError`` for a causal LM with layers whose state is not a key/value
-    cache (a hybrid's Mamba or linear-attention layers, with convolution and recurrent states):
-    the serving step models attention caches only."""
-    config = lm.config.get_text_config()
-    kinds: list = []
-    for key in ("layer_types", "layers_block_type"):
-        value = getattr(config, key, None)
-        if isinstance(value, (list, tuple)) and value:
-            kinds = list(value)
-            break
-    other = sorted({str(k) for k in kinds} - _SERVED_LAYERS)
+def check_served_layers(lm: Any) -> None:
+    """A one-line ``AnalysisError`` for a causal LM with a layer whose cache the serving step
+    does not model (a kind other than a key/value cache, a linear-attention state, both, or
+    none: an indexed or compressed attention cache)."""
+    kinds, _ = _layer_kinds(lm)
+    known = _ATTENTION_LAYERS | _LINEAR_LAYERS | _HYBRID_LAYERS | _STATELESS_LAYERS
+    other = sorted(set(kinds) - known)
     if other:
-        where = [i for i, k in enumerate(kinds) if str(k) in other]
+        where = [i for i, k in enumerate(kinds) if k in other]
         shown = ", ".join(str(i) for i in where[:4]) + (", ..." if len(where) > 4 else "")
         raise AnalysisError(
-            f"{type(lm).__name__} has layers that keep no key/value cache ({', '.join(other)}: "
-            f"layers {shown}); --serve models the attention layers' caches only (a hybrid's "
-            "convolution and recurrent states are not modelled yet): analyse its forward pass "
+            f"{type(lm).__name__} has layers whose cache --serve does not model "
+            f"({', '.join(other)}: layers {shown}); it models key/value caches and "
+            "linear-attention states (convolution and recurrent): analyse its forward pass "
             "without --serve"
         )
 
@@ -347,10 +461,11 @@ def _step_inputs(lm: Any, shapes: list, phase: str, batch: int, context: int) ->
         ids = torch.randint(0, vocab, (batch, 1), generator=gen)
         positions = torch.full((batch, 1), context - 1, dtype=torch.long)
         past = []
-        for k_shape, v_shape, dtype in shapes:
-            for shape in (k_shape, v_shape):
-                full = (batch, shape[0], context - 1, *shape[2:])
-                past.append(torch.randn(full, generator=gen).to(dtype))
+        for layer in shapes:
+            for name, shape, dtype in layer:
+                if name in ("key", "value"):  # the context's tokens before the new one
+                    shape = (shape[0], context - 1, *shape[2:])
+                past.append(torch.randn((batch, *shape), generator=gen).to(dtype))
         inputs = (ids, positions, *past)
     else:
         ids = torch.randint(0, vocab, (batch, context), generator=gen)
@@ -453,29 +568,36 @@ TWIN_LAYERS = 2  # the twin's layers (more when the first layers differ: DeepSee
 TWIN_WIDTH = 512  # the twin's hidden width at most (a multiple of the heads: 8 a head at least)
 TWIN_VOCAB = 1024  # the twin's vocabulary at most
 TWIN_CONTEXT = 64  # the twin's context at most
+# The twin's parameters at most, where a narrower twin exists: 1 GB in float64 (its recheck).
+TWIN_PARAMETERS = 128_000_000
 
 
-def twin_config(config: Any) -> tuple[Any, str]:
+def twin_config(config: Any, width: int = TWIN_WIDTH) -> tuple[Any, str]:
     """A copy of a ``transformers`` config shrunk to a reduced twin: fewer layers
     (``TWIN_LAYERS``, and the first ``first_k_dense_replace`` dense ones), a narrower width
-    (``TWIN_WIDTH`` at most, the same query and key/value heads, so the same head structure
+    (``width`` at most, the same query and key/value heads, so the same head structure
     at a smaller head dimension; the MLP's widths scaled alike), a smaller vocabulary; the
-    same experts, the same routing (top-k), the same layer kinds. And its description."""
+    same experts, the same routing (top-k), the same layer kinds (more layers when the first
+    ones do not hold each kind: a hybrid's). And its description."""
     import copy
 
     twin = copy.deepcopy(config)
     text = twin.get_text_config()
     layers = int(text.num_hidden_layers)
     keep = min(layers, TWIN_LAYERS + int(getattr(text, "first_k_dense_replace", 0) or 0))
+    kinds = getattr(text, "layer_types", None)
+    if isinstance(kinds, (list, tuple)) and len(kinds) == layers:
+        # Each kind of layer at least once (a hybrid's attention layer may come fourth).
+        keep = max(keep, *(list(kinds).index(k) + 1 for k in set(kinds)))
     for key, value in list(vars(text).items()):  # per-layer lists (layer_types, ...)
         if isinstance(value, list) and len(value) == layers:
             setattr(text, key, value[:keep])
     text.num_hidden_layers = keep
-    width = int(text.hidden_size)
+    limit, width = width, int(text.hidden_size)
     heads = int(text.num_attention_heads)
     narrow = width
-    if width > TWIN_WIDTH:
-        narrow = max(heads * 8, TWIN_WIDTH // heads * heads)
+    if width > limit:
+        narrow = max(heads * 8, limit // heads * heads)
     if narrow < width:
         scale = narrow / width
         text.hidden_size = narrow
@@ -514,6 +636,28 @@ def twin_config(config: Any) -> tuple[Any, str]:
     return twin, what + ")"
 
 
+def twin_narrow_enough(lm: Any) -> tuple[Any, str]:
+    """``twin_config`` of ``lm`` at ``TWIN_WIDTH``, narrowed by halves while the twin holds
+    more than ``TWIN_PARAMETERS`` parameters and a narrower one exists (hundreds of experts in
+    each layer: Qwen3-Next's 512), so that its whole-program check and float64 recheck fit a
+    verification budget. Parameters counted on the meta device (no memory)."""
+    import torch
+
+    def parameters(config: Any) -> int:
+        with torch.device("meta"):
+            return sum(p.numel() for p in type(lm)(config).parameters())
+
+    limit = TWIN_WIDTH
+    config, what = twin_config(lm.config, limit)
+    while parameters(config) > TWIN_PARAMETERS:
+        narrower, described = twin_config(lm.config, limit // 2)
+        if narrower.get_text_config().hidden_size == config.get_text_config().hidden_size:
+            break  # as narrow as its heads allow (8 a head)
+        limit //= 2
+        config, what = narrower, described
+    return config, what
+
+
 def twin_step(lm: Any, phase: str, batch: int, source: str) -> tuple[Any, str]:
     """The step of ``lm``'s reduced twin (``twin_config``), built for real (random weights,
     ``torch.manual_seed(0)``), in ``lm``'s dtype, at ``batch`` and a context of
@@ -524,7 +668,7 @@ def twin_step(lm: Any, phase: str, batch: int, source: str) -> tuple[Any, str]:
     from solar.torch import TorchCaptured
     from solar.torch.capture import capture
 
-    config, what = twin_config(lm.config)
+    config, what = twin_narrow_enough(lm)
     dtypes = [p.dtype for p in lm.parameters() if p.is_floating_point()]
     dtype = dtypes[0] if dtypes else torch.float32
     default = torch.get_default_dtype()
