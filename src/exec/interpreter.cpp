@@ -2,6 +2,8 @@
 // innermost loop, into double registers of kChunk lanes.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <utility>
 
@@ -187,6 +189,18 @@ class Evaluator {
   int64_t n_ = 0;
 };
 
+// Moves n elements of `size` bytes from `from` (stride `fs` elements) to `to` (stride `ts`).
+template <typename T>
+void move_strided(std::byte* to, int64_t ts, const std::byte* from, int64_t fs, int64_t n) {
+  T* t = reinterpret_cast<T*>(to);
+  const T* f = reinterpret_cast<const T*>(from);
+  if (ts == 1 && fs == 1) {
+    std::copy_n(f, n, t);
+    return;
+  }
+  for (int64_t l = 0; l < n; ++l) t[l * ts] = f[l * fs];
+}
+
 void run_assign(const CompiledKernel& k) {
   Evaluator ev(k);
   const Access& out = k.out;
@@ -285,6 +299,38 @@ void run_reduction(const CompiledKernel& k) {
 }
 
 }  // namespace
+
+// A copy: `=` whose right side is one read of the output's dtype (a slice or a transpose made
+// contiguous, a weight selected). Its elements move as they are, without the round trip through
+// double (which also keeps integers above 2^53 and NaN payloads exact). False when `k` is not one.
+bool run_copy(const CompiledKernel& k) {
+  const Node& root = k.nodes[static_cast<size_t>(k.root)];
+  if (k.op != ir::AssignOp::Assign || root.kind != ir::ExprKind::Read) return false;
+  const Access& in = k.reads[static_cast<size_t>(root.access)];
+  const Access& out = k.out;
+  if (in.dtype != out.dtype) return false;
+  const int64_t size = ir::dtype_size(out.dtype);
+  if (size != 1 && size != 2 && size != 4 && size != 8) return false;
+  for_each_chunk(k, k.order, [&](const int64_t* idx, int inner, int64_t n) {
+    check_lanes(k, out, idx, inner, 0, n - 1, /*write=*/true);
+    check_lanes(k, in, idx, inner, 0, n - 1, /*write=*/false);
+    std::byte* to = out.data + out.flat.eval(idx) * size;
+    const std::byte* from = in.data + in.flat.eval(idx) * size;
+    const int64_t ts = out.flat.at(inner);
+    const int64_t fs = in.flat.at(inner);
+    switch (size) {
+      case 1:
+        return move_strided<uint8_t>(to, ts, from, fs, n);
+      case 2:
+        return move_strided<uint16_t>(to, ts, from, fs, n);
+      case 4:
+        return move_strided<uint32_t>(to, ts, from, fs, n);
+      default:
+        return move_strided<uint64_t>(to, ts, from, fs, n);
+    }
+  });
+  return true;
+}
 
 void run_generic(const CompiledKernel& k) {
   if (k.op == ir::AssignOp::Assign) {

@@ -398,7 +398,7 @@ void run_kernel(const ir::Stmt& s, Env& env) {
     if (!snapshot) snapshot = env.tensor(k.out).clone();
     a.data = static_cast<std::byte*>(snapshot->data());
   }
-  if (env.fast_paths && run_gemm(ck)) return;
+  if (env.fast_paths && (run_gemm(ck) || run_copy(ck))) return;
   run_generic(ck);
 }
 

@@ -77,6 +77,10 @@ struct CompiledKernel {
 // run_kernel points a read of the output at a snapshot where it may touch an element written).
 CompiledKernel compile_kernel(const ir::Kernel& k, const ir::Stmt& s, Env& env);
 
+// Runs a compiled kernel that is a copy (its right side one read of the output's dtype) as
+// element moves, without the interpreter's round trip through double; false when it is not one.
+bool run_copy(const CompiledKernel& k);
+
 // Runs a compiled kernel on the generic interpreter.
 void run_generic(const CompiledKernel& k);
 

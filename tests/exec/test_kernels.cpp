@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -231,6 +233,56 @@ kernel shift {
   EXPECT_NE(message.find("kernel 'shift' reads x[4], out of bounds for its shape [4] (at i=3)"),
             std::string::npos)
       << message;
+}
+
+// A kernel that only copies (its right side one read of its own dtype) moves the elements as
+// they are: the transpose of an i64 matrix keeps 2^53 + 1, which the interpreter's round trip
+// through double would make 2^53 (it does, with the fast paths off).
+TEST(Kernels, ACopyKernelMovesElementsExactly) {
+  Tensor x(ir::DType::I64, {3, 2});
+  auto* xs = static_cast<int64_t*>(x.data());
+  const int64_t big = (int64_t{1} << 53) + 1;           // 9,007,199,254,740,993
+  for (int64_t k = 0; k < 6; ++k) xs[k] = big + 2 * k;  // odd: none a double
+  const std::string text = R"(
+input x : i64[3, 2]
+output y : i64[2, 3]
+kernel t {
+  for i in 0..2, j in 0..3:
+    y[i, j] = x[j, i]
+})";
+  const TensorMap out = run_text(text, {{"x", x}});
+  const auto* ys = static_cast<const int64_t*>(out.at("y").data());
+  // y[i, j] = x[j, i] = big + 2 (2 j + i): y row 0 = big, big + 4, big + 8; row 1 = big + 2, ...
+  EXPECT_EQ(ys[0], big);
+  EXPECT_EQ(ys[1], big + 4);
+  EXPECT_EQ(ys[2], big + 8);
+  EXPECT_EQ(ys[3], big + 2);
+  EXPECT_EQ(ys[5], big + 10);
+  RunOptions generic;
+  generic.fast_paths = false;
+  const TensorMap rounded = run_text(text, {{"x", x}}, generic);
+  EXPECT_EQ(static_cast<const int64_t*>(rounded.at("y").data())[0], big - 1);  // 2^53
+}
+
+// The copy of a bf16 slice and transpose across several chunks equals the interpreter's, bit for
+// bit.
+TEST(Kernels, ACopyKernelAgreesWithTheInterpreter) {
+  test::Random r(3);
+  const Tensor x = r.tensor(ir::DType::BF16, {600, 3});
+  const std::string text = R"(
+input x : bf16[600, 3]
+output y : bf16[2, 600]
+kernel t {
+  for i in 0..2, j in 0..600:
+    y[i, j] = x[j, i + 1]
+})";
+  RunOptions generic;
+  generic.fast_paths = false;
+  const Tensor fast = run_text(text, {{"x", x}}).at("y");
+  const Tensor slow = run_text(text, {{"x", x}}, generic).at("y");
+  ASSERT_EQ(fast.nbytes(), slow.nbytes());
+  EXPECT_EQ(std::memcmp(fast.data(), slow.data(), fast.nbytes()), 0);
+  EXPECT_EQ(fast.get(1 * 600 + 599), x.get(599 * 3 + 2));  // y[1, 599] = x[599, 2]
 }
 
 TEST(Kernels, NestedSelectsMaskLanesAcrossChunks) {
