@@ -292,9 +292,11 @@ def ir_mutant(rng: random.Random) -> Mutant:
     text, what = mutate((ROOT / seed).read_text(), IR_MUTATORS, rng, rng.choice([1, 1, 2]))
     name = Path(seed).name
     path = f"{{}}/{name}"
+    # --budget-s: the executor's estimated time is bounded as a verification's is (a mutated
+    # size makes a triangular cumsum 2.5 x 10^12 adds: hours)
     commands = [
         ["ir", "check", path],
-        ["ir", "run", path, "--random-inputs"],
+        ["ir", "run", path, "--random-inputs", "--budget-s", "20"],
         ["sol", path, "--hw", "H100-SXM"],
     ]
     return Mutant("ir", seed, what, {name: text}, commands)

@@ -35,6 +35,7 @@
 #include "solar/cli/hw_command.h"
 #include "solar/cli/lift_command.h"
 #include "solar/cli/sol_commands.h"
+#include "solar/einsum/graph.h"
 #include "solar/exec/executor.h"
 #include "solar/exec/inputs.h"
 #include "solar/exec/npz.h"
@@ -67,6 +68,39 @@ struct FmtArgs {
   bool check = false;
 };
 
+// `solar ir run` and `ir verify` refuse a program whose estimated time in the executor is over
+// --budget-s (default kExecutorBudgetS). The estimate is the lift's counts at the executor's
+// slowest measured rates (solar.pipeline's EXECUTOR_* figures, bench/README.md "Verification
+// time"): multiply-adds, other ops, and the bytes each node reads and writes.
+constexpr double kExecutorBudgetS = 3600;
+constexpr double kExecutorMacsPerS = 1e8;
+constexpr double kExecutorOpsPerS = 5e7;
+constexpr double kExecutorBytesPerS = 5e8;
+
+// A one-line UserError when `p` would take more than `budget_s` in the executor, before any
+// tensor is made: a triangular reduction over 10^6 columns (2.5 x 10^12 adds) ran for hours.
+void check_executor_time(const ir::Program& p, const ir::SymbolValues& sizes, double budget_s,
+                         const std::string& file) {
+  double macs = 0;
+  double ops = 0;
+  double bytes = 0;
+  for (const einsum::Node& n : einsum::lift(p, sizes).nodes) {
+    macs += static_cast<double>(n.counts.macs);
+    ops += static_cast<double>(n.counts.other_ops());
+    bytes += static_cast<double>(n.bytes_read()) + static_cast<double>(n.bytes_written());
+  }
+  const double seconds =
+      macs / kExecutorMacsPerS + ops / kExecutorOpsPerS + bytes / kExecutorBytesPerS;
+  if (seconds <= budget_s) return;
+  char text[256];
+  std::snprintf(text, sizeof text,
+                ": the program would take about %.3g s in SOLAR's executor (%.3g multiply-adds, "
+                "%.3g other ops, %.3g bytes moved), over --budget-s %g; give a larger "
+                "--budget-s to run it, or run it at smaller sizes (--size)",
+                seconds, macs, ops, bytes, budget_s);
+  throw UserError(file + text);
+}
+
 struct RunArgs {
   std::string file;
   std::string inputs;
@@ -74,6 +108,7 @@ struct RunArgs {
   std::string save_inputs;
   std::vector<std::string> sizes;
   std::string memory_limit = "8GiB";
+  double budget_s = kExecutorBudgetS;
   bool no_fast_paths = false;
   bool random = false;
   uint64_t seed = 0;
@@ -86,6 +121,7 @@ struct VerifyArgs {
   std::string json;
   std::vector<std::string> sizes;
   std::string memory_limit = "8GiB";
+  double budget_s = kExecutorBudgetS;
 };
 
 // Exit code of `solar ir verify` when the program runs but an output differs (docs/cli.md).
@@ -242,6 +278,7 @@ int cmd_run(const RunArgs& a, std::ostream& out) {
 
   const ir::Program p = ir::parse_file(a.file);
   const ir::SymbolValues sizes = ir::check_or_throw(p, options.size_overrides);
+  check_executor_time(p, sizes, a.budget_s, a.file);
   exec::TensorMap inputs;
   if (a.random) {
     // Refuse before generating anything that would not fit.
@@ -293,7 +330,7 @@ int cmd_verify(const VerifyArgs& a, std::ostream& out) {
   options.memory_limit_bytes = parse_memory_limit(a.memory_limit);
   options.size_overrides = ir::parse_size_overrides(a.sizes);
   const ir::Program p = ir::parse_file(a.file);
-  ir::check_or_throw(p, options.size_overrides);
+  check_executor_time(p, ir::check_or_throw(p, options.size_overrides), a.budget_s, a.file);
   const exec::TensorMap expected = exec::read_npz(a.expected);
   const exec::TensorMap inputs = exec::conform_inputs(p, exec::read_npz(a.inputs));
   const exec::TensorMap outputs = exec::run(p, inputs, options);
@@ -421,6 +458,12 @@ struct Cli {
                     "Refuse runs whose tensors need more (8GiB, 512MiB, 2GB, ...)")
         ->type_name("BYTES")
         ->capture_default_str();
+    run->add_option("--budget-s", run_args.budget_s,
+                    "Refuse runs the executor would take longer than this for, by an estimate "
+                    "from the program's counts (docs/cli.md)")
+        ->type_name("SECONDS")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
     run->add_flag("--no-fast-paths", run_args.no_fast_paths,
                   "Run every kernel on the generic interpreter (no GEMM fast path)");
     CLI::Option* random =
@@ -453,6 +496,13 @@ struct Cli {
                      "Refuse runs whose tensors need more (8GiB, 512MiB, 2GB, ...)")
         ->type_name("BYTES")
         ->capture_default_str();
+    verify
+        ->add_option("--budget-s", verify_args.budget_s,
+                     "Refuse runs the executor would take longer than this for, by an estimate "
+                     "from the program's counts (docs/cli.md)")
+        ->type_name("SECONDS")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
 
     // Set last: subcommands inherit their parent's footer when they are created.
     app.footer("Run 'solar COMMAND --help' for the options of a command.");

@@ -169,13 +169,43 @@ TEST_F(CliTest, ErrorsNameTheirCommand) {
   EXPECT_EQ(count_lines(check.err), 1) << check.err;
 }
 
+// A program that would run for hours is refused before any tensor is made (issue 44's fuzz: the
+// triangular cumsum of examples/cumsum.ir over 10^6 columns). Its work: 5 rows x the sum over
+// j < 10^6 of (j + 1) adds = 5 x 10^6 (10^6 + 1) / 2 = 2,500,002,500,000 other ops, at 5e7 a
+// second: 50,000 s; its bytes (x read, y written: 2 x 5 x 10^6 x 4 B = 4e7) add 0.08 s.
+TEST_F(CliTest, ARunOverItsTimeBudgetIsOneLineBeforeAnyTensor) {
+  const std::string f = write("cumsum.ir", R"(size R = 5
+size C = 1000000
+
+input x : f32[R, C]
+output y : f32[R, C]
+
+kernel cumsum {
+  for i in 0..R, j in 0..C, k in 0..j + 1:
+    y[i, j] += x[i, k]
+}
+)");
+  for (const char* budget : {"3600", "60"}) {
+    const Result r = solar({"ir", "run", f, "--random-inputs", "--budget-s", budget});
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_EQ(r.err, "solar ir run: error: " + f +
+                         ": the program would take about 5e+04 s in SOLAR's executor (0 "
+                         "multiply-adds, 2.5e+12 other ops, 4e+07 bytes moved), over --budget-s " +
+                         budget +
+                         "; give a larger --budget-s to run it, or run it at smaller sizes "
+                         "(--size)\n");
+  }
+  // At C = 30 it runs: 5 x 30 x 31 / 2 = 2,325 adds.
+  EXPECT_EQ(solar({"ir", "run", f, "--random-inputs", "--size", "C=30"}).rc, 0);
+}
+
 TEST_F(CliTest, HelpOfASubcommandShowsItsOptions) {
   const Result a = solar({"help", "ir", "run"});
   const Result b = solar({"ir", "run", "--help"});
   EXPECT_EQ(a.rc, 0);
   EXPECT_EQ(a.out, b.out);
-  for (const char* option : {"--inputs", "--out", "--size", "--memory-limit", "--no-fast-paths",
-                             "--random-inputs", "--seed"}) {
+  for (const char* option : {"--inputs", "--out", "--size", "--memory-limit", "--budget-s",
+                             "--no-fast-paths", "--random-inputs", "--seed"}) {
     EXPECT_NE(a.out.find(option), std::string::npos) << option;
   }
   const Result ir = solar({"ir", "--help"});
