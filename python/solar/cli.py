@@ -525,7 +525,8 @@ def _serve(args: argparse.Namespace, options: Options) -> int:
         write_atomic(args.json, served.to_json())
     if len(options.program.batches) == 1:
         sys.stdout.write(first.summary(args.details) + "\n")
-        sys.stdout.write(served.table_after_step)
+        # the table without the policy, cache state and verification the step's report shows
+        sys.stdout.write(served.core.render(after_step_report=True))
     else:
         sys.stdout.write(served.table)
     if outputs:

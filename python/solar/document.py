@@ -73,13 +73,15 @@ def graph_bytes(document: dict, float_bytes: int | None = None) -> int:
         for s in t["shape"]:
             n *= s
         size = ELEMENT_BYTES[t["dtype"]]
-        if float_bytes is not None and t["dtype"] in _REAL_FLOATS:
+        if float_bytes is not None and t["dtype"] in REAL_FLOATS:
             size = float_bytes
         total += n * size
     return total
 
 
-_REAL_FLOATS = ("f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2")
+# The real floating-point dtypes, from the most precise to the least (by unit roundoff: f16
+# before bf16).
+REAL_FLOATS = ("f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2")
 
 
 def framework_name(document: dict) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from solar import _core, ir
-from solar.document import framework_name, graph_bytes
+from solar.document import REAL_FLOATS, framework_name, graph_bytes
 from solar.options import (
     AnalysisError,
 )
@@ -262,10 +262,6 @@ def verify(
     }
 
 
-# Float dtypes from the most precise to the least (by unit roundoff; f16 before bf16).
-_PRECISION_ORDER = ("f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2")
-
-
 def lowest_precision_computed(document: dict) -> dict[str, str]:
     """Per graph output: the least precise float dtype that a value it is computed from was
     computed in, where that is less precise than the output's own dtype (outputs not listed:
@@ -273,29 +269,21 @@ def lowest_precision_computed(document: dict) -> dict[str, str]:
     by bf16's rounding, not float32's: the framework rounds each bf16 op, SOLAR's executor
     once per store, so such an output is compared with that dtype's tolerance."""
     dtype = {t["name"]: t["dtype"] for t in document["tensors"]}
-    rank = {d: i for i, d in enumerate(_PRECISION_ORDER)}
-    producer: dict[str, list[str]] = {}
+    rank = {d: i for i, d in enumerate(REAL_FLOATS)}
+    # One pass in graph order (nodes come after the values they read): each computed value's
+    # least precise float along the way, its own dtype included; inputs and weights count not.
+    worst: dict[str, str | None] = {}
     for node in document.get("nodes", []):
-        reads = list(_tensor_args(node.get("args")))
+        reads = [worst[r] for r in _tensor_args(node.get("args")) if r in worst]
         for out in node.get("outputs") or []:
             if out:
-                producer[out] = reads
-    lowest: dict[str, str] = {}
-    for out in document["outputs"]:
-        if dtype.get(out) not in rank:
-            continue
-        worst, seen, todo = dtype[out], {out}, [out]
-        while todo:
-            name = todo.pop()
-            if dtype.get(name) in rank and rank[dtype[name]] > rank[worst]:
-                worst = dtype[name]
-            for read in producer.get(name, ()):
-                if read in producer and read not in seen:  # computed values only
-                    seen.add(read)
-                    todo.append(read)
-        if worst != dtype[out]:
-            lowest[out] = worst
-    return lowest
+                floats = [d for d in (dtype.get(out), *reads) if d in rank]
+                worst[out] = max(floats, key=rank.__getitem__, default=None)
+    return {
+        out: worst[out]
+        for out in document["outputs"]
+        if dtype.get(out) in rank and worst.get(out) not in (None, dtype[out])
+    }
 
 
 def _tensor_args(args: Any) -> Any:
@@ -368,7 +356,7 @@ def _core_array(a: Any, dtype: str) -> np.ndarray:
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)  # (keeps a 0-d array 0-d)
 
 
-_LOW_FLOATS = ("f32", "f16", "bf16", "f8e4m3", "f8e5m2")
+_LOW_FLOATS = REAL_FLOATS[1:]  # below float64
 
 
 def recheck_in_float64(

@@ -76,9 +76,6 @@ class ServingReport:
     table: str
     steps: list[Any] = field(default_factory=list)
     core: Any = field(default=None, repr=False)
-    # The table after the one step's own report (which shows the policy, cache state and
-    # verification): ``solar analyze --serve`` of one batch prints it.
-    table_after_step: str = ""
 
     def to_json(self) -> str:
         import json
@@ -147,6 +144,4 @@ def run_serving(
             [(b, r.core) for b, r in zip(batches, reports, strict=True)],
             [json.dumps(v, sort_keys=True) for v in verifications],
         )
-    return ServingReport(
-        json.loads(core.to_json()), core.render(), reports, core, core.render(True)
-    )
+    return ServingReport(json.loads(core.to_json()), core.render(), reports, core)

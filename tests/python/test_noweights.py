@@ -44,7 +44,7 @@ step = served.steps[0]
 print(json.dumps({"fused": step.data["bytes"]["fused"],
                   "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                   "verification": step.verification["status"],
-                  "report": step.summary() + chr(10) + served.table_after_step}))
+                  "report": step.summary() + chr(10) + served.core.render(True)}))
 """
 
 
