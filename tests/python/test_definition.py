@@ -664,21 +664,20 @@ def test_values_that_decide_the_program_are_traced_on_each_workload_at_once(
     # 2 x 16 x (16 + 16) = 1024; 2 x 16 x (9 + 9) = 576; 2 x 16 x (9 + 9 + 9) = 864
     assert [e["report"]["totals"]["macs"] for e in entries] == [1024, 576, 864]
     assert all(e["row"]["verification"] == "passed" for e in entries)
-    # b2t8's symbolic trace read the bounds (.item()) and came out specialised on them (it holds
-    # for b2t8 alone); b2t6 and b3t9 are traced on their own values at once
+    # b2t8's symbolic trace, on FakeTensors, stopped where it read the bounds (.item()): each
+    # workload, b2t8 too, is then traced on its own values at once, on real inputs
     why = (
         "no symbolic capture (values of the data decide the program: each workload is traced "
         "on its own values)"
     )
-    assert [e["row"]["capture"] for e in entries] == ["symbolic", f"alone: {why}", f"alone: {why}"]
+    assert [e["row"]["capture"] for e in entries] == [f"alone: {why}"] * 3
     # two .item() a sequence: 2 x 2 = 4, 2 x 2 = 4, 2 x 3 = 6 values
     for entry, count in zip(entries, (4, 4, 6), strict=True):
         notes = entry["report"]["verification"]["notes"]
         assert any(f"specialised on {count} value(s)" in n for n in notes), notes
-    # torch.export runs: b2t8's trace with symbolic sizes (it kept .item() as an unbacked
-    # size) and its trace on the recorded values; one trace on the recorded values each for
-    # b2t6 and b3t9: 2 + 1 + 1 = 4 (each workload's own export with unbacked sizes, as before,
-    # would make it 6)
+    # torch.export runs: b2t8's trace with symbolic sizes on FakeTensors (stopped at .item())
+    # and one trace on the recorded values each for b2t8, b2t6 and b3t9: 1 + 3 = 4 (each
+    # workload's own export with unbacked sizes would make it 6)
     assert len(exports) == 4
 
 
@@ -925,9 +924,15 @@ def test_inputs_past_the_machines_memory_are_refused_before_any_allocation(tmp_p
     )
     # half of the memory or less is made: 2.2 TB of inputs fit in 4.4 TB
     tdef.check_input_memory(problem.definition, workload, named, memory=4_398_063_288_320)
-    # through the command line, on this machine (2.2 TB is more than half of any CI machine)
-    rc, out, err = solar("analyze", folder, "--suite-only")
-    assert rc == 1 and err.count("\n") == 1 and "the inputs need 2.199 TB" in err, err
+    # through the command line the inputs are FakeTensors (issue 38: captured without running
+    # at full size) and nothing is allocated: analysed, verified per op at reduced size (M = 4
+    # has nothing to shrink), in a child whose peak memory is a fraction of one input
+    entry, peak = analysed_in_a_child(folder)
+    assert entry["row"]["verification"] == "passed"
+    assert entry["report"]["verification"]["mode"] == "per_op"
+    # MACs M x N x K = 4 x 2^20 x 2^20 = 2^42 = 4,398,046,511,104
+    assert entry["report"]["totals"]["macs"] == 4 * 2**40
+    assert peak < 2 * 10**9, peak  # B alone is 2.199 TB
 
 
 # Attention written plainly (scores materialised), as attention-backward references are: small
@@ -974,17 +979,103 @@ def test_a_reference_past_the_machines_memory_is_refused_from_fake_tensors(tmp_p
         "was allocated (run a workload with smaller axes)"
     ), message
     assert "(the largest it makes 68.72 GB, by bmm at line 4)" in message, message
-    # the inputs alone (100.7 MB) pass their own check; the command line refuses the same in one
-    # line (68.72 GB is more than half of any CI machine), before a byte of it is allocated
+    # the inputs alone (100.7 MB) pass their own check
     tdef.check_input_memory(
         problem.definition, workload, fmt.resolve_axes(problem.definition, workload), memory=10**11
     )
-    rc, out, err = solar("analyze", folder, "--suite-only")
-    assert rc == 1 and err.count("\n") == 1 and "by bmm at line 4" in err, err
+    # the command line captures it on FakeTensors (no value decides its sizes) and never runs it
+    # at full size: analysed, verified on a reduced workload (L 65536 -> 16) and per op at
+    # reduced size, in a child whose peak memory is a fraction of the 68.72 GB of scores
+    entry, peak = analysed_in_a_child(folder)
+    verification = entry["report"]["verification"]
+    assert entry["row"]["verification"] == "passed" and verification["mode"] == "twin"
+    assert "(L 65536 -> 16)" in verification["detail"], verification["detail"]
+    # MACs: two products of H x L x L x D = 4 x 2^16 x 2^16 x 64 = 2^40 each: 2^41
+    assert entry["report"]["totals"]["macs"] == 2**41
+    assert peak < 2 * 10**9, peak
     # L = 64: 4 x 64 x 64 x 4 B = 65,536 B of scores: analysed
     small = [{"uuid": "l64", "axes": {"L": 64}, "inputs": {n: {"type": "random"} for n in "qkv"}}]
     entry = analysed(tmp_path, PLAIN_ATTENTION, small)
     assert entry["row"]["verification"] == "passed"
+
+
+# A constant made inside run (torch.tensor), lifted by export into the capture: traced on
+# FakeTensors its value is fake, so a workload verified whole is captured on real inputs.
+SCALE_BY_CONSTANT = {
+    "name": "test_scale_by_constant_d4",
+    "axes": axes("B", D=4),
+    "inputs": {"x": {"shape": ["B", "D"], "dtype": "float32"}},
+    "outputs": {"y": {"shape": ["B", "D"], "dtype": "float32"}},
+    "reference": (
+        "import torch\n\ndef run(x):\n    return x * torch.tensor([1.0, 2.0, 3.0, 4.0])\n"
+    ),
+}
+
+
+def test_a_lifted_constant_is_verified_on_real_inputs(tmp_path, torch):
+    workloads = [
+        {"uuid": f"b{b}", "axes": {"B": b}, "inputs": {"x": {"type": "random"}}} for b in (8, 32)
+    ]
+    folder = write(tmp_path / "c", SCALE_BY_CONSTANT, workloads)
+    json_path = tmp_path / "c.json"
+    rc, _, err = solar("analyze", folder, "--json", str(json_path))
+    assert rc == 0, err
+    document = json.loads(json_path.read_text())
+    # captures: the group's symbolic trace on FakeTensors (its constant fake: dropped), then
+    # the same on real inputs, which both workloads bind to: 2 captures, 1 shared
+    assert document["capture"] == {"captures": 2, "shared": 1, "workloads": 2}
+    for entry, b in zip(document["workloads"], (8, 32), strict=True):
+        verification = entry["report"]["verification"]
+        # compared whole with PyTorch's output: the constant's real values [1, 2, 3, 4]
+        assert verification["mode"] == "whole_program" and entry["row"]["verification"] == "passed"
+        # bytes fused = x (b x 4 x 4 B) + the constant (4 x 4 B) + y (b x 4 x 4 B):
+        # b8: 128 + 16 + 128 = 272; b32: 512 + 16 + 512 = 1040
+        assert entry["report"]["bytes"]["fused"] == 32 * b + 16
+
+
+def test_a_custom_entry_point_that_reads_values_makes_the_inputs_for_real(tmp_path, torch):
+    # int() of a tensor it drew (the least of a permutation of {0, 1}: 0): FakeTensors hold no
+    # value, so the inputs are made for real and the note says why
+    reading = json.loads(json.dumps(EMBEDDING))
+    reading["reference"] = reading["reference"].replace(
+        "    n = axes_and_scalars['tokens']\n",
+        "    n = axes_and_scalars['tokens'] + int(torch.randperm(2).min())\n",
+    )
+    entry = analysed(tmp_path, reading, EMBEDDING_WORKLOADS)
+    assert entry["row"]["verification"] == "passed"
+    (note,) = [n for n in entry["notes"] if n.startswith("inputs made for real")]
+    assert note == (
+        "inputs made for real: on FakeTensors, custom_inputs_entrypoint 'make_ids' failed: "
+        "DataDependentOutputException: aten._local_scalar_dense.default"
+    ), note
+    # bytes fused = ids (8 x 8 B) + the 8 rows read (8 x 16 x 4 B) + out (8 x 16 x 4 B)
+    # = 64 + 512 + 512 = 1088
+    assert entry["report"]["bytes"]["fused"] == 1088
+
+
+def analysed_in_a_child(folder: str) -> tuple[dict, int]:
+    """``solar analyze FOLDER --json`` in a child process: its one workload's JSON entry and
+    the child's peak resident memory in bytes (ru_maxrss, measured by a parent of its own so
+    that no other child of the test run counts)."""
+    import subprocess
+    import sys
+
+    out = os.path.join(folder, "child.json")
+    script = (
+        "import resource, subprocess, sys\n"
+        "run = subprocess.run([sys.executable, '-m', 'solar', 'analyze', sys.argv[1], "
+        "'--suite-only', '--json', sys.argv[2]], capture_output=True, text=True)\n"
+        "sys.stderr.write(run.stderr)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "sys.exit(run.returncode)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script, folder, out], capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr
+    with open(out) as f:
+        (entry,) = json.load(f)["workloads"]
+    return entry, int(run.stdout.split()[-1]) * 1024  # ru_maxrss is in KiB on Linux
 
 
 def test_random_inputs_are_drawn_in_chunks_not_staged_whole(torch):
@@ -1033,6 +1124,11 @@ def test_a_reference_whose_sizes_depend_on_values_is_checked_up_to_there(tmp_pat
     ), e.value
     # with room for it (2 x 68.72 GB < 200 GB) it is not refused
     tdef.check_reference_memory(problem.definition, workload, namespace, memory=2 * 10**11)
+    # the command line: the trace on FakeTensors stops at nonzero, so the inputs are made for
+    # real and checked first, and refused in one line (68.72 GB is over half of any CI machine)
+    rc, _, err = solar("analyze", str(tmp_path / "n"), "--suite-only")
+    assert rc == 1 and err.count("\n") == 1, err
+    assert "up to where its sizes depend on its values" in err, err
 
 
 def test_a_reference_that_fails_on_fake_tensors_is_one_line_without_torchs_logged_traceback(

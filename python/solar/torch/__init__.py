@@ -213,6 +213,16 @@ def differing_nodes(fake: dict, real: dict) -> str:
     return f"{counts}; {len(differ)} differ: {shown}{more} (FakeTensors / real)"
 
 
+def whole_verified(captured: TorchCaptured, options: Options) -> bool:
+    """Whether ``captured``'s whole program will be verified on its golden run: verification
+    on, not per op, and the graph's tensors within ``--verify-budget-mb``."""
+    from solar.document import graph_bytes
+
+    v = options.verification
+    fits = graph_bytes(captured.document) <= v.budget_mb * 1e6
+    return v.enabled and v.mode != "per_op" and fits
+
+
 def prefer_real(captured: TorchCaptured, options: Options, prog: str) -> TorchCaptured:
     """A capture of FakeTensors that may hold fake values (``holds_fake_values``) is replaced by
     the real model's capture when the whole program will be verified on it anyway (its tensors
@@ -220,12 +230,9 @@ def prefer_real(captured: TorchCaptured, options: Options, prog: str) -> TorchCa
     the two captures differ, stderr names the nodes that do."""
     import sys
 
-    from solar.document import graph_bytes
     from solar.torch.capture import is_fake
 
-    v = options.verification
-    fits = graph_bytes(captured.document) <= v.budget_mb * 1e6
-    if not (v.enabled and v.mode != "per_op" and fits) or not is_fake(captured.inputs):
+    if not whole_verified(captured, options) or not is_fake(captured.inputs):
         return captured
     if not captured.capture.holds_fake_values():
         return captured

@@ -17,8 +17,11 @@ Imports torch; ``solar.definition`` reads the files without it.
   workloads that differ only in their sizes (``solar.torch._symbolic``: torch.export with the
   dimensions of the non-const axes symbolic, the trace re-specialised to each workload's sizes),
   else alone; ``count`` says how many captures were made.
+- ``make(definition, workload, namespace, fake)``: the inputs and ``run`` as a module on them,
+  as FakeTensors (no memory) or for real.
 - ``analyse_workload(definition, workload, namespace, options, captures=...)``: the workload's
-  report and notes.
+  report and notes: captured on FakeTensors first, on real inputs where values of the data
+  decide the program; real inputs are made for the golden run only.
 
 A reference written for a GPU (``device="cuda"``, ``.cuda()``, ``.to("cuda")``) runs on the CPU
 (``OnCpu``), and the workload's notes say so once.
@@ -26,6 +29,7 @@ A reference written for a GPU (``device="cuda"``, ``.cuda()``, ``.to("cuda")``) 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import linecache
@@ -33,6 +37,7 @@ import math
 import os
 import re
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +103,8 @@ class Inputs:
     # the CSV's ``inputs`` cell: the inputs whose file was not there and whose values SOLAR
     # built from the definition's axes (empty: every input made as the workload says)
     built: str = ""
+    # the FakeTensorMode the tensors were made in (``make_inputs(fake=...)``), or None: real
+    fake: Any = None
 
     def kwargs(self) -> dict[str, Any]:
         return dict(zip(self.names, self.values, strict=True))
@@ -109,13 +116,16 @@ def make_inputs(
     namespace: dict,
     on_cpu: OnCpu | None = None,
     check: bool = True,
+    fake: Any = None,
 ) -> Inputs:
     """The inputs of ``run`` for ``workload`` (module doc); ``on_cpu``: the device mapping the
     custom entry point runs under. ``check``: the memory they and the reference need checked
-    first (``check_input_memory``, ``check_reference_memory``)."""
+    first (``check_input_memory``, ``check_reference_memory``). ``fake``: a ``FakeTensorMode``
+    the tensors are made in (shapes and dtypes, no memory, no values: nothing is drawn; a file's
+    tensor is read, then faked; the custom entry point runs in the mode); no memory check."""
     on_cpu = on_cpu or OnCpu()
     axes = resolve_axes(definition, workload)
-    if check:
+    if check and fake is None:
         check_input_memory(definition, workload, axes)
         check_reference_memory(definition, workload, namespace)
     generator = torch.Generator().manual_seed(workload.index)
@@ -136,7 +146,8 @@ def make_inputs(
             if shape is None:
                 values[name] = given.value
             else:
-                values[name] = torch.full(shape, given.value, dtype=_dtype(spec.dtype, at))
+                with fake or contextlib.nullcontext():
+                    values[name] = torch.full(shape, given.value, dtype=_dtype(spec.dtype, at))
         elif given.kind == "safetensors":
             file = safetensors_file(definition, workload, given.path)
             if file is not None:
@@ -157,7 +168,7 @@ def make_inputs(
                     f"{at}: the file {given.path} is not there, and the definition declares no "
                     f"shape for '{name}'"
                 )
-            values[name] = _random(shape or (), _dtype(spec.dtype, at), generator)
+            values[name] = _random(shape or (), _dtype(spec.dtype, at), generator, fake)
             unread.append(name)
             notes.append(
                 f"input '{name}': its file {given.path} (key '{given.tensor_key}') is not "
@@ -169,13 +180,14 @@ def make_inputs(
                     f"{at}: random, but the definition declares no shape for '{name}' (a "
                     "parameter of run with a default): give it as scalar, custom or safetensors"
                 )
-            values[name] = _random(shape or (), _dtype(spec.dtype, at), generator)
+            values[name] = _random(shape or (), _dtype(spec.dtype, at), generator, fake)
     custom = [n for n, g in workload.inputs.items() if g.kind == "custom"]
     if custom:
         scalars = {n: values[n] for n, g in workload.inputs.items() if g.kind == "scalar"}
-        made = _custom(
-            definition, workload, namespace, {**axes, **workload.flags, **scalars}, on_cpu
-        )
+        with fake or contextlib.nullcontext():
+            made = _custom(
+                definition, workload, namespace, {**axes, **workload.flags, **scalars}, on_cpu
+            )
         for name in custom:
             if name not in made:
                 raise DefinitionError(
@@ -207,7 +219,10 @@ def make_inputs(
     if omitted:
         notes.append(f"input(s) {', '.join(omitted)} not given: run's default")
     ordered = [values[name] for name in names]
-    return Inputs(ordered, notes, unread, names, "; ".join(f"built: {b}" for b in built))
+    if fake is not None:  # a file's tensor, an indptr built from the axes: real until here
+        ordered = [_faked(v, fake) for v in ordered]
+    built_cell = "; ".join(f"built: {b}" for b in built)
+    return Inputs(ordered, notes, unread, names, built_cell, fake)
 
 
 def safetensors_file(definition: Definition, workload: Workload, path: str) -> str | None:
@@ -406,10 +421,16 @@ def _dtype(name: str, at: str) -> torch.dtype:
 RANDOM_CHUNK = 1 << 22
 
 
-def _random(shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generator) -> torch.Tensor:
+def _random(
+    shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generator, fake: Any = None
+) -> torch.Tensor:
     """A random tensor by dtype: floats standard normal (float8 clamped to [-2, 2]), integers
     uniform in {0, 1} (a valid index into any axis of 2 or more), bools uniform, packed fp4
-    uniform bytes. Drawn ``RANDOM_CHUNK`` elements at a time into the tensor itself."""
+    uniform bytes. Drawn ``RANDOM_CHUNK`` elements at a time into the tensor itself. In a
+    ``fake`` mode: a FakeTensor of the shape and dtype (nothing drawn)."""
+    if fake is not None:
+        with fake:
+            return torch.empty(shape, dtype=dtype)
     numel = math.prod(shape)
     if numel <= RANDOM_CHUNK:
         return _draw(shape, dtype, generator)
@@ -431,6 +452,15 @@ def _draw(shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generator
     if dtype.is_floating_point or dtype.itemsize == 1 and not dtype.is_signed:  # packed fp4
         return torch.randint(0, 256, shape, generator=generator, dtype=torch.uint8).view(dtype)
     return torch.randint(0, 2, shape, generator=generator, dtype=dtype)
+
+
+def _faked(value: Any, fake: Any) -> Any:
+    """``value`` as a FakeTensor of the mode ``fake`` (a real tensor: its shape and dtype)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor):
+        return fake.from_tensor(value)
+    return value
 
 
 def _custom(
@@ -549,7 +579,9 @@ def check_safetensors(
     definition: Definition, workload: Workload, namespace: dict, inputs: Inputs, on_cpu: OnCpu
 ) -> None:
     """Runs ``run`` once on ``inputs`` following the values of the safetensors inputs; where
-    one decides a size or reaches Python, a one-line refusal (SOLAR did not read the file)."""
+    one decides a size or reaches Python, a one-line refusal (SOLAR did not read the file).
+    On FakeTensors (no memory) a failure that no such input caused is left to the capture,
+    which then makes the inputs for real (``analyse_workload``)."""
     if not inputs.safetensors:
         return
     names = inputs.names
@@ -558,10 +590,12 @@ def check_safetensors(
         for n in inputs.safetensors
     }
     mode = _Tainted(roots)
-    with torch.no_grad(), on_cpu, mode:
+    with torch.no_grad(), inputs.fake or contextlib.nullcontext(), on_cpu, mode:
         try:
             namespace["run"](**inputs.kwargs())
         except Exception as e:  # run failed on the stand-in values: the same refusal, or its error
+            if mode.found is None and inputs.fake is not None:
+                return
             if mode.found is None:
                 raise DefinitionError(
                     f"{workload.where}: run failed on its inputs: {type(e).__name__}: "
@@ -612,6 +646,12 @@ def reference_module(
 # takes another path there).
 MAX_TRACES = 4
 
+# The capture cell's reason where values of the data decide a group's program.
+BY_VALUES = (
+    "no symbolic capture (values of the data decide the program: each workload is traced on "
+    "its own values)"
+)
+
 
 class Captures:
     """How the workloads of one definition are captured (docs/benchmarks.md, "Capture once, bind
@@ -638,6 +678,7 @@ class Captures:
         workloads: list[Workload],
         namespace: dict | None = None,
         once: bool = True,
+        fake: bool = True,
     ) -> None:
         self.definition = definition
         self.namespace = namespace
@@ -653,38 +694,55 @@ class Captures:
         self._traces: dict[tuple, list[Any]] = {}
         # the groups whose program values of the data decide, and why (the cell's reason)
         self._by_values: dict[tuple, str] = {}
+        # first captured on FakeTensors (``fake_first``); the groups captured on real inputs
+        self.fake = fake
+        self._real: set[tuple] = set()
+
+    def fake_first(self, workload: Workload) -> bool:
+        """Whether ``workload`` is first captured on FakeTensors: unless its group's values
+        of the data decide the program, or a capture of the group on them could not be
+        used (``made_real``)."""
+        key = _fixed_values(self.definition, workload)
+        return self.fake and key not in self._by_values and key not in self._real
+
+    def made_real(self, workload: Workload) -> None:
+        """``workload``'s group is captured on real inputs from now on: its traces made on
+        FakeTensors are dropped (a trace holds the values of the constants it lifted)."""
+        key = _fixed_values(self.definition, workload)
+        self._real.add(key)
+        for (group, _), traces in self._traces.items():
+            if group == key:
+                traces[:] = [t for t in traces if isinstance(t, str) or not t[3]]
 
     def capture(
         self,
         workload: Workload,
-        module: Any,
-        tensors: tuple,
+        made: Made,
         options: Options,
-        on_cpu: OnCpu,
-        fixed: tuple = (),
+        build: Callable[[], tuple[Any, tuple]] | None = None,
     ) -> tuple[Any, str, list[str]]:
         """``(captured, cell, notes)``: the workload's ``TorchCaptured``, its CSV ``capture``
         cell ("symbolic": its sizes bound to a symbolic capture of its group; "alone"; "alone:
-        WHY") and the notes that say so; ``fixed``: the values fixed in ``module`` (its
-        non-tensor arguments), which a shared capture must have too."""
+        WHY") and the notes that say so. ``made``: the workload's inputs and ``run`` on them,
+        whose fixed values (its non-tensor arguments) a shared capture must have too;
+        ``build``: the same made for real, for the golden run of a capture of FakeTensors."""
         from solar.torch import TorchCaptured, captured_call
         from solar.torch._symbolic import NotBoundError
+        from solar.torch._trace import DataDependentError
 
         self._done.add(workload.index)
         source = f"{self.definition.name}:{workload.uuid}"
         key = _fixed_values(self.definition, workload)
+        module, tensors = made.module, made.tensors
         why = ""
         if len(self._groups.get(key, ())) >= 2 and key not in self._by_values:
-            for symbolic in self._symbolic(key, fixed, workload, module, tensors, on_cpu):
+            for symbolic in self._symbolic(key, workload, made):
                 if isinstance(symbolic, str):
                     why = why or symbolic
                     continue
-                trace, first, mapped = symbolic
+                trace, first, mapped, _ = symbolic
                 if trace.traced.specialised:
-                    self._by_values[key] = (
-                        "no symbolic capture (values of the data decide the program: "
-                        "each workload is traced on its own values)"
-                    )
+                    self._by_values[key] = BY_VALUES
                     if first != workload.uuid:
                         break
                 try:
@@ -693,7 +751,7 @@ class Captures:
                     why = why or str(e)
                     continue
                 recapture = _recapture(cap.document.get("source"))
-                captured = TorchCaptured(cap, recapture, module, tensors)
+                captured = TorchCaptured(cap, recapture, module, tensors, build=build)
                 shared = first != workload.uuid
                 self.shared += shared
                 bound = ", ".join(f"{d} = {n}" for d, n in sizes.items()) or "no sizes"
@@ -704,29 +762,26 @@ class Captures:
                 return captured, "symbolic", notes
         specialise = key in self._by_values
         why = why or self._by_values.get(key, "")
+        if specialise and made.fake:  # FakeTensors hold no values to specialise on
+            raise DataDependentError(why)
         with torch.no_grad():
             captured = captured_call(module, tensors, options, source, specialise=specialise)
+        captured.build = build
         self.count += 1
         if not why:
             return captured, "alone", []
         return captured, f"alone: {why}", [f"captured alone: {why}"]
 
-    def _symbolic(
-        self,
-        group: tuple,
-        fixed: tuple,
-        workload: Workload,
-        module: Any,
-        tensors: tuple,
-        on_cpu: OnCpu,
-    ) -> Any:
+    def _symbolic(self, group: tuple, workload: Workload, made: Made) -> Any:
         """The group's symbolic traces, one by one (each ``(Symbolic, the uuid of the workload
-        traced, device mapped)``, or why it could not be made). The first is made on the
-        group's first workload whose dimensions to keep symbolic are all 2 or more (export
-        fixes a dimension of size 0 or 1), else on ``workload``; after the last, one more is
-        made on ``workload`` (its dimensions 2 or more) while workloads of the group remain and
-        fewer than ``MAX_TRACES`` were made."""
+        traced, device mapped, traced on FakeTensors)``, or why it could not be made). The
+        first is made on the group's first workload whose dimensions to keep symbolic are all
+        2 or more (export fixes a dimension of size 0 or 1), else on ``workload``; after the
+        last, one more is made on ``workload`` (its dimensions 2 or more) while workloads of
+        the group remain and fewer than ``MAX_TRACES`` were made. Each is made on inputs as
+        ``made``'s are (fake or real)."""
         dynamic = _dynamic_dims(self.definition)
+        fixed = tuple(_fixed_of(made.inputs))
         traces = self._traces.setdefault((group, fixed), [])
         if not traces:
             example = next(
@@ -734,13 +789,11 @@ class Captures:
                 workload,
             )
             if example is not workload and self.namespace is not None:
-                example_cpu = OnCpu()
-                inputs = make_inputs(self.definition, example, self.namespace, example_cpu)
-                if tuple(_fixed_of(inputs)) == fixed:  # else: traced on this workload
-                    made = reference_module(self.definition, self.namespace, inputs, example_cpu)
-                    traces.append(self._trace(example, *made, dynamic, example_cpu, group))
+                other = make(self.definition, example, self.namespace, made.fake, check=False)
+                if tuple(_fixed_of(other.inputs)) == fixed:  # else: traced on this workload
+                    traces.append(self._trace(example, other, dynamic, group))
             if not traces:
-                traces.append(self._trace(workload, module, tensors, dynamic, on_cpu, group))
+                traces.append(self._trace(workload, made, dynamic, group))
             yield traces[0]
         else:
             yield from list(traces)
@@ -754,18 +807,10 @@ class Captures:
             and len(traces) < MAX_TRACES
             and _all_symbolic(self.definition, workload, dynamic)
         ):
-            traces.append(self._trace(workload, module, tensors, dynamic, on_cpu, group))
+            traces.append(self._trace(workload, made, dynamic, group))
             yield traces[-1]
 
-    def _trace(
-        self,
-        workload: Workload,
-        module: Any,
-        tensors: tuple,
-        dynamic: list,
-        on_cpu: OnCpu,
-        group: tuple,
-    ) -> Any:
+    def _trace(self, workload: Workload, made: Made, dynamic: list, group: tuple) -> Any:
         from solar.torch._symbolic import capture_symbolic
         from solar.torch._trace import DataDependentError
 
@@ -773,13 +818,15 @@ class Captures:
         self.count += 1
         try:
             with torch.no_grad():
-                trace = capture_symbolic(module, tensors, dynamic, source)
+                trace = capture_symbolic(made.module, made.tensors, dynamic, source)
         except ValueError as e:  # CaptureError: the workloads it would have held for alone
             why = f"no symbolic capture ({_first_line(e)})"
+            if isinstance(e, DataDependentError) and made.fake:  # it stopped at a value
+                why = BY_VALUES
             if isinstance(e, DataDependentError):
                 self._by_values[group] = why
             return why
-        return (trace, workload.uuid, on_cpu.mapped)
+        return (trace, workload.uuid, made.on_cpu.mapped, made.fake)
 
 
 def _fixed_of(inputs: Inputs) -> list[str]:
@@ -840,6 +887,37 @@ def _dynamic_dims(definition: Definition) -> list[list[int]]:
     return out
 
 
+@dataclass
+class Made:
+    """A workload's inputs and ``run`` as a module on their tensors (``reference_module``),
+    made as FakeTensors (``fake``: shapes and dtypes, no memory) or for real."""
+
+    inputs: Inputs
+    module: Any
+    tensors: tuple
+    on_cpu: OnCpu
+
+    @property
+    def fake(self) -> bool:
+        return self.inputs.fake is not None
+
+
+def make(
+    definition: Definition, workload: Workload, namespace: dict, fake: bool, check: bool = True
+) -> Made:
+    """``workload``'s inputs and ``run`` on them (``Made``): FakeTensors in a fresh
+    ``FakeTensorMode``, or real (``check``: their memory checked first, ``make_inputs``); the
+    safetensors inputs whose files are not there are checked (``check_safetensors``)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    on_cpu = OnCpu()
+    mode = FakeTensorMode(allow_non_fake_inputs=True) if fake else None
+    inputs = make_inputs(definition, workload, namespace, on_cpu, check, mode)
+    check_safetensors(definition, workload, namespace, inputs, on_cpu)
+    module, tensors = reference_module(definition, namespace, inputs, on_cpu)
+    return Made(inputs, module, tensors, on_cpu)
+
+
 def analyse_workload(
     definition: Definition,
     workload: Workload,
@@ -851,27 +929,67 @@ def analyse_workload(
     """``(report, notes, capture, built)``: ``run`` on the workload's inputs, captured (by
     ``captures``: None, alone) and analysed by ``solar.stages.run``; the notes say how the
     inputs were made and how the program was captured; ``capture`` and ``built`` are the CSV's
-    ``capture`` and ``inputs`` cells (``Inputs.built``)."""
+    ``capture`` and ``inputs`` cells (``Inputs.built``).
+
+    The inputs are first made as FakeTensors and the program traced on them (no memory, nothing
+    run); they are made for real only for the golden run, when the whole program is verified
+    (``TorchCaptured.build``). Where the trace on FakeTensors fails (values of the data decide
+    the program: ``.item()``, ``nonzero``, ``.tolist()``) or would verify whole with constants
+    it lifted (whose values FakeTensors do not hold), the inputs are made for real and the
+    program captured on them, specialised on the values it reads (``captures.made_real``)."""
+    from solar.torch import whole_verified
+    from solar.torch._trace import DataDependentError
+
     captures = captures or Captures(definition, [workload], namespace)
-    on_cpu = OnCpu()
-    inputs = make_inputs(definition, workload, namespace, on_cpu)
-    check_safetensors(definition, workload, namespace, inputs, on_cpu)
-    module, tensors = reference_module(definition, namespace, inputs, on_cpu)
-    made: list[Any] = []
+    fell_back: list[str] = []
+    shown: list[tuple[str, list[str]]] = []
+    made = None
+    if captures.fake_first(workload):
+        try:
+            made = make(definition, workload, namespace, fake=True)
+        except ValueError as e:  # a custom entry point that reads values: made for real
+            fell_back.append(_made_for_real(workload, e))
+    made = made or make(definition, workload, namespace, fake=False)
+
+    def build() -> tuple[Any, tuple]:
+        real = make(definition, workload, namespace, fake=False)
+        return real.module, real.tensors
 
     def capture() -> Any:
-        fixed = tuple(_fixed_of(inputs))
-        captured, cell, notes = captures.capture(workload, module, tensors, options, on_cpu, fixed)
-        made.append((cell, notes))
+        nonlocal made
+        if made.fake:
+            try:
+                captured, cell, notes = captures.capture(workload, made, options, build)
+            except ValueError as e:  # on FakeTensors: made for real (its error, if it fails too)
+                if not isinstance(e, DataDependentError):
+                    fell_back.append(_made_for_real(workload, e))
+            else:
+                if not (captured.capture.holds_fake_values() and whole_verified(captured, options)):
+                    shown.append((cell, notes))
+                    return with_reduced(captured)
+            captures.made_real(workload)
+            made = make(definition, workload, namespace, fake=False)
+        captured, cell, notes = captures.capture(workload, made, options)
+        shown.append((cell, fell_back + notes))
+        return with_reduced(captured)
+
+    def with_reduced(captured: Any) -> Any:
         captured.reduced = lambda: reduced_capture(definition, workload, namespace, options)
         return captured
 
     report = run_stages(capture, options, stage_times)
-    cell, capture_notes = made[0]
-    notes = inputs.notes + capture_notes
-    if on_cpu.mapped and CUDA_NOTE not in notes:
+    cell, capture_notes = shown[0]
+    notes = made.inputs.notes + capture_notes
+    if made.on_cpu.mapped and CUDA_NOTE not in notes:
         notes.append(CUDA_NOTE)
-    return report, notes, cell, inputs.built
+    return report, notes, cell, made.inputs.built
+
+
+def _made_for_real(workload: Workload, e: BaseException) -> str:
+    """The note of a workload whose inputs are made for real because ``e`` stopped them, or
+    their trace, on FakeTensors."""
+    why = _first_line(e).removeprefix(f"{workload.where}: ")
+    return f"inputs made for real: on FakeTensors, {why}"
 
 
 # A var axis of a reduced workload holds this at most (``reduced_workload``).
@@ -907,13 +1025,11 @@ def reduced_capture(
     from solar.torch import captured_call
 
     small, shrunk = reduced_workload(definition, workload)
-    on_cpu = OnCpu()
     try:
-        inputs = make_inputs(definition, small, namespace, on_cpu)
-        module, tensors = reference_module(definition, namespace, inputs, on_cpu)
+        made = make(definition, small, namespace, fake=False)
         with torch.no_grad():
             source = f"{definition.name}:{workload.uuid} (reduced)"
-            captured = captured_call(module, tensors, options, source)
+            captured = captured_call(made.module, made.tensors, options, source)
     except Exception as e:  # the reference at the smaller sizes: its error, one line
         raise AnalysisError(
             f"the reduced workload ({shrunk}) failed: {type(e).__name__}: {_first_line(e)}"
