@@ -543,6 +543,7 @@ struct CacheOptimizer::Impl {
   bool contraction_streams(size_t n, int64_t capacity);
   struct Window;
   struct StreamScan;
+  struct Search;
 };
 
 }  // namespace solar::sol

@@ -572,23 +572,39 @@ constexpr Int128 kMaxRunSegments = Int128{1} << 25;
 
 }  // namespace
 
-std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool exhaustive) {
-  Impl& im = *impl_;
-  const size_t n = im.g.nodes.size();
-  // choice[e]: the segment [first, e) ending the best schedule of the first e nodes.
-  struct Choice {
-    size_t first = 0;
-    GroupMode mode = GroupMode::Untiled;
-    const FrontierPoint* point = nullptr;  // tiled
-  };
-  // Long runs in a program that does not fit on chip: a run of N steps (a scan along a
-  // 32,000-entry vocabulary) gives the search about N^2 / 2 segments that start inside it, and no
-  // rule below skips them (a quarter of an hour at N = 32,000, hours at 152,064). Above
-  // kMaxRunSegments such segments the search is not run: the schedule is one stream over the
-  // whole graph moving the fused bytes, a lower bound on every schedule (docs/fidelities.md,
-  // "Laws"), said in the group. A program that fits is searched whatever its runs: its first
-  // segment, the whole graph, ends the search at once.
-  if (!exhaustive && n > 0) {
+// One search (CacheOptimizer::search): the dynamic programming over segments, from the segments
+// of each first node in turn to the schedule read back, and the state its phases share.
+struct CacheOptimizer::Impl::Search {
+  Search(Impl& impl, int64_t capacity_bytes, bool exhaustive)
+      : im_(impl),
+        n_(impl.g.nodes.size()),
+        capacity_bytes_(capacity_bytes),
+        exhaustive_(exhaustive),
+        best_(n_ + 1, kInf),
+        choice_(n_ + 1),
+        prefix_(n_ + 1, 0),
+        excess_(exhaustive ? 0 : n_ + 1),
+        use_of_(impl.g.tensors.size(), -1),
+        window_(impl),
+        swin_(impl),
+        stream_(impl, capacity_bytes),
+        pending_(n_ + 1),
+        run_reach_(n_, kUnknown),
+        plain_run_(n_, 0) {
+    best_[0] = 0;
+    if (!exhaustive_) set_prefix();
+  }
+
+  // The schedule of a program whose runs start too many segments to search, else nullopt.
+  static std::optional<CacheSchedule> unsearched(Impl& im, int64_t capacity_bytes) {
+    // Long runs in a program that does not fit on chip: a run of N steps (a scan along a
+    // 32,000-entry vocabulary) gives the search about N^2 / 2 segments that start inside it, and no
+    // rule below skips them (a quarter of an hour at N = 32,000, hours at 152,064). Above
+    // kMaxRunSegments such segments the search is not run: the schedule is one stream over the
+    // whole graph moving the fused bytes, a lower bound on every schedule (docs/fidelities.md,
+    // "Laws"), said in the group. A program that fits is searched whatever its runs: its first
+    // segment, the whole graph, ends the search at once.
+    const size_t n = im.g.nodes.size();
     Int128 run_segments = 0;
     size_t longest = 0;
     for (size_t r = 0; r < n; r = im.run_end[r]) {
@@ -611,53 +627,60 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
       sched.groups.push_back(std::move(grp));
       return sched;
     }
+    return std::nullopt;
   }
-  std::vector<int64_t> best(n + 1, kInf);
-  std::vector<Choice> choice(n + 1);
-  best[0] = 0;
+
+  // The best schedule: the segments from each first node j in turn, then the schedule read back.
+  std::optional<CacheSchedule> run() {
+    for (size_t j = 0; j < n_; ++j) {
+      relax_streams(j);
+      // No schedule moves less than the fused bytes (docs/fidelities.md, "Laws": each graph input
+      // and weight is read, each output written, at least once), so once the whole graph has a
+      // schedule of fused traffic no segment from j or later can replace it: they would only be
+      // candidates that come later in the search's order at no lower traffic, and the schedule is
+      // read back from choice[n] through segments that start before j, already final.
+      if (!exhaustive_ && best_[n_] == im_.fused) break;
+      if (best_[j] >= kInf) continue;
+      restart(j);
+      const auto [scanned, tail] = scan_from(j);
+      streams_from(j);
+      if (exhaustive_) continue;
+      untiled_beyond(j, scanned, tail);
+    }
+    relax_streams(n_);
+    if (best_[n_] >= kInf) return std::nullopt;
+    return schedule();
+  }
+
+ private:
+  // choice[e]: the segment [first, e) ending the best schedule of the first e nodes.
+  struct Choice {
+    size_t first = 0;
+    GroupMode mode = GroupMode::Untiled;
+    const FrontierPoint* point = nullptr;  // tiled
+  };
+  Impl& im_;
+  const size_t n_;
+  const int64_t capacity_bytes_;
+  const bool exhaustive_;
+  std::vector<int64_t> best_;
+  std::vector<Choice> choice_;
   // Bytes that every untiled segment moves in proportion to its nodes: per node the reads of the
   // tensors no node writes and no segment reads more of than they hold (a read-only tensor is
   // fetched whenever it is read, and below its size its term is the sum of its reads), as prefix
   // sums; and best[e] - prefix[e] per e, for the range maxima of the skip rule below.
-  std::vector<Int128> prefix(n + 1, 0);
-  MaxTree excess(exhaustive ? 0 : n + 1);
-  if (!exhaustive) {
-    std::vector<Int128> reads(im.g.tensors.size(), 0);
-    std::vector<bool> written(im.g.tensors.size(), false);
-    for (size_t k = 0; k < n; ++k) {
-      for (const auto& [t, e] : im.node_reads[k]) reads[t] += e;
-      for (const auto& [t, e] : im.node_writes[k]) written[t] = true;
-    }
-    std::vector<bool> proportional(im.g.tensors.size(), false);
-    for (size_t t = 0; t < im.g.tensors.size(); ++t) {
-      proportional[t] = !written[t] && reads[t] <= im.g.tensors[t].numel &&
-                        sat_bytes(reads[t], im.elem_size(t)) < kInf;
-    }
-    for (size_t k = 0; k < n; ++k) {
-      prefix[k + 1] = prefix[k];
-      for (const auto& [t, e] : im.node_reads[k]) {
-        if (proportional[t]) prefix[k + 1] += sat_bytes(e, im.elem_size(t));
-      }
-    }
-    for (size_t e = 0; e <= n; ++e) excess.set(e, static_cast<Int128>(best[e]) - prefix[e]);
-  }
-  const auto relax = [&](size_t j, size_t e, int64_t traffic, Choice c) {
-    if (sat_add(best[j], traffic) < best[e]) {
-      best[e] = sat_add(best[j], traffic);
-      choice[e] = c;
-      if (!exhaustive) excess.set(e, static_cast<Int128>(best[e]) - prefix[e]);
-    }
-  };
+  std::vector<Int128> prefix_;
+  MaxTree excess_;
   // The untiled segments from j, grown one node at a time (the uses of untiled_uses, kept), with
   // the sums of their tensors' working sets and traffic kept too: a node changes the terms of
   // the tensors it touches only (untiled_tensor depends on `last` through needed_after, which
   // changes at a tensor's last reader: a tensor the node reads). Every term is in [0, kInf], so
   // the sat_add fold over the uses equals min(kInf, their exact sum), kept in 128 bits.
-  std::vector<UntiledUse> uses;
-  std::vector<int64_t> use_of(im.g.tensors.size(), -1);
-  std::vector<std::pair<int64_t, int64_t>> term;  // per use: its (ws, traffic) terms
-  std::vector<size_t> touched;                    // uses the current node changes
-  Int128 ws_sum = 0, traffic_sum = 0;
+  std::vector<UntiledUse> uses_;
+  std::vector<int64_t> use_of_;
+  std::vector<std::pair<int64_t, int64_t>> term_;  // per use: its (ws, traffic) terms
+  std::vector<size_t> touched_;                    // uses the current node changes
+  Int128 ws_sum_ = 0, traffic_sum_ = 0;
   // A lower bound on the traffic of every tiling of the same segment, kept the same way: per
   // tensor the widest access of one node, read (a tensor the segment does not write: every
   // element read is fetched at least once) or written (a tensor the segment writes and that is
@@ -668,143 +691,181 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
     int64_t read = 0, write = 0, term = 0;
     bool written = false;
   };
-  std::vector<Widest> widest;  // per use
-  Int128 bound_sum = 0;
+  std::vector<Widest> widest_;  // per use
+  Int128 bound_sum_ = 0;
   // Untiled segments from j that the scan below does not reach. The window holds [j, reach) for
   // the largest reach seen so far whose segment fits: every [j, e) with e <= reach fits (the
   // working set grows with the segment). A scan from j relaxes [j, e) for e up to where it stops;
-  // the window relaxes the longer ones that fit, beyond `reach`, and those in between are
+  // the window relaxes the longer ones that fit, beyond `reach_`, and those in between are
   // skipped when none can be taken. For e' in (e, reach], the traffic of [j, e') is at least
-  // the floor: per tensor of [j, e) its traffic term with `reach` as the end (floor_sum: a read
+  // the floor: per tensor of [j, e) its traffic term with `reach_` as the end (floor_sum_: a read
   // tensor is fetched at least as much as in [j, e), a written one needed after reach is needed
-  // after e'), raised for a written tensor needed after e' but not after reach (`dying`) to its
+  // after e'), raised for a written tensor needed after e' but not after reach (`dying_`) to its
   // term with its last reader as the end, plus prefix[e'] - prefix[e] (the proportional reads of
   // the nodes added). When best[j] + floor - prefix[e] >= best[e'] - prefix[e'], [j, e') is not
   // below best[e'] (relax takes strictly less traffic only; best only decreases).
-  Impl::Window window(im);
-  Impl::Window swin(im);  // the stream segments' traffic
-  Impl::StreamScan stream(im, capacity_bytes);
-  size_t reach = 0;
-  std::vector<int64_t> floor_term;  // per use: its term of floor_sum
-  Int128 floor_sum = 0;
-  std::vector<size_t> dying;  // uses written and needed after some end before reach, not after it
-  std::vector<bool> listed;   // per use: in `dying`
-  // The first end in (e, reach] whose [j, end) the floor does not rule out; reach + 1 if none.
-  const auto first_not_ruled_out = [&](size_t j, size_t e) {
-    std::vector<std::pair<int64_t, int64_t>> raise;  // (last reader, floor raise) per dying use
-    size_t kept = 0;
-    for (const size_t k : dying) {
-      const int64_t last_reader = im.last_reader[uses[k].tensor];
-      if (last_reader <= static_cast<int64_t>(e)) {
-        listed[k] = false;  // needed after no end beyond e
-        continue;
-      }
-      dying[kept++] = k;
-      raise.emplace_back(
-          last_reader,
-          im.untiled_terms(uses[k], static_cast<size_t>(last_reader)).second - floor_term[k]);
-    }
-    dying.resize(kept);
-    std::sort(raise.begin(), raise.end());
-    const Int128 base = static_cast<Int128>(best[j]) + floor_sum - prefix[e];
-    Int128 raised = 0;
-    for (const auto& [last_reader, r] : raise) raised += r;
-    size_t lo = e + 1;
-    for (const auto& [last_reader, r] : raise) {  // ends up to last_reader: raised by r
-      const auto hi = static_cast<size_t>(last_reader) + 1;
-      if (lo < hi) {
-        const size_t p = excess.first_above(lo, hi, base + raised);
-        if (p < hi) return p;
-        lo = hi;
-      }
-      raised -= r;
-    }
-    return excess.first_above(lo, reach + 1, base);
-  };
-  const auto untiled_step = [&](size_t node, size_t last) {
-    touched.clear();
-    const auto use = [&](size_t t, bool read) -> UntiledUse& {
-      if (use_of[t] < 0) {
-        use_of[t] = static_cast<int64_t>(uses.size());
-        uses.push_back({t, 0, 0, read});
-        term.emplace_back(0, 0);
-        widest.emplace_back();
-        floor_term.push_back(0);
-        listed.push_back(false);
-      }
-      const auto k = static_cast<size_t>(use_of[t]);
-      if (std::find(touched.begin(), touched.end(), k) == touched.end()) touched.push_back(k);
-      return uses[k];
-    };
-    for (const auto& [t, e] : im.node_reads[node]) {
-      UntiledUse& u = use(t, true);
-      u.read = sat_add(u.read, e);
-      Widest& w = widest[static_cast<size_t>(use_of[t])];
-      w.read = std::max(w.read, e);
-    }
-    for (const auto& [t, e] : im.node_writes[node]) {
-      UntiledUse& u = use(t, false);
-      u.write = sat_add(u.write, e);
-      Widest& w = widest[static_cast<size_t>(use_of[t])];
-      w.write = std::max(w.write, e);
-      w.written = true;
-    }
-    for (const size_t k : touched) {
-      const std::pair<int64_t, int64_t> t = im.untiled_terms(uses[k], last);
-      ws_sum += t.first - term[k].first;
-      traffic_sum += t.second - term[k].second;
-      term[k] = t;
-      const UntiledUse& u = uses[k];
-      Widest& w = widest[k];
-      const int64_t elems = w.written ? (im.needed_after(u.tensor, last) ? w.write : 0) : w.read;
-      const int64_t b = sat_bytes(elems, im.elem_size(u.tensor));
-      bound_sum += b - w.term;
-      w.term = b;
-      if (!exhaustive) {
-        const int64_t f = im.untiled_terms(u, reach).second;
-        floor_sum += f - floor_term[k];
-        floor_term[k] = f;
-        if (!listed[k] && u.write > 0 && im.needed_after(u.tensor, last) &&
-            !im.needed_after(u.tensor, reach)) {
-          listed[k] = true;
-          dying.push_back(k);
-        }
-      }
-    }
-    const auto clamp = [](Int128 v) { return static_cast<int64_t>(v < kInf ? v : kInf); };
-    return std::make_pair(clamp(ws_sum), clamp(traffic_sum));
-  };
+  Impl::Window window_;
+  Impl::Window swin_;  // the stream segments' traffic
+  Impl::StreamScan stream_;
+  size_t reach_ = 0;
+  std::vector<int64_t> floor_term_;  // per use: its term of floor_sum_
+  Int128 floor_sum_ = 0;
+  std::vector<size_t> dying_;  // uses written and needed after some end before reach, not after it
+  std::vector<bool> listed_;   // per use: in `dying_`
   // Stream candidates, by end: relaxed once every other segment ending there has been, so that
   // at a tie in traffic a schedule wins over a stream (a bound).
-  std::vector<std::vector<std::pair<size_t, int64_t>>> pending(n + 1);
-  const auto relax_streams = [&](size_t e) {
-    for (const auto& [first, traffic] : pending[e]) {
-      relax(first, e, traffic, {first, GroupMode::Stream, nullptr});
-    }
-  };
+  std::vector<std::vector<std::pair<size_t, int64_t>>> pending_;
   // Streams from a step of a run of one elementwise step (a scan: every node a translation of
   // the first, none a reduction or a contraction, no data-dependent map, the same elements read
   // and written; `plain`) reach the same end from every step of the run: adding such a step
   // leaves the scan state the same whatever steps of the run came before it (every tensor the
   // steps read is among the inputs of what they write, no statistic, the carry and the
   // broadcast tensors counted once), and it fails, if at all, at the first step, where the state
-  // is empty. The reach is found once per run by the scan (run_reach: the last end it relaxes),
+  // is empty. The reach is found once per run by the scan (run_reach_: the last end it relaxes),
   // and from each later step only the ends whose segment no longer fits are visited: the working
   // set grows with the end and shrinks with the start, so the last end that fits (`fit`) never
   // moves back and the window is kept from one start to the next. This saves the N^2 / 2
   // additions of a run of N steps (a 32,000-entry cumsum: half a billion); the candidates that do
   // not fit are still one per end (quadratic where the program does not fit: the bound below).
-  constexpr size_t kUnknown = std::numeric_limits<size_t>::max();
-  std::vector<size_t> run_reach(n, kUnknown);
-  std::vector<char> plain_run(n, 0);  // per run start: 0 not yet asked, 1 plain, 2 not
-  const auto plain = [&](size_t r0) {
-    if (plain_run[r0] == 0) {
-      bool ok = im.run_end[r0] - r0 > 1;
-      for (size_t k = r0; ok && k < im.run_end[r0]; ++k) {
-        const einsum::Node& node = im.g.nodes[k];
+  static constexpr size_t kUnknown = std::numeric_limits<size_t>::max();
+  std::vector<size_t> run_reach_;
+  std::vector<char> plain_run_;  // per run start: 0 not yet asked, 1 plain, 2 not
+
+  // Fills prefix_ (the proportional reads as prefix sums) and excess_ (best_[e] - prefix_[e]).
+  void set_prefix() {
+    std::vector<Int128> reads(im_.g.tensors.size(), 0);
+    std::vector<bool> written(im_.g.tensors.size(), false);
+    for (size_t k = 0; k < n_; ++k) {
+      for (const auto& [t, e] : im_.node_reads[k]) reads[t] += e;
+      for (const auto& [t, e] : im_.node_writes[k]) written[t] = true;
+    }
+    std::vector<bool> proportional(im_.g.tensors.size(), false);
+    for (size_t t = 0; t < im_.g.tensors.size(); ++t) {
+      proportional[t] = !written[t] && reads[t] <= im_.g.tensors[t].numel &&
+                        sat_bytes(reads[t], im_.elem_size(t)) < kInf;
+    }
+    for (size_t k = 0; k < n_; ++k) {
+      prefix_[k + 1] = prefix_[k];
+      for (const auto& [t, e] : im_.node_reads[k]) {
+        if (proportional[t]) prefix_[k + 1] += sat_bytes(e, im_.elem_size(t));
+      }
+    }
+    for (size_t e = 0; e <= n_; ++e) excess_.set(e, static_cast<Int128>(best_[e]) - prefix_[e]);
+  }
+
+  // Takes [j, e), moving `traffic`, as the end of the best schedule of the first e nodes when it
+  // moves strictly less than the best so far.
+  void relax(size_t j, size_t e, int64_t traffic, Choice c) {
+    if (sat_add(best_[j], traffic) < best_[e]) {
+      best_[e] = sat_add(best_[j], traffic);
+      choice_[e] = c;
+      if (!exhaustive_) excess_.set(e, static_cast<Int128>(best_[e]) - prefix_[e]);
+    }
+  }
+
+  // The first end in (e, reach] whose [j, end) the floor does not rule out; reach + 1 if none.
+  size_t first_not_ruled_out(size_t j, size_t e) {
+    std::vector<std::pair<int64_t, int64_t>> raise;  // (last reader, floor raise) per dying use
+    size_t kept = 0;
+    for (const size_t k : dying_) {
+      const int64_t reader = im_.last_reader[uses_[k].tensor];
+      if (reader <= static_cast<int64_t>(e)) {
+        listed_[k] = false;  // needed after no end beyond e
+        continue;
+      }
+      dying_[kept++] = k;
+      raise.emplace_back(
+          reader, im_.untiled_terms(uses_[k], static_cast<size_t>(reader)).second - floor_term_[k]);
+    }
+    dying_.resize(kept);
+    std::sort(raise.begin(), raise.end());
+    const Int128 base = static_cast<Int128>(best_[j]) + floor_sum_ - prefix_[e];
+    Int128 raised = 0;
+    for (const auto& [reader, r] : raise) raised += r;
+    size_t lo = e + 1;
+    for (const auto& [reader, r] : raise) {  // ends up to reader: raised by r
+      const auto hi = static_cast<size_t>(reader) + 1;
+      if (lo < hi) {
+        const size_t p = excess_.first_above(lo, hi, base + raised);
+        if (p < hi) return p;
+        lo = hi;
+      }
+      raised -= r;
+    }
+    return excess_.first_above(lo, reach_ + 1, base);
+  }
+
+  // Appends node `node` to the untiled segment from j, ending at `last`: its (ws, traffic).
+  std::pair<int64_t, int64_t> untiled_step(size_t node, size_t last) {
+    touched_.clear();
+    const auto use = [&](size_t t, bool read) -> UntiledUse& {
+      if (use_of_[t] < 0) {
+        use_of_[t] = static_cast<int64_t>(uses_.size());
+        uses_.push_back({t, 0, 0, read});
+        term_.emplace_back(0, 0);
+        widest_.emplace_back();
+        floor_term_.push_back(0);
+        listed_.push_back(false);
+      }
+      const auto k = static_cast<size_t>(use_of_[t]);
+      if (std::find(touched_.begin(), touched_.end(), k) == touched_.end()) touched_.push_back(k);
+      return uses_[k];
+    };
+    for (const auto& [t, e] : im_.node_reads[node]) {
+      UntiledUse& u = use(t, true);
+      u.read = sat_add(u.read, e);
+      Widest& w = widest_[static_cast<size_t>(use_of_[t])];
+      w.read = std::max(w.read, e);
+    }
+    for (const auto& [t, e] : im_.node_writes[node]) {
+      UntiledUse& u = use(t, false);
+      u.write = sat_add(u.write, e);
+      Widest& w = widest_[static_cast<size_t>(use_of_[t])];
+      w.write = std::max(w.write, e);
+      w.written = true;
+    }
+    for (const size_t k : touched_) {
+      const std::pair<int64_t, int64_t> t = im_.untiled_terms(uses_[k], last);
+      ws_sum_ += t.first - term_[k].first;
+      traffic_sum_ += t.second - term_[k].second;
+      term_[k] = t;
+      const UntiledUse& u = uses_[k];
+      Widest& w = widest_[k];
+      const int64_t elems = w.written ? (im_.needed_after(u.tensor, last) ? w.write : 0) : w.read;
+      const int64_t b = sat_bytes(elems, im_.elem_size(u.tensor));
+      bound_sum_ += b - w.term;
+      w.term = b;
+      if (!exhaustive_) {
+        const int64_t f = im_.untiled_terms(u, reach_).second;
+        floor_sum_ += f - floor_term_[k];
+        floor_term_[k] = f;
+        if (!listed_[k] && u.write > 0 && im_.needed_after(u.tensor, last) &&
+            !im_.needed_after(u.tensor, reach_)) {
+          listed_[k] = true;
+          dying_.push_back(k);
+        }
+      }
+    }
+    const auto clamp = [](Int128 v) { return static_cast<int64_t>(v < kInf ? v : kInf); };
+    return std::make_pair(clamp(ws_sum_), clamp(traffic_sum_));
+  }
+
+  // Relaxes the stream candidates that end at e.
+  void relax_streams(size_t e) {
+    for (const auto& [first, traffic] : pending_[e]) {
+      relax(first, e, traffic, {first, GroupMode::Stream, nullptr});
+    }
+  }
+
+  // Whether the run starting at r0 is plain (a scan of one elementwise step), asked once per run.
+  bool plain(size_t r0) {
+    if (plain_run_[r0] == 0) {
+      bool ok = im_.run_end[r0] - r0 > 1;
+      for (size_t k = r0; ok && k < im_.run_end[r0]; ++k) {
+        const einsum::Node& node = im_.g.nodes[k];
         ok = node.kind == einsum::NodeKind::Einsum && node.reduction == einsum::Reduction::None &&
-             node.counts.macs == 0 && im.node_reads[k] == im.node_reads[r0] &&
-             im.node_writes[k] == im.node_writes[r0];
+             node.counts.macs == 0 && im_.node_reads[k] == im_.node_reads[r0] &&
+             im_.node_writes[k] == im_.node_writes[r0];
         for (const auto* list : {&node.reads, &node.writes}) {
           for (const einsum::Access& a : *list) {
             for (const einsum::AccessMap& m : a.maps) {
@@ -813,173 +874,190 @@ std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool
           }
         }
       }
-      plain_run[r0] = ok ? 1 : 2;
+      plain_run_[r0] = ok ? 1 : 2;
     }
-    return plain_run[r0] == 1;
-  };
-  for (size_t j = 0; j < n; ++j) {
-    relax_streams(j);
-    // No schedule moves less than the fused bytes (docs/fidelities.md, "Laws": each graph input
-    // and weight is read, each output written, at least once), so once the whole graph has a
-    // schedule of fused traffic no segment from j or later can replace it: they would only be
-    // candidates that come later in the search's order at no lower traffic, and the schedule is
-    // read back from choice[n] through segments that start before j, already final.
-    if (!exhaustive && best[n] == im.fused) break;
-    if (best[j] >= kInf) continue;
-    for (const UntiledUse& u : uses) use_of[u.tensor] = -1;
-    uses.clear();
-    term.clear();
-    widest.clear();
-    floor_term.clear();
-    dying.clear();
-    listed.clear();
-    ws_sum = traffic_sum = bound_sum = floor_sum = 0;
-    if (!exhaustive) window.start_at(j);
-    reach = window.end;
-    size_t scanned = j;       // the last end the scan relaxed
-    size_t tail = reach + 1;  // the first end past the scan the skip rule leaves (none: reach + 1)
+    return plain_run_[r0] == 1;
+  }
+
+  // Empties the untiled segment and its bounds, for the segments from j.
+  void restart(size_t j) {
+    for (const UntiledUse& u : uses_) use_of_[u.tensor] = -1;
+    uses_.clear();
+    term_.clear();
+    widest_.clear();
+    floor_term_.clear();
+    dying_.clear();
+    listed_.clear();
+    ws_sum_ = traffic_sum_ = bound_sum_ = floor_sum_ = 0;
+    if (!exhaustive_) window_.start_at(j);
+    reach_ = window_.end;
+  }
+
+  // Relaxes the tiled and untiled segments from j that the scan reaches: the last end it relaxed
+  // and the first end past it that the skip rule leaves (reach_ + 1: none).
+  std::pair<size_t, size_t> scan_from(size_t j) {
+    size_t scanned = j;        // the last end the scan relaxed
+    size_t tail = reach_ + 1;  // the first end past the scan the skip rule leaves (none: reach + 1)
     // Tiled segments from j: until a structural failure that no longer segment escapes
     // (docs/fidelities.md, "The search").
     bool tiled_alive = true;
     const auto tiled_ahead = [&](size_t e) {
-      return tiled_alive && im.unit_count(j, e) <= kMaxTiledUnits &&
-             (e - j < kMaxTiledGroup || !im.inside_run(j));
+      return tiled_alive && im_.unit_count(j, e) <= kMaxTiledUnits &&
+             (e - j < kMaxTiledGroup || !im_.inside_run(j));
     };
-    for (size_t e = j + 1; e <= n; ++e) {
+    for (size_t e = j + 1; e <= n_; ++e) {
       auto [ws, traffic] = untiled_step(e - 1, e);  // the state of [j, e); relaxed below
-      if (exhaustive) std::tie(ws, traffic) = im.untiled_cost(j, e);  // recounted
-      if (e - j == 1 && im.g.nodes[j].kind == einsum::NodeKind::Movement) {
-        relax(j, e, im.streamed_traffic(j), {j, GroupMode::Streamed, nullptr});
+      if (exhaustive_) std::tie(ws, traffic) = im_.untiled_cost(j, e);  // recounted
+      if (e - j == 1 && im_.g.nodes[j].kind == einsum::NodeKind::Movement) {
+        relax(j, e, im_.streamed_traffic(j), {j, GroupMode::Streamed, nullptr});
       }
-      const bool cut = im.inside_run(e);  // e splits a run
+      const bool cut = im_.inside_run(e);  // e splits a run
       // Not searched: a segment whose every tiling moves at least best[e] - best[j]. Its frontier
       // is not needed for the extension either: when it is tileable the extension goes on, and
       // when it fails for a reason that no longer segment escapes, the longer ones have no
       // tiling (the pruning rule above), so searching them adds no candidate.
-      const bool hopeless = !exhaustive && static_cast<Int128>(best[j]) + bound_sum >= best[e];
+      const bool hopeless = !exhaustive_ && static_cast<Int128>(best_[j]) + bound_sum_ >= best_[e];
       if (!hopeless && tiled_ahead(e) && (e - j <= kMaxTiledGroup || !cut)) {
-        const Frontier& fr = im.frontier(j, e);
-        if (const FrontierPoint* p = fr.query(capacity_bytes)) {
+        const Frontier& fr = im_.frontier(j, e);
+        if (const FrontierPoint* p = fr.query(capacity_bytes_)) {
           relax(j, e, p->traffic, {j, GroupMode::Tiled, p});
         }
         if (!cut && !fr.extendable) tiled_alive = false;
       }
       // The whole graph at once: each input, weight and output exactly once (the fused model).
-      if (j == 0 && e == n) traffic = im.fused;
+      if (j == 0 && e == n_) traffic = im_.fused;
       scanned = e;
-      if (ws <= capacity_bytes) {
+      if (ws <= capacity_bytes_) {
         relax(j, e, traffic, {j, GroupMode::Untiled, nullptr});
-      } else if (e == n || !tiled_ahead(e + 1)) {
+      } else if (e == n_ || !tiled_ahead(e + 1)) {
         break;  // longer segments hold all of this one: their working set is larger still
       }
       // Only untiled segments remain (checked at every end for 16 nodes, then every 16th): stop
       // once the window holds the rest, those the skip rule leaves from the first end p where
       // it does not hold (when counting them back from reach costs less than scanning to p).
-      if (!exhaustive && j > 0 && e < n && !tiled_ahead(e + 1) &&
-          (e - j < 16 || (e - j) % 16 == 0 || e >= reach)) {
-        if (e >= reach) break;
+      if (!exhaustive_ && j > 0 && e < n_ && !tiled_ahead(e + 1) &&
+          (e - j < 16 || (e - j) % 16 == 0 || e >= reach_)) {
+        if (e >= reach_) break;
         const size_t p = first_not_ruled_out(j, e);
-        if (reach + 1 - p <= p - e) {
+        if (reach_ + 1 - p <= p - e) {
           tail = p;
           break;
         }
       }
     }
-    // Stream segments from j (docs/fidelities.md, "Streaming chains"): a lower bound, taken only
-    // where no untiled segment of the same nodes fits (an untiled one is a schedule).
-    const size_t r0 = im.run_start[j];
-    const bool in_plain_run = !exhaustive && im.run_end[j] - r0 > 1 && plain(r0);
-    if (in_plain_run && run_reach[r0] != kUnknown) {
-      const size_t last = run_reach[r0];  // found from an earlier step of the run
-      swin.start_at(j);
-      while (swin.end > j && swin.ws() > capacity_bytes) swin.pop();
-      while (swin.end < last) {
-        swin.push();
-        if (swin.ws() > capacity_bytes) {
-          swin.pop();
+    return {scanned, tail};
+  }
+
+  // Stream segments from j (docs/fidelities.md, "Streaming chains"): a lower bound, taken only
+  // where no untiled segment of the same nodes fits (an untiled one is a schedule).
+  void streams_from(size_t j) {
+    const size_t r0 = im_.run_start[j];
+    const bool in_plain_run = !exhaustive_ && im_.run_end[j] - r0 > 1 && plain(r0);
+    if (in_plain_run && run_reach_[r0] != kUnknown) {
+      const size_t last = run_reach_[r0];  // found from an earlier step of the run
+      swin_.start_at(j);
+      while (swin_.end > j && swin_.ws() > capacity_bytes_) swin_.pop();
+      while (swin_.end < last) {
+        swin_.push();
+        if (swin_.ws() > capacity_bytes_) {
+          swin_.pop();
           break;
         }
       }
-      const size_t fit = swin.end;
-      while (swin.end < last) {
-        swin.push();
-        if (swin.end - j >= 2) pending[swin.end].emplace_back(j, swin.traffic());
+      const size_t fit = swin_.end;
+      while (swin_.end < last) {
+        swin_.push();
+        if (swin_.end - j >= 2) pending_[swin_.end].emplace_back(j, swin_.traffic());
       }
-      while (swin.end > fit) swin.pop();
+      while (swin_.end > fit) swin_.pop();
     } else {
-      stream.reset();
-      if (!exhaustive) {
-        swin.start_at(j);
-        while (swin.end > j) swin.pop();
+      stream_.reset();
+      if (!exhaustive_) {
+        swin_.start_at(j);
+        while (swin_.end > j) swin_.pop();
       }
       size_t e = j + 1;
-      for (; e <= n && stream.add(e - 1); ++e) {
+      for (; e <= n_ && stream_.add(e - 1); ++e) {
         int64_t ws = 0, traffic = 0;
-        if (exhaustive) {
-          std::tie(ws, traffic) = im.untiled_cost(j, e);
+        if (exhaustive_) {
+          std::tie(ws, traffic) = im_.untiled_cost(j, e);
         } else {
-          swin.push();
-          ws = swin.ws();
-          traffic = j == 0 && e == n ? im.fused : swin.traffic();
+          swin_.push();
+          ws = swin_.ws();
+          traffic = j == 0 && e == n_ ? im_.fused : swin_.traffic();
         }
-        if (ws <= capacity_bytes || e - j < 2) continue;
-        if (j == 0 && e == n) {  // the fused bytes: nothing beats it; taken now, ending the search
+        if (ws <= capacity_bytes_ || e - j < 2) continue;
+        if (j == 0 && e == n_) {  // the fused bytes: nothing beats it; taken now, ending the search
           relax(j, e, traffic, {j, GroupMode::Stream, nullptr});
         } else {
-          pending[e].emplace_back(j, traffic);
+          pending_[e].emplace_back(j, traffic);
         }
       }
-      if (in_plain_run) run_reach[r0] = e - 1;
+      if (in_plain_run) run_reach_[r0] = e - 1;
     }
-    if (exhaustive) continue;
+  }
+
+  // Relaxes the untiled segments from j past the scan: from tail to reach_, then those that fit.
+  void untiled_beyond(size_t j, size_t scanned, size_t tail) {
     // The untiled segments [j, e) for e from tail to reach: the window taken back to tail, then
     // forward again.
-    if (tail <= reach) {
-      while (window.end > tail) window.pop();
+    if (tail <= reach_) {
+      while (window_.end > tail) window_.pop();
       while (true) {
-        relax(j, window.end, j == 0 && window.end == n ? im.fused : window.traffic(),
+        relax(j, window_.end, j == 0 && window_.end == n_ ? im_.fused : window_.traffic(),
               {j, GroupMode::Untiled, nullptr});
-        if (window.end == reach) break;
-        window.push();
+        if (window_.end == reach_) break;
+        window_.push();
       }
     }
     // The untiled segments beyond the scan and the window that fit, through the window.
-    while (window.end < n) {
-      window.push();
-      if (window.ws() > capacity_bytes) {
-        window.pop();
+    while (window_.end < n_) {
+      window_.push();
+      if (window_.ws() > capacity_bytes_) {
+        window_.pop();
         break;
       }
-      if (window.end <= scanned) continue;
-      const int64_t traffic = j == 0 && window.end == n ? im.fused : window.traffic();
-      relax(j, window.end, traffic, {j, GroupMode::Untiled, nullptr});
+      if (window_.end <= scanned) continue;
+      const int64_t traffic = j == 0 && window_.end == n_ ? im_.fused : window_.traffic();
+      relax(j, window_.end, traffic, {j, GroupMode::Untiled, nullptr});
     }
   }
-  relax_streams(n);
-  if (best[n] >= kInf) return std::nullopt;
-  CacheSchedule sched;
-  sched.capacity_bytes = capacity_bytes;
-  sched.traffic_bytes = best[n];
-  for (size_t e = n; e > 0; e = choice[e].first) {
-    const Choice& c = choice[e];
-    switch (c.mode) {
-      case GroupMode::Tiled:
-        sched.groups.push_back(im.tiled_group(c.first, e, *c.point));
-        break;
-      case GroupMode::Untiled:
-        sched.groups.push_back(im.untiled_group(c.first, e));
-        break;
-      case GroupMode::Streamed:
-        sched.groups.push_back(im.streamed_group(c.first));
-        break;
-      case GroupMode::Stream:
-        sched.groups.push_back(im.stream_group(c.first, e));
-        break;
+
+  // The best schedule of the whole graph, read back from choice_[n_].
+  CacheSchedule schedule() {
+    CacheSchedule sched;
+    sched.capacity_bytes = capacity_bytes_;
+    sched.traffic_bytes = best_[n_];
+    for (size_t e = n_; e > 0; e = choice_[e].first) {
+      const Choice& c = choice_[e];
+      switch (c.mode) {
+        case GroupMode::Tiled:
+          sched.groups.push_back(im_.tiled_group(c.first, e, *c.point));
+          break;
+        case GroupMode::Untiled:
+          sched.groups.push_back(im_.untiled_group(c.first, e));
+          break;
+        case GroupMode::Streamed:
+          sched.groups.push_back(im_.streamed_group(c.first));
+          break;
+        case GroupMode::Stream:
+          sched.groups.push_back(im_.stream_group(c.first, e));
+          break;
+      }
     }
+    std::reverse(sched.groups.begin(), sched.groups.end());
+    for (CacheGroup& grp : sched.groups) im_.set_min_traffic(grp);
+    return sched;
   }
-  std::reverse(sched.groups.begin(), sched.groups.end());
-  for (CacheGroup& grp : sched.groups) im.set_min_traffic(grp);
-  return sched;
+};
+
+std::optional<CacheSchedule> CacheOptimizer::search(int64_t capacity_bytes, bool exhaustive) {
+  Impl& im = *impl_;
+  if (!exhaustive && !im.g.nodes.empty()) {
+    std::optional<CacheSchedule> sched = Impl::Search::unsearched(im, capacity_bytes);
+    if (sched) return sched;
+  }
+  return Impl::Search(im, capacity_bytes, exhaustive).run();
 }
 
 std::optional<CacheGroup> CacheOptimizer::best_group(size_t first, size_t last,
