@@ -544,6 +544,7 @@ struct CacheOptimizer::Impl {
   struct Window;
   struct StreamScan;
   struct Search;
+  struct SpaceBuilder;
 };
 
 }  // namespace solar::sol
