@@ -669,6 +669,324 @@ std::vector<size_t> cut_stages(const std::vector<double>& weights, size_t stages
   return starts;
 }
 
+// One framework operation's per-device costs.
+struct UnitCost {
+  double compute = 0, bytes = 0, time = 0;
+  double fused_compute = 0;  // with products at their origin precision (NodeCost)
+};
+
+// A planned layout's framework operations, their per-device costs and their pipeline stages,
+// built and read by the phases of analyze_parallel in turn.
+class StagePlan {
+ public:
+  StagePlan(const einsum::Graph& g, const Analysis& one, const ParallelLayout& l, Planner& planner)
+      : g_(g),
+        one_(one),
+        l_(l),
+        planner_(planner),
+        units_(einsum::op_units(g)),
+        costs_(planner.costs()),
+        comms_(planner.comms()),
+        unit_of_(g.nodes.size()) {}
+
+  // Per framework operation: its per-device compute, bytes and time.
+  void cost_units() {
+    const double kernel_floor_s = one_.kernel_floor_s;
+    for (size_t u = 0; u < units_.size(); ++u) {
+      UnitCost c;
+      double least = 1;
+      double single = 0;
+      for (size_t i = units_[u].first; i < units_[u].last; ++i) {
+        unit_of_[i] = u;
+        c.compute += costs_[i].compute_s * planner_.node_fraction(i);
+        c.fused_compute += costs_[i].fused_compute_s * planner_.node_fraction(i);
+        const einsum::Node& n = g_.nodes[i];
+        size_t k = 0;
+        for (const einsum::Access& a : n.reads) {
+          const double f = planner_.access_fraction(i, k++);
+          least = std::min(least, f);
+          single += static_cast<double>(a.bytes) * f;
+        }
+        for (const einsum::Access& a : n.writes) {
+          const double f = planner_.access_fraction(i, k++);
+          least = std::min(least, f);
+          single += static_cast<double>(a.bytes) * f;
+        }
+      }
+      // One node: its accesses' slices; several: the unit's bytes at the smallest slice (a lower
+      // bound of the slices of the tensors it moves).
+      c.bytes = units_[u].last - units_[u].first == 1
+                    ? single
+                    : static_cast<double>(units_[u].bytes()) * least;
+      c.time = std::max(c.compute, mem_s(c.bytes));
+      // The unfused fidelity's per-kernel floor (sol/analysis.h), on operations that do something.
+      if (kernel_floor_s > 0 && (c.bytes > 0 || c.compute > 0))
+        c.time = std::max(c.time, kernel_floor_s);
+      unit_costs_.push_back(c);
+    }
+  }
+
+  // Communication times: each communication's buffer, bytes sent and time.
+  void time_comms() {
+    for (Communication& c : comms_) {
+      c.buffer_bytes = static_cast<int64_t>(
+          std::llround(planner_.buffer_bytes(c.tensor, c.axis == "tp" ? kTp : kDp)));
+      c.sent_bytes =
+          sent_bytes(c.kind, c.group, static_cast<double>(c.buffer_bytes), planner_.in_network());
+      c.in_network = planner_.in_network() && c.kind == Collective::AllReduce && c.group > 2;
+      c.time_s = c.sent_bytes / planner_.link_bw();
+    }
+  }
+
+  // Stages: the operations cut into l_.pp stages of balanced time, and each node and
+  // communication placed in its stage.
+  void cut() {
+    std::vector<double> weights;
+    for (size_t u = 0; u < units_.size(); ++u) weights.push_back(unit_costs_[u].time);
+    for (const Communication& c : comms_) {
+      if (c.before_node != kNone) weights[unit_of_[c.before_node]] += c.time_s;
+    }
+    if (static_cast<size_t>(l_.pp) > units_.size()) {
+      throw UserError("--parallel pp=" + std::to_string(l_.pp) + ": more stages than the " +
+                      std::to_string(units_.size()) + " framework operations of the program");
+    }
+    starts_ = l_.pp > 1 ? cut_stages(weights, static_cast<size_t>(l_.pp)) : std::vector<size_t>{0};
+    stage_of_unit_.resize(units_.size());
+    for (size_t s = 0; s < starts_.size(); ++s) {
+      const size_t end = s + 1 < starts_.size() ? starts_[s + 1] : units_.size();
+      for (size_t u = starts_[s]; u < end; ++u) stage_of_unit_[u] = s;
+    }
+    node_stage_.resize(g_.nodes.size());
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      node_stage_[i] = std::to_string(stage_of_unit_[unit_of_[i]]);
+    }
+    for (Communication& c : comms_) {
+      const size_t at = c.before_node != kNone ? c.before_node : c.after_node;
+      c.stage = at == kNone ? 0 : stage_of_unit_[unit_of_[at]];
+    }
+  }
+
+  // The fidelities modelled per device, and the collectives each operation and each stage's end
+  // waits for.
+  void find_waits() {
+    // The fidelities of the one-device analysis that are modelled per device.
+    for (const FidelityResult& f : one_.results) {
+      if (f.fidelity != Fidelity::Cache) asked_.push_back(f.fidelity);
+    }
+
+    // The collectives each framework operation waits for, and those of each stage's end (graph
+    // outputs), in the planner's order; when each operation finishes (the unfused run).
+    waits_before_.resize(units_.size());
+    waits_at_end_.resize(starts_.size());
+    for (size_t k = 0; k < comms_.size(); ++k) {
+      const Communication& c = comms_[k];
+      (c.before_node == kNone ? waits_at_end_[c.stage] : waits_before_[unit_of_[c.before_node]])
+          .push_back(k);
+    }
+    finish_.assign(units_.size(), 0);
+  }
+
+  // The number of pipeline stages (after cut).
+  size_t stage_count() const { return starts_.size(); }
+
+  // Stage s: its terms per asked fidelity (the unfused run after those of the stages before it);
+  // raises `link_needed` to the link its communication needs.
+  ParallelStage stage(size_t s, double& link_needed) {
+    ParallelStage st;
+    st.first = units_[starts_[s]].first;
+    st.last = s + 1 < starts_.size() ? units_[starts_[s + 1]].first : g_.nodes.size();
+    const size_t u_end = s + 1 < starts_.size() ? starts_[s + 1] : units_.size();
+    double compute = 0, unfused_memory = 0, comm = 0;
+    double fused_compute = 0;  // the fused fidelity's: products at their origin precision
+    double unfused_bytes = 0;
+    for (size_t u = starts_[s]; u < u_end; ++u) {
+      compute += unit_costs_[u].compute;
+      fused_compute += unit_costs_[u].fused_compute;
+      unfused_bytes += unit_costs_[u].bytes;
+      unfused_memory += mem_s(unit_costs_[u].bytes);
+    }
+    for (const Communication& c : comms_) {
+      if (c.stage == s) comm += c.time_s;
+    }
+    // Unfused: one compute stream, one communication stream.
+    double t_compute = 0, t_comm = 0;
+    const auto run_comms = [&](const std::vector<size_t>& which) {
+      double ready = 0;
+      for (size_t k : which) {
+        const Communication& c = comms_[k];
+        double produced = 0;
+        if (c.after_node != kNone && stage_of_unit_[unit_of_[c.after_node]] == s) {
+          produced = finish_[unit_of_[c.after_node]];
+        }
+        const double start = std::max(t_comm, produced);
+        t_comm = start + c.time_s;
+        ready = std::max(ready, t_comm);
+      }
+      return ready;
+    };
+    for (size_t u = starts_[s]; u < u_end; ++u) {
+      const double ready = run_comms(waits_before_[u]);
+      t_compute = std::max(t_compute, ready) + unit_costs_[u].time;
+      finish_[u] = t_compute;
+    }
+    const double unfused_time = std::max(t_compute, run_comms(waits_at_end_[s]));
+
+    const double fused_bytes = fused_bytes_of(s, st);
+    for (Fidelity f : asked_) {
+      ParallelTerms t;
+      t.compute_s = f == Fidelity::Unfused ? compute : fused_compute;
+      t.comm_s = comm;
+      if (f == Fidelity::Unfused) {
+        t.memory_s = unfused_memory;
+        t.bytes = static_cast<int64_t>(std::llround(unfused_bytes));
+        t.time_s = unfused_time;
+      } else {
+        t.memory_s = mem_s(fused_bytes);
+        t.bytes = static_cast<int64_t>(std::llround(fused_bytes));
+        t.time_s = std::max({t.compute_s, t.memory_s, t.comm_s});
+        // A stage that does work runs at least one kernel (sol/analysis.h, the one-kernel floor).
+        if (t.compute_s > 0 || t.memory_s > 0) t.time_s = std::max(t.time_s, one_.program_floor_s);
+      }
+      st.terms.push_back(t);
+    }
+    // Fused terms for the link needed, whether or not fused was asked.
+    const double others = std::max(fused_compute, mem_s(fused_bytes));
+    double sent = 0;
+    for (const Communication& c : comms_) {
+      if (c.stage == s) sent += c.sent_bytes;
+    }
+    if (sent > 0 && others > 0) {
+      link_needed = std::max(link_needed, sent / others);
+    }
+    return st;
+  }
+
+  // Point to point between stages: every tensor written before the cut and read after it.
+  void add_point_to_point(ParallelAnalysis& out) {
+    if (out.stages.size() > 1) {
+      std::map<std::string, size_t> written_in;
+      std::map<std::string, size_t> last_read_in;
+      for (size_t i = 0; i < g_.nodes.size(); ++i) {
+        const size_t s = stage_of_unit_[unit_of_[i]];
+        for (const einsum::Access& a : g_.nodes[i].writes) {
+          if (!written_in.count(a.tensor)) written_in[a.tensor] = s;
+        }
+        for (const einsum::Access& a : g_.nodes[i].reads) last_read_in[a.tensor] = s;
+      }
+      for (const auto& [tensor, s] : written_in) {
+        const auto r = last_read_in.find(tensor);
+        if (r == last_read_in.end() || r->second <= s) continue;
+        const einsum::TensorInfo* t = g_.find_tensor(tensor);
+        const double bytes = static_cast<double>(t->bytes) * planner_.written_fraction(tensor);
+        for (size_t b = s; b < r->second; ++b) {
+          out.stages[b].send_bytes += static_cast<int64_t>(std::llround(bytes));
+          Communication m;
+          m.kind = Collective::PointToPoint;
+          m.axis = "pp";
+          m.group = 2;
+          m.tensor = tensor;
+          m.buffer_bytes = static_cast<int64_t>(std::llround(bytes));
+          m.sent_bytes = bytes;
+          m.time_s = bytes / planner_.link_bw();
+          m.stage = b;
+          comms_.push_back(std::move(m));
+        }
+      }
+      for (ParallelStage& st : out.stages) {
+        st.send_s = static_cast<double>(st.send_bytes) / planner_.link_bw();
+      }
+    }
+    out.comms = comms_;
+  }
+
+  // The pipeline's step, per fidelity.
+  void add_results(ParallelAnalysis& out) const {
+    const double m = static_cast<double>(l_.microbatches);
+    for (size_t fi = 0; fi < asked_.size(); ++fi) {
+      ParallelResult r;
+      r.fidelity = asked_[fi];
+      double sum = 0, worst = 0, worst_send = 0;
+      for (size_t s = 0; s < out.stages.size(); ++s) {
+        const double t = out.stages[s].terms[fi].time_s;
+        sum += t;
+        if (t > worst) {
+          worst = t;
+          r.bottleneck_stage = s;
+        }
+        worst_send = std::max(worst_send, out.stages[s].send_s);
+      }
+      r.time_s = sum / m + (m - 1) * std::max(worst / m, worst_send / m);
+      r.terms = out.stages[r.bottleneck_stage].terms[fi];
+      // A send between stages longer than every stage bounds the pipeline's steady state.
+      if (l_.microbatches > 1) r.terms.comm_s = std::max(r.terms.comm_s, worst_send);
+      const FidelityResult& alone = one_.result(r.fidelity);
+      if (r.time_s > 0) r.speedup = alone.time_s / r.time_s;
+      out.results.push_back(r);
+    }
+  }
+
+  // The floor of any layout on the devices.
+  double floor_s() const {
+    double compute = 0;
+    for (const NodeCost& c : costs_) compute += c.fused_compute_s;
+    const double n = static_cast<double>(l_.devices());
+    return std::max(compute / n, mem_s(static_cast<double>(dram_bytes(g_, Fidelity::Fused)) / n));
+  }
+
+ private:
+  // DRAM time of `bytes` per device: the report's cache state (cold: bytes / DRAM bandwidth).
+  double mem_s(double bytes) const {
+    return one_.memory.time_s(static_cast<int64_t>(std::llround(bytes)));
+  }
+
+  // Fused: the stage's inputs, weights and outputs, each once, at the largest slice read.
+  double fused_bytes_of(size_t s, const ParallelStage& st) const {
+    einsum::Graph sg = l_.pp > 1 ? phase_graph(g_, node_stage_, std::to_string(s)) : g_;
+    std::map<std::string, double> slice;
+    for (size_t i = st.first; i < st.last; ++i) {
+      size_t k = 0;
+      for (const einsum::Access& a : g_.nodes[i].reads) {
+        double& f = slice[a.tensor];
+        f = std::max(f, planner_.access_fraction(i, k++));
+      }
+      for (const einsum::Access& a : g_.nodes[i].writes) {
+        double& f = slice[a.tensor];
+        f = std::max(f, planner_.access_fraction(i, k++));
+      }
+    }
+    const std::vector<einsum::Footprint> touched = einsum::touched_footprints(sg);
+    // An output whose values repeat is written once per distinct value (docs/fidelities.md,
+    // "Repeated values"); inputs and weights repeat along nothing.
+    const std::vector<int64_t> copies = einsum::repeated_copies(sg);
+    double fused_bytes = 0;
+    for (size_t t = 0; t < sg.tensors.size(); ++t) {
+      const einsum::TensorInfo& info = sg.tensors[t];
+      if (info.role == ir::TensorRole::Intermediate) continue;
+      const auto it = slice.find(info.name);
+      if (it == slice.end()) continue;
+      fused_bytes +=
+          static_cast<double>(info.bytes_of(touched[t].elements / copies[t])) * it->second;
+    }
+    return fused_bytes;
+  }
+
+  const einsum::Graph& g_;
+  const Analysis& one_;
+  const ParallelLayout& l_;
+  Planner& planner_;
+  const std::vector<einsum::OpUnit> units_;
+  const std::vector<NodeCost>& costs_;
+  std::vector<Communication>& comms_;
+  std::vector<UnitCost> unit_costs_;
+  std::vector<size_t> unit_of_;          // per node: its operation
+  std::vector<size_t> starts_;           // per stage: its first operation
+  std::vector<size_t> stage_of_unit_;    // per operation
+  std::vector<std::string> node_stage_;  // per node: its stage, as phase_graph names it
+  std::vector<Fidelity> asked_;
+  std::vector<std::vector<size_t>> waits_before_, waits_at_end_;
+  std::vector<double> finish_;  // per operation: when it finishes (the unfused run)
+};
+
 }  // namespace
 
 ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, const Analysis& one,
@@ -686,273 +1004,23 @@ ParallelAnalysis analyze_parallel(const einsum::Graph& g, const hw::Device& d, c
   out.link_bytes_per_s = planner.link_bw();
   out.in_network_reduction = planner.in_network();
   planner.plan();
-  // DRAM time of `bytes` per device: the report's cache state (cold: bytes / DRAM bandwidth).
-  const auto mem_s = [&](double bytes) {
-    return one.memory.time_s(static_cast<int64_t>(std::llround(bytes)));
-  };
-  const double kernel_floor_s = one.kernel_floor_s;
 
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     out.nodes.push_back(
         {planner.splits()[i].first, planner.splits()[i].second, planner.node_fraction(i)});
   }
 
-  // Per framework operation: its per-device compute, bytes and time.
-  const std::vector<einsum::OpUnit> units = einsum::op_units(g);
-  const auto& costs = planner.costs();
-  struct UnitCost {
-    double compute = 0, bytes = 0, time = 0;
-    double fused_compute = 0;  // with products at their origin precision (NodeCost)
-  };
-  std::vector<UnitCost> unit_costs;
-  std::vector<size_t> unit_of(g.nodes.size());
-  for (size_t u = 0; u < units.size(); ++u) {
-    UnitCost c;
-    double least = 1;
-    double single = 0;
-    for (size_t i = units[u].first; i < units[u].last; ++i) {
-      unit_of[i] = u;
-      c.compute += costs[i].compute_s * planner.node_fraction(i);
-      c.fused_compute += costs[i].fused_compute_s * planner.node_fraction(i);
-      const einsum::Node& n = g.nodes[i];
-      size_t k = 0;
-      for (const einsum::Access& a : n.reads) {
-        const double f = planner.access_fraction(i, k++);
-        least = std::min(least, f);
-        single += static_cast<double>(a.bytes) * f;
-      }
-      for (const einsum::Access& a : n.writes) {
-        const double f = planner.access_fraction(i, k++);
-        least = std::min(least, f);
-        single += static_cast<double>(a.bytes) * f;
-      }
-    }
-    // One node: its accesses' slices; several: the unit's bytes at the smallest slice (a lower
-    // bound of the slices of the tensors it moves).
-    c.bytes = units[u].last - units[u].first == 1 ? single
-                                                  : static_cast<double>(units[u].bytes()) * least;
-    c.time = std::max(c.compute, mem_s(c.bytes));
-    // The unfused fidelity's per-kernel floor (sol/analysis.h), on operations that do something.
-    if (kernel_floor_s > 0 && (c.bytes > 0 || c.compute > 0))
-      c.time = std::max(c.time, kernel_floor_s);
-    unit_costs.push_back(c);
+  StagePlan plan(g, one, l, planner);
+  plan.cost_units();
+  plan.time_comms();
+  plan.cut();
+  plan.find_waits();
+  for (size_t s = 0; s < plan.stage_count(); ++s) {
+    out.stages.push_back(plan.stage(s, out.link_needed_bytes_per_s));
   }
-
-  // Communication times.
-  std::vector<Communication>& comms = planner.comms();
-  for (Communication& c : comms) {
-    c.buffer_bytes = static_cast<int64_t>(
-        std::llround(planner.buffer_bytes(c.tensor, c.axis == "tp" ? kTp : kDp)));
-    c.sent_bytes =
-        sent_bytes(c.kind, c.group, static_cast<double>(c.buffer_bytes), planner.in_network());
-    c.in_network = planner.in_network() && c.kind == Collective::AllReduce && c.group > 2;
-    c.time_s = c.sent_bytes / planner.link_bw();
-  }
-
-  // Stages.
-  std::vector<double> weights;
-  for (size_t u = 0; u < units.size(); ++u) weights.push_back(unit_costs[u].time);
-  for (const Communication& c : comms) {
-    if (c.before_node != kNone) weights[unit_of[c.before_node]] += c.time_s;
-  }
-  if (static_cast<size_t>(l.pp) > units.size()) {
-    throw UserError("--parallel pp=" + std::to_string(l.pp) + ": more stages than the " +
-                    std::to_string(units.size()) + " framework operations of the program");
-  }
-  const std::vector<size_t> starts =
-      l.pp > 1 ? cut_stages(weights, static_cast<size_t>(l.pp)) : std::vector<size_t>{0};
-  std::vector<size_t> stage_of_unit(units.size());
-  for (size_t s = 0; s < starts.size(); ++s) {
-    const size_t end = s + 1 < starts.size() ? starts[s + 1] : units.size();
-    for (size_t u = starts[s]; u < end; ++u) stage_of_unit[u] = s;
-  }
-  std::vector<std::string> node_stage(g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    node_stage[i] = std::to_string(stage_of_unit[unit_of[i]]);
-  }
-  for (Communication& c : comms) {
-    const size_t at = c.before_node != kNone ? c.before_node : c.after_node;
-    c.stage = at == kNone ? 0 : stage_of_unit[unit_of[at]];
-  }
-
-  // The fidelities of the one-device analysis that are modelled per device.
-  std::vector<Fidelity> asked;
-  for (const FidelityResult& f : one.results) {
-    if (f.fidelity != Fidelity::Cache) asked.push_back(f.fidelity);
-  }
-
-  // The collectives each framework operation waits for, and those of each stage's end (graph
-  // outputs), in the planner's order; when each operation finishes (the unfused run).
-  std::vector<std::vector<size_t>> waits_before(units.size()), waits_at_end(starts.size());
-  for (size_t k = 0; k < comms.size(); ++k) {
-    const Communication& c = comms[k];
-    (c.before_node == kNone ? waits_at_end[c.stage] : waits_before[unit_of[c.before_node]])
-        .push_back(k);
-  }
-  std::vector<double> finish(units.size(), 0);
-
-  for (size_t s = 0; s < starts.size(); ++s) {
-    ParallelStage st;
-    st.first = units[starts[s]].first;
-    st.last = s + 1 < starts.size() ? units[starts[s + 1]].first : g.nodes.size();
-    const size_t u_end = s + 1 < starts.size() ? starts[s + 1] : units.size();
-    double compute = 0, unfused_memory = 0, comm = 0;
-    double fused_compute = 0;  // the fused fidelity's: products at their origin precision
-    double unfused_bytes = 0;
-    for (size_t u = starts[s]; u < u_end; ++u) {
-      compute += unit_costs[u].compute;
-      fused_compute += unit_costs[u].fused_compute;
-      unfused_bytes += unit_costs[u].bytes;
-      unfused_memory += mem_s(unit_costs[u].bytes);
-    }
-    for (const Communication& c : comms) {
-      if (c.stage == s) comm += c.time_s;
-    }
-    // Unfused: one compute stream, one communication stream.
-    double t_compute = 0, t_comm = 0;
-    const auto run_comms = [&](const std::vector<size_t>& which) {
-      double ready = 0;
-      for (size_t k : which) {
-        const Communication& c = comms[k];
-        double produced = 0;
-        if (c.after_node != kNone && stage_of_unit[unit_of[c.after_node]] == s) {
-          produced = finish[unit_of[c.after_node]];
-        }
-        const double start = std::max(t_comm, produced);
-        t_comm = start + c.time_s;
-        ready = std::max(ready, t_comm);
-      }
-      return ready;
-    };
-    for (size_t u = starts[s]; u < u_end; ++u) {
-      const double ready = run_comms(waits_before[u]);
-      t_compute = std::max(t_compute, ready) + unit_costs[u].time;
-      finish[u] = t_compute;
-    }
-    const double unfused_time = std::max(t_compute, run_comms(waits_at_end[s]));
-
-    // Fused: the stage's inputs, weights and outputs, each once, at the largest slice read.
-    einsum::Graph sg = l.pp > 1 ? phase_graph(g, node_stage, std::to_string(s)) : g;
-    std::map<std::string, double> slice;
-    for (size_t i = st.first; i < st.last; ++i) {
-      size_t k = 0;
-      for (const einsum::Access& a : g.nodes[i].reads) {
-        double& f = slice[a.tensor];
-        f = std::max(f, planner.access_fraction(i, k++));
-      }
-      for (const einsum::Access& a : g.nodes[i].writes) {
-        double& f = slice[a.tensor];
-        f = std::max(f, planner.access_fraction(i, k++));
-      }
-    }
-    const std::vector<einsum::Footprint> touched = einsum::touched_footprints(sg);
-    // An output whose values repeat is written once per distinct value (docs/fidelities.md,
-    // "Repeated values"); inputs and weights repeat along nothing.
-    const std::vector<int64_t> copies = einsum::repeated_copies(sg);
-    double fused_bytes = 0;
-    for (size_t t = 0; t < sg.tensors.size(); ++t) {
-      const einsum::TensorInfo& info = sg.tensors[t];
-      if (info.role == ir::TensorRole::Intermediate) continue;
-      const auto it = slice.find(info.name);
-      if (it == slice.end()) continue;
-      fused_bytes +=
-          static_cast<double>(info.bytes_of(touched[t].elements / copies[t])) * it->second;
-    }
-    for (Fidelity f : asked) {
-      ParallelTerms t;
-      t.compute_s = f == Fidelity::Unfused ? compute : fused_compute;
-      t.comm_s = comm;
-      if (f == Fidelity::Unfused) {
-        t.memory_s = unfused_memory;
-        t.bytes = static_cast<int64_t>(std::llround(unfused_bytes));
-        t.time_s = unfused_time;
-      } else {
-        t.memory_s = mem_s(fused_bytes);
-        t.bytes = static_cast<int64_t>(std::llround(fused_bytes));
-        t.time_s = std::max({t.compute_s, t.memory_s, t.comm_s});
-        // A stage that does work runs at least one kernel (sol/analysis.h, the one-kernel floor).
-        if (t.compute_s > 0 || t.memory_s > 0) t.time_s = std::max(t.time_s, one.program_floor_s);
-      }
-      st.terms.push_back(t);
-    }
-    // Fused terms for the link needed, whether or not fused was asked.
-    const double others = std::max(fused_compute, mem_s(fused_bytes));
-    double sent = 0;
-    for (const Communication& c : comms) {
-      if (c.stage == s) sent += c.sent_bytes;
-    }
-    if (sent > 0 && others > 0) {
-      out.link_needed_bytes_per_s = std::max(out.link_needed_bytes_per_s, sent / others);
-    }
-    out.stages.push_back(std::move(st));
-  }
-
-  // Point to point between stages: every tensor written before the cut and read after it.
-  if (out.stages.size() > 1) {
-    std::map<std::string, size_t> written_in;
-    std::map<std::string, size_t> last_read_in;
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      const size_t s = stage_of_unit[unit_of[i]];
-      for (const einsum::Access& a : g.nodes[i].writes) {
-        if (!written_in.count(a.tensor)) written_in[a.tensor] = s;
-      }
-      for (const einsum::Access& a : g.nodes[i].reads) last_read_in[a.tensor] = s;
-    }
-    for (const auto& [tensor, s] : written_in) {
-      const auto r = last_read_in.find(tensor);
-      if (r == last_read_in.end() || r->second <= s) continue;
-      const einsum::TensorInfo* t = g.find_tensor(tensor);
-      const double bytes = static_cast<double>(t->bytes) * planner.written_fraction(tensor);
-      for (size_t b = s; b < r->second; ++b) {
-        out.stages[b].send_bytes += static_cast<int64_t>(std::llround(bytes));
-        Communication m;
-        m.kind = Collective::PointToPoint;
-        m.axis = "pp";
-        m.group = 2;
-        m.tensor = tensor;
-        m.buffer_bytes = static_cast<int64_t>(std::llround(bytes));
-        m.sent_bytes = bytes;
-        m.time_s = bytes / planner.link_bw();
-        m.stage = b;
-        comms.push_back(std::move(m));
-      }
-    }
-    for (ParallelStage& st : out.stages) {
-      st.send_s = static_cast<double>(st.send_bytes) / planner.link_bw();
-    }
-  }
-  out.comms = comms;
-
-  // The pipeline's step, per fidelity.
-  const double m = static_cast<double>(l.microbatches);
-  for (size_t fi = 0; fi < asked.size(); ++fi) {
-    ParallelResult r;
-    r.fidelity = asked[fi];
-    double sum = 0, worst = 0, worst_send = 0;
-    for (size_t s = 0; s < out.stages.size(); ++s) {
-      const double t = out.stages[s].terms[fi].time_s;
-      sum += t;
-      if (t > worst) {
-        worst = t;
-        r.bottleneck_stage = s;
-      }
-      worst_send = std::max(worst_send, out.stages[s].send_s);
-    }
-    r.time_s = sum / m + (m - 1) * std::max(worst / m, worst_send / m);
-    r.terms = out.stages[r.bottleneck_stage].terms[fi];
-    // A send between stages longer than every stage bounds the pipeline's steady state.
-    if (l.microbatches > 1) r.terms.comm_s = std::max(r.terms.comm_s, worst_send);
-    const FidelityResult& alone = one.result(r.fidelity);
-    if (r.time_s > 0) r.speedup = alone.time_s / r.time_s;
-    out.results.push_back(r);
-  }
-
-  // The floor of any layout on the devices.
-  double compute = 0;
-  for (const NodeCost& c : costs) compute += c.fused_compute_s;
-  const double n = static_cast<double>(l.devices());
-  out.floor_s =
-      std::max(compute / n, mem_s(static_cast<double>(dram_bytes(g, Fidelity::Fused)) / n));
+  plan.add_point_to_point(out);
+  plan.add_results(out);
+  out.floor_s = plan.floor_s();
   return out;
 }
 
