@@ -19,7 +19,7 @@ import os
 import tempfile
 import time
 
-from solar import definition as fmt
+from solar.suites import definition as fmt
 from solar.options import Options
 from solar.pipeline import STAGES
 from solar.torch import definition as definition_capture

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from solar import definition as fmt
+from solar.suites import definition as fmt
 from solar import ir, stages
 from solar.options import Options
 from solar.torch import captured_call

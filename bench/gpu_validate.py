@@ -352,7 +352,7 @@ def analyse(
     """``solar analyze path --json --cache-state STATE`` (``serve``: ``{phase, batch, context}``,
     one serving step) in a child process: ``{status, verification, error, sol_s, bytes, ...,
     wall_s}`` (status ``ok``, ``failed`` or ``timed_out``)."""
-    from solar.suite import summarise
+    from solar.suites.bench import summarise
 
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="solar-gpu-validate-") as tmp:

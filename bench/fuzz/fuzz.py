@@ -308,7 +308,7 @@ def ir_mutant(rng: random.Random) -> Mutant:
 def default_memory_mb() -> float:
     """Three quarters of this machine's memory, in MB: a run that peaks past it is one the
     kernel's memory killer could take (a large but legal workload below it is not a defect)."""
-    from solar.calibrate import memory_bytes
+    from solar.timing.calibrate import memory_bytes
 
     return 0.75 * memory_bytes("cpu") / 2**20
 

@@ -135,8 +135,8 @@ def capture_file(
 
 def measure_file(path: str | os.PathLike, device: str | None = None) -> tuple[Any, str | None]:
     """``(timing, per_node)``: the model file's run timed by its framework
-    (``solar.timing.Timing``), and the per-node times document's JSON text
-    (``solar.node_timing``; None where the framework has none: JAX runs one jitted executable,
+    (``solar.timing.clock.Timing``), and the per-node times document's JSON text
+    (``solar.torch.node_timing``; None where the framework has none: JAX runs one jitted executable,
     so only the whole run is timed)."""
     if os.path.isfile(path) and framework_of(path) == "jax":
         from solar import jax as solar_jax
@@ -268,8 +268,8 @@ def measured_keywords(
     per-node times, when the framework has them). The run is timed here (``measure_file`` on
     ``device``; written to the measurement file ``out`` when given), or read from the
     measurement file ``recorded`` (``--measurement``)."""
-    from solar import measurement
-    from solar.timing import same_device
+    from solar.timing import measurement
+    from solar.timing.clock import same_device
 
     if recorded is None:
         timing, per_node = measure_file(path, device=device)

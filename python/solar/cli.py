@@ -13,9 +13,9 @@ goes to its framework's adapter through ``solar.adapters``, with every option:
   and the SOL report (``--stage-times``: the seconds each stage took, for ``solar bench``).
   With ``--serve prefill|decode [--batch B] [--context T] [--batch-sweep LIST]``, one serving
   step of a decoder instead (solar.torch.serve, docs/serving.md).
-- ``solar calibrate -o FILE.yaml`` (solar.calibrate) and ``solar bench DIR --hw NAME --out DIR``
-  (solar.suite): docs/calibrate.md. ``analyze`` also takes ``--measure``, ``--measured-ms``,
-  ``--html``, ``--trace``, ``--csv`` and ``--dot``.
+- ``solar calibrate -o FILE.yaml`` (solar.timing.calibrate) and ``solar bench DIR --hw NAME --out
+  DIR`` (solar.suites.bench): docs/calibrate.md. ``analyze`` also takes ``--measure``,
+  ``--measured-ms``, ``--html``, ``--trace``, ``--csv`` and ``--dot``.
 - ``solar sol|provision|compare|curve MODEL.py ARGS...``: capture, lower and verify the model file,
   then run the C++ command on the lowered program (in memory) with ARGS unchanged.
 
@@ -40,9 +40,9 @@ PYTHON_COMMANDS = ("capture", "analyze")
 # (argv without the subcommand; exit codes as below). Imported only when the command runs.
 MODULE_COMMANDS: dict[str, str] = {
     "translate": "solar.llm.cli",
-    "calibrate": "solar.calibrate",  # docs/calibrate.md
-    "bench": "solar.suite",  # docs/calibrate.md, "Suites"
-    "sweep": "solar.sweep",  # docs/sweeps.md
+    "calibrate": "solar.timing.calibrate",  # docs/calibrate.md
+    "bench": "solar.suites.bench",  # docs/calibrate.md, "Suites"
+    "sweep": "solar.suites.sweep",  # docs/sweeps.md
 }
 
 
@@ -161,23 +161,11 @@ MODEL_HELP = (
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
-    from solar.options import DEFAULT_HW, OPTIMIZERS
-
+    """The arguments of ``solar capture`` or ``solar analyze`` (``command``)."""
     if command == "capture":
-        p = _ArgumentParser(
-            prog="solar capture",
-            description="Capture a PyTorch or JAX model file into SOLAR's capture format "
-            "(docs/capture.md, docs/jax.md).",
-        )
-        p.add_argument("model", help=MODEL_HELP)
-        p.add_argument(
-            "-o",
-            "--output",
-            required=True,
-            help="OUT.json: the capture document; OUT.ir: the lowered IR program",
-        )
-        p.add_argument("--golden", metavar="OUT.npz", help="also run the model; write its data")
-        return p
+        return _capture_parser()
+    from solar.options import OPTIMIZERS
+
     p = _ArgumentParser(
         prog="solar analyze",
         usage="%(prog)s [-h] MODEL [OPTIONS]",
@@ -224,6 +212,43 @@ def _parser(command: str) -> argparse.ArgumentParser:
         "the report; their outputs are fed from the framework's run); default: such an operator "
         "is an error",
     )
+    _add_device_and_fidelity_arguments(p)
+    _add_verification_arguments(p)
+    g = p.add_argument_group("measured time and headroom (docs/calibrate.md)")
+    add_measured_arguments(g)  # --measure, --measured-ms, ...
+    g = p.add_argument_group("serving and parallel (docs/serving.md, docs/parallel.md)")
+    add_serve_arguments(g)  # --serve, --batch, --context, --batch-sweep
+    add_parallel_arguments(g)  # --devices, --parallel
+    _add_definition_arguments(p)
+    _add_output_arguments(p)
+    from solar.llm.cli import add_analyze_arguments  # --llm, --llm-fallback (docs/llm.md)
+
+    add_analyze_arguments(p)
+    return p
+
+
+def _capture_parser() -> argparse.ArgumentParser:
+    """``solar capture``'s arguments."""
+    p = _ArgumentParser(
+        prog="solar capture",
+        description="Capture a PyTorch or JAX model file into SOLAR's capture format "
+        "(docs/capture.md, docs/jax.md).",
+    )
+    p.add_argument("model", help=MODEL_HELP)
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="OUT.json: the capture document; OUT.ir: the lowered IR program",
+    )
+    p.add_argument("--golden", metavar="OUT.npz", help="also run the model; write its data")
+    return p
+
+
+def _add_device_and_fidelity_arguments(p: argparse.ArgumentParser) -> None:
+    """``solar analyze``'s device, precision, fidelity and cache arguments."""
+    from solar.options import DEFAULT_HW
+
     g = p.add_argument_group("device and precision (docs/precision.md)")
     g.add_argument(
         "--hw",
@@ -241,6 +266,10 @@ def _parser(command: str) -> argparse.ArgumentParser:
         help="unfused, fused, cache (the cache-aware model) or all (the default: the three)",
     )
     add_cache_arguments(g)  # --cache-state, --kernel-floor, --routing
+
+
+def _add_verification_arguments(p: argparse.ArgumentParser) -> None:
+    """``solar analyze``'s verification arguments."""
     g = p.add_argument_group("verification against the framework")
     g.add_argument(
         "--no-verify",
@@ -270,11 +299,10 @@ def _parser(command: str) -> argparse.ArgumentParser:
         default="auto",
         help="force a verification mode (default: auto, by the budgets)",
     )
-    g = p.add_argument_group("measured time and headroom (docs/calibrate.md)")
-    add_measured_arguments(g)  # --measure, --measured-ms, ...
-    g = p.add_argument_group("serving and parallel (docs/serving.md, docs/parallel.md)")
-    add_serve_arguments(g)  # --serve, --batch, --context, --batch-sweep
-    add_parallel_arguments(g)  # --devices, --parallel
+
+
+def _add_definition_arguments(p: argparse.ArgumentParser) -> None:
+    """``solar analyze``'s arguments for a kernel-benchmark definition."""
     g = p.add_argument_group("when MODEL is a kernel-benchmark definition (docs/benchmarks.md)")
     g.add_argument(
         "--workload",
@@ -294,6 +322,10 @@ def _parser(command: str) -> argparse.ArgumentParser:
         action="store_true",
         help="print the suite table only, not each workload's table",
     )
+
+
+def _add_output_arguments(p: argparse.ArgumentParser) -> None:
+    """``solar analyze``'s output arguments."""
     g = p.add_argument_group("output (default: the report's table on stdout)")
     g.add_argument("--json", metavar="OUT", help="write the JSON report ('-': to stdout instead)")
     g.add_argument(
@@ -311,10 +343,6 @@ def _parser(command: str) -> argparse.ArgumentParser:
         help="write the seconds of capture, lowering, verification and analysis (solar bench "
         "reads it; docs/cli.md)",
     )
-    from solar.llm.cli import add_analyze_arguments  # --llm, --llm-fallback (docs/llm.md)
-
-    add_analyze_arguments(p)
-    return p
 
 
 def add_serve_arguments(p: argparse._ActionsContainer) -> None:
@@ -380,11 +408,11 @@ def _capture(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from solar import definition
+    from solar.suites import definition
 
     # a kernel-benchmark definition, or a folder of them (docs/benchmarks.md)
     if definition.is_definition(args.model) or definition.is_suite(args.model):
-        from solar.definition_cli import analyze_definition
+        from solar.suites.definition_cli import analyze_definition
 
         return analyze_definition(args, options_of)
     given_flags = (

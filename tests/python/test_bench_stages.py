@@ -14,8 +14,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import solar  # noqa: E402
-from solar import _core, cli, suite  # noqa: E402
+from solar import _core, cli  # noqa: E402
 from solar import torch as solar_torch  # noqa: E402
+from solar.suites import bench as suite  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not hasattr(solar._core, "lower_capture_detailed"),

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import solar
-from solar import _core, suite
+from solar import _core
+from solar.suites import bench as suite
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "tests" / "python" / "models"

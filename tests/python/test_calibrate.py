@@ -11,8 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from solar import calibrate, cli, pipeline
-from solar.measure import local_device_name
+from solar import cli, pipeline
+from solar.timing import calibrate
+from solar.torch.measure import local_device_name
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "tests" / "python" / "models"

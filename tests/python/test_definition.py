@@ -16,7 +16,7 @@ import os
 import pytest
 
 from solar import cli
-from solar import definition as fmt
+from solar.suites import definition as fmt
 
 # ---------------------------------------------------------------------------------------------
 # Definitions written for this test

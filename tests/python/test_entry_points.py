@@ -256,7 +256,7 @@ def test_options_are_checked_once():
 
 
 def test_bench_children_state_every_option(files):
-    from solar import suite
+    from solar.suites import bench as suite
 
     (files / "suite" / "level1").mkdir(parents=True)
     (files / "suite" / "level1" / "emb.py").write_text(EMBEDDING_MODEL)
@@ -272,7 +272,7 @@ def test_bench_children_state_every_option(files):
 
 
 def test_sweep_children_state_every_option(files):
-    from solar import sweep
+    from solar.suites import sweep
 
     out = files / "sweep"
     rc = sweep.main(

@@ -12,8 +12,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from solar import cli, measurement  # noqa: E402
-from solar.timing import Timing  # noqa: E402
+from solar import cli  # noqa: E402
+from solar.timing import measurement  # noqa: E402
+from solar.timing.clock import Timing  # noqa: E402
 
 MLP = os.path.join(os.path.dirname(__file__), "models", "mlp.py")
 
@@ -25,7 +26,7 @@ def test_measure_out_then_measurement_reproduces_the_headroom(tmp_path) -> None:
     doc = json.loads(times.read_text())
     assert doc["format"] == "solar-measurement" and doc["version"] == 1
     assert doc["model"] == "mlp.py"
-    assert len(doc["samples_s"]) == 20  # solar.measure: 20 timed samples
+    assert len(doc["samples_s"]) == 20  # solar.torch.measure: 20 timed samples
     assert {n["node"] for n in doc["nodes"]["nodes"]} == {
         "permute",
         "addmm",

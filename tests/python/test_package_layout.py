@@ -36,8 +36,8 @@ FRAMEWORK_FREE = (
     "solar.adapters",
     "solar.serving",
     "solar._files",
-    "solar.measurement",
-    "solar.timing",
+    "solar.timing.measurement",
+    "solar.timing.clock",
     "solar._modelfile",
     "solar._names",
     "solar.cli",
@@ -148,6 +148,41 @@ def test_no_function_takes_more_than_six_parameters():
             if len(params) > MAX_PARAMETERS and f"{name}.{node.name}" not in WIDE_FUNCTIONS:
                 wide.append(f"{name}.{node.name} ({len(params)})")
     assert wide == []
+
+
+# The package by role (docs/architecture.md): at most this many modules at its top level, the
+# rest in packages (torch/, jax/, llm/, timing/, suites/).
+MAX_TOP_LEVEL = 14
+
+
+def test_the_package_keeps_at_most_fourteen_top_level_modules():
+    top = sorted(name for name, path in modules().items() if path.parent == PACKAGE)
+    assert len(top) <= MAX_TOP_LEVEL, top
+    # torch is imported (at any depth) by no module outside the adapters but these, each an
+    # entry that needs PyTorch to time or to run the models it is given
+    torch_users = {
+        name
+        for name, path in modules().items()
+        if not name.startswith(("solar.torch", "solar.jax"))
+        and re.search(r"^\s*(import torch|from torch)\b", path.read_text(), re.M)
+    }
+    assert torch_users <= {"solar.timing.calibrate", "solar.llm.analysis", "solar.llm.tasks"}, (
+        torch_users
+    )
+
+
+MAX_LINES = 100  # a Python function's lines, its signature to its last line (issue 41)
+
+
+def test_no_function_is_longer_than_a_hundred_lines():
+    long = []
+    for name, path in sorted(modules().items()):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_LINES:
+                    long.append(f"{name}.{node.name} ({lines})")
+    assert long == []
 
 
 def test_each_rule_between_options_is_written_once():

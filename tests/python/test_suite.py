@@ -11,7 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
-from solar import suite
+from solar.suites import bench as suite
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "tests" / "python" / "models"

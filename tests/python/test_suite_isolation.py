@@ -18,7 +18,7 @@ pytest.importorskip("torch")
 from test_bench_stages import MATMUL_MODEL as MATMUL  # noqa: E402
 from test_bench_stages import RELU_MODEL as RELU  # noqa: E402
 
-from solar import _child  # noqa: E402
+from solar.suites import _child  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this system")
 
@@ -88,7 +88,8 @@ def test_fork_and_process_write_the_same_bytes(tmp_path):
         assert (runs["fork"] / name).read_bytes() == (runs["process"] / name).read_bytes(), name
     records = json.loads((runs["fork"] / "problems.json").read_text())
     assert [r["status"] for r in records] == ["ok", "ok", "ok"]
-    # Each problem's own file too, but for its times (measurements: solar.suite.TIMING_FIELDS).
+    # Each problem's own file too, but for its times (measurements:
+    # solar.suites.bench.TIMING_FIELDS).
     for rel in ("level1/relu", "level1/matmul", "level2/conv"):
         a, b = (json.loads((runs[k] / "problems" / f"{rel}.json").read_text()) for k in runs)
         for r in (a, b):

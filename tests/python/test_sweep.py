@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from solar import cli, sweep
+from solar import cli
+from solar.suites import sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ["tests/python/models/sweep/scale.ir", "tests/python/models/sweep/matvec.ir"]

@@ -18,7 +18,7 @@ namespace solar::report {
 
 // A measured time of the whole program (`--measured-ms`): adds the `headroom` section.
 // `on`: the device that measured (another than the analysed one: headroom is a what-if);
-// `method`: how the run was timed (the Python API: solar.measure); per-node measured times
+// `method`: how the run was timed (the Python API: solar.torch.measure); per-node measured times
 // (docs/calibrate.md, "Per-node headroom") from the file `nodes_file`, or its text `nodes_json`.
 struct Measured {
   std::optional<double> ms;

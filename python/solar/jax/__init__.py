@@ -365,8 +365,8 @@ def measure_file(
 ) -> Any:
     """Times the jitted run of a JAX model file on JAX's default device (wall clock around
     ``jax.block_until_ready``, after ``warmup`` runs, which include the compilation): a
-    ``solar.timing.Timing``. ``device`` ("cpu" or "cuda"; None: any) must be that device."""
-    from solar.timing import Timing, cpu_device_name, sanitize_name, wall_clock
+    ``solar.timing.clock.Timing``. ``device`` ("cpu" or "cuda"; None: any) must be that device."""
+    from solar.timing.clock import Timing, cpu_device_name, sanitize_name, wall_clock
 
     if device not in (None, "cpu", "cuda"):
         raise ValueError(f"unknown device '{device}' (cpu or cuda)")

@@ -321,14 +321,14 @@ def capture_file(
 
 
 def measure_file(path: str | os.PathLike, device: str | None = None) -> tuple[Any, str]:
-    """``(timing, per_node)``: the model file's forward timed (``solar.measure``) and its
-    per-node times document's JSON text (``solar.node_timing``), each on the model built for
+    """``(timing, per_node)``: the model file's forward timed (``solar.torch.measure``) and its
+    per-node times document's JSON text (``solar.torch.node_timing``), each on the model built for
     real afresh (``load_model_file``)."""
     import json
 
-    from solar.measure import measure_model
-    from solar.node_timing import time_nodes
     from solar.torch.capture import load_model_file
+    from solar.torch.measure import measure_model
+    from solar.torch.node_timing import time_nodes
 
     def build() -> tuple[Any, tuple]:
         return load_model_file(path)

@@ -58,21 +58,15 @@ def dtype_name(dtype: torch.dtype) -> str:
     return DTYPES[dtype]
 
 
-def serialize(
-    traced: Traced, source: str | None, sizes: dict | None = None
-) -> tuple[dict, dict[str, str], dict[str, list[str | None]]]:
-    """The capture document, the capture name of every FX node that holds a tensor, and the
-    element names of every multi-output FX node (``None`` for an element that is no tensor).
-    ``sizes``: the value of each symbol of a capture with symbolic sizes (sympy symbol -> int,
-    solar.torch._symbolic): every symbolic size is written as its value under them, and the
-    nodes that compute sizes (``aten.sym_size.int``, ``operator.mul`` of sizes, ...) are not
-    written (their values are, where they are read)."""
+def _names(traced: Traced) -> tuple[NameTable, dict[str, str], dict[str, list[str | None]]]:
+    """Pass 1 of ``serialize``: the name table, the capture name of every FX node that holds a
+    tensor and the element names of every multi-output node."""
     graph = traced.graph
     names = NameTable()
     tensor_name: dict[str, str] = {}  # FX node name -> capture tensor name
     multi: dict[str, list[str | None]] = {}  # FX node of a multi-output op -> element names
 
-    # Pass 1: names. FX's own names first (in graph order), synthetic ones after.
+    # FX's own names first (in graph order), synthetic ones after.
     for node in graph.nodes:
         if node.op in ("output",) or node.name in traced.dropped:
             continue
@@ -91,7 +85,13 @@ def serialize(
                     elements[i] = names.take(f"{node.name}_out{i}")
             multi[node.name] = elements
 
-    # Pass 2: tensors and nodes.
+    return names, tensor_name, multi
+
+
+def _roles_and_outputs(
+    traced: Traced, tensor_name: dict[str, str]
+) -> tuple[dict[str, str], list[str]]:
+    """The role of each input and output tensor by capture name, and the outputs in order."""
     roles: dict[str, str] = {}
     for fx_name, binding in traced.placeholders.items():
         if fx_name in tensor_name:
@@ -105,6 +105,23 @@ def serialize(
     for name in outputs:
         if roles.get(name, "intermediate") == "intermediate":
             roles[name] = "output"
+
+    return roles, outputs
+
+
+def serialize(
+    traced: Traced, source: str | None, sizes: dict | None = None
+) -> tuple[dict, dict[str, str], dict[str, list[str | None]]]:
+    """The capture document, the capture name of every FX node that holds a tensor, and the
+    element names of every multi-output FX node (``None`` for an element that is no tensor).
+    ``sizes``: the value of each symbol of a capture with symbolic sizes (sympy symbol -> int,
+    solar.torch._symbolic): every symbolic size is written as its value under them, and the
+    nodes that compute sizes (``aten.sym_size.int``, ``operator.mul`` of sizes, ...) are not
+    written (their values are, where they are read)."""
+    graph = traced.graph
+    names, tensor_name, multi = _names(traced)
+    # Pass 2: tensors and nodes.
+    roles, outputs = _roles_and_outputs(traced, tensor_name)
 
     tensors: list[dict] = []
     nodes: list[dict] = []

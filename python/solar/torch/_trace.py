@@ -960,6 +960,37 @@ def _user_frame(frame: Any, outside: frozenset[int]) -> str:
     return user_location(*info) if info else ""
 
 
+def _bind_placeholders(
+    traced: Traced,
+    placeholders: list,
+    state_kinds: list[tuple[str, str]],
+    attributes: list[Attribute],
+    arg_names: list[str],
+) -> tuple[dict[str, str], dict[str, int]]:
+    """Names and binds make_fx's placeholders in order: the weights and buffers
+    (``state_kinds``), the attributes, then the arguments. Returns the kind of each weight or
+    buffer placeholder and the position of each input placeholder."""
+    n_state, n_attrs = len(state_kinds), len(attributes)
+    by_node: dict[str, str] = {}
+    inputs: dict[str, int] = {}  # input placeholder -> position
+    for k, node in enumerate(placeholders):
+        if k < n_state:
+            kind, target = state_kinds[k]
+            node.name = ("p_" if kind == "weight" else "b_") + target.replace(".", "_")
+            traced.placeholders[node.name] = Binding(kind, target=target)
+            by_node[node.name] = kind
+            node._solar_target = target  # read back by _trace_make_fx, for mutation copies
+        elif k < n_state + n_attrs:
+            attr = attributes[k - n_state]
+            node.name = attr.input_name
+            traced.placeholders[node.name] = Binding("attribute", target=attr.path)
+        else:
+            node.name = arg_names[k - n_state - n_attrs]
+            traced.placeholders[node.name] = Binding("input", index=k - n_state - n_attrs)
+            inputs[node.name] = k - n_state - n_attrs
+    return by_node, inputs
+
+
 def _trace_make_fx(
     module: nn.Module, args: tuple, attributes: list[Attribute] = (), real: bool = False
 ) -> Traced:
@@ -1013,23 +1044,7 @@ def _trace_make_fx(
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     arg_names = _argument_names(module, len(flat_args))
     state_kinds = [("weight", t) for t in params] + [("buffer", t) for t in buffers]
-    by_node: dict[str, str] = {}
-    inputs: dict[str, int] = {}  # input placeholder -> position
-    for k, node in enumerate(placeholders):
-        if k < n_state:
-            kind, target = state_kinds[k]
-            node.name = ("p_" if kind == "weight" else "b_") + target.replace(".", "_")
-            traced.placeholders[node.name] = Binding(kind, target=target)
-            by_node[node.name] = kind
-            node._solar_target = target  # read back below, for mutation copies
-        elif k < n_state + n_attrs:
-            attr = attributes[k - n_state]
-            node.name = attr.input_name
-            traced.placeholders[node.name] = Binding("attribute", target=attr.path)
-        else:
-            node.name = arg_names[k - n_state - n_attrs]
-            traced.placeholders[node.name] = Binding("input", index=k - n_state - n_attrs)
-            inputs[node.name] = k - n_state - n_attrs
+    by_node, inputs = _bind_placeholders(traced, placeholders, state_kinds, attributes, arg_names)
     mutations: list[tuple[Any, Any, Any]] = []
     attribute_writes: list[tuple[Any, Binding]] = []
     for node in gm.graph.nodes:

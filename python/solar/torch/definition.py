@@ -1,7 +1,7 @@
 """The PyTorch side of a benchmark definition (docs/benchmarks.md): a workload's inputs made the
 way the format says, and its ``run(...)`` captured through the PyTorch adapter
 (``solar.torch.captured_call``) and analysed by the one pipeline (``solar.stages.run``).
-Imports torch; ``solar.definition`` reads the files without it.
+Imports torch; ``solar.suites.definition`` reads the files without it.
 
 - ``reference_namespace(definition)``: the reference source run once (its ``run`` and the
   custom inputs entry point).
@@ -37,17 +37,17 @@ import math
 import os
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from solar.definition import Definition, DefinitionError, Workload, resolve_axes, shape_of
 from solar.options import AnalysisError, Options
 from solar.pipeline import format_bytes
 from solar.stages import run as run_stages
+from solar.suites.definition import Definition, DefinitionError, Workload, resolve_axes, shape_of
 from solar.torch._device import CUDA_NOTE, DEVICE, OnCpu
 
 # The format's dtypes as torch's.
@@ -188,21 +188,41 @@ def make_inputs(
             made = _custom(
                 definition, workload, namespace, {**axes, **workload.flags, **scalars}, on_cpu
             )
-        for name in custom:
-            if name not in made:
-                raise DefinitionError(
-                    f"{workload.where}: inputs.{name}: custom_inputs_entrypoint "
-                    f"'{definition.custom_inputs_entrypoint}' made no '{name}'"
-                )
-            spec = definition.inputs.get(name)
-            if spec is not None:
-                at = f"{workload.where}: inputs.{name}"
-                _check_made(made[name], spec, shape_of(spec, axes), at)
-            values[name] = made[name]
+        values.update(_custom_values(definition, workload, made, axes))
         notes.append(
             f"input(s) {', '.join(custom)} made by {definition.custom_inputs_entrypoint}"
             f"(axes_and_scalars, device='cpu') with torch.manual_seed({workload.index})"
         )
+    notes += _scalar_notes(definition, workload, values)
+    ordered = [values[name] for name in names]
+    if fake is not None:  # a file's tensor, an indptr built from the axes: real until here
+        ordered = [_faked(v, fake) for v in ordered]
+    built_cell = "; ".join(f"built: {b}" for b in built)
+    return Inputs(ordered, notes, unread, names, built_cell, fake)
+
+
+def _custom_values(definition: Definition, workload: Workload, made: dict, axes: dict) -> dict:
+    """The custom inputs of ``workload`` from what the custom entry point ``made``, each checked
+    against its declared shape and dtype."""
+    values = {}
+    for name in [n for n, g in workload.inputs.items() if g.kind == "custom"]:
+        if name not in made:
+            raise DefinitionError(
+                f"{workload.where}: inputs.{name}: custom_inputs_entrypoint "
+                f"'{definition.custom_inputs_entrypoint}' made no '{name}'"
+            )
+        spec = definition.inputs.get(name)
+        if spec is not None:
+            at = f"{workload.where}: inputs.{name}"
+            _check_made(made[name], spec, shape_of(spec, axes), at)
+        values[name] = made[name]
+    return values
+
+
+def _scalar_notes(definition: Definition, workload: Workload, values: dict) -> list[str]:
+    """The notes on the scalars fixed in the captured program, the flags among them and the
+    declared inputs the workload does not give."""
+    notes = []
     fixed = [
         n
         for n, g in workload.inputs.items()
@@ -218,11 +238,7 @@ def make_inputs(
     omitted = [n for n in definition.inputs if n not in workload.inputs]
     if omitted:
         notes.append(f"input(s) {', '.join(omitted)} not given: run's default")
-    ordered = [values[name] for name in names]
-    if fake is not None:  # a file's tensor, an indptr built from the axes: real until here
-        ordered = [_faked(v, fake) for v in ordered]
-    built_cell = "; ".join(f"built: {b}" for b in built)
-    return Inputs(ordered, notes, unread, names, built_cell, fake)
+    return notes
 
 
 def safetensors_file(definition: Definition, workload: Workload, path: str) -> str | None:
@@ -350,7 +366,7 @@ def check_input_memory(
     machine's, by default): the reference is run on them, and its intermediates need room too.
     The message names the total and the largest inputs."""
     if memory is None:
-        from solar.calibrate import memory_bytes
+        from solar.timing.calibrate import memory_bytes
 
         memory = memory_bytes("cpu")
     sizes = []
@@ -384,7 +400,7 @@ def check_reference_memory(
     if "run" not in namespace:
         return
     if memory is None:
-        from solar.calibrate import memory_bytes
+        from solar.timing.calibrate import memory_bytes
 
         memory = memory_bytes("cpu")
     from solar.torch._peak import peak_of
@@ -983,6 +999,20 @@ def analyse_workload(
     if made.on_cpu.mapped and CUDA_NOTE not in notes:
         notes.append(CUDA_NOTE)
     return report, notes, cell, made.inputs.built
+
+
+@contextlib.contextmanager
+def isolated() -> Iterator[None]:
+    """One definition of a suite: torch's process-wide settings a reference may change (the
+    default dtype, grad mode, the global random state) restored after it."""
+    dtype = torch.get_default_dtype()
+    grad = torch.is_grad_enabled()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            yield
+    finally:
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
 
 
 def _made_for_real(workload: Workload, e: BaseException) -> str:

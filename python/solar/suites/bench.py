@@ -5,7 +5,7 @@ folder relative to DIR is its level (files directly in DIR: level ``.``). Each p
 ``solar analyze`` in its own child process (``--jobs N`` at once), so one crash, hang
 (``--timeout-s``) or failure never stops the rest. ``--isolation fork`` (the default where the
 system can fork) imports the frameworks once, in a fork server, which forks a child per problem;
-``--isolation process`` starts a new Python per problem (solar._child: the same outputs). A
+``--isolation process`` starts a new Python per problem (solar.suites._child: the same outputs). A
 finished problem (analysed or failed) leaves ``RESULTS/problems/<level>/<file>.json``; a second
 run skips it, so an interrupted run resumes.
 
@@ -40,7 +40,9 @@ import sys
 import time
 from collections.abc import Sequence
 
-from solar._child import (
+from solar._files import write_atomic
+from solar.options import add_child_arguments, child_flags
+from solar.suites._child import (
     ISOLATIONS,
     STAGES,
     ForkServer,
@@ -50,8 +52,6 @@ from solar._child import (
     run_children,
     write_json_atomic,
 )
-from solar._files import write_atomic
-from solar.options import add_child_arguments, child_flags
 
 TOP_LEVEL = "."
 TIMING_FIELDS = ("total_s", "cpu_s", "stages_s")  # measured: in stages.*, not in problems.*
@@ -98,7 +98,7 @@ def result_path(out: str, rel: str) -> str:
 
 
 def problem_request(root: str, rel: str, args: argparse.Namespace, ms: float | None) -> Request:
-    """The ``solar analyze`` child of one problem (solar._child.Request)."""
+    """The ``solar analyze`` child of one problem (solar.suites._child.Request)."""
     options = ["--hw", args.hw]
     if args.policy:
         options += ["--policy", args.policy]
@@ -110,7 +110,7 @@ def problem_request(root: str, rel: str, args: argparse.Namespace, ms: float | N
 
 
 def problem_record(level: str, rel: str, cache_state: str, ms: float | None, child: dict) -> dict:
-    """The record of one problem from what came of its child (solar._child.run_children)."""
+    """The record of one problem from what came of its child (solar.suites._child.run_children)."""
     record: dict = {
         "level": level,
         "problem": os.path.basename(rel),
@@ -305,7 +305,8 @@ def write_outputs(out: str, records: list[dict], run: dict | None = None) -> dic
     return s
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """``solar bench``'s arguments."""
     p = argparse.ArgumentParser(
         prog="solar bench",
         description="Analyse every benchmark-style model file under DIR (docs/calibrate.md).",
@@ -355,6 +356,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the system can fork); process: a new Python per problem. Either way a crash or a "
         "timeout ends its problem only (docs/cli.md)",
     )
+    return p
+
+
+def _done_and_todo(
+    problems: list[tuple[str, str]], out: str, cache_state: str
+) -> tuple[list[dict], list[tuple[str, str]]]:
+    """The records already in ``out`` for ``cache_state`` (a record of another cache state is
+    run again) and the problems still to run."""
+    records: list[dict] = []
+    todo = []
+    for level, rel in problems:
+        path = result_path(out, rel)
+        done = None
+        if os.path.exists(path):
+            with open(path) as f:
+                done = json.load(f)
+        # A record of another cache state is run again (an older record without one: cold).
+        if done is not None and done.get("cache_state", "cold") == cache_state:
+            records.append(done)
+        else:
+            todo.append((level, rel))
+    return records, todo
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = _parser()
     start = time.perf_counter()
     try:
         args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -378,19 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as e:
         print(f"solar bench: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
-    records: list[dict] = []
-    todo = []
-    for level, rel in problems:
-        path = result_path(args.out, rel)
-        done = None
-        if os.path.exists(path):
-            with open(path) as f:
-                done = json.load(f)
-        # A record of another cache state is run again (an older record without one: cold).
-        if done is not None and done.get("cache_state", "cold") == args.cache_state:
-            records.append(done)
-        else:
-            todo.append((level, rel))
+    records, todo = _done_and_todo(problems, args.out, args.cache_state)
     skipped = len(problems) - len(todo)
     if skipped:
         print(

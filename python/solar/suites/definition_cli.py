@@ -1,9 +1,9 @@
 """``solar analyze DEFINITION`` (docs/benchmarks.md): every workload of a FlashInfer-Bench
 definition (or those of ``--workload UUID|INDEX``), each captured from the reference's ``run``
 and analysed by the one pipeline; the usual table per workload, then the suite table.
-``--csv FILE``: one row per workload (``solar.definition.CSV_COLUMNS``, with the score columns
-under ``--measured``); ``--json FILE``: every report; ``--measured FILE``: the SOL score and the
-headroom of measured latencies. torch is imported only once the files have been read.
+``--csv FILE``: one row per workload (``solar.suites.definition.CSV_COLUMNS``, with the score
+columns under ``--measured``); ``--json FILE``: every report; ``--measured FILE``: the SOL score and
+the headroom of measured latencies. torch is imported only once the files have been read.
 """
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from solar import definition as fmt
+from solar.suites import definition as fmt
 
 if TYPE_CHECKING:
     from solar.options import Options
@@ -121,11 +120,13 @@ def analyze_suite(
     per_definition: dict[str, dict[str, float]] = {}
     failed = False
     to_stdout = args.json != "-"
+    from solar.torch.definition import isolated
+
     for path in paths:
         own: dict[str, float] = {}
         start = time.perf_counter()
         try:
-            with _isolated():
+            with isolated():
                 problem = fmt.load(path)
                 done = _analyse(problem, problem.workloads, options, None, _Shown.of(args), own)
         except Exception as e:  # noqa: BLE001 - one definition's failure; the others go on
@@ -167,22 +168,6 @@ def analyze_suite(
         if path:
             sys.stdout.write(f"wrote {path}\n")
     return 1 if failed else 0
-
-
-@contextmanager
-def _isolated() -> Iterator[None]:
-    """One definition of a suite: torch's process-wide settings a reference may change (the
-    default dtype, grad mode, the global random state) restored after it."""
-    import torch
-
-    dtype = torch.get_default_dtype()
-    grad = torch.is_grad_enabled()
-    try:
-        with torch.random.fork_rng(devices=[]):
-            yield
-    finally:
-        torch.set_default_dtype(dtype)
-        torch.set_grad_enabled(grad)
 
 
 def _error_line(e: BaseException) -> str:

@@ -1,7 +1,7 @@
 """Per-node timing of a model file, for per-node headroom (docs/calibrate.md, "Per-node headroom").
 
-The model is built for real (``torch.manual_seed(0)``, as ``solar.measure``), moved to the device
-and captured there; its captured FX graph then runs in a ``torch.fx.Interpreter``, ``warmup``
+The model is built for real (``torch.manual_seed(0)``, as ``solar.torch.measure``), moved to the
+device and captured there; its captured FX graph then runs in a ``torch.fx.Interpreter``, ``warmup``
 untimed runs, then ``repeats`` timed runs; a node's time is the median over the runs:
 
 - on the CPU, the wall clock (``time.perf_counter``) around the node's call alone (its arguments
@@ -86,8 +86,8 @@ def time_nodes(
     from torch.profiler import ProfilerActivity, profile, record_function
 
     from solar import pipeline
-    from solar.measure import local_device_name, pick_device
     from solar.torch.capture import capture
+    from solar.torch.measure import local_device_name, pick_device
 
     dev = pick_device(device)
     model, inputs = build()

@@ -1,8 +1,8 @@
 """Timing a run, framework-free (docs/calibrate.md, "Measuring"): ``Timing`` (per-run times of
 several samples, their median and spread), ``wall_clock`` (warm-up runs, then samples; a run
 shorter than the timer's useful resolution is repeated inside one sample), and the names of the
-devices that measure. No torch or jax here: ``solar.measure`` times PyTorch models (CUDA events on
-a GPU), ``solar.jax.measure_file`` JAX ones.
+devices that measure. No torch or jax here: ``solar.torch.measure`` times PyTorch models (CUDA
+events on a GPU), ``solar.jax.measure_file`` JAX ones.
 """
 
 from __future__ import annotations

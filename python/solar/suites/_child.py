@@ -1,6 +1,6 @@
-"""The pieces ``solar bench`` (solar.suite) and ``solar sweep`` (solar.sweep) share: ``solar
-analyze`` (or ``solar sol``) runs in child processes with a timeout each (``run_children``, ``jobs``
-at once), result files written atomically (``write_json_atomic``) and the progress bar
+"""The pieces ``solar bench`` (solar.suites.bench) and ``solar sweep`` (solar.suites.sweep) share:
+``solar analyze`` (or ``solar sol``) runs in child processes with a timeout each (``run_children``,
+``jobs`` at once), result files written atomically (``write_json_atomic``) and the progress bar
 (``Progress``). No torch or jax here: the children import them, or the fork server did
 (``solar.adapters.preload``).
 
@@ -9,7 +9,7 @@ Two isolations (``ISOLATIONS``), the same outputs byte for byte:
 - ``process``: each child is a new Python (``python -m solar COMMAND ...``), which imports its
   framework itself (torch: seconds);
 - ``fork`` (the default where ``os.fork`` exists): a fork server (``ForkServer``: a new Python
-  started once per run, ``python -m solar._child FRAMEWORKS``) imports the frameworks once
+  started once per run, ``python -m solar.suites._child FRAMEWORKS``) imports the frameworks once
   (``solar.adapters.preload``), then forks one child per request, which runs ``solar.cli.main``
   with the same arguments. The server runs one thread and no tensor operation (a fork of a
   process whose OpenMP pool has started hangs at the child's first parallel operation), whatever
@@ -270,7 +270,7 @@ class _Child:
 
 
 class ForkServer:
-    """A new Python (``python -m solar._child FRAMEWORKS``) that imports the frameworks once
+    """A new Python (``python -m solar.suites._child FRAMEWORKS``) that imports the frameworks once
     (``solar.adapters.preload``) and forks the children asked of it: on its standard input one
     JSON line per child (``[argv, out, err]``), answered on its standard output by ``fork PID``;
     ``exit PID CODE CPU`` as each child ends (CODE as ``subprocess``'s: negative for a signal;
@@ -279,7 +279,7 @@ class ForkServer:
     def __init__(self, frameworks: Iterable[str]) -> None:
         start = time.perf_counter()
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "solar._child", *sorted(set(frameworks))],
+            [sys.executable, "-m", "solar.suites._child", *sorted(set(frameworks))],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )

@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from solar.measure import cpu_model, local_device_name, pick_device, sanitize_name
+from solar.torch.measure import cpu_model, local_device_name, pick_device, sanitize_name
 
 
 @dataclass

@@ -1,12 +1,13 @@
 """Timing real runs of a PyTorch model (docs/calibrate.md, "Measuring").
 
 - On a CUDA device: CUDA events around each run, after warm-up runs, synchronised.
-- On the CPU: wall clock (``solar.timing.wall_clock``: ``time.perf_counter`` after warm-up runs;
-  a run shorter than the timer's useful resolution is repeated inside one sample).
+- On the CPU: wall clock (``solar.timing.clock.wall_clock``: ``time.perf_counter`` after warm-up
+  runs; a run shorter than the timer's useful resolution is repeated inside one sample).
 
 Each of ``repeats`` samples gives one time per run; the result is their median, with the
 minimum, the maximum and the spread (interquartile range / median). torch is imported only when a
-function here is called. ``Timing`` and the device names are ``solar.timing``'s (framework-free).
+function here is called. ``Timing`` and the device names are ``solar.timing.clock``'s
+(framework-free).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from solar.timing import (
+from solar.timing.clock import (
     MIN_SAMPLE_S,
     Timing,
     cpu_device_name,

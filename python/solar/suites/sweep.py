@@ -2,8 +2,8 @@
 files (or IR files) x devices x precision policies x sizes x parallel layouts (docs/sweeps.md).
 
 Each combination is a task with a stable id (``<model>_<device>_<policy>_<sizes>_<layout>_<hash>``,
-the hash of its parameters) that runs ``solar analyze`` (``solar sol`` for an IR file, ``*.ir``:
-no torch) in its own child process (solar._child.run_child, the same runner as ``solar bench``),
+the hash of its parameters) that runs ``solar analyze`` (``solar sol`` for an IR file, ``*.ir``: no
+torch) in its own child process (solar.suites._child.run_child, the same runner as ``solar bench``),
 on a Ray cluster (``--ray local`` or ``--ray ADDRESS``: one Ray task per combination, re-run
 elsewhere when its worker dies) or on this machine's thread pool (no ``--ray``). The driver
 writes each result as it arrives, to ``DIR/results/<id>.json``: the task's parameters, its status
@@ -27,9 +27,9 @@ import re
 import sys
 from collections.abc import Sequence
 
-from solar._child import Progress, run_child, run_local, write_json_atomic
 from solar._files import write_atomic
 from solar.options import add_child_arguments, child_flags
+from solar.suites._child import Progress, run_child, run_local, write_json_atomic
 
 SCHEMA_VERSION = 1
 STATUSES = ("analysed", "failed", "crashed", "timeout")

@@ -21,7 +21,7 @@ import os
 from typing import Any
 
 from solar._files import read_json
-from solar.timing import Timing
+from solar.timing.clock import Timing
 
 FORMAT = "solar-measurement"
 VERSION = 1
