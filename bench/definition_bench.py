@@ -19,9 +19,9 @@ import os
 import tempfile
 import time
 
-from solar.suites import definition as fmt
 from solar.options import Options
-from solar.pipeline import STAGES
+from solar.stages import STAGES
+from solar.suites import definition as fmt
 from solar.torch import definition as definition_capture
 
 DEFINITION = {

@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from solar.suites import definition as fmt
 from solar import ir, stages
 from solar.options import Options
+from solar.suites import definition as fmt
 from solar.torch import captured_call
 from solar.torch import definition as capture_definition
 from solar.torch._device import OnCpu

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import os
 import resource
 import sys
@@ -25,7 +26,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from solar import pipeline
+from solar import _core, stages
 from solar import torch as solar_torch
 from solar._modelfile import import_model_file
 from solar.torch.capture import capture
@@ -125,7 +126,7 @@ def bench_model(
     print(f"  FlopCounterMode: {flops // 2:,} MACs in {t_fc:.2f} s")
     cap, t_cap = timed(lambda: capture(model, inputs, source=file))
     print(f"  capture: {t_cap:.2f} s ({len(cap.document['nodes'])} ATen nodes)", flush=True)
-    lowered, t_lower = timed(lambda: pipeline.lower_detailed(cap.to_json()))
+    lowered, t_lower = timed(lambda: stages.lower_detailed(cap.to_json()))
     print(f"  lower (alone): {t_lower:.2f} s ({len(lowered.ir):,} characters of IR)")
 
     def golden(wanted):
@@ -161,9 +162,10 @@ def bench_capture_big(args) -> None:
           f"built in {t_build:.2f} s")  # fmt: skip
     cap, t_cap = timed(lambda: capture(model, inputs, source="transformer_stack.py"))
     print(f"  capture: {t_cap:.2f} s ({len(cap.document['nodes'])} ATen nodes)")
-    lowered, t_lower = timed(lambda: pipeline.lower_detailed(cap.to_json()))
+    lowered, t_lower = timed(lambda: stages.lower_detailed(cap.to_json()))
     print(f"  lower: {t_lower:.2f} s")
-    (data, _), t_sol = timed(lambda: pipeline.sol_report(lowered.ir, args.hw))
+    report, t_sol = timed(lambda: stages.analyze(lowered.ir, args.hw, _core.AnalysisOptions()))
+    data = json.loads(report.to_json())
     print(f"  analyse (sol, not verified): {t_sol:.2f} s, {data['totals']['macs']:,} MACs")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     print(

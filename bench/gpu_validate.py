@@ -399,9 +399,9 @@ def analyse(
 
 
 def builtin_devices() -> list[str]:
-    from solar import pipeline
+    from solar.ir import run_cli_captured
 
-    rc, out, err = pipeline.run_cli_captured(["hw", "list"])
+    rc, out, err = run_cli_captured(["hw", "list"])
     if rc != 0:
         raise UsageError(err.strip().split("\n")[0])
     table = out.split("\n\n")[0].splitlines()  # a header, one line per device, a blank line
@@ -409,9 +409,9 @@ def builtin_devices() -> list[str]:
 
 
 def check_hw(hw: str) -> None:
-    from solar import pipeline
+    from solar.ir import run_cli_captured
 
-    rc, _out, err = pipeline.run_cli_captured(["hw", "show", hw])
+    rc, _out, err = run_cli_captured(["hw", "show", hw])
     if rc != 0:
         raise UsageError(err.strip().split("\n")[0].split(": error: ", 1)[-1])
 

@@ -12,9 +12,9 @@ is the lift in the same run: analysis time / lift time, and the target is absolu
 lift + all three fidelities).
 
 torch models (bench/models/*.py, model files as `solar analyze` takes them): capture
-(solar.torch.capture.capture), lower (pipeline.lower_detailed), verify (frontend's per-op or
+(solar.torch.capture.capture), lower (stages.lower_detailed), verify (frontend's per-op or
 whole-program verification, as analyze_capture chooses it), then the `sol` analysis once per
-fidelity and once with all three, each through pipeline.sol_report as `solar analyze` runs it;
+fidelity and once with all three, each through solar.stages.analyze as `solar analyze` runs it;
 the peer is torch.utils.flop_counter.FlopCounterMode on one forward of the same model (after an
 untimed warm-up forward). Printed: each stage's seconds and (capture + lower + verify + analyse)
 / FlopCounterMode. `--e2e` also runs `python3 -m solar analyze FILE` as a subprocess and times it.
@@ -27,6 +27,7 @@ steadier number). Results: bench/README.md.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import subprocess
@@ -80,7 +81,9 @@ def bench_ir(args) -> None:
                 f.write(text)
             print(f"== {name}: {text.splitlines()[0].removeprefix('# generated: ')}", flush=True)
             lift_wall, lift_cpu, status = run_solar(args.solar, ["lift", path], args.timeout)
-            print(f"  lift (parse + check + lift): {lift_wall:.2f} s ({lift_cpu:.2f} s CPU) {status}")
+            print(
+                f"  lift (parse + check + lift): {lift_wall:.2f} s ({lift_cpu:.2f} s CPU) {status}"
+            )
             for fid in FIDELITIES:
                 wall, cpu, status = run_solar(
                     args.solar, ["sol", path, "--hw", args.hw, "--fidelity", fid], args.timeout
@@ -95,7 +98,7 @@ def bench_torch(name: str, args) -> None:
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    from solar import pipeline
+    from solar import _core, stages
     from solar import torch as solar_torch
     from solar._modelfile import import_model_file
     from solar.torch.capture import capture
@@ -118,7 +121,7 @@ def bench_torch(name: str, args) -> None:
     print(f"  warm-up forward {t_warm:.2f} s; FlopCounterMode {fc // 2:,} MACs in {t_fc:.2f} s")
     cap, t_cap = timed(lambda: capture(model, inputs, source=path.name))
     print(f"  capture: {t_cap:.2f} s ({len(cap.document['nodes'])} ATen nodes)", flush=True)
-    lowered, t_lower = timed(lambda: pipeline.lower_detailed(cap.to_json()))
+    lowered, t_lower = timed(lambda: stages.lower_detailed(cap.to_json()))
     ir_text = lowered.ir
     print(f"  lower: {t_lower:.2f} s ({len(ir_text):,} characters of IR)", flush=True)
 
@@ -127,8 +130,8 @@ def bench_torch(name: str, args) -> None:
 
     # The verification alone: analyze_capture with the analysis of one cheap fidelity, minus
     # that analysis timed apart.
-    (_, t_unf_alone) = timed(lambda: pipeline.sol_report(ir_text, args.hw, None,
-                                                         extra_args=["--fidelity", "unfused"]))  # fmt: skip
+    unfused = _core.AnalysisOptions(fidelity="unfused")
+    (_, t_unf_alone) = timed(lambda: stages.analyze(ir_text, args.hw, unfused))
     report, t_lva = timed(lambda: solar_torch.analyze_capture(cap, golden, args.hw, None,
                                                               fidelity="unfused"))  # fmt: skip
     v = report.verification
@@ -137,9 +140,9 @@ def bench_torch(name: str, args) -> None:
           f"analyze_capture --fidelity unfused {t_lva:.2f} s", flush=True)  # fmt: skip
     t_sol = {}
     for fid in FIDELITIES:
-        extra = [] if fid == "all" else ["--fidelity", fid]
-        (data, _), t_sol[fid] = timed(lambda: pipeline.sol_report(ir_text, args.hw, None,
-                                                                  extra_args=extra))  # fmt: skip
+        options = _core.AnalysisOptions(fidelity=fid)
+        report, t_sol[fid] = timed(lambda: stages.analyze(ir_text, args.hw, options))
+        data = json.loads(report.to_json())
         print(f"  sol --fidelity {fid:7s} {t_sol[fid]:7.2f} s", flush=True)
     total = t_cap + t_lower + t_verify + t_sol["all"]
     print(f"  capture + lower + verify + analyse (all fidelities): {total:.2f} s; FlopCounterMode "

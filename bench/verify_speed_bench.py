@@ -31,11 +31,11 @@ kernel convt {
 
 COMPARE = """
 import time, numpy as np
-from solar import pipeline
+from solar.verify.whole import compare_output
 y = np.random.default_rng(0).random((16384, 4096), dtype=np.float32)
 z = y.copy()
 t = time.perf_counter()
-assert pipeline.compare_output("y", "f32", z, y)["passed"]
+assert compare_output("y", "f32", z, y)["passed"]
 print(time.perf_counter() - t)
 """
 

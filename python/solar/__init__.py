@@ -8,13 +8,13 @@ the Affine Loop IR (docs/ir.md) on numpy arrays:
 - ``run(source, inputs, ...)`` executes it and returns its outputs.
 
 ``analyze(model_or_function, example_inputs, hw="H100-SXM", **options)`` captures a PyTorch (or
-JAX) program, lowers it, verifies it and returns its SOL report (``solar.pipeline.Report``;
+JAX) program, lowers it, verifies it and returns its SOL report (``solar.stages.Report``;
 docs/capture.md); ``analyze_file(path, ...)`` does the same for a model file. torch and jax are
 imported only when they are called.
 
 The package, along the pipeline (docs/architecture.md): ``solar.ir`` (the IR on numpy arrays),
-``solar.document`` (capture documents, framework-free), ``solar.pipeline`` (lower, verify,
-analyse, report: framework-free), the adapters ``solar.torch`` (PyTorch: capture in
+``solar.document`` (capture documents, framework-free), ``solar.stages`` (lower, verify,
+analyse, report: framework-free; the checks in ``solar.verify``), the adapters ``solar.torch`` (PyTorch: capture in
 ``solar.torch.capture``) and ``solar.jax`` (JAX), and ``solar.adapters``, which picks the adapter.
 
 ``source`` is a ``Program``, a path (``os.PathLike``, or a one-line ``str`` ending in ``.ir``) or
@@ -54,7 +54,7 @@ __all__ = [
 
 
 def analyze(model_or_function, example_inputs, hw: str = "H100-SXM", **options):
-    """The SOL report (``solar.pipeline.Report``, ``.to_json()``) of
+    """The SOL report (``solar.stages.Report``, ``.to_json()``) of
     ``model_or_function(*example_inputs)`` on device ``hw``: captured, lowered, verified against
     the framework's own run, analysed. ``solar.adapters.analyze``: a torch module or function
     goes to the PyTorch adapter, a function given JAX arrays (or a Flax nnx module) to the JAX

@@ -40,8 +40,7 @@ from solar.options import (
     AnalysisError,
     Options,
 )
-from solar.pipeline import Report
-from solar.stages import run
+from solar.stages import Report, run
 
 # Options.of's keywords, with the entry points' ``source`` and ``stage_times``, less the serving
 # step's alone: a serving step is no program of the caller's but one SOLAR builds from a model
@@ -295,7 +294,7 @@ def run_command(verified: Any, command: str, argv: list[str], model_at: int) -> 
     ``_core.Provenance``) with ``argv`` (``argv[model_at]`` is the model file) unchanged, the
     framework's default policy added when they give none; the report shows the model file's
     capture, coverage and verification. Returns the command's exit code."""
-    from solar import _core, pipeline
+    from solar import _core, stages
     from solar.document import capture_section
 
     lowered = verified.lowered
@@ -308,7 +307,7 @@ def run_command(verified: Any, command: str, argv: list[str], model_at: int) -> 
     policy = lowered.captured.default_policy
     if policy and _option_value(rest, "--policy") is None:
         argv = [*argv, "--policy", policy]
-    return _core.run_on_program(command, argv, lowered.result, pipeline.provenance(sections))
+    return _core.run_on_program(command, argv, lowered.result, stages.provenance(sections))
 
 
 def _option_value(args: list[str], name: str) -> str | None:

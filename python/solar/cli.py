@@ -565,12 +565,12 @@ def _serve(args: argparse.Namespace, options: Options) -> int:
 
 
 def write_stage_times(path: str, times: dict[str, float]) -> None:
-    """``{stage: seconds}`` for every stage of ``pipeline.STAGES`` (0 for a stage not reached),
+    """``{stage: seconds}`` for every stage of ``stages.STAGES`` (0 for a stage not reached),
     as JSON with sorted keys."""
     import json
 
     from solar._files import write_atomic
-    from solar.pipeline import STAGES
+    from solar.stages import STAGES
 
     data = {stage: times.get(stage, 0.0) for stage in STAGES}
     write_atomic(path, json.dumps(data, sort_keys=True, indent=1) + "\n")

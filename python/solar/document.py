@@ -120,3 +120,11 @@ def write_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, allow_nan=False, ensure_ascii=True)
+
+
+def format_bytes(n: float) -> str:
+    """Bytes in decimal units, 4 significant digits: ``8.389 MB``, ``2.199 TB``."""
+    for unit, scale in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.4g} {unit}"
+    return f"{int(n)} B"

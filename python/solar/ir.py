@@ -8,6 +8,8 @@ IR text. Every user error raises ``IRError`` (a ``ValueError`` with a one-line m
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from collections.abc import Mapping
 
@@ -121,3 +123,12 @@ def _ml_dtypes():
     except ImportError:
         return None
     return ml_dtypes
+
+
+def run_cli_captured(args: list[str]) -> tuple[int, str, str]:
+    """``_core.run_cli(args)`` with its stdout and stderr captured (run_cli writes them to
+    ``sys.stdout`` / ``sys.stderr`` when the command is done)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = _core.run_cli(args)
+    return rc, out.getvalue(), err.getvalue()

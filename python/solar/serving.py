@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solar.options import SERVE_PHASES, AnalysisError, Options
-from solar.pipeline import timed
-from solar.stages import run
+from solar.stages import run, timed
 
 PHASES = SERVE_PHASES
 
@@ -70,7 +69,7 @@ SERVING_TOP = 3  # the cache groups and ops a serving step's own report lists (a
 @dataclass
 class ServingReport:
     """The serving figures (``data``: the JSON, ``table``: the terminal rendering) and the SOL
-    report of each step analysed (``steps``: ``solar.pipeline.Report``, by batch)."""
+    report of each step analysed (``steps``: ``solar.stages.Report``, by batch)."""
 
     data: dict
     table: str

@@ -10,7 +10,7 @@
   ``per_op_cases(...)``.
 - ``lower(captured, options.lowering) -> Lowered``: the lowered program, held once, with its
   coverage; ``verify(lowered, options.verification) -> Verified``; ``analyse(verified,
-  options.analysis) -> Analysed`` (``solar.pipeline.Report``: a handle on the engine's report).
+  options.analysis) -> Analysed`` (``Report``: a handle on the engine's report).
 - ``verify_on_twin``: a capture built without weights that has a reduced twin (``twin``: a
   ``solar.torch.serve`` step of a large causal LM) is verified on the twin, and per op at full
   size (docs/serving.md, "Verification on a reduced twin").
@@ -21,14 +21,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 import numpy as np
 
-from solar import _core, ir, pipeline
-from solar.document import capture_section, framework_name, graph_bytes
+from solar import _core, ir
+from solar.document import capture_section, format_bytes, framework_name, graph_bytes
 from solar.options import (
     AnalysisError,
     AnalysisOptions,
@@ -36,14 +39,21 @@ from solar.options import (
     Options,
     VerificationOptions,
 )
-from solar.pipeline import Float64UnavailableError, GoldenUnavailableError, Report, timed
+from solar.verify import GoldenUnavailableError, fed_outputs, not_run
+from solar.verify.budget import OverTimeBudgetError, choose_mode, over_time_budget
+from solar.verify.float64 import (
+    Float64UnavailableError,
+    conditioned_recheck,
+    float64_capture_differs,
+    recheck_in_float64,
+)
+from solar.verify.per_op import per_op_verification
+from solar.verify.whole import compare_output, topk_indices, verify_whole
 
 # The stages ``run`` can stop after.
 UNTIL = ("captured", "lowered", "verified", "analysed")
 # The default option groups.
 LOWERING, VERIFICATION, ANALYSIS = LoweringOptions(), VerificationOptions(), AnalysisOptions()
-
-Analysed = Report  # the last stage: solar.pipeline.Report, over the engine's _core.Report
 
 __all__ = [
     "Analysed",
@@ -57,6 +67,128 @@ __all__ = [
     "run",
     "verify",
 ]
+
+
+# ---------------------------------------------------------------------------------------------
+# The report, and the engine calls
+
+
+# The stages of one analysis, in order, as ``stage_times`` names them (seconds each).
+STAGES = ("capture", "lowering", "verification", "analysis")
+
+
+@dataclass
+class Report:
+    """The SOL report of a captured model: the ``sol`` command's JSON report (docs/report.md)
+    with three more sections, ``capture``, ``coverage`` and ``verification``."""
+
+    data: dict
+    table: str = ""  # the ``sol`` command's terminal table
+    ir: str = ""  # the lowered program
+    capture_json: str = ""
+    golden: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    core: Any = field(default=None, repr=False)  # the _core.Report: its other outputs
+
+    @property
+    def verification(self) -> dict:
+        return self.data["verification"]
+
+    @property
+    def coverage(self) -> dict:
+        return self.data["coverage"]
+
+    def to_json(self) -> str:
+        return json.dumps(self.data, sort_keys=True, indent=2, allow_nan=False) + "\n"
+
+    def summary(self, details: bool = False) -> str:
+        """The terminal report (``_core.Report.render``): the unsupported operators, then the
+        table with the verification's status line in its header; ``details`` (``--details``):
+        every per-op check and per-node note, as the JSON lists them."""
+        if details and self.core is not None:
+            return self.core.render(details=True)
+        return self.table
+
+    def write_outputs(self, outputs: Sequence[tuple[str, str]]) -> None:
+        """Writes ``[(kind, path), ...]`` (kind: html, trace, csv, dot), all or none."""
+        if outputs:
+            self.core.write(list(outputs))
+
+
+@contextlib.contextmanager
+def timed(stage_times: dict[str, float] | None, stage: str):
+    """Adds the wall-clock seconds of the ``with`` block to ``stage_times[stage]`` (nothing
+    when ``stage_times`` is None), also when the block raises."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        if stage_times is not None:
+            stage_times[stage] = stage_times.get(stage, 0.0) + (time.perf_counter() - start)
+
+
+def lower_detailed(
+    capture_json: str, allow_unsupported: bool = False, disabled_rules: Sequence[str] = ()
+) -> Any:
+    """``_core.lower_capture_detailed``: a ``_core.LoweringResult`` (``ir``, ``program``,
+    ``unsupported``: [{node, op, location, reason, index, inputs, outputs, output_bytes}],
+    ``random``, ``coverage``, ``nodes``, ``lowered``, ``tensor_phases``, ...)."""
+    return _core.lower_capture_detailed(capture_json, allow_unsupported, list(disabled_rules))
+
+
+def provenance(sections: dict[str, Any] | None = None) -> Any:
+    """The ``_core.Provenance`` of ``sections`` (its keywords: ``source``, ``capture``,
+    ``coverage``, ``verification``, ``agent``; None or absent: an IR file's)."""
+    return _core.Provenance(**{k: v for k, v in (sections or {}).items() if v is not None})
+
+
+def analyze(program: Any, hw: str, options: Any, sections: dict[str, Any] | None = None) -> Any:
+    """``_core.analyze``: the SOL report (a ``_core.Report``) of ``program`` (IR text, a
+    ``solar.Program`` or a ``_core.LoweringResult``) on ``hw`` under ``options`` (a
+    ``_core.AnalysisOptions``), with the provenance ``sections`` (``_core.Provenance``'s
+    keywords: ``source``, the name the report shows, and its ``capture``, ``coverage``,
+    ``verification`` and ``agent`` sections; absent: an IR file's, no agent). A user error is an
+    ``AnalysisError``."""
+    try:
+        return _core.analyze(program, hw, options, provenance(sections))
+    except _core.IRError as e:
+        raise AnalysisError(str(e).removeprefix("solar: error: ")) from e
+
+
+def report_of(core: Any, ir_text: str = "", capture_json: str = "", golden: dict | None = None):
+    """A ``Report`` of a ``_core.Report``."""
+    return Report(
+        json.loads(core.to_json()),
+        table=core.render(),
+        ir=ir_text,
+        capture_json=capture_json,
+        golden=golden or {},
+        core=core,
+    )
+
+
+class AgentReport(Report):
+    """A Report whose summary starts with the parts the LLM agent wrote (its ``agent``
+    section, docs/llm.md)."""
+
+    @staticmethod
+    def of(report: Report) -> AgentReport:
+        return AgentReport(**{f.name: getattr(report, f.name) for f in fields(report)})
+
+    def summary(self, details: bool = False) -> str:
+        lines = []
+        for a in self.data.get("agent", []):
+            what = a["name"] if a["scope"] == "program" else f"node '{a['name']}' ({a['op']})"
+            how = (
+                "from the cache, verified again"
+                if a["cached"]
+                else f"{a['attempts']} attempt(s), {a['prompt_tokens']} prompt + "
+                f"{a['completion_tokens']} completion tokens"
+            )
+            lines.append(f"agent: {what} written by the LLM agent ({how})")
+        return "".join(line + "\n" for line in lines) + super().summary(details)
+
+
+Analysed = Report  # the last stage: Report, over the engine's _core.Report
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,23 +279,21 @@ def lower(captured: Captured, options: LoweringOptions = LOWERING) -> Lowered:
     """The lowered program of ``captured`` (``_core.lower_capture_detailed``)."""
     if captured.translation is not None:  # written whole: nothing left out
         return Lowered(captured, _core.LoweringResult(captured.translation.ir), options)
-    result = pipeline.lower_detailed(
-        captured.to_json(), options.allow_unsupported, options.disabled_rules
-    )
+    result = lower_detailed(captured.to_json(), options.allow_unsupported, options.disabled_rules)
     return Lowered(captured, result, options)
 
 
 def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Verified:
     """Checks the lowered program against the framework: the whole program on the framework's
     golden data, or each op alone (``options.mode``; "auto" by the budgets); a failed
-    whole-program check is rechecked in float64 (``pipeline.recheck_in_float64``)."""
+    whole-program check is rechecked in float64 (``recheck_in_float64``)."""
     captured = lowered.captured
     if captured.translation is not None:
         return Verified(lowered, dict(captured.translation.verification))
     if not options.enabled:
         return Verified(
             lowered,
-            pipeline.not_run(
+            not_run(
                 "verification skipped (--no-verify): the lowered program was NOT "
                 "checked against the framework; the numbers are unverified"
             ),
@@ -173,7 +303,7 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
     mode, why = options.mode, f"{options.mode} verification requested"
     if mode == "auto":
         budgets = (options.budget_mb, options.budget_s)
-        mode, why = pipeline.choose_mode(captured, lowered.program, *budgets)
+        mode, why = choose_mode(captured, lowered.program, *budgets)
         on_reduced, why = _on_reduced_workload(lowered, options, mode, why)
         if on_reduced is not None:
             mode, why = "reduced", on_reduced["why"]
@@ -183,15 +313,15 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
     elif mode == "whole_program":
         if not captured.has_data:
             raise AnalysisError("whole-program verification needs real inputs")
-        ties = pipeline.topk_indices(captured.document)  # their keys recorded, then compared
+        ties = topk_indices(captured.document)  # their keys recorded, then compared
         try:
             keys = [t["keys"] for t in ties.values()]
             golden.update(captured.golden([*recorded(lowered.result), *keys]))
         except GoldenUnavailableError as e:
-            verification = pipeline.not_run(f"{e}; the lowered program was NOT checked")
+            verification = not_run(f"{e}; the lowered program was NOT checked")
             verification["mode"] = "whole_program"
         else:
-            verification = pipeline.verify(
+            verification = verify_whole(
                 lowered.program, captured.document, golden, lowered.result, ties
             )
             if verification["status"] == "failed":
@@ -220,11 +350,11 @@ def analyse(verified: Verified, options: AnalysisOptions = ANALYSIS) -> Analysed
         "agent": captured.agent,  # the parts the LLM agent wrote (None: no agent asked)
     }
     engine_options = options.core(captured.default_policy)
-    core = pipeline.analyze(lowered.result, options.hw, engine_options, sections)
+    core = analyze(lowered.result, options.hw, engine_options, sections)
     capture_json = "" if captured.translation is not None else captured.to_json()
-    report = pipeline.report_of(core, lowered.ir, capture_json, verified.golden)
+    report = report_of(core, lowered.ir, capture_json, verified.golden)
     if captured.agent is not None:  # --llm, --llm-fallback: the summary names what it wrote
-        report = pipeline.AgentReport.of(report)
+        report = AgentReport.of(report)
     return report
 
 
@@ -235,7 +365,7 @@ def run(
     until: str = "analysed",
 ) -> Any:
     """The one sequence: ``capture()``, lower, verify, analyse, each stage timed into
-    ``stage_times`` (``pipeline.STAGES``). ``until``: the last stage made and returned,
+    ``stage_times`` (``STAGES``). ``until``: the last stage made and returned,
     "captured" (``solar capture -o OUT.json``), "lowered" (``-o OUT.ir``), "verified" (``solar
     sol MODEL.py`` runs the C++ command on the verified program) or "analysed"."""
     if until not in UNTIL:
@@ -265,7 +395,7 @@ def recorded(lowered: Any) -> list[str]:
     ``_core.LoweringResult``): the outputs of nodes without a rule (fed to the program as
     inputs) and the framework's random draws, from the same run as the outputs they are
     compared with."""
-    fed = pipeline.fed_outputs(lowered)
+    fed = fed_outputs(lowered)
     return fed + [d["value_of"] for d in lowered.random if d["value_of"] not in fed]
 
 
@@ -303,7 +433,7 @@ def verify_on_twin(
     try:
         twin_captured, what = twin()
     except AnalysisError as e:
-        twin_v, what = pipeline.not_run(f"{e}; the architecture was NOT run whole"), None
+        twin_v, what = not_run(f"{e}; the architecture was NOT run whole"), None
     else:
         twin_lowered = lower(twin_captured, lowered.options)
         twin_v = verify(twin_lowered, options).verification
@@ -331,68 +461,65 @@ def verify_on_twin(
 def _recheck_in_float64(
     verification: dict, lowered: Lowered, golden: dict, budget_mb: float
 ) -> None:
-    """``pipeline.recheck_in_float64`` with the capture rebuilt in float64 (nothing when the
+    """``recheck_in_float64`` with the capture rebuilt in float64 (nothing when the
     framework does not recheck); ``golden``: the first check's data, whose outputs give the
-    framework's own float32 error (``pipeline.conditioned_recheck``). A float64 program whose
+    framework's own float32 error (``conditioned_recheck``). A float64 program whose
     tensors exceed ``budget_mb`` (its float tensors at 8 bytes an element) is not run."""
     captured = lowered.captured
 
     def rerun() -> tuple[dict, dict]:
         need = graph_bytes(captured.document, float_bytes=8)
         if need > budget_mb * 1e6:
-            budget = pipeline.format_bytes(budget_mb * 1e6)
+            budget = format_bytes(budget_mb * 1e6)
             raise Float64UnavailableError(
-                f"the float64 program would hold {pipeline.format_bytes(need)} of tensors, over "
+                f"the float64 program would hold {format_bytes(need)} of tensors, over "
                 f"the verification budget of {budget} (--verify-budget-mb)"
             )
         captured64 = captured.in_float64()
-        reason = pipeline.float64_capture_differs(captured.document, captured64.document)
+        reason = float64_capture_differs(captured.document, captured64.document)
         if reason is not None:
             raise Float64UnavailableError(reason)
         lowered64 = lower(captured64, lowered.options)
         golden64 = captured64.golden(recorded(lowered64.result))
         got64: dict[str, np.ndarray] = {}
-        v64 = pipeline.verify(
+        v64 = verify_whole(
             lowered64.program,
             captured64.document,
             golden64,
             lowered64.result,
-            pipeline.topk_indices(captured64.document),
+            topk_indices(captured64.document),
             got64,
         )
         widened: dict[str, float] = {}
         if v64["status"] == "failed":
-            widened = pipeline.conditioned_recheck(
+            widened = conditioned_recheck(
                 v64, captured.document, captured64.document, golden, golden64, got64
             )
         return v64, widened
 
     if not captured.rechecks_in_float64:
         return
-    pipeline.recheck_in_float64(verification, captured.document, rerun)
+    recheck_in_float64(verification, captured.document, rerun)
 
 
 def _verify_per_op(lowered: Lowered, budget_mb: float, budget_s: float) -> dict:
     """Each distinct lowered op configuration alone at reduced size, by the capture's
     ``per_op_cases``; "not_run" for a framework without it. A one-op program whose estimated
-    executor time is over ``budget_s`` is not run (``pipeline.OverTimeBudgetError``: that size is
+    executor time is over ``budget_s`` is not run (``OverTimeBudgetError``: that size is
     refused, and the next one tried)."""
     captured = lowered.captured
     framework = framework_name(captured.document)
     disabled = lowered.options.disabled_rules
 
     def lower_one(capture_json: str) -> str:
-        return pipeline.lower_detailed(capture_json, False, disabled).ir
+        return lower_detailed(capture_json, False, disabled).ir
 
     def run_and_compare(ir_text: str, feed: dict, expected: dict, dtypes: dict) -> list[dict]:
-        too_slow = pipeline.over_time_budget(ir_text, budget_s)
+        too_slow = over_time_budget(ir_text, budget_s)
         if too_slow is not None:
-            raise pipeline.OverTimeBudgetError(too_slow)
+            raise OverTimeBudgetError(too_slow)
         got = ir.run(ir_text, feed)
-        return [
-            pipeline.compare_output(n, dtypes[n], np.asarray(got[n]), e)
-            for n, e in expected.items()
-        ]
+        return [compare_output(n, dtypes[n], np.asarray(got[n]), e) for n, e in expected.items()]
 
     # Not checked alone: nodes without a rule, and random draws (their values are the
     # framework's, not computed by SOLAR).
@@ -400,9 +527,7 @@ def _verify_per_op(lowered: Lowered, budget_mb: float, budget_s: float) -> dict:
     skip = {u["node"] for u in result.unsupported} | {d["node"] for d in result.random}
     ops = captured.per_op_cases(skip, lower_one, run_and_compare, int(budget_mb * 1e6))
     if ops is None:
-        verification = pipeline.not_run(
-            f"per-op verification is not available for {framework} captures"
-        )
+        verification = not_run(f"per-op verification is not available for {framework} captures")
         verification["mode"] = "per_op"
         return verification
-    return pipeline.per_op_verification(ops, framework)
+    return per_op_verification(ops, framework)

@@ -70,7 +70,7 @@ struct FmtArgs {
 
 // `solar ir run` and `ir verify` refuse a program whose estimated time in the executor is over
 // --budget-s (default kExecutorBudgetS). The estimate is the lift's counts at the executor's
-// slowest measured rates (solar.pipeline's EXECUTOR_* figures, bench/README.md "Verification
+// slowest measured rates (solar.verify.budget's EXECUTOR_* figures, bench/README.md "Verification
 // time"): multiply-adds, other ops, and the bytes each node reads and writes.
 constexpr double kExecutorBudgetS = 3600;
 constexpr double kExecutorMacsPerS = 1e8;

@@ -265,7 +265,8 @@ def test_rule_log_records_the_rules_a_lowering_fires(tmp_path, monkeypatch):
 
 
 def test_plurals_follow_the_one_rule_of_the_core():
-    from solar import _core, pipeline
+    from solar import _core
+    from solar.verify.per_op import per_op_verification
 
     # util/text.h's counted: the noun alone for 1, with an s otherwise (0 included)
     assert _core.counted(1, "node") == "1 node"
@@ -274,14 +275,14 @@ def test_plurals_follow_the_one_rule_of_the_core():
     # the per-op verification's detail: 1 configuration of 1 node, then 2 of 1 + 2 = 3 nodes
     one = {"result": "passed", "nodes": 1, "size": "full"}
     two = {"result": "passed", "nodes": 2, "size": "reduced 4x"}
-    assert "(1 node) run alone" in pipeline.per_op_verification([one], "PyTorch")["detail"]
-    detail = pipeline.per_op_verification([one, two], "PyTorch")["detail"]
+    assert "(1 node) run alone" in per_op_verification([one], "PyTorch")["detail"]
+    detail = per_op_verification([one, two], "PyTorch")["detail"]
     assert "2 of 2 distinct op configuration(s) (3 nodes) run alone" in detail
     assert "1 at reduced size" in detail
 
 
 def test_a_per_op_verification_that_fails_names_each_failing_op_configuration():
-    from solar import pipeline
+    from solar.verify.per_op import per_op_verification
 
     ok = {"op": "aten.mm.default", "result": "passed", "nodes": 1, "size": "real size"}
     wrong = {
@@ -305,7 +306,7 @@ def test_a_per_op_verification_that_fails_names_each_failing_op_configuration():
     }
     skipped = {"op": "aten.sort.default", "result": "not_verified", "nodes": 1, "size": None}
     skipped["reason"] = "real size: over the verification budget"
-    v = pipeline.per_op_verification([ok, wrong, skipped], "PyTorch")
+    v = per_op_verification([ok, wrong, skipped], "PyTorch")
     assert v["status"] == "failed"
     assert v["detail"] == (
         "2 of 3 distinct op configuration(s) (4 nodes) run alone and compared with PyTorch, 1 at "
@@ -315,6 +316,6 @@ def test_a_per_op_verification_that_fails_names_each_failing_op_configuration():
     )
     # more than three of a kind: the first three and how many more
     many = [dict(skipped, op=f"aten.op{i}.default") for i in range(5)]
-    assert pipeline.per_op_verification(many, "PyTorch")["detail"].endswith(
+    assert per_op_verification(many, "PyTorch")["detail"].endswith(
         "aten.op2.default (real size: over the verification budget); and 2 more"
     )

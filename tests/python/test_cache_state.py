@@ -126,13 +126,13 @@ def test_warm_on_a_device_without_an_l2_bandwidth_says_so():
 
 
 def test_sol_command_and_compare_state_it():
-    from solar import pipeline
+    from solar.ir import run_cli_captured
 
     ir = ROOT / "tests" / "fixtures" / "gemm.ir"
-    rc, out, err = pipeline.run_cli_captured(["sol", str(ir), "--hw", "L40S"])
+    rc, out, err = run_cli_captured(["sol", str(ir), "--hw", "L40S"])
     assert rc == 0, err
     assert "  cache state: cold (every byte from DRAM)\n" in out
-    rc, out, err = pipeline.run_cli_captured(
+    rc, out, err = run_cli_captured(
         ["compare", str(ir), "--hw", "L40S,Jetson-AGX-Thor", "--cache-state", "warm", "--json", "-"]
     )
     assert rc == 0, err

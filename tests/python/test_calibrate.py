@@ -11,7 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from solar import cli, pipeline
+from solar import cli
+from solar.ir import run_cli_captured
 from solar.timing import calibrate
 from solar.torch.measure import local_device_name
 
@@ -27,7 +28,7 @@ def cpu_device(tmp_path_factory) -> Path:
 
 
 def device_json(path: Path) -> dict:
-    rc, out, err = pipeline.run_cli_captured(["hw", "show", str(path), "--json"])
+    rc, out, err = run_cli_captured(["hw", "show", str(path), "--json"])
     assert rc == 0, err
     return json.loads(out)
 

@@ -15,11 +15,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from solar import cli, pipeline  # noqa: E402
+from solar import _core, cli, stages  # noqa: E402
 from solar import torch as solar_torch  # noqa: E402
 from solar._names import RESERVED, NameTable, sanitize  # noqa: E402
+from solar.options import AnalysisError  # noqa: E402
 from solar.torch import _trace  # noqa: E402
 from solar.torch.capture import capture, load_model_file  # noqa: E402
+from solar.verify.whole import TOLERANCES, verify_whole  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "models"
 MODEL_NAMES = ["mlp", "cnn", "transformer", "lstm"]
@@ -48,8 +50,8 @@ def non_intermediate(doc: dict) -> list[tuple[str, str, list[int]]]:
 
 def test_importing_solar_does_not_import_torch():
     code = (
-        "import sys, solar, solar.cli, solar.torch, solar.adapters, solar.pipeline, "
-        "solar.document, solar.ir; print('torch' in sys.modules)"
+        "import sys, solar, solar.cli, solar.torch, solar.adapters, solar.stages, "
+        "solar.verify.whole, solar.document, solar.ir; print('torch' in sys.modules)"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "False"
@@ -342,20 +344,20 @@ kernel bias2 {
 def test_verification_and_sol_report_on_a_hand_written_program():
     model, inputs, cap = captured("mlp")
     golden = cap.golden(model, inputs)
-    v = pipeline.verify(MLP_IR, cap.document, golden)
+    v = verify_whole(MLP_IR, cap.document, golden)
     assert v["status"] == "passed", v
     (out,) = v["outputs"]
     assert out["name"] == "addmm_1" and out["max_abs_err"] < 1e-5
-    assert (out["rtol"], out["atol"]) == pipeline.TOLERANCES["f32"]
+    assert (out["rtol"], out["atol"]) == TOLERANCES["f32"]
     wrong = dict(golden, addmm_1=golden["addmm_1"] + np.float32(1e-2))
-    assert pipeline.verify(MLP_IR, cap.document, wrong)["status"] == "failed"
-    report = pipeline.sol_report(MLP_IR, "H100-SXM")
+    assert verify_whole(MLP_IR, cap.document, wrong)["status"] == "failed"
+    report = stages.analyze(MLP_IR, "H100-SXM", _core.AnalysisOptions())
     data, table = json.loads(report.to_json()), report.render()
     assert data["hardware"]["name"] == "H100-SXM"
     assert sum(n["macs"] for n in data["nodes"]) == 4 * 32 * 16 + 4 * 8 * 32
     assert "fc1" in table
-    with pytest.raises(pipeline.AnalysisError):
-        pipeline.sol_report(MLP_IR, "no-such-device")
+    with pytest.raises(AnalysisError):
+        stages.analyze(MLP_IR, "no-such-device", _core.AnalysisOptions())
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
@@ -370,10 +372,6 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert cli.main(["--version"]) == 0  # the C++ commands still dispatch
 
 
-@pytest.mark.skipif(
-    not pipeline.has_lowering(),
-    reason="this build of solar._core has no lower_capture (the C++ lowering)",
-)
 def test_analyze_mlp_end_to_end(tmp_path, capsys):
     report_path = tmp_path / "report.json"
     rc = cli.main(["analyze", str(MODELS / "mlp.py"), "--json", str(report_path)])
@@ -395,10 +393,6 @@ def test_analyze_mlp_end_to_end(tmp_path, capsys):
     assert json.loads(api.to_json()) == report
 
 
-@pytest.mark.skipif(
-    not pipeline.has_lowering(),
-    reason="this build of solar._core has no lower_capture (the C++ lowering)",
-)
 @pytest.mark.parametrize("model", ["transformer.py", "lstm.py"])
 def test_analyze_split_models_verify(model):
     # chunk (split_with_sizes) in attention and the LSTM's gates; causal-mask ops (arange,

@@ -308,7 +308,7 @@ def test_topk_indices_among_tied_keys_verify_up_to_ties():
 
 
 def test_tied_indices_are_accepted_only_when_they_select_equal_keys():
-    from solar.pipeline import _accept_tied_indices
+    from solar.verify.whole import _accept_tied_indices
 
     keys = {"k": np.array([[1.0, 0.0, 1.0, 1.0]])}  # experts 0, 2, 3 tie at the top
     topk = {"keys": "k", "dim": -1}
@@ -325,16 +325,17 @@ def test_tied_indices_are_accepted_only_when_they_select_equal_keys():
 
 
 def test_the_topk_indices_are_found_once_per_check(monkeypatch):
-    from solar import pipeline
+    from solar import stages
+    from solar.verify.whole import topk_indices
 
     calls = []
-    found = pipeline.topk_indices
+    found = topk_indices
 
     def counted(document):
         calls.append(document)
         return found(document)
 
-    monkeypatch.setattr(pipeline, "topk_indices", counted)
+    monkeypatch.setattr(stages, "topk_indices", counted)
     data = solar.analyze_file(MODELS / "topk_ties.py", hw="H100-SXM").data
     assert "verified up to ties in topk" in data["verification"]["detail"]
     # one topk's indices: found once, by the check, which records their keys in the golden run

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import solar
-from solar import _core, cli, pipeline
+from solar import _core, cli
 from solar import torch as solar_torch
+from solar.ir import run_cli_captured
 
 ROOT = Path(__file__).resolve().parents[2]
 MLP_IR = ROOT / "examples" / "mlp.ir"
@@ -19,7 +20,7 @@ MLP_IR = ROOT / "examples" / "mlp.ir"
 
 def test_analyze_gives_the_numbers_of_solar_sol_json(tmp_path):
     out = tmp_path / "r.json"
-    rc, _, err = pipeline.run_cli_captured(
+    rc, _, err = run_cli_captured(
         ["sol", str(MLP_IR), "--hw", "H100-SXM", "--capacity", "64KiB", "--json", str(out)]
     )
     assert rc == 0, err

@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import solar  # noqa: E402
-from solar import adapters, cli, pipeline  # noqa: E402
+from solar import adapters, cli, stages  # noqa: E402
 from solar import torch as solar_torch  # noqa: E402
 from solar.torch._golden import deterministic_dropout  # noqa: E402
 from solar.torch._per_op import config_key  # noqa: E402
@@ -58,7 +58,7 @@ MLP_NODE_BYTES = 2048 + 512 + 512 + 1024 + 128
 def test_without_allow_unsupported_the_error_names_the_op_and_its_share(mlp):
     _, _, cap = mlp
     with pytest.raises(ValueError) as e:
-        pipeline.lower_detailed(cap.to_json(), disabled_rules=["aten.relu.default"])
+        stages.lower_detailed(cap.to_json(), disabled_rules=["aten.relu.default"])
     message = str(e.value)
     assert "\n" not in message
     assert "unsupported operator 'aten.relu.default' (node 'relu', 3 of 5 nodes)" in message

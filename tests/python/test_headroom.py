@@ -7,14 +7,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from solar import cli, pipeline
+from solar import cli
+from solar.ir import run_cli_captured
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def sol_json(tmp_path: Path, *args: str) -> tuple[int, dict | None, str]:
     out = tmp_path / "r.json"
-    rc, _stdout, err = pipeline.run_cli_captured(
+    rc, _stdout, err = run_cli_captured(
         ["sol", str(ROOT / "examples" / "mlp.ir"), "--hw", "H100-SXM", "--json", str(out), *args]
     )
     return rc, (json.loads(out.read_text()) if rc == 0 else None), err
@@ -59,9 +60,9 @@ def test_a_time_below_the_bound_is_a_violation(tmp_path):
     assert rc == 0, err
     assert r["headroom"]["violation"] is True
     mlp = ["sol", str(ROOT / "examples" / "mlp.ir"), "--hw", "H100-SXM", "--measured-ms", "1e-6"]
-    rc, out, _ = pipeline.run_cli_captured([*mlp, "--kernel-floor", "off"])
+    rc, out, _ = run_cli_captured([*mlp, "--kernel-floor", "off"])
     assert "VIOLATION: the measured time is below the SOL bound 1.079 ns" in out
-    rc, out, _ = pipeline.run_cli_captured(mlp)
+    rc, out, _ = run_cli_captured(mlp)
     assert "VIOLATION: the measured time is below the SOL bound 400 ns" in out
 
 

@@ -24,13 +24,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from solar import pipeline  # noqa: E402
+
 from solar import torch as solar_torch  # noqa: E402
 from solar.torch import _trace  # noqa: E402
 from solar.torch.capture import CaptureError, capture_model_file  # noqa: E402
-
-if not pipeline.has_lowering():
-    pytest.skip("this build of solar has no lowering", allow_module_level=True)
 
 MODELS = os.path.join(os.path.dirname(__file__), "models", "issue18")
 

@@ -21,7 +21,8 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
 import solar.jax as solar_jax  # noqa: E402
-from solar import _core, pipeline  # noqa: E402
+from solar import _core, stages  # noqa: E402
+from solar.verify.whole import verify_whole  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "jax_models"
 
@@ -85,11 +86,11 @@ def test_golden_draw_is_jax_own_draw():
 def test_verification_fails_with_another_draw():
     # the draw's values matter: the same program fed zeros for the draw does not verify
     cap = capture_of("random_noise")
-    lowered = pipeline.lower_detailed(cap.to_json(), False, ())
+    lowered = stages.lower_detailed(cap.to_json(), False, ())
     golden = cap.golden()
-    assert pipeline.verify(lowered.ir, cap.document, golden, lowered)["status"] == "passed"
+    assert verify_whole(lowered.ir, cap.document, golden, lowered)["status"] == "passed"
     golden["normal"] = np.zeros_like(golden["normal"])
-    result = pipeline.verify(lowered.ir, cap.document, golden, lowered)
+    result = verify_whole(lowered.ir, cap.document, golden, lowered)
     assert result["status"] == "failed"
 
 
@@ -226,7 +227,7 @@ def test_every_sampler_rule_is_a_draw():
             ],
             "outputs": ["y"],
         }
-        lowered = pipeline.lower_detailed(json.dumps(doc), False, ())
+        lowered = stages.lower_detailed(json.dumps(doc), False, ())
         assert "random d : f32[3]" in lowered.ir, op
         assert [r["tensor"] for r in lowered.random] == ["d"], op
 

@@ -46,7 +46,7 @@ torch = pytest.importorskip("torch")
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from solar import pipeline  # noqa: E402
+from solar import stages  # noqa: E402
 from solar import torch as solar_torch  # noqa: E402
 from solar.torch.capture import load_model_file  # noqa: E402
 
@@ -167,7 +167,7 @@ COUNT_EXPORTED_GRAPH = {"lstm", "lstm_bidirectional"}  # aten.lstm has no formul
 
 
 @functools.cache
-def report(name: str) -> pipeline.Report:
+def report(name: str) -> stages.Report:
     return solar_torch.analyze_file(MODELS / f"{name}.py")
 
 

@@ -11,7 +11,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from solar import cli, pipeline  # noqa: E402
+from solar import cli, stages  # noqa: E402
+from solar.ir import run_cli_captured  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 MLP = os.path.join(os.path.dirname(__file__), "models", "mlp.py")
@@ -23,7 +24,7 @@ def test_lowering_lists_each_nodes_kernels_and_tensors() -> None:
     from solar.torch.capture import capture_model_file
 
     cap, _, _ = capture_model_file(MLP)
-    lowered = pipeline.lower_detailed(cap.to_json())
+    lowered = stages.lower_detailed(cap.to_json())
     # addmm(b, x, w^T) lowers to a matmul into a temporary and a bias add; permute is a view.
     assert lowered.node_kernels == {
         "permute": [],
@@ -81,7 +82,7 @@ def test_measure_times_every_node(tmp_path) -> None:
 
 
 def _sol(args: list[str]) -> tuple[int, str, str]:
-    return pipeline.run_cli_captured(["sol", MLP_IR, "--hw", "H100-SXM", *args])
+    return run_cli_captured(["sol", MLP_IR, "--hw", "H100-SXM", *args])
 
 
 def test_measured_nodes_hand_made(tmp_path) -> None:

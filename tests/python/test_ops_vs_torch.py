@@ -11,11 +11,8 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402, N812
 
-from solar import pipeline  # noqa: E402
+from solar import stages  # noqa: E402
 from solar import torch as solar_torch  # noqa: E402
-
-if not pipeline.has_lowering():
-    pytest.skip("this build of solar has no lowering", allow_module_level=True)
 
 
 class Fn(nn.Module):
@@ -423,7 +420,7 @@ def test_sdpa_dropout_drops_weights_with_the_weyl_mask():
     assert ops == ["aten.scaled_dot_product_attention.default"]
     names = [t["name"] for t in cap.document["tensors"] if t["role"] == "input"]
     feed = dict(zip(names, (q.numpy(), k.numpy(), v.numpy()), strict=True))
-    got = solar.run(pipeline.lower(cap.to_json()), feed)
+    got = solar.run(stages.lower_detailed(cap.to_json()).ir, feed)
     w = torch.softmax((q @ k.transpose(-1, -2)).double() / 2.0, dim=-1)  # scale 1/sqrt(4)
     step = (torch.arange(w.numel(), dtype=torch.float64) + 1) * 0.6180339887498949
     keep = ((step - torch.floor(step)) >= 0.25).reshape(w.shape)

@@ -7,14 +7,14 @@ import csv
 import json
 from pathlib import Path
 
-from solar import pipeline
+from solar.ir import run_cli_captured
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_trace_csv_and_dot_hold_every_node(tmp_path):
     files = {ext: tmp_path / f"mlp.{ext}" for ext in ("json", "trace", "csv", "dot")}
-    rc, out, err = pipeline.run_cli_captured(
+    rc, out, err = run_cli_captured(
         ["sol", str(ROOT / "examples" / "mlp.ir"), "--hw", "H100-SXM"]
         + ["--json", str(files["json"]), "--trace", str(files["trace"])]
         + ["--csv", str(files["csv"]), "--dot", str(files["dot"])]
@@ -52,7 +52,7 @@ def test_trace_csv_and_dot_hold_every_node(tmp_path):
 
 def test_nothing_is_written_when_the_analysis_fails(tmp_path):
     html = tmp_path / "x.html"
-    rc, _, err = pipeline.run_cli_captured(
+    rc, _, err = run_cli_captured(
         ["sol", str(ROOT / "examples" / "mlp.ir"), "--hw", "NoSuchDevice", "--html", str(html)]
     )
     assert rc == 1 and "NoSuchDevice" in err

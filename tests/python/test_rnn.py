@@ -21,12 +21,8 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from solar import pipeline  # noqa: E402
 from solar import torch as solar_torch  # noqa: E402
 from solar.torch.capture import capture  # noqa: E402
-
-if not pipeline.has_lowering():
-    pytest.skip("this build of solar has no lowering", allow_module_level=True)
 
 
 class Recurrent(nn.Module):

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("transformers")
 
 from solar import cli, serving  # noqa: E402
-from solar.pipeline import AnalysisError  # noqa: E402
+from solar.options import AnalysisError  # noqa: E402
 from solar.torch import serve  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "models" / "serve"

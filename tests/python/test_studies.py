@@ -165,7 +165,7 @@ _NUMBER = r"(?:[0-9.]+(?:e[-+][0-9]+)?|inf|nan)"
 # provenance.cpp, output_line; the LLM agent's lines end in `) MISMATCH; ...`).
 _MEASURED = re.compile(rf"\b(max_abs_err|max_rel_err)=({_NUMBER})(?=[ ;,)]|$)")
 _CHECK = re.compile(r" rtol=(\S+) atol=(\S+?)\)? (ok|MISMATCH)\b")
-# The float64 recheck's verdict (python/solar/pipeline.py, recheck_in_float64): the errors of
+# The float64 recheck's verdict (python/solar/verify/float64.py, recheck_in_float64): the errors of
 # both frameworks' runs.
 _RECHECK = re.compile(
     rf"(max rel err )({_NUMBER})( in float32, )({_NUMBER})( in float64)"

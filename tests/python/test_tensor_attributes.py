@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch")
 
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from solar import pipeline  # noqa: E402
+from solar import stages  # noqa: E402
 from solar import torch as solar_torch  # noqa: E402
 from solar.torch import _trace  # noqa: E402
 from solar.torch._trace import tensor_attributes  # noqa: E402
@@ -46,7 +46,7 @@ RNN = {"lstm_state", "gru_state"}  # aten.lstm/aten.gru have no FlopCounterMode 
 
 
 @functools.cache
-def report(name: str) -> pipeline.Report:
+def report(name: str) -> stages.Report:
     return solar_torch.analyze_file(MODELS / f"{name}.py")
 
 

@@ -1,5 +1,5 @@
 """The verification's time budget (--verify-budget-s) is honoured by the estimate of SOLAR's
-executor time (``pipeline.executor_seconds``), never by a timed run: the whole program is
+executor time (``executor_seconds``), never by a timed run: the whole program is
 verified only when its estimate fits, and a one-op check at full size only when its estimate
 fits (else that size is refused, with its reason, and the op is listed as not verified). A 3-D
 convolution whose depth (16) would shrink below its kernel is checked at a reduced size, each
@@ -11,9 +11,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from solar import pipeline  # noqa: E402
 from solar import torch as solar_torch  # noqa: E402
 from solar.torch._per_op import _candidates  # noqa: E402
+from solar.verify.budget import (  # noqa: E402
+    EXECUTOR_BYTES_PER_S,
+    EXECUTOR_MACS_PER_S,
+    executor_seconds,
+    over_time_budget,
+)
 
 MATMUL_IR = """input a : f32[64, 32]
 input b : f32[32, 16]
@@ -29,11 +34,11 @@ def test_the_estimate_adds_each_kind_of_work_at_its_rate():
     # 64 * 16 * 32 = 32768 MACs, no other op; bytes read a + b = (64 * 32 + 32 * 16) * 4 =
     # 10240, written c = 64 * 16 * 4 = 4096. At 1e8 MAC/s and 5e8 B/s:
     # 32768 / 1e8 + (10240 + 4096) / 5e8 = 3.2768e-4 + 2.8672e-5 = 3.56352e-4 s.
-    assert pipeline.EXECUTOR_MACS_PER_S == 1e8
-    assert pipeline.EXECUTOR_BYTES_PER_S == 5e8
-    assert pipeline.executor_seconds(MATMUL_IR) == pytest.approx(3.56352e-4, rel=1e-12)
-    assert pipeline.over_time_budget(MATMUL_IR, 3.6e-4) is None
-    assert pipeline.over_time_budget(MATMUL_IR, 3.5e-4) == (
+    assert EXECUTOR_MACS_PER_S == 1e8
+    assert EXECUTOR_BYTES_PER_S == 5e8
+    assert executor_seconds(MATMUL_IR) == pytest.approx(3.56352e-4, rel=1e-12)
+    assert over_time_budget(MATMUL_IR, 3.6e-4) is None
+    assert over_time_budget(MATMUL_IR, 3.5e-4) == (
         "about 0.000356 s in SOLAR's executor, over the verification budget of 0.00035 s "
         "(--verify-budget-s)"
     )
@@ -58,7 +63,7 @@ def test_the_whole_program_is_verified_only_when_its_estimate_fits(budget_s, mod
     assert v["status"] == "partial"
     (check,) = v["ops"]
     assert check["result"] == "not_verified"
-    assert check["reason"] == "real size: " + pipeline.over_time_budget(report.ir, budget_s)
+    assert check["reason"] == "real size: " + over_time_budget(report.ir, budget_s)
 
 
 @pytest.mark.parametrize(("budget_s", "status"), [(7e-6, "passed"), (6e-6, "partial")])

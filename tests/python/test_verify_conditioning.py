@@ -13,8 +13,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import solar  # noqa: E402
-from solar import pipeline  # noqa: E402
+from solar import stages  # noqa: E402
 from solar import torch as solar_torch  # noqa: E402
+from solar.verify.float64 import _as_float64, conditioned_recheck  # noqa: E402
+from solar.verify.whole import TOLERANCES, compare_output, lowest_precision_computed  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not hasattr(solar._core, "lower_capture_detailed"),
@@ -73,14 +75,14 @@ def test_the_float32_disagreement_is_pytorchs_rounding():
 
 def _changed_constant(monkeypatch, old: str, new: str) -> None:
     """Every lowering (the float32 one and the float64 recheck's) writes ``new`` for ``old``."""
-    real = pipeline.lower_detailed
+    real = stages.lower_detailed
 
     def lowered(*args, **kwargs):
         result = real(*args, **kwargs)
         assert old in result.ir
         return result.replace_ir(result.ir.replace(old, new))  # the program the analysis reads
 
-    monkeypatch.setattr(pipeline, "lower_detailed", lowered)
+    monkeypatch.setattr(stages, "lower_detailed", lowered)
 
 
 def test_a_changed_constant_stays_failed_in_float64(monkeypatch):
@@ -144,9 +146,9 @@ def _recheck(got: float, want: float, low: float) -> tuple[dict, dict[str, float
     got64 = {"y": np.array([got, 0.5])}
     v64 = {
         "status": "failed",
-        "outputs": [pipeline.compare_output("y", "f64", got64["y"], golden64["y"])],
+        "outputs": [compare_output("y", "f64", got64["y"], golden64["y"])],
     }
-    widened = pipeline.conditioned_recheck(v64, document, document, golden, golden64, got64)
+    widened = conditioned_recheck(v64, document, document, golden, golden64, got64)
     return v64, widened
 
 
@@ -157,7 +159,7 @@ def test_the_float64_allowance_grows_with_the_frameworks_own_float32_error():
     # 2^-10) = 1.0009765625: (1e-12 + 1e-9) * 1.0009765625 ~ 1.002e-9. SOLAR off by 2e-9: over
     # the plain bound, under 1.002e-9 + 1.863e-9 = 2.865e-9.
     want = 1.0 + 2.0**-10
-    plain = pipeline.compare_output("y", "f64", np.array([want + 2e-9]), np.array([want]))
+    plain = compare_output("y", "f64", np.array([want + 2e-9]), np.array([want]))
     assert not plain["passed"]
     v64, widened = _recheck(want + 2e-9, want, 1.0)
     assert widened == {"y": 2.0**-10}
@@ -220,9 +222,9 @@ def test_bf16_golden_bits_read_as_float64():
     # bf16 is the high half of a float32: 0x3F80 -> 0x3F800000 = 1.0, 0xC000 -> 0xC0000000 =
     # -2.0, 0x3F81 -> 0x3F810000 = 1 + 2^-7 = 1.0078125.
     bits = np.array([0x3F80, 0xC000, 0x3F81], dtype=np.uint16)
-    assert pipeline._as_float64(bits, "bf16").tolist() == [1.0, -2.0, 1.0078125]
-    assert pipeline._as_float64(bits.view(np.int16), "bf16").tolist() == [1.0, -2.0, 1.0078125]
-    assert pipeline._as_float64(np.array([0x38], dtype=np.uint8), "f8e4m3") is None
+    assert _as_float64(bits, "bf16").tolist() == [1.0, -2.0, 1.0078125]
+    assert _as_float64(bits.view(np.int16), "bf16").tolist() == [1.0, -2.0, 1.0078125]
+    assert _as_float64(np.array([0x38], dtype=np.uint8), "f8e4m3") is None
 
 
 def test_an_f32_output_computed_through_bf16_is_compared_at_bf16s_tolerance(monkeypatch):
@@ -242,7 +244,7 @@ def test_an_f32_output_computed_through_bf16_is_compared_at_bf16s_tolerance(monk
     assert v["status"] == "passed" and v.get("conditioning") is None, v["detail"]
     (out,) = v["outputs"]
     assert out["dtype"] == "f32"
-    assert (out["rtol"], out["atol"]) == pipeline.TOLERANCES["bf16"] == (2e-2, 1e-2)
+    assert (out["rtol"], out["atol"]) == TOLERANCES["bf16"] == (2e-2, 1e-2)
     assert (
         "; 1 compared at the tolerance of a lower precision they were computed in (add f32 "
         "through bf16)"
@@ -284,7 +286,7 @@ def test_the_lowest_precision_a_value_was_computed_in_by_hand():
         ],
         "outputs": ["y", "z", "w"],
     }
-    assert pipeline.lowest_precision_computed(document) == {"y": "bf16"}
+    assert lowest_precision_computed(document) == {"y": "bf16"}
 
 
 def test_a_float64_recheck_over_the_budget_is_not_run_and_says_so(monkeypatch):

@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from solar import _core, pipeline
+from solar import _core
+from solar.verify.whole import TOLERANCES, compare_output
 
 PROGRAM = """input x : f32[2, 2]
 output y : f32[2, 2]
@@ -21,21 +22,21 @@ kernel double {
 
 
 def test_the_tolerance_table_is_the_cores():
-    assert pipeline.TOLERANCES["f32"] == (1e-4, 1e-5) == _core.tolerance("f32")
-    assert pipeline.TOLERANCES["bf16"] == (2e-2, 1e-2)
+    assert TOLERANCES["f32"] == (1e-4, 1e-5) == _core.tolerance("f32")
+    assert TOLERANCES["bf16"] == (2e-2, 1e-2)
     assert _core.tolerance("i64") == (0.0, 0.0)
 
 
 def test_compare_output_by_hand():
     # expected [1, 2, 4]: scale 4; the element 2 may differ by 1e-5 * 4 + 1e-4 * 2 = 2.4e-4.
     expected = np.array([1, 2, 4], dtype=np.float32)
-    near = pipeline.compare_output("y", "f32", np.float32([1, 2 + 2**-13, 4]), expected)
+    near = compare_output("y", "f32", np.float32([1, 2 + 2**-13, 4]), expected)
     assert near["passed"] and near["max_abs_err"] == 2**-13 and near["max_rel_err"] == 2**-14
-    far = pipeline.compare_output("y", "f32", np.float32([1, 2 + 2**-12, 4]), expected)
+    far = compare_output("y", "f32", np.float32([1, 2 + 2**-12, 4]), expected)
     assert not far["passed"]
-    shape = pipeline.compare_output("y", "f32", np.zeros(3, np.float32), np.zeros((1, 3)))
+    shape = compare_output("y", "f32", np.zeros(3, np.float32), np.zeros((1, 3)))
     assert shape["error"] == "shape [3] != [1, 3]" and shape["max_abs_err"] is None
-    scalar = pipeline.compare_output("s", "f32", np.float32(3.0), np.array(3.0))
+    scalar = compare_output("s", "f32", np.float32(3.0), np.array(3.0))
     assert scalar["passed"] and scalar["shape"] == []
 
 
@@ -45,7 +46,7 @@ def test_bf16_as_bits_or_ml_dtypes():
     # 1e-2 * max(1, 2) + 2e-2 * 1 = 0.04
     got = np.array([0x3F81, 0x4000], dtype=np.uint16)
     expected = np.array([1.0, 2.0], dtype=ml_dtypes.bfloat16)
-    out = pipeline.compare_output("y", "bf16", got, expected)
+    out = compare_output("y", "bf16", got, expected)
     assert out["passed"] and out["max_abs_err"] == 2**-7
 
 
@@ -73,18 +74,16 @@ def test_an_undefined_error_is_null_with_a_reason_and_json_compliant():
     # i64 indices [0, 28] against [0, 0] (a sort's indices among ties, as the per-op check of
     # transformers' Mixtral met them): absolute error |28 - 0| = 28; the relative one divides
     # by max(|0|, scale = max(1, 0) = 1) (exact dtypes: the scale): 28 / 1 = 28, a number.
-    check = pipeline.compare_output("i", "i64", np.array([0, 28]), np.array([0, 0]))
+    check = compare_output("i", "i64", np.array([0, 28]), np.array([0, 0]))
     assert check["max_abs_err"] == 28.0
     assert check["max_rel_err"] == 28.0
     assert "err_reason" not in check
     # f32 expected [0, 1], got [2^-20, 1]: relative to (atol / rtol) * scale = (1e-5 / 1e-4) * 1
     # = 0.1 at the 0: 2^-20 / 0.1 = 9.5367e-6 (not 2^-20 / 2.2e-308 ~ 4e301); passes.
-    small = pipeline.compare_output("y", "f32", np.float32([2**-20, 1]), np.float32([0, 1]))
+    small = compare_output("y", "f32", np.float32([2**-20, 1]), np.float32([0, 1]))
     assert small["passed"] and small["max_rel_err"] == pytest.approx(2**-20 / 0.1, rel=1e-12)
     # a NaN against 1.0: neither error is a number
-    nan = pipeline.compare_output(
-        "y", "f32", np.array([np.nan], np.float32), np.ones(1, np.float32)
-    )
+    nan = compare_output("y", "f32", np.array([np.nan], np.float32), np.ones(1, np.float32))
     assert nan["max_abs_err"] is None and nan["max_rel_err"] is None
     assert nan["err_reason"] == "errors undefined: a NaN where the other side has a number"
     json.dumps([check, nan], allow_nan=False)  # what the reports write: no NaN, no infinity

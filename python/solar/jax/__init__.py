@@ -1,9 +1,9 @@
 """The JAX adapter (docs/jax.md): JAX functions and Flax models -> capture ->
-``solar.pipeline.analyze_capture`` (lower, verify, analyse, report).
+``solar.stages.run`` (lower, verify, analyse, report).
 
 This subpackage imports jax, never torch; ``import solar`` imports neither.
 
-- ``analyze(fn, example_inputs, hw="H100-SXM", **options)``: a ``solar.pipeline.Report`` for
+- ``analyze(fn, example_inputs, hw="H100-SXM", **options)``: a ``solar.stages.Report`` for
   ``fn(*example_inputs)`` (a JAX function, or an ``nnx.Module`` instance).
 - ``analyze_file(path, hw=..., **options)``: the same for a model file (``get_inputs()`` and
   ``forward`` or a Flax ``Model``).
@@ -12,7 +12,7 @@ This subpackage imports jax, never torch; ``import solar`` imports neither.
 - ``train=True`` (``analyze``, ``analyze_file``; ``capture_train``): one training step,
   ``jax.value_and_grad`` of the loss and ``optimizer``'s update (``_train``, docs/training.md).
 
-``options``: those of ``solar.pipeline.analyze_capture`` (``solar.adapters.OPTIONS``), as for
+``options``: those of ``solar.stages.run`` (``solar.adapters.OPTIONS``), as for
 PyTorch. Two differ in what they can do: per-op verification is not available for JAX (the
 verification is then "not_run", and says so), and with ``allow_unsupported`` the outputs of the
 nodes without a rule cannot be recorded from JAX's jitted run, so the rest of the program is
@@ -36,8 +36,8 @@ from solar import document as capture_document
 from solar._modelfile import call_model_code, import_model_file
 from solar.jax._capture import CaptureError, Draws, Leaf, flatten, record_draws, to_numpy
 from solar.options import DEFAULT_HW, DEFAULT_POLICIES, Options
-from solar.pipeline import GoldenUnavailableError, Report
-from solar.stages import run
+from solar.stages import Report, run
+from solar.verify import GoldenUnavailableError
 
 __all__ = [
     "CaptureError",

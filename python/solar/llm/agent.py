@@ -1,7 +1,7 @@
 """The translation loop (docs/llm.md): prompt -> answer -> extract the IR -> parse and check ->
 run on the golden inputs -> compare with the golden outputs -> feed the problem back -> repeat,
 up to ``max_attempts`` answers and ``token_budget`` tokens. A translation succeeds only when
-every output passes ``solar.pipeline.compare_output``. The answer is data: it is parsed as IR
+every output passes ``solar.verify.whole.compare_output``. The answer is data: it is parsed as IR
 and run by SOLAR's executor; nothing the model writes is executed as Python.
 
 Verified translations are cached under ``config.cache_path()`` by a content hash of the task
@@ -24,7 +24,7 @@ from solar._files import write_atomic
 from solar.llm.client import ChatClient
 from solar.llm.config import LLMConfig, LLMError
 from solar.llm.prompt import extract_ir
-from solar.pipeline import compare_output
+from solar.verify.whole import compare_output
 
 CACHE_FORMAT = 1
 

@@ -12,13 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from solar import _core, pipeline
+from solar import _core, stages
 from solar.llm.agent import report_entry, translate
 from solar.llm.config import LLMConfig, LLMError
 from solar.llm.tasks import op_task, program_task
 from solar.options import DEFAULT_HW, DEFAULT_POLICIES, Options
-from solar.pipeline import GoldenUnavailableError
 from solar.stages import Translation, run
+from solar.verify import GoldenUnavailableError
 
 FRAGMENT_OP = "solar.ir_fragment"
 
@@ -92,16 +92,14 @@ def analyze_translated(
     hw: str = DEFAULT_HW,
     log: Callable[[str], None] | None = None,
     **options: Any,
-) -> pipeline.Report:
+) -> stages.Report:
     """The whole model file translated by the agent, then analysed (``options``:
     ``solar.options.Options.of``'s keywords)."""
     opts = Options.of(hw, **options).replace(program={"llm": "program", "llm_config": config})
     return run_llm(path, opts, log)
 
 
-def run_llm(
-    path: str, options: Options, log: Callable[[str], None] | None = None
-) -> pipeline.Report:
+def run_llm(path: str, options: Options, log: Callable[[str], None] | None = None) -> stages.Report:
     """``solar analyze --llm`` (``options.program.llm`` "program": the agent writes the whole
     program) or ``--llm-fallback`` ("fallback": it writes each operator without a rule), under
     every other option, through ``solar.stages.run``."""
@@ -140,7 +138,7 @@ def analyze_with_fallback(
     hw: str = DEFAULT_HW,
     log: Callable[[str], None] | None = None,
     **options: Any,
-) -> pipeline.Report:
+) -> stages.Report:
     """Capture and lower the model; every node without a lowering rule (or whose operator is in
     ``disabled_rules``) is translated by the agent on its own, verified against PyTorch's
     operator, and spliced in as a ``solar.ir_fragment`` node; then the whole program is verified

@@ -40,7 +40,7 @@ from typing import Any
 
 from solar._files import write_atomic
 
-# The stages of one ``solar analyze`` (solar.pipeline.STAGES; not imported: it needs numpy).
+# The stages of one ``solar analyze`` (solar.stages.STAGES; not imported: it needs numpy).
 STAGES = ("capture", "lowering", "verification", "analysis")
 ISOLATIONS = ("fork", "process")
 POLL_S = 0.005  # how often the parent looks at its running children

@@ -285,7 +285,7 @@ def _write_stage_times(
     """``--stage-times``: ``{stage: seconds}`` summed over the workloads (as for a model file);
     for a suite also ``definitions``: each definition's stages and ``total`` (its wall time)."""
     from solar._files import write_atomic
-    from solar.pipeline import STAGES
+    from solar.stages import STAGES
 
     data: dict[str, Any] = {stage: times.get(stage, 0.0) for stage in STAGES}
     if per_definition is not None:

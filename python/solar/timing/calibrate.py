@@ -750,9 +750,9 @@ def without_attainable(text: str) -> str:
 
 def _loader_refusal(path: str) -> str | None:
     """SOLAR's loader's message on the device file at ``path``; None when it loads."""
-    from solar import pipeline
+    from solar.ir import run_cli_captured
 
-    rc, _out, err = pipeline.run_cli_captured(["hw", "show", path])
+    rc, _out, err = run_cli_captured(["hw", "show", path])
     return None if rc == 0 else err.strip()
 
 
@@ -842,9 +842,9 @@ def builtin_file_text(name: str) -> str:
 
 
 def _device_json(spec: str) -> str | None:
-    from solar import pipeline
+    from solar.ir import run_cli_captured
 
-    rc, out, _err = pipeline.run_cli_captured(["hw", "show", spec, "--json"])
+    rc, out, _err = run_cli_captured(["hw", "show", spec, "--json"])
     return out if rc == 0 else None
 
 

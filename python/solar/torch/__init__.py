@@ -6,7 +6,7 @@ when a function here is called; ``solar.adapters`` sends PyTorch programs here a
 ``_trace``, ``_serialize``, ``_golden``, ``_per_op``, ``_train``, ``_where``, and ``serve``
 (the serving steps of a decoder). Its ``import torch`` is PyTorch (absolute imports).
 
-- ``analyze(model, example_inputs, hw="H100-SXM", **options)``: a ``solar.pipeline.Report`` for
+- ``analyze(model, example_inputs, hw="H100-SXM", **options)``: a ``solar.stages.Report`` for
   ``model(*example_inputs)`` (``options``: ``solar.options.Options.of``'s keywords).
 - ``analyze_file(path, hw=..., **options)``: the same for a benchmark-style model file.
 - ``captured_file(path, options)``: a model file's forward or training step, captured (``solar
@@ -31,8 +31,8 @@ import numpy as np
 
 from solar._modelfile import framework_of
 from solar.options import DEFAULT_HW, AnalysisError, Options
-from solar.pipeline import NO_FLOAT64_MODEL, Float64UnavailableError, Report
-from solar.stages import run
+from solar.stages import Report, run
+from solar.verify.float64 import NO_FLOAT64_MODEL, Float64UnavailableError
 
 __all__ = [
     "TorchCaptured",

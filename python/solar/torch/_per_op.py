@@ -27,7 +27,7 @@ otherwise shrink below its kernel). PyTorch decides whether a reduced node is va
 the op must run and give outputs of the original ranks and dtypes, and the lowering must accept
 it. If no map works, the node runs at its real size when its tensors fit ``real_budget_bytes``
 (a reduced map over that budget is not tried) and ``run_and_compare`` accepts its time (it
-raises ``solar.pipeline.OverTimeBudgetError`` when the one-node program's estimated executor time is
+raises ``solar.verify.budget.OverTimeBudgetError`` when the one-node program's estimated executor time is
 over ``--verify-budget-s``); otherwise it is listed as not verified, with each size's reason.
 """
 
@@ -41,7 +41,6 @@ from typing import Any
 
 import torch
 
-from solar.pipeline import OverTimeBudgetError
 from solar.torch._golden import (
     deterministic_dropout,
     nvfp4_scaled_mm,
@@ -49,6 +48,7 @@ from solar.torch._golden import (
     to_numpy,
 )
 from solar.torch._serialize import DTYPES
+from solar.verify.budget import OverTimeBudgetError
 
 MIN_SHRINK = 16  # sizes below this are kept (kernel sizes, heads, small channel counts)
 TARGET_BYTES = 1 << 20  # the reduced node's tensors, in all

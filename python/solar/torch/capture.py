@@ -81,7 +81,7 @@ class Capture:
     fx_to_name: dict[str, str]
     elements: dict[str, list[str | None]] = field(default_factory=dict)  # multi-output FX nodes
     golden_notes: list[str] = field(default_factory=list)  # how the last golden run was made
-    # A failed whole-program check is rechecked in float64 (solar.pipeline.recheck_in_float64).
+    # A failed whole-program check is rechecked in float64 (solar.verify.float64.recheck_in_float64).
     rebuilds_in_float64: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
@@ -115,7 +115,7 @@ class Capture:
         budget_bytes: int,
     ) -> list[dict]:
         """Each distinct op configuration of the document run alone by PyTorch and by SOLAR
-        (``solar.torch._per_op``; ``solar.pipeline.verify_per_op`` calls it)."""
+        (``solar.torch._per_op``; ``solar.stages.verify`` calls it)."""
         from solar.torch._per_op import verify_per_op
 
         return verify_per_op(self.document, skip, lower_one, run_and_compare, budget_bytes)

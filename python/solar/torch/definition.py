@@ -44,8 +44,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from solar.document import format_bytes
 from solar.options import AnalysisError, Options
-from solar.pipeline import format_bytes
 from solar.stages import run as run_stages
 from solar.suites.definition import Definition, DefinitionError, Workload, resolve_axes, shape_of
 from solar.torch._device import CUDA_NOTE, DEVICE, OnCpu

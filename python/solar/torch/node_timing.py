@@ -85,7 +85,7 @@ def time_nodes(
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from solar import pipeline
+    from solar import stages
     from solar.torch.capture import capture
     from solar.torch.measure import local_device_name, pick_device
 
@@ -95,7 +95,7 @@ def time_nodes(
         model = model.to(dev)
     inputs = tuple(x.to(dev) if isinstance(x, torch.Tensor) else x for x in inputs)
     cap = capture(model, inputs, source=source)
-    lowered = pipeline.lower_detailed(cap.to_json(), allow_unsupported=True)
+    lowered = stages.lower_detailed(cap.to_json(), allow_unsupported=True)
     labels = _label_of_fx(cap)
     module = cap.traced.module.to(dev)
     values = _placeholder_args(cap, model, inputs)

@@ -1,0 +1,79 @@
+"""Whole program or per op: the verification's budgets of memory and of SOLAR's executor
+time (``--verify-budget-mb``, ``--verify-budget-s``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solar import _core
+from solar.document import format_bytes, graph_bytes
+from solar.options import AnalysisError
+
+# Conservative rates of SOLAR's reference executor, for the estimate of its time
+# (``executor_seconds``), per kind of work as the einsum counts split it, each at most the
+# slowest figure measured on one core of a loaded machine (bench/README.md, "Verification
+# time"): multiply-adds (matmuls, convolutions, transposed convolutions: the GEMM fast path),
+# the other ops (elementwise, reductions, selects: the interpreter), and the bytes each op reads
+# and writes.
+EXECUTOR_MACS_PER_S = 1e8
+EXECUTOR_OPS_PER_S = 5e7
+EXECUTOR_BYTES_PER_S = 5e8
+
+
+class OverTimeBudgetError(Exception):
+    """Raised instead of running a program whose estimated executor time (``executor_seconds``)
+    is over the verification budget; the message says so."""
+
+
+def choose_mode(captured: Any, ir_text: Any, budget_mb: float, budget_s: float) -> tuple[str, str]:
+    """ "whole_program" or "per_op", and why. The executor's time is estimated from the
+    program's counts (``executor_seconds``: the einsum counts, not the SOL analysis, which runs
+    once, after verification)."""
+    if not captured.has_data:
+        return "per_op", "no real inputs to run the whole program on"
+    need = graph_bytes(captured.document)
+    if need > budget_mb * 1e6:
+        return "per_op", (
+            f"the whole program holds {format_bytes(need)} of tensors, over the verification "
+            f"budget of {format_bytes(budget_mb * 1e6)} (--verify-budget-mb)"
+        )
+    seconds = executor_seconds(ir_text)
+    if seconds > budget_s:
+        return "per_op", (
+            f"the whole program would take about {seconds:.3g} s in SOLAR's executor, over the "
+            f"verification budget of {budget_s:g} s (--verify-budget-s)"
+        )
+    return "whole_program", (
+        f"the whole program fits the verification budget ({format_bytes(need)} of tensors, "
+        f"about {seconds:.2g} s)"
+    )
+
+
+def over_time_budget(ir_text: Any, budget_s: float) -> str | None:
+    """Why running ``ir_text`` in SOLAR's executor would exceed ``budget_s`` (None: it fits)."""
+    seconds = executor_seconds(ir_text)
+    if seconds <= budget_s:
+        return None
+    return (
+        f"about {seconds:.3g} s in SOLAR's executor, over the verification budget of "
+        f"{budget_s:g} s (--verify-budget-s)"
+    )
+
+
+def executor_seconds(ir_text: Any) -> float:
+    """The estimated time of SOLAR's executor on the program: its multiply-adds at
+    ``EXECUTOR_MACS_PER_S``, its other ops at ``EXECUTOR_OPS_PER_S`` and the bytes its ops
+    read and write at ``EXECUTOR_BYTES_PER_S`` (the counts of ``_core.totals``)."""
+    t = _totals(ir_text)
+    return (
+        t["macs"] / EXECUTOR_MACS_PER_S
+        + t["other_ops"] / EXECUTOR_OPS_PER_S
+        + (t["bytes_read"] + t["bytes_written"]) / EXECUTOR_BYTES_PER_S
+    )
+
+
+def _totals(ir_text: Any) -> dict:
+    try:
+        return _core.totals(ir_text)
+    except _core.IRError as e:
+        raise AnalysisError(str(e)) from e
