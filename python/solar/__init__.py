@@ -13,9 +13,10 @@ docs/capture.md); ``analyze_file(path, ...)`` does the same for a model file. to
 imported only when they are called.
 
 The package, along the pipeline (docs/architecture.md): ``solar.ir`` (the IR on numpy arrays),
-``solar.document`` (capture documents, framework-free), ``solar.stages`` (lower, verify,
-analyse, report: framework-free; the checks in ``solar.verify``), the adapters ``solar.torch`` (PyTorch: capture in
-``solar.torch.capture``) and ``solar.jax`` (JAX), and ``solar.adapters``, which picks the adapter.
+``solar.document`` (capture documents, framework-free), ``solar.stages`` (lower, verify, analyse,
+report: framework-free; the checks in ``solar.verify``), the adapters ``solar.torch`` (PyTorch:
+capture in ``solar.torch.capture``) and ``solar.jax`` (JAX), and ``solar.adapters``, which picks the
+adapter.
 
 ``source`` is a ``Program``, a path (``os.PathLike``, or a one-line ``str`` ending in ``.ir``) or
 IR text. Every user error (invalid IR, inputs that do not match, a run over the memory limit)

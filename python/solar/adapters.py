@@ -244,7 +244,7 @@ def run_file(
             )
         from solar.torch import serve
 
-        return serve.run_serving(path, options, stage_times)
+        return serve.serve_file(path, options, stage_times)
     if jax_file:
         from solar import jax as solar_jax
 

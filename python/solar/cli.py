@@ -137,13 +137,6 @@ def _one_line(e: BaseException) -> str:
     return text
 
 
-class _ArgumentParser(argparse.ArgumentParser):
-    """A usage error is one line (not argparse's usage block), exit code 2 (made 1 below)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
 def _budget(text: str) -> float:
     """A verification budget: a non-negative finite number."""
     import math
@@ -164,9 +157,9 @@ def _parser(command: str) -> argparse.ArgumentParser:
     """The arguments of ``solar capture`` or ``solar analyze`` (``command``)."""
     if command == "capture":
         return _capture_parser()
-    from solar.options import OPTIMIZERS
+    from solar.options import OPTIMIZERS, ArgumentParser
 
-    p = _ArgumentParser(
+    p = ArgumentParser(
         prog="solar analyze",
         usage="%(prog)s [-h] MODEL [OPTIONS]",
         description="Capture a PyTorch or JAX model file, lower it to IR, verify the IR against "
@@ -229,7 +222,9 @@ def _parser(command: str) -> argparse.ArgumentParser:
 
 def _capture_parser() -> argparse.ArgumentParser:
     """``solar capture``'s arguments."""
-    p = _ArgumentParser(
+    from solar.options import ArgumentParser
+
+    p = ArgumentParser(
         prog="solar capture",
         description="Capture a PyTorch or JAX model file into SOLAR's capture format "
         "(docs/capture.md, docs/jax.md).",

@@ -8,6 +8,7 @@ line builds it before anything heavy is imported.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,14 @@ __all__ = [
     "ProgramOptions",
     "VerificationOptions",
 ]
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """The commands' parser (``solar analyze``, ``solar capture``, ``solar sweep``): a usage
+    error is one line (not argparse's usage block), exit code 2 (the commands make it 1)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
 class AnalysisError(ValueError):

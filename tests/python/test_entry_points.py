@@ -173,14 +173,14 @@ def _keep_serving_steps(monkeypatch):
     """Keeps the steps of the serving runs (their reports) for the checks above."""
     from solar.torch import serve
 
-    original = serve.run_serving
+    original = serve.serve_file
 
     def keeping(*args, **kwargs):
         served = original(*args, **kwargs)
         _last_serving_steps[:] = served.steps
         return served
 
-    monkeypatch.setattr(serve, "run_serving", keeping)
+    monkeypatch.setattr(serve, "serve_file", keeping)
 
 
 def test_analyze_llm_states_every_option(files):

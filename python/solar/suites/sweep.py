@@ -265,9 +265,9 @@ def import_ray():
 def parse_args(argv: list[str]) -> argparse.Namespace | int:
     """The options; or the exit code when there is nothing to run (``--help``: 0; a usage
     error, one line: 1)."""
-    from solar.cli import _ArgumentParser  # a usage error is one line
+    from solar.options import ArgumentParser  # a usage error is one line
 
-    p = _ArgumentParser(
+    p = ArgumentParser(
         prog="solar sweep",
         description="Analyse every combination of model files, devices, precision policies, "
         "sizes and parallel layouts, on a Ray cluster or this machine (docs/sweeps.md).",

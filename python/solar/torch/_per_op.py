@@ -25,9 +25,9 @@ only the batch and the trailing dims shrink. Then a fourth map, ``floor``, in th
 every size to S // d but none below ``MIN_SHRINK`` (a 3-D convolution whose depth 16 would
 otherwise shrink below its kernel). PyTorch decides whether a reduced node is valid:
 the op must run and give outputs of the original ranks and dtypes, and the lowering must accept
-it. If no map works, the node runs at its real size when its tensors fit ``real_budget_bytes``
-(a reduced map over that budget is not tried) and ``run_and_compare`` accepts its time (it
-raises ``solar.verify.budget.OverTimeBudgetError`` when the one-node program's estimated executor time is
+it. If no map works, the node runs at its real size when its tensors fit ``real_budget_bytes`` (a
+reduced map over that budget is not tried) and ``run_and_compare`` accepts its time (it raises
+``solar.verify.budget.OverTimeBudgetError`` when the one-node program's estimated executor time is
 over ``--verify-budget-s``); otherwise it is listed as not verified, with each size's reason.
 """
 

@@ -81,7 +81,8 @@ class Capture:
     fx_to_name: dict[str, str]
     elements: dict[str, list[str | None]] = field(default_factory=dict)  # multi-output FX nodes
     golden_notes: list[str] = field(default_factory=list)  # how the last golden run was made
-    # A failed whole-program check is rechecked in float64 (solar.verify.float64.recheck_in_float64).
+    # A failed whole-program check is rechecked in float64
+    # (solar.verify.float64.recheck_in_float64).
     rebuilds_in_float64: ClassVar[bool] = True
 
     def __post_init__(self) -> None:

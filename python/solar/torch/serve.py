@@ -16,7 +16,7 @@ A model file serves when
 
 - ``analyze_serving(path, phase, batches, context, hw=..., **options)``: the serving report of
   a model file (``solar.serving.ServingReport``).
-- ``run_serving(path, options, stage_times)``: the same under one ``solar.options.Options``
+- ``serve_file(path, options, stage_times)``: the same under one ``solar.options.Options``
   (``solar analyze --serve`` runs it through ``solar.adapters.run_file``).
 
 torch is imported only when a function here is called (as by ``solar.torch``).
@@ -47,7 +47,7 @@ __all__ = [
     "ServingReport",
     "analyze_serving",
     "load_decoder",
-    "run_serving",
+    "serve_file",
     "step_of_file",
 ]
 
@@ -507,10 +507,10 @@ def analyze_serving(
     if not batches:
         raise AnalysisError("no batch size to analyse")
     opts = Options.of(hw, serve=phase, batches=tuple(batches), context=context, **options)
-    return run_serving(path, opts, stage_times)
+    return serve_file(path, opts, stage_times)
 
 
-def run_serving(
+def serve_file(
     path: str | os.PathLike, options: Options, stage_times: dict[str, float] | None = None
 ) -> ServingReport:
     """The serving report of a model file under ``options`` (``options.program``: the phase,
