@@ -52,12 +52,39 @@ struct LayerWeights {
   TensorInfo w_ih, w_hh, b_ih, b_hh, w_hr;
 };
 
-void rnn_rule(NodeLowering& n, Cell cell) {
+// A recurrent node's arguments, read and checked: what every layer and direction shares.
+struct Rnn {
+  Cell cell = Cell::Lstm;
+  bool lstm = false;
+  TensorInfo x;
+  std::vector<TensorInfo> hx;
+  std::vector<TensorInfo> params;
+  bool bias = true;
+  int64_t layers = 0;
+  bool batch_first = false;
+  int64_t dirs = 1, steps = 0, batch = 0;
+  int64_t width = 0;   // of h: the projection's, if any
+  int64_t hidden = 0;  // of the cell
+  bool proj = false;
+  int64_t gates = 0;
+  size_t per = 0;  // tensors of `params` per layer and direction
+  std::vector<int64_t> time_major;
+  ir::DType dt = ir::DType::F32;
+};
+
+// A sequence tensor (the input, a layer's output) and its layout.
+struct Sequence {
+  TensorInfo t;
+  bool batch_first = false;
+};
+
+// Reads the node's arguments in schema order and checks their shapes against each other and the
+// output's.
+Rnn read_rnn(NodeLowering& n, Cell cell) {
   const bool lstm = cell == Cell::Lstm;
-  const TensorInfo x = n.tensor("input");
-  const std::vector<TensorInfo> hx =
-      lstm ? n.tensor_list("hx") : std::vector<TensorInfo>{n.tensor("hx")};
-  const std::vector<TensorInfo> params = n.tensor_list("params");
+  TensorInfo x = n.tensor("input");
+  std::vector<TensorInfo> hx = lstm ? n.tensor_list("hx") : std::vector<TensorInfo>{n.tensor("hx")};
+  std::vector<TensorInfo> params = n.tensor_list("params");
   const bool bias = n.flag_or("has_biases", true);
   const int64_t layers = n.integer("num_layers");
   const double dropout = n.number_or("dropout", 0.0);
@@ -92,131 +119,185 @@ void rnn_rule(NodeLowering& n, Cell cell) {
                     " per layer and direction), got " + str(static_cast<int64_t>(params.size())));
   }
   const TensorInfo& y = n.out();
-  const std::vector<int64_t> time_major = {steps, batch, dirs * width};
+  std::vector<int64_t> time_major = {steps, batch, dirs * width};
   expect_shape(y, batch_first ? std::vector<int64_t>{batch, steps, dirs * width} : time_major,
                "the output");
-  const ir::DType dt = y.dtype;
+  return Rnn{.cell = cell,
+             .lstm = lstm,
+             .x = std::move(x),
+             .hx = std::move(hx),
+             .params = std::move(params),
+             .bias = bias,
+             .layers = layers,
+             .batch_first = batch_first,
+             .dirs = dirs,
+             .steps = steps,
+             .batch = batch,
+             .width = width,
+             .hidden = hidden,
+             .proj = proj,
+             .gates = gates,
+             .per = per,
+             .time_major = std::move(time_major),
+             .dt = y.dtype};
+}
 
-  // A read of a sequence tensor (the input, a layer's output) at time `t` and batch `b`.
-  auto at = [](const TensorInfo& seq, bool seq_batch_first, const std::string& t,
-               const std::string& b, const std::string& k) {
-    return seq.name + "[" + (seq_batch_first ? b + ", " + t : t + ", " + b) + ", " + k + "]";
-  };
-  TensorInfo src = x;
-  bool src_batch_first = batch_first;
-  for (int64_t layer = 0; layer < layers; ++layer) {
-    const bool last = layer == layers - 1;
-    const TensorInfo seq = last ? y : n.temp("seq", dt, time_major);
-    const bool seq_batch_first = last && batch_first;
-    const int64_t in = src.shape[2];
-    for (int64_t d = 0; d < dirs; ++d) {
-      const int64_t ld = layer * dirs + d;  // the index of the layer and direction in h0, c0
-      const size_t base = static_cast<size_t>(ld) * per;
-      const std::string where = " of layer " + str(layer) + (d ? " (reverse)" : "");
-      LayerWeights w{params[base], params[base + 1], {}, {}, {}};
-      expect_shape(w.w_ih, {gates, in}, "weight_ih" + where);
-      expect_shape(w.w_hh, {gates, width}, "weight_hh" + where);
-      if (bias) {
-        w.b_ih = params[base + 2];
-        w.b_hh = params[base + 3];
-        expect_shape(w.b_ih, {gates}, "bias_ih" + where);
-        expect_shape(w.b_hh, {gates}, "bias_hh" + where);
+// The weights of layer `layer` in direction `d` (1: reverse), whose input has `in` features,
+// checked against the node's shapes.
+LayerWeights layer_weights(const Rnn& r, int64_t layer, int64_t d, int64_t in) {
+  const int64_t ld = layer * r.dirs + d;  // the index of the layer and direction in h0, c0
+  const size_t base = static_cast<size_t>(ld) * r.per;
+  const std::string where = " of layer " + str(layer) + (d ? " (reverse)" : "");
+  LayerWeights w{r.params[base], r.params[base + 1], {}, {}, {}};
+  expect_shape(w.w_ih, {r.gates, in}, "weight_ih" + where);
+  expect_shape(w.w_hh, {r.gates, r.width}, "weight_hh" + where);
+  if (r.bias) {
+    w.b_ih = r.params[base + 2];
+    w.b_hh = r.params[base + 3];
+    expect_shape(w.b_ih, {r.gates}, "bias_ih" + where);
+    expect_shape(w.b_hh, {r.gates}, "bias_hh" + where);
+  }
+  if (r.proj) {
+    w.w_hr = r.params[base + r.per - 1];
+    expect_shape(w.w_hr, {r.width, r.hidden}, "weight_hr" + where);
+  }
+  return w;
+}
+
+// A read of a sequence tensor at time `t` and batch `b`.
+std::string at(const Sequence& seq, const std::string& t, const std::string& b,
+               const std::string& k) {
+  return seq.t.name + "[" + (seq.batch_first ? b + ", " + t : t + ", " + b) + ", " + k + "]";
+}
+
+// Gate q's input part, gx + b_ih, and hidden part, gh + b_hh, at unit j of the step that reads
+// time step `pos`.
+struct GateParts {
+  const Rnn& r;
+  const LayerWeights& w;
+  const TensorInfo& gx;
+  const TensorInfo& gh;
+  const std::string& pos;
+
+  std::string input_part(int64_t q) const {
+    const std::string g = plus(q * r.hidden, "j");
+    return gx.name + "[" + pos + ", b, " + g + "]" +
+           (r.bias ? " + " + w.b_ih.name + "[" + g + "]" : "");
+  }
+  std::string hidden_part(int64_t q) const {
+    const std::string g = plus(q * r.hidden, "j");
+    return gh.name + "[b, " + g + "]" + (r.bias ? " + " + w.b_hh.name + "[" + g + "]" : "");
+  }
+  std::string pre(int64_t q) const { return input_part(q) + " + " + hidden_part(q); }
+};
+
+// The kernels of one step s after the hidden projection: the cell's update of c (an LSTM's) and
+// of h[s + 1] (`next`), over `units`.
+void cell_kernels(NodeLowering& n, const Rnn& r, const GateParts& parts, const TensorInfo& h,
+                  const TensorInfo& c, const std::string& s, const std::string& units,
+                  const std::string& next) {
+  const int64_t batch = r.batch, width = r.width, hidden = r.hidden;
+  switch (r.cell) {
+    case Cell::Lstm: {  // c = f * c + i * g, h = o * tanh(c) (then h = w_hr h)
+      n.kernel("cell", units, c.name + "[b, j]", "=",
+               "sigmoid(" + parts.pre(1) + ") * " + c.name + "[b, j] + sigmoid(" + parts.pre(0) +
+                   ") * tanh(" + parts.pre(2) + ")");
+      const std::string out = "sigmoid(" + parts.pre(3) + ") * tanh(" + c.name + "[b, j])";
+      if (!r.proj) {
+        n.kernel("hidden", units, next, "=", out);
+      } else {
+        const TensorInfo m = n.temp("m", r.dt, {batch, hidden});
+        n.kernel("hidden", units, m.name + "[b, j]", "=", out);
+        n.kernel("proj",
+                 "b in 0.." + str(batch) + ", p in 0.." + str(width) + ", j in 0.." + str(hidden),
+                 h.name + "[" + s + " + 1, b, p]",
+                 "+=", m.name + "[b, j] * " + parts.w.w_hr.name + "[p, j]");
       }
-      if (proj) {
-        w.w_hr = params[base + per - 1];
-        expect_shape(w.w_hr, {width, hidden}, "weight_hr" + where);
-      }
-      // The input projection of every step at once: gx[t, b, g] = sum_k x[t, b, k] w_ih[g, k].
-      const TensorInfo gx = n.temp("gx", dt, {steps, batch, gates});
-      n.kernel("in_proj",
-               "t in 0.." + str(steps) + ", b in 0.." + str(batch) + ", g in 0.." + str(gates) +
-                   ", k in 0.." + str(in),
-               gx.name + "[t, b, g]",
-               "+=", at(src, src_batch_first, "t", "b", "k") + " * " + w.w_ih.name + "[g, k]");
-      // h[s] is the hidden state before step s (h[0] = h0); step s writes h[s + 1].
-      const TensorInfo h = n.temp("h", dt, {steps + 1, batch, width});
-      n.kernel("h0", "b in 0.." + str(batch) + ", j in 0.." + str(width), h.name + "[0, b, j]", "=",
-               h0.name + "[" + str(ld) + ", b, j]");
-      TensorInfo c;
-      if (lstm) {
-        c = n.temp("c", dt, {batch, hidden});
-        n.kernel("c0", "b in 0.." + str(batch) + ", j in 0.." + str(hidden), c.name + "[b, j]", "=",
-                 hx[1].name + "[" + str(ld) + ", b, j]");
-      }
-      const TensorInfo gh = n.temp("gh", dt, {batch, gates});
-      const std::string s = n.fresh_name("step");  // the repeat index
-      // the time step that step s reads: s forward, steps - 1 - s in reverse
-      const std::string pos = d ? str(steps - 1) + " - " + s : s;
-      // Gate q's input part, gx + b_ih, and hidden part, gh + b_hh, at unit j.
-      auto input_part = [&](int64_t q) {
-        const std::string g = plus(q * hidden, "j");
-        return gx.name + "[" + pos + ", b, " + g + "]" +
-               (bias ? " + " + w.b_ih.name + "[" + g + "]" : "");
-      };
-      auto hidden_part = [&](int64_t q) {
-        const std::string g = plus(q * hidden, "j");
-        return gh.name + "[b, " + g + "]" + (bias ? " + " + w.b_hh.name + "[" + g + "]" : "");
-      };
-      auto pre = [&](int64_t q) { return input_part(q) + " + " + hidden_part(q); };
-      const std::string units = "b in 0.." + str(batch) + ", j in 0.." + str(hidden);
-      const std::string next = h.name + "[" + s + " + 1, b, j]";
-      n.stmt("repeat " + s + " in 0.." + str(steps) + " {");
-      n.kernel("hid_proj",
-               "b in 0.." + str(batch) + ", g in 0.." + str(gates) + ", k in 0.." + str(width),
-               gh.name + "[b, g]", "+=", h.name + "[" + s + ", b, k] * " + w.w_hh.name + "[g, k]");
-      switch (cell) {
-        case Cell::Lstm: {  // c = f * c + i * g, h = o * tanh(c) (then h = w_hr h)
-          n.kernel("cell", units, c.name + "[b, j]", "=",
-                   "sigmoid(" + pre(1) + ") * " + c.name + "[b, j] + sigmoid(" + pre(0) +
-                       ") * tanh(" + pre(2) + ")");
-          const std::string out = "sigmoid(" + pre(3) + ") * tanh(" + c.name + "[b, j])";
-          if (!proj) {
-            n.kernel("hidden", units, next, "=", out);
-          } else {
-            const TensorInfo m = n.temp("m", dt, {batch, hidden});
-            n.kernel("hidden", units, m.name + "[b, j]", "=", out);
-            n.kernel(
-                "proj",
-                "b in 0.." + str(batch) + ", p in 0.." + str(width) + ", j in 0.." + str(hidden),
-                h.name + "[" + s + " + 1, b, p]",
-                "+=", m.name + "[b, j] * " + w.w_hr.name + "[p, j]");
-          }
-          break;
-        }
-        case Cell::Gru: {  // n = tanh(x_n + r * h_n), h = (1 - z) * n + z * h
-          const TensorInfo z = n.temp("z", dt, {batch, hidden});
-          n.kernel("update", units, z.name + "[b, j]", "=", "sigmoid(" + pre(1) + ")");
-          n.kernel("hidden", units, next, "=",
-                   "(1.0 - " + z.name + "[b, j]) * tanh(" + input_part(2) + " + sigmoid(" + pre(0) +
-                       ") * (" + hidden_part(2) + ")) + " + z.name + "[b, j] * " + h.name + "[" +
-                       s + ", b, j]");
-          break;
-        }
-        case Cell::Tanh:
-          n.kernel("hidden", units, next, "=", "tanh(" + pre(0) + ")");
-          break;
-        case Cell::Relu:
-          n.kernel("hidden", units, next, "=", "max(" + pre(0) + ", 0.0)");
-          break;
-      }
-      n.stmt("}");
-      // The layer's output at time t is the state after the step that read t.
-      const std::string units_out = "b in 0.." + str(batch) + ", j in 0.." + str(width);
-      if (!last || n.output_needed(0)) {
-        n.kernel("out", "t in 0.." + str(steps) + ", " + units_out,
-                 at(seq, seq_batch_first, "t", "b", plus(d * width, "j")), "=",
-                 h.name + "[" + (d ? str(steps) + " - t" : "t + 1") + ", b, j]");
-      }
-      if (n.outputs() > 1 && n.output_needed(1)) {
-        n.kernel("h_n", units_out, n.out(1).name + "[" + str(ld) + ", b, j]", "=",
-                 h.name + "[" + str(steps) + ", b, j]");
-      }
-      if (lstm && n.outputs() > 2 && n.output_needed(2)) {
-        n.kernel("c_n", units, n.out(2).name + "[" + str(ld) + ", b, j]", "=", c.name + "[b, j]");
-      }
+      break;
     }
+    case Cell::Gru: {  // n = tanh(x_n + r * h_n), h = (1 - z) * n + z * h
+      const TensorInfo z = n.temp("z", r.dt, {batch, hidden});
+      n.kernel("update", units, z.name + "[b, j]", "=", "sigmoid(" + parts.pre(1) + ")");
+      n.kernel("hidden", units, next, "=",
+               "(1.0 - " + z.name + "[b, j]) * tanh(" + parts.input_part(2) + " + sigmoid(" +
+                   parts.pre(0) + ") * (" + parts.hidden_part(2) + ")) + " + z.name + "[b, j] * " +
+                   h.name + "[" + s + ", b, j]");
+      break;
+    }
+    case Cell::Tanh:
+      n.kernel("hidden", units, next, "=", "tanh(" + parts.pre(0) + ")");
+      break;
+    case Cell::Relu:
+      n.kernel("hidden", units, next, "=", "max(" + parts.pre(0) + ", 0.0)");
+      break;
+  }
+}
+
+// Layer `layer` in direction `d` (1: reverse), reading `src` and writing its part of `seq`: the
+// input projection of every step, the initial state, the `repeat` over the steps, and the outputs.
+void lower_direction(NodeLowering& n, const Rnn& r, const Sequence& src, const Sequence& seq,
+                     int64_t layer, int64_t d, bool last) {
+  const int64_t steps = r.steps, batch = r.batch, width = r.width, hidden = r.hidden;
+  const int64_t gates = r.gates;
+  const ir::DType dt = r.dt;
+  const int64_t in = src.t.shape[2];
+  const int64_t ld = layer * r.dirs + d;  // the index of the layer and direction in h0, c0
+  const LayerWeights w = layer_weights(r, layer, d, in);
+  // The input projection of every step at once: gx[t, b, g] = sum_k x[t, b, k] w_ih[g, k].
+  const TensorInfo gx = n.temp("gx", dt, {steps, batch, gates});
+  n.kernel("in_proj",
+           "t in 0.." + str(steps) + ", b in 0.." + str(batch) + ", g in 0.." + str(gates) +
+               ", k in 0.." + str(in),
+           gx.name + "[t, b, g]", "+=", at(src, "t", "b", "k") + " * " + w.w_ih.name + "[g, k]");
+  // h[s] is the hidden state before step s (h[0] = h0); step s writes h[s + 1].
+  const TensorInfo h = n.temp("h", dt, {steps + 1, batch, width});
+  n.kernel("h0", "b in 0.." + str(batch) + ", j in 0.." + str(width), h.name + "[0, b, j]", "=",
+           r.hx[0].name + "[" + str(ld) + ", b, j]");
+  TensorInfo c;
+  if (r.lstm) {
+    c = n.temp("c", dt, {batch, hidden});
+    n.kernel("c0", "b in 0.." + str(batch) + ", j in 0.." + str(hidden), c.name + "[b, j]", "=",
+             r.hx[1].name + "[" + str(ld) + ", b, j]");
+  }
+  const TensorInfo gh = n.temp("gh", dt, {batch, gates});
+  const std::string s = n.fresh_name("step");  // the repeat index
+  // the time step that step s reads: s forward, steps - 1 - s in reverse
+  const std::string pos = d ? str(steps - 1) + " - " + s : s;
+  const GateParts parts{r, w, gx, gh, pos};
+  const std::string units = "b in 0.." + str(batch) + ", j in 0.." + str(hidden);
+  const std::string next = h.name + "[" + s + " + 1, b, j]";
+  n.stmt("repeat " + s + " in 0.." + str(steps) + " {");
+  n.kernel("hid_proj",
+           "b in 0.." + str(batch) + ", g in 0.." + str(gates) + ", k in 0.." + str(width),
+           gh.name + "[b, g]", "+=", h.name + "[" + s + ", b, k] * " + w.w_hh.name + "[g, k]");
+  cell_kernels(n, r, parts, h, c, s, units, next);
+  n.stmt("}");
+  // The layer's output at time t is the state after the step that read t.
+  const std::string units_out = "b in 0.." + str(batch) + ", j in 0.." + str(width);
+  if (!last || n.output_needed(0)) {
+    n.kernel("out", "t in 0.." + str(steps) + ", " + units_out,
+             at(seq, "t", "b", plus(d * width, "j")), "=",
+             h.name + "[" + (d ? str(steps) + " - t" : "t + 1") + ", b, j]");
+  }
+  if (n.outputs() > 1 && n.output_needed(1)) {
+    n.kernel("h_n", units_out, n.out(1).name + "[" + str(ld) + ", b, j]", "=",
+             h.name + "[" + str(steps) + ", b, j]");
+  }
+  if (r.lstm && n.outputs() > 2 && n.output_needed(2)) {
+    n.kernel("c_n", units, n.out(2).name + "[" + str(ld) + ", b, j]", "=", c.name + "[b, j]");
+  }
+}
+
+// Lowers a recurrent node: its layers in order, each direction of a layer in turn.
+void rnn_rule(NodeLowering& n, Cell cell) {
+  const Rnn r = read_rnn(n, cell);
+  const TensorInfo& y = n.out();
+  Sequence src{r.x, r.batch_first};
+  for (int64_t layer = 0; layer < r.layers; ++layer) {
+    const bool last = layer == r.layers - 1;
+    const Sequence seq{last ? y : n.temp("seq", r.dt, r.time_major), last && r.batch_first};
+    for (int64_t d = 0; d < r.dirs; ++d) lower_direction(n, r, src, seq, layer, d, last);
     src = seq;
-    src_batch_first = seq_batch_first;
   }
 }
 

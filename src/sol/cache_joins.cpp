@@ -227,6 +227,95 @@ void join_unit_loops(const SegMap& r, const SegMap& w, const std::vector<UVar>& 
   }
 }
 
+namespace {
+
+// A tensor's maps in a segment, its writes then its reads (`all`), each expressed on the
+// `groups` groups of the tensor's storage (`forms`) and classified group by group (`pieces`).
+struct GroupForms {
+  const std::vector<const SegMap*>& all;
+  const std::vector<std::vector<Lin>>& forms;
+  const std::vector<std::vector<Piece>>& pieces;
+  size_t groups;
+};
+
+// join_tensor's joins when a write's domain is not a box in its loops (see there).
+bool join_non_box_write(const std::vector<SegMap>& ws, const GroupForms& maps,
+                        const std::vector<UVar>& vars, UnionFind& uf, bool& read_inside) {
+  const auto& [all, forms, pieces, groups] = maps;
+  if (ws.size() > 1) return false;
+  for (size_t r = 1; r < all.size(); ++r) {
+    if (all[r]->unit <= ws[0].unit) return false;
+    std::map<uint32_t, uint32_t> to_writer;
+    for (size_t g = 0; g < groups; ++g) {
+      if (!matched(pieces[r][g], pieces[0][g], vars)) return false;
+      to_writer[forms[r][g].terms[0].first] = forms[0][g].terms[0].first;
+    }
+    for (const auto& [rv, wv] : to_writer) {
+      for (const auto& [rb, wb] : {std::pair{&vars[rv].lo_form, &vars[wv].lo_form},
+                                   std::pair{&vars[rv].hi_form, &vars[wv].hi_form}}) {
+        Lin mapped;
+        mapped.constant = rb->constant;
+        for (const auto& [v, c] : rb->terms) {
+          const auto it = to_writer.find(v);
+          if (it == to_writer.end()) return false;
+          add_term(mapped, it->second, c);
+        }
+        if (mapped.constant != wb->constant || mapped.terms != wb->terms) return false;
+      }
+    }
+    for (const auto& [rv, wv] : to_writer) uf.unite(rv, wv);
+    join_unit_loops(*all[r], ws[0], vars, uf);
+    read_inside = true;
+  }
+  return true;
+}
+
+// Whether the first `writes` maps of `maps` are one-to-one and no two write one element.
+bool writes_one_to_one(size_t writes, const GroupForms& maps) {
+  const std::vector<std::vector<Lin>>& forms = maps.forms;
+  const std::vector<std::vector<Piece>>& pieces = maps.pieces;
+  const size_t groups = maps.groups;
+  for (size_t w = 0; w < writes; ++w) {
+    std::vector<uint32_t> seen;
+    for (size_t g = 0; g < groups; ++g) {
+      if (!pieces[w][g].exact) return false;
+      for (const auto& [v, c] : forms[w][g].terms) seen.push_back(v);
+    }
+    std::sort(seen.begin(), seen.end());
+    if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) return false;
+    for (size_t o = 0; o < w; ++o) {
+      bool apart = false;
+      for (size_t g = 0; g < groups && !apart; ++g) {
+        apart = overlap(pieces[w][g], pieces[o][g]) == Overlap::Disjoint;
+      }
+      if (!apart) return false;
+    }
+  }
+  return true;
+}
+
+// Whether writes that each cover read `r` except in one group, the same for all (`partial`:
+// each write and that group), together cover it there.
+bool partial_writes_cover(const std::vector<std::pair<size_t, int>>& partial,
+                          const std::vector<std::vector<Piece>>& pieces, size_t r) {
+  const int star = partial[0].second;
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (const auto& [w, g] : partial) {
+    if (g != star) return false;
+    spans.emplace_back(pieces[w][static_cast<size_t>(g)].lo, pieces[w][static_cast<size_t>(g)].hi);
+  }
+  std::sort(spans.begin(), spans.end());
+  const Piece& need = pieces[r][static_cast<size_t>(star)];
+  int64_t reach = need.lo - 1;  // covered so far: [need.lo, reach]
+  for (const auto& [lo, hi] : spans) {
+    if (lo > reach + 1) break;
+    reach = std::max(reach, hi);
+  }
+  return reach >= need.hi;
+}
+
+}  // namespace
+
 bool join_tensor(const std::vector<int64_t>& shape, const std::vector<SegMap>& ws,
                  const std::vector<SegMap>& rs, const std::vector<UVar>& vars,
                  const std::vector<uint32_t>& step_of, UnionFind& uf, std::vector<bool>& whole,
@@ -256,55 +345,16 @@ bool join_tensor(const std::vector<int64_t>& shape, const std::vector<SegMap>& w
   for (size_t i = 0; i < all.size(); ++i) {
     for (const Lin& f : forms[i]) pieces[i].push_back(piece_of(f, vars));
   }
+  const GroupForms maps{all, forms, pieces, groups};
   // A write over a domain that is not a box in its loops (a causal triangle): the only write of
   // its tensor, and every read matches it loop for loop over the same bounds.
   if (std::any_of(ws.begin(), ws.end(), [](const SegMap& w) { return !w.full; })) {
-    if (ws.size() > 1) return false;
-    for (size_t r = 1; r < all.size(); ++r) {
-      if (all[r]->unit <= ws[0].unit) return false;
-      std::map<uint32_t, uint32_t> to_writer;
-      for (size_t g = 0; g < groups; ++g) {
-        if (!matched(pieces[r][g], pieces[0][g], vars)) return false;
-        to_writer[forms[r][g].terms[0].first] = forms[0][g].terms[0].first;
-      }
-      for (const auto& [rv, wv] : to_writer) {
-        for (const auto& [rb, wb] : {std::pair{&vars[rv].lo_form, &vars[wv].lo_form},
-                                     std::pair{&vars[rv].hi_form, &vars[wv].hi_form}}) {
-          Lin mapped;
-          mapped.constant = rb->constant;
-          for (const auto& [v, c] : rb->terms) {
-            const auto it = to_writer.find(v);
-            if (it == to_writer.end()) return false;
-            add_term(mapped, it->second, c);
-          }
-          if (mapped.constant != wb->constant || mapped.terms != wb->terms) return false;
-        }
-      }
-      for (const auto& [rv, wv] : to_writer) uf.unite(rv, wv);
-      join_unit_loops(*all[r], ws[0], vars, uf);
-      read_inside = true;
-    }
-    return true;
+    return join_non_box_write(ws, maps, vars, uf, read_inside);
   }
   // Writes: each group a constant, a variable or a dense mix of variables, no variable in two
   // groups (so a write is one-to-one and a tile's writes are the product of its groups), and no
   // two writes of one element.
-  for (size_t w = 0; w < ws.size(); ++w) {
-    std::vector<uint32_t> seen;
-    for (size_t g = 0; g < groups; ++g) {
-      if (!pieces[w][g].exact) return false;
-      for (const auto& [v, c] : forms[w][g].terms) seen.push_back(v);
-    }
-    std::sort(seen.begin(), seen.end());
-    if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) return false;
-    for (size_t o = 0; o < w; ++o) {
-      bool apart = false;
-      for (size_t g = 0; g < groups && !apart; ++g) {
-        apart = overlap(pieces[w][g], pieces[o][g]) == Overlap::Disjoint;
-      }
-      if (!apart) return false;
-    }
-  }
+  if (!writes_one_to_one(ws.size(), maps)) return false;
   const auto join = [&](size_t r, size_t w, int star) {
     join_unit_loops(*all[r], ws[w], vars, uf);
     for (size_t g = 0; g < groups; ++g) {
@@ -366,20 +416,7 @@ bool join_tensor(const std::vector<int64_t>& shape, const std::vector<SegMap>& w
     // Several writes, each covering the read except in one group, the same for all, where
     // together they cover it.
     const int star = partial[0].second;
-    std::vector<std::pair<int64_t, int64_t>> spans;
-    for (const auto& [w, g] : partial) {
-      if (g != star) return false;
-      spans.emplace_back(pieces[w][static_cast<size_t>(g)].lo,
-                         pieces[w][static_cast<size_t>(g)].hi);
-    }
-    std::sort(spans.begin(), spans.end());
-    const Piece& need = pieces[r][static_cast<size_t>(star)];
-    int64_t reach = need.lo - 1;  // covered so far: [need.lo, reach]
-    for (const auto& [lo, hi] : spans) {
-      if (lo > reach + 1) break;
-      reach = std::max(reach, hi);
-    }
-    if (reach < need.hi) return false;
+    if (!partial_writes_cover(partial, pieces, r)) return false;
     for (const auto& [w, g] : partial) join(r, w, star);
     read_inside = true;
   }
