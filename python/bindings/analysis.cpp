@@ -88,9 +88,8 @@ struct ServingReport {
   std::string table_after_step;  // the table after the one step's own report (ServingContext)
 };
 
-}  // namespace
-
-void bind_analysis(nb::module_& m) {
+// `Report`: a SOL report's JSON, its renderings and the files they are written to.
+void bind_report(nb::module_& m) {
   nb::class_<report::SolReport>(m, "Report",
                                 "The SOL report of one program on one device (docs/report.md).")
       .def(
@@ -127,7 +126,10 @@ void bind_analysis(nb::module_& m) {
             write_file_atomically(path, report::render_output(s, "html"));
           },
           "path"_a, "Writes the self-contained HTML report.");
+}
 
+// `AnalysisOptions`: every option of one analysis, read-only.
+void bind_analysis_options(nb::module_& m) {
   nb::class_<report::AnalysisOptions>(
       m, "AnalysisOptions",
       "Every option of one analysis, each as `solar sol`'s option of that name (report/analyze.h; "
@@ -190,7 +192,10 @@ void bind_analysis(nb::module_& m) {
                    [](const report::AnalysisOptions& o) { return o.measured.method; })
       .def_prop_ro("measured_nodes",
                    [](const report::AnalysisOptions& o) { return o.measured.nodes_json; });
+}
 
+// `Provenance`: where a report's program came from and how far it was checked.
+void bind_provenance(nb::module_& m) {
   nb::class_<ProvenanceObject>(
       m, "Provenance",
       "Where a report's program came from and how far it was checked: the name the report shows "
@@ -233,7 +238,10 @@ void bind_analysis(nb::module_& m) {
       .def_prop_ro(
           "agent", [](const ProvenanceObject& p) { return json_text(p.sections.agent); },
           "The parts the LLM agent wrote, JSON text ('null\\n': no agent).");
+}
 
+// `analyze`: the SOL report of a program on a device.
+void bind_analyze(nb::module_& m) {
   m.def(
       "analyze",
       [](const nb::handle& program, const std::string& device,
@@ -257,7 +265,10 @@ void bind_analysis(nb::module_& m) {
       "docs/training.md) on `device` (a built-in name or a .yaml file) under `options` (an "
       "AnalysisOptions), with `provenance` (a Provenance; default: an IR file's). Raises IRError "
       "for a user error.");
+}
 
+// The serving report of a decoder's steps: `ServingReport`, `serving_report`, `serving_tp`.
+void bind_serving(nb::module_& m) {
   nb::class_<ServingReport>(m, "ServingReport",
                             "The serving figures of a decoder's steps (docs/serving.md).")
       .def(
@@ -327,7 +338,10 @@ void bind_analysis(nb::module_& m) {
       "The tensor-parallel degree of `--devices DEVICES --parallel PARALLEL` for `--serve` "
       "(devices 0: not given); raises IRError for a layout serving does not take (dp, pp, mb, "
       "sp) or a bad one (docs/serving.md).");
+}
 
+// `check_device`, `check_policy`, `check_layout`: what entry points check before they capture.
+void bind_checks(nb::module_& m) {
   m.def(
       "check_device", [](const std::string& device) { (void)hw::resolve_device(device); },
       "device"_a,
@@ -348,6 +362,10 @@ void bind_analysis(nb::module_& m) {
       "Checks `--devices DEVICES --parallel PARALLEL` (devices 0: not given): raises IRError, one "
       "line, for a bad layout or one of another number of devices (docs/parallel.md). Entry "
       "points call it before they capture.");
+}
+
+// `totals`: the einsum graph's counts, from the lift alone.
+void bind_totals(nb::module_& m) {
   m.def(
       "totals",
       [](const nb::handle& program, const std::vector<std::string>& sizes) {
@@ -375,6 +393,19 @@ void bind_analysis(nb::module_& m) {
       "The einsum graph's totals, from the lift alone (no SOL analysis): {nodes, macs, other_ops, "
       "flops, bytes_read, bytes_written} (1 MAC = 2 FLOPs; FLOPs = 2*MACs + other ops; bytes: "
       "each node's footprints, as `solar lift` prints them).");
+}
+
+}  // namespace
+
+// The analysis's classes and functions, each after those its signatures name.
+void bind_analysis(nb::module_& m) {
+  bind_report(m);
+  bind_analysis_options(m);
+  bind_provenance(m);
+  bind_analyze(m);
+  bind_serving(m);
+  bind_checks(m);
+  bind_totals(m);
 }
 
 }  // namespace solar::python
