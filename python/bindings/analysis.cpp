@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -20,6 +21,8 @@
 
 #include "bindings.h"
 #include "solar/einsum/graph.h"
+#include "solar/einsum/lifted_program.h"
+#include "solar/exec/estimate.h"
 #include "solar/frontend/lower.h"
 #include "solar/hw/device.h"
 #include "solar/ir/ast.h"
@@ -43,19 +46,26 @@ using namespace nb::literals;
 namespace solar::python {
 namespace {
 
-// A program given as IR text or as a parsed solar.Program.
-ir::Program program_of(const nb::handle& program) {
-  if (nb::isinstance<nb::str>(program)) return ir::parse(nb::cast<std::string>(program), "<ir>");
-  return nb::cast<ir::Program>(program);
+// A program given as IR text, a parsed solar.Program or a LoweringResult, held with its check and
+// its graph (a LoweringResult's, each made once; IR text parsed here).
+std::shared_ptr<const einsum::LiftedProgram> lifted_of(const nb::handle& program) {
+  if (nb::isinstance<frontend::LowerResult>(program)) {
+    return nb::cast<const frontend::LowerResult&>(program).lifted;
+  }
+  if (nb::isinstance<nb::str>(program)) {
+    return std::make_shared<const einsum::LiftedProgram>(
+        ir::parse(nb::cast<std::string>(program), "<ir>"));
+  }
+  return std::make_shared<const einsum::LiftedProgram>(nb::cast<ir::Program>(program));
 }
 
-einsum::Graph lift_program(const nb::handle& program, const std::vector<std::string>& sizes,
-                           const std::string& routing) {
-  const ir::Program p = program_of(program);
-  const ir::SymbolValues values = ir::check_or_throw(p, ir::parse_size_overrides(sizes));
-  einsum::Graph g = einsum::lift(p, values);
-  einsum::assume_routing(g, einsum::parse_routing(routing));
-  return g;
+// `f` of the einsum graph (balanced, as lift returns it) of `program` (lifted_of's) at `sizes`:
+// with none, the graph it holds, lifted once.
+template <typename F>
+auto with_graph(const nb::handle& program, const std::vector<std::string>& sizes, F f) {
+  const std::shared_ptr<const einsum::LiftedProgram> lifted = lifted_of(program);
+  if (sizes.empty()) return f(lifted->graph());
+  return f(einsum::lift(ir::check_program(lifted->program(), ir::parse_size_overrides(sizes))));
 }
 
 nlohmann::json parse_section(const std::string& text, const char* name) {
@@ -247,16 +257,12 @@ void bind_analyze(nb::module_& m) {
       [](const nb::handle& program, const std::string& device,
          const report::AnalysisOptions& options, const ProvenanceObject& provenance) {
         std::map<std::string, std::string> phases;
-        ir::Program p;
         if (nb::isinstance<frontend::LowerResult>(program)) {
-          const auto& lowered = nb::cast<const frontend::LowerResult&>(program);
-          p = lowered.program;
-          phases = lowered.tensor_phases;
-        } else {
-          p = program_of(program);
+          phases = nb::cast<const frontend::LowerResult&>(program).tensor_phases;
         }
+        const std::shared_ptr<const einsum::LiftedProgram> p = lifted_of(program);
         nb::gil_scoped_release release;
-        return report::analyze(p, device, options, provenance.sections, provenance.source, phases);
+        return report::analyze(*p, device, options, provenance.sections, provenance.source, phases);
       },
       "program"_a, "device"_a, "options"_a = report::AnalysisOptions{},
       "provenance"_a = ProvenanceObject{},
@@ -364,35 +370,56 @@ void bind_checks(nb::module_& m) {
       "points call it before they capture.");
 }
 
-// `totals`: the einsum graph's counts, from the lift alone.
+// The einsum graph's totals (`totals`).
+nb::dict totals_of(const einsum::Graph& g) {
+  einsum::OpCounts c;
+  int64_t read = 0;
+  int64_t written = 0;
+  for (const einsum::Node& n : g.nodes) {
+    c.macs += n.counts.macs;
+    c.simple += n.counts.simple;
+    c.special += n.counts.special;
+    read += n.bytes_read();
+    written += n.bytes_written();
+  }
+  nb::dict d;
+  d["nodes"] = g.nodes.size();
+  d["macs"] = c.macs;
+  d["other_ops"] = c.other_ops();
+  d["flops"] = c.flops();
+  d["bytes_read"] = read;
+  d["bytes_written"] = written;
+  return d;
+}
+
+// `totals`: the einsum graph's counts, from the lift alone; `executor_seconds`, the executor's
+// estimated time from them.
 void bind_totals(nb::module_& m) {
   m.def(
       "totals",
       [](const nb::handle& program, const std::vector<std::string>& sizes) {
-        const einsum::Graph g = lift_program(program, sizes, "balanced");
-        einsum::OpCounts c;
-        int64_t read = 0;
-        int64_t written = 0;
-        for (const einsum::Node& n : g.nodes) {
-          c.macs += n.counts.macs;
-          c.simple += n.counts.simple;
-          c.special += n.counts.special;
-          read += n.bytes_read();
-          written += n.bytes_written();
-        }
-        nb::dict d;
-        d["nodes"] = g.nodes.size();
-        d["macs"] = c.macs;
-        d["other_ops"] = c.other_ops();
-        d["flops"] = c.flops();
-        d["bytes_read"] = read;
-        d["bytes_written"] = written;
-        return d;
+        return with_graph(program, sizes, totals_of);
       },
       "program"_a, "sizes"_a = std::vector<std::string>{},
       "The einsum graph's totals, from the lift alone (no SOL analysis): {nodes, macs, other_ops, "
       "flops, bytes_read, bytes_written} (1 MAC = 2 FLOPs; FLOPs = 2*MACs + other ops; bytes: "
-      "each node's footprints, as `solar lift` prints them).");
+      "each node's footprints, as `solar lift` prints them). `program`: IR text, a "
+      "solar.Program or a LoweringResult (its graph, lifted once).");
+  m.def(
+      "executor_seconds",
+      [](const nb::handle& program, const std::vector<std::string>& sizes) {
+        return with_graph(program, sizes, [](const einsum::Graph& g) {
+          return exec::executor_estimate(g).seconds;
+        });
+      },
+      "program"_a, "sizes"_a = std::vector<std::string>{},
+      "The estimated time of SOLAR's executor on `program` (as `totals` takes it), in seconds: "
+      "its multiply-adds at EXECUTOR_MACS_PER_S, its other ops at EXECUTOR_OPS_PER_S and the "
+      "bytes its nodes read and write at EXECUTOR_BYTES_PER_S (exec/estimate.h; `solar ir run "
+      "--budget-s` refuses a program by the same estimate).");
+  m.attr("EXECUTOR_MACS_PER_S") = exec::kExecutorMacsPerS;
+  m.attr("EXECUTOR_OPS_PER_S") = exec::kExecutorOpsPerS;
+  m.attr("EXECUTOR_BYTES_PER_S") = exec::kExecutorBytesPerS;
 }
 
 }  // namespace

@@ -48,14 +48,15 @@ void bind_cli(nb::module_& m) {
       "run_on_program",
       [](const std::string& command, const std::vector<std::string>& args,
          const frontend::LowerResult& lowered, const ProvenanceObject& provenance) {
-        const cli::ProgramInput program{&lowered.program, provenance.sections};
+        const cli::ProgramInput program{lowered.lifted.get(), provenance.sections};
         return forwarded([&](std::ostream& out, std::ostream& err) {
           return cli::run_on_program(command, args, program, out, err);
         });
       },
       nb::arg("command"), nb::arg("args"), nb::arg("program"), nb::arg("provenance"),
       "Runs `solar COMMAND ARGS...` (sol, provision, compare, curve) with `program` (a "
-      "LoweringResult: its checked program, parsed once) standing for the FILE argument and "
+      "LoweringResult: its checked program, parsed, checked and lifted once) standing for the FILE "
+      "argument and "
       "the report's capture, coverage and verification sections from `provenance` (a "
       "Provenance; docs/report.md); returns the exit code, the output as run_cli.");
   m.def(

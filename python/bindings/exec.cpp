@@ -27,6 +27,7 @@
 #include "solar/exec/executor.h"
 #include "solar/exec/inputs.h"
 #include "solar/exec/verify.h"
+#include "solar/frontend/lower.h"
 #include "solar/ir/checker.h"
 #include "solar/util/error.h"
 
@@ -234,24 +235,33 @@ void bind_exec(nb::module_& m) {
 
   m.def(
       "run",
-      [](const ir::Program& p, const nb::dict& inputs, const ir::SymbolValues& sizes,
+      [](const nb::handle& program, const nb::dict& inputs, const ir::SymbolValues& sizes,
          std::optional<uint64_t> memory_limit, bool fast_paths) {
         exec::RunOptions options;
         if (memory_limit) options.memory_limit_bytes = *memory_limit;
         options.fast_paths = fast_paths;
         options.size_overrides = sizes;
-        ir::check_or_throw(p, sizes);
-        Inputs in = import_inputs(p, inputs);
+        std::optional<ir::CheckedProgram> checked;
+        if (!nb::isinstance<frontend::LowerResult>(program)) {
+          checked.emplace(ir::check_program(nb::cast<const ir::Program&>(program), sizes));
+        } else if (const auto& lowered = nb::cast<const frontend::LowerResult&>(program);
+                   sizes.empty()) {
+          checked.emplace(lowered.lifted->checked());  // the lowering's check
+        } else {
+          checked.emplace(ir::check_program(lowered.program(), sizes));
+        }
+        Inputs in = import_inputs(checked->program(), inputs);
         exec::TensorMap outputs;
         {
           nb::gil_scoped_release release;
-          outputs = exec::run(p, in.tensors, options);
+          outputs = exec::run(*checked, in.tensors, options);
         }
         return to_numpy_dict(std::move(outputs), in.tensors);
       },
       nb::arg("program"), nb::arg("inputs"), nb::arg("sizes") = ir::SymbolValues{},
       nb::arg("memory_limit") = nb::none(), nb::arg("fast_paths") = true,
-      "Checks and runs a program; returns its outputs by name (bf16/f8 as raw bits).");
+      "Checks and runs a program (a solar.Program, or a LoweringResult: its program, checked "
+      "once); returns its outputs by name (bf16/f8 as raw bits).");
 
   m.def(
       "random_inputs",

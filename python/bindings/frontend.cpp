@@ -6,10 +6,12 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "bindings.h"
+#include "solar/einsum/lifted_program.h"
 #include "solar/frontend/lower.h"
 #include "solar/ir/parser.h"
 
@@ -40,6 +42,11 @@ nb::dict per_lowered_node(const frontend::LowerResult& r,
   return d;
 }
 
+// `ir_text` parsed, to be checked and lifted once, when first asked for.
+std::shared_ptr<const einsum::LiftedProgram> lifted_text(const std::string& ir_text) {
+  return std::make_shared<const einsum::LiftedProgram>(ir::parse(ir_text, "<input>"));
+}
+
 }  // namespace
 
 void bind_frontend(nb::module_& m) {
@@ -58,8 +65,7 @@ void bind_frontend(nb::module_& m) {
       .def(
           "__init__",
           [](frontend::LowerResult* r, const std::string& ir_text) {
-            new (r)
-                frontend::LowerResult{ir_text, ir::parse(ir_text, "<input>"), {}, {}, {}, {}, 0, 0};
+            new (r) frontend::LowerResult{ir_text, lifted_text(ir_text), {}, {}, {}, {}, 0, 0};
           },
           "ir"_a,
           "A program written whole (the LLM agent's translation): `ir` parsed, nothing left out.")
@@ -68,15 +74,18 @@ void bind_frontend(nb::module_& m) {
           [](const frontend::LowerResult& r, const std::string& ir_text) {
             frontend::LowerResult copy = r;
             copy.ir = ir_text;
-            copy.program = ir::parse(ir_text, "<input>");
+            copy.lifted = lifted_text(ir_text);
             return copy;
           },
           "ir"_a,
           "A copy with `ir` (parsed) for its program, everything else kept (a test standing in "
           "for a faulty lowering rule).")
       .def_ro("ir", &frontend::LowerResult::ir, "The checked IR text.")
-      .def_ro("program", &frontend::LowerResult::program,
-              "The checked solar.Program of `ir`: the one parse of an analysis.")
+      .def_prop_ro(
+          "program",
+          [](const frontend::LowerResult& r) -> const ir::Program& { return r.program(); },
+          nb::rv_policy::reference_internal,
+          "The checked solar.Program of `ir`: the one parse of an analysis.")
       .def_ro("nodes", &frontend::LowerResult::nodes, "The capture's nodes.")
       .def_prop_ro(
           "lowered",

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "solar/einsum/lift_count.h"
 #include "solar/ir/ast.h"
 #include "solar/ir/checker.h"
 #include "solar/ir/parse_count.h"
@@ -52,6 +53,12 @@ void bind_ir(nb::module_& m) {
   m.def("parse_count", &ir::parse_count,
         "How many programs have been parsed in this process (a test hook: an analysis parses its "
         "program once).");
+  m.def("check_count", &ir::check_count,
+        "How many programs have been checked in this process (a test hook: an analysis checks "
+        "its program once).");
+  m.def("lift_count", &einsum::lift_count,
+        "How many programs have been lifted to einsum graphs in this process (a test hook: an "
+        "analysis lifts its program once).");
   m.def(
       "print", [](const ir::Program& p) { return ir::print(p); }, nb::arg("program"),
       "The canonical text of a program.");

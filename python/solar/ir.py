@@ -2,8 +2,9 @@
 ``format_ir``, ``check``, ``run`` and ``random_inputs``; ``import solar`` re-exports them.
 Framework-free: imports numpy and ``solar._core`` only.
 
-``source`` is a ``Program``, a path (``os.PathLike``, or a one-line ``str`` ending in ``.ir``) or
-IR text. Every user error raises ``IRError`` (a ``ValueError`` with a one-line message).
+``source`` is a ``Program``, a lowering's ``LoweringResult`` (its program, parsed and checked
+once), a path (``os.PathLike``, or a one-line ``str`` ending in ``.ir``) or IR text. Every user
+error raises ``IRError`` (a ``ValueError`` with a one-line message).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from solar import _core
-from solar._core import Program
+from solar._core import LoweringResult, Program
 
-Source = Program | str | os.PathLike
+Source = Program | LoweringResult | str | os.PathLike
 
 # IR dtypes exchanged as raw bits, and the ml_dtypes names of the same types.
 _BITS_DTYPES = {"bf16": np.uint16, "f8e4m3": np.uint8, "f8e5m2": np.uint8}
@@ -29,6 +30,8 @@ def parse(source: Source) -> Program:
     """Parses a program from a path or from IR text; raises IRError at the first error."""
     if isinstance(source, Program):
         return source
+    if isinstance(source, LoweringResult):
+        return source.program
     if isinstance(source, os.PathLike) or (
         isinstance(source, str) and "\n" not in source and source.endswith(".ir")
     ):
@@ -63,10 +66,11 @@ def run(
     converted when every value is exactly representable (e.g. int64 indices for an ``i32``
     input), and refused otherwise. ``memory_limit`` (bytes, default 8 GiB) makes runs whose
     tensors would need more fail before allocating; ``fast_paths=False`` runs every kernel on the
-    generic interpreter."""
+    generic interpreter. A ``LoweringResult`` is not checked again (at no ``sizes``)."""
     program = parse(source)
+    checked = source if isinstance(source, LoweringResult) else program
     outputs = _core.run(
-        program, _to_core(program, inputs), dict(sizes or {}), memory_limit, fast_paths
+        checked, _to_core(program, inputs), dict(sizes or {}), memory_limit, fast_paths
     )
     return _from_core(program, outputs)
 

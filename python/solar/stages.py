@@ -234,8 +234,8 @@ class Captured(Protocol):
     def per_op_cases(
         self,
         skip: set[str],
-        lower_one: Callable[[str], str],
-        run_and_compare: Callable[[str, dict, dict, dict], list[dict]],
+        lower_one: Callable[[str], Any],
+        run_and_compare: Callable[[Any, dict, dict, dict], list[dict]],
         budget_bytes: int,
     ) -> list[dict] | None:
         """Each distinct op configuration run alone by the framework and by SOLAR (None: per-op
@@ -303,7 +303,7 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
     mode, why = options.mode, f"{options.mode} verification requested"
     if mode == "auto":
         budgets = (options.budget_mb, options.budget_s)
-        mode, why = choose_mode(captured, lowered.program, *budgets)
+        mode, why = choose_mode(captured, lowered.result, *budgets)
         on_reduced, why = _on_reduced_workload(lowered, options, mode, why)
         if on_reduced is not None:
             mode, why = "reduced", on_reduced["why"]
@@ -322,7 +322,7 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
             verification["mode"] = "whole_program"
         else:
             verification = verify_whole(
-                lowered.program, captured.document, golden, lowered.result, ties
+                lowered.result, captured.document, golden, lowered.result, ties
             )
             if verification["status"] == "failed":
                 _recheck_in_float64(verification, lowered, golden, options.budget_mb)
@@ -483,7 +483,7 @@ def _recheck_in_float64(
         golden64 = captured64.golden(recorded(lowered64.result))
         got64: dict[str, np.ndarray] = {}
         v64 = verify_whole(
-            lowered64.program,
+            lowered64.result,
             captured64.document,
             golden64,
             lowered64.result,
@@ -511,14 +511,16 @@ def _verify_per_op(lowered: Lowered, budget_mb: float, budget_s: float) -> dict:
     framework = framework_name(captured.document)
     disabled = lowered.options.disabled_rules
 
-    def lower_one(capture_json: str) -> str:
-        return lower_detailed(capture_json, False, disabled).ir
+    def lower_one(capture_json: str) -> Any:
+        return lower_detailed(capture_json, False, disabled)
 
-    def run_and_compare(ir_text: str, feed: dict, expected: dict, dtypes: dict) -> list[dict]:
-        too_slow = over_time_budget(ir_text, budget_s)
+    def run_and_compare(lowered: Any, feed: dict, expected: dict, dtypes: dict) -> list[dict]:
+        # the one-op program's LoweringResult: parsed and checked once (by its lowering), lifted
+        # once (for the estimate)
+        too_slow = over_time_budget(lowered, budget_s)
         if too_slow is not None:
             raise OverTimeBudgetError(too_slow)
-        got = ir.run(ir_text, feed)
+        got = ir.run(lowered, feed)
         return [compare_output(n, dtypes[n], np.asarray(got[n]), e) for n, e in expected.items()]
 
     # Not checked alone: nodes without a rule, and random draws (their values are the

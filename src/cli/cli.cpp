@@ -36,6 +36,7 @@
 #include "solar/cli/lift_command.h"
 #include "solar/cli/sol_commands.h"
 #include "solar/einsum/graph.h"
+#include "solar/exec/estimate.h"
 #include "solar/exec/executor.h"
 #include "solar/exec/inputs.h"
 #include "solar/exec/npz.h"
@@ -68,36 +69,22 @@ struct FmtArgs {
   bool check = false;
 };
 
-// `solar ir run` and `ir verify` refuse a program whose estimated time in the executor is over
-// --budget-s (default kExecutorBudgetS). The estimate is the lift's counts at the executor's
-// slowest measured rates (solar.verify.budget's EXECUTOR_* figures, bench/README.md "Verification
-// time"): multiply-adds, other ops, and the bytes each node reads and writes.
+// `solar ir run` and `ir verify` refuse a program whose estimated time in the executor
+// (exec::executor_estimate: the lift's counts at the executor's slowest measured rates) is over
+// --budget-s.
 constexpr double kExecutorBudgetS = 3600;
-constexpr double kExecutorMacsPerS = 1e8;
-constexpr double kExecutorOpsPerS = 5e7;
-constexpr double kExecutorBytesPerS = 5e8;
 
 // A one-line UserError when `p` would take more than `budget_s` in the executor, before any
 // tensor is made: a triangular reduction over 10^6 columns (2.5 x 10^12 adds) ran for hours.
-void check_executor_time(const ir::Program& p, const ir::SymbolValues& sizes, double budget_s,
-                         const std::string& file) {
-  double macs = 0;
-  double ops = 0;
-  double bytes = 0;
-  for (const einsum::Node& n : einsum::lift(p, sizes).nodes) {
-    macs += static_cast<double>(n.counts.macs);
-    ops += static_cast<double>(n.counts.other_ops());
-    bytes += static_cast<double>(n.bytes_read()) + static_cast<double>(n.bytes_written());
-  }
-  const double seconds =
-      macs / kExecutorMacsPerS + ops / kExecutorOpsPerS + bytes / kExecutorBytesPerS;
-  if (seconds <= budget_s) return;
+void check_executor_time(const ir::CheckedProgram& p, double budget_s, const std::string& file) {
+  const exec::ExecutorEstimate e = exec::executor_estimate(einsum::lift(p));
+  if (e.seconds <= budget_s) return;
   char text[256];
   std::snprintf(text, sizeof text,
                 ": the program would take about %.3g s in SOLAR's executor (%.3g multiply-adds, "
                 "%.3g other ops, %.3g bytes moved), over --budget-s %g; give a larger "
                 "--budget-s to run it, or run it at smaller sizes (--size)",
-                seconds, macs, ops, bytes, budget_s);
+                e.seconds, e.macs, e.other_ops, e.bytes, budget_s);
   throw UserError(file + text);
 }
 
@@ -277,8 +264,9 @@ int cmd_run(const RunArgs& a, std::ostream& out) {
   options.size_overrides = ir::parse_size_overrides(a.sizes);
 
   const ir::Program p = ir::parse_file(a.file);
-  const ir::SymbolValues sizes = ir::check_or_throw(p, options.size_overrides);
-  check_executor_time(p, sizes, a.budget_s, a.file);
+  const ir::CheckedProgram checked = ir::check_program(p, options.size_overrides);
+  const ir::SymbolValues& sizes = checked.sizes();
+  check_executor_time(checked, a.budget_s, a.file);
   exec::TensorMap inputs;
   if (a.random) {
     // Refuse before generating anything that would not fit.
@@ -293,7 +281,7 @@ int cmd_run(const RunArgs& a, std::ostream& out) {
   } else {
     inputs = exec::conform_inputs(p, exec::read_npz(a.inputs));
   }
-  const exec::TensorMap outputs = exec::run(p, inputs, options);
+  const exec::TensorMap outputs = exec::run(checked, inputs, options);
   if (!a.save_inputs.empty()) exec::write_npz(a.save_inputs, inputs);
   if (!a.out.empty()) exec::write_npz(a.out, outputs);
 
@@ -330,10 +318,11 @@ int cmd_verify(const VerifyArgs& a, std::ostream& out) {
   options.memory_limit_bytes = parse_memory_limit(a.memory_limit);
   options.size_overrides = ir::parse_size_overrides(a.sizes);
   const ir::Program p = ir::parse_file(a.file);
-  check_executor_time(p, ir::check_or_throw(p, options.size_overrides), a.budget_s, a.file);
+  const ir::CheckedProgram checked = ir::check_program(p, options.size_overrides);
+  check_executor_time(checked, a.budget_s, a.file);
   const exec::TensorMap expected = exec::read_npz(a.expected);
   const exec::TensorMap inputs = exec::conform_inputs(p, exec::read_npz(a.inputs));
-  const exec::TensorMap outputs = exec::run(p, inputs, options);
+  const exec::TensorMap outputs = exec::run(checked, inputs, options);
   const std::vector<exec::OutputCheck> checks = exec::compare_outputs(p, outputs, expected);
   const bool passed = exec::all_passed(checks);
   if (!a.json.empty()) {

@@ -98,12 +98,17 @@ sol::AnalysisOptions analysis_options(const CommonArgs& a) {
   return detail::cache_options(a.level, a.capacity, a.fidelity == "all", a.state);
 }
 
-einsum::Graph load_graph(const CommonArgs& a) {
+einsum::Graph lift_graph(const CommonArgs& a) {
   SOLAR_CHECK(!a.program || a.program->program, "a program in memory without its program");
+  if (a.program && a.sizes.empty()) return a.program->program->graph();  // lifted once
   std::optional<ir::Program> parsed;  // an IR file's; a program in memory is parsed already
   if (!a.program) parsed = ir::parse_file(a.file);
-  const ir::Program& p = parsed ? *parsed : *a.program->program;
-  einsum::Graph g = einsum::lift(ir::check_program(p, ir::parse_size_overrides(a.sizes)));
+  const ir::Program& p = parsed ? *parsed : a.program->program->program();
+  return einsum::lift(ir::check_program(p, ir::parse_size_overrides(a.sizes)));
+}
+
+einsum::Graph load_graph(const CommonArgs& a) {
+  einsum::Graph g = lift_graph(a);
   g.source = a.file;
   einsum::assume_routing(g, einsum::parse_routing(a.routing));
   return g;

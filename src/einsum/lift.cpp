@@ -4,8 +4,10 @@
 // tensor's storage (initially its own); a view statement rebinds its destination when it can be
 // folded, and every other statement writes the destination's own storage and rebinds it to it.
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,6 +20,7 @@
 #include "counts.h"
 #include "footprint.h"
 #include "solar/einsum/graph.h"
+#include "solar/einsum/lift_count.h"
 #include "solar/ir/checker.h"
 #include "solar/ir/diagnostic.h"
 #include "solar/ir/printer.h"
@@ -1595,6 +1598,15 @@ Graph lift(const ir::Program& p, const ir::SymbolValues& sizes) {
   return lift(bind_checked(p, sizes));
 }
 
-Graph lift(const ir::CheckedProgram& p) { return Lifter(p.program(), p.sizes()).run(); }
+namespace {
+std::atomic<int64_t> lifts{0};
+}  // namespace
+
+Graph lift(const ir::CheckedProgram& p) {
+  lifts.fetch_add(1, std::memory_order_relaxed);
+  return Lifter(p.program(), p.sizes()).run();
+}
+
+int64_t lift_count() { return lifts.load(std::memory_order_relaxed); }
 
 }  // namespace solar::einsum

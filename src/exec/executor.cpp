@@ -221,7 +221,13 @@ uint64_t required_bytes(const ir::Program& p, const ir::SymbolValues& sizes) {
 }
 
 TensorMap run(const ir::Program& p, const TensorMap& inputs, const RunOptions& options) {
-  const ir::SymbolValues sizes = ir::check_or_throw(p, options.size_overrides);
+  return run(ir::check_program(p, options.size_overrides), inputs, options);
+}
+
+TensorMap run(const ir::CheckedProgram& checked, const TensorMap& inputs,
+              const RunOptions& options) {
+  const ir::Program& p = checked.program();
+  const ir::SymbolValues& sizes = checked.sizes();
   check_memory(p, sizes, options.memory_limit_bytes);
   check_inputs(p, sizes, inputs);
   Env env{p, {}, sizes, options.fast_paths};

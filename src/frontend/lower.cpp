@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "rules.h"
+#include "solar/einsum/lifted_program.h"
 #include "solar/ir/checker.h"
 #include "solar/ir/diagnostic.h"
 #include "solar/ir/parser.h"
@@ -211,8 +213,10 @@ class OpBlocks {
 
 // Joins the pieces into `text` and parses and checks them; on a diagnostic, names the operator
 // whose text holds its line.
-ir::Program join_and_check(const std::vector<Piece>& pieces, const json& nodes,
-                           const std::string& file, std::string& text) {
+std::shared_ptr<const einsum::LiftedProgram> join_and_check(const std::vector<Piece>& pieces,
+                                                            const json& nodes,
+                                                            const std::string& file,
+                                                            std::string& text) {
   std::vector<int> line_owner{-1};  // line numbers are 1-based
   for (const Piece& piece : pieces) {
     text += piece.text;
@@ -221,8 +225,8 @@ ir::Program join_and_check(const std::vector<Piece>& pieces, const json& nodes,
     }
   }
   try {
-    ir::Program program = ir::parse(text, file);
-    ir::check_or_throw(program);
+    auto program = std::make_shared<const einsum::LiftedProgram>(ir::parse(text, file));
+    (void)program->checked();
     return program;
   } catch (const ir::DiagnosticError& e) {
     const size_t line = e.diagnostics().front().loc.line;
@@ -708,7 +712,7 @@ LowerResult lower_capture_detailed(const std::string& json_text, const std::stri
     pieces.insert(pieces.end(), node_decls.begin(), node_decls.end());
     pieces.push_back({"\n", -1});
     pieces.insert(pieces.end(), stmts.begin(), stmts.end());
-    result.program = join_and_check(pieces, nodes, file, result.ir);
+    result.lifted = join_and_check(pieces, nodes, file, result.ir);
     log_fired_rules(fired);
     return result;
   } catch (const json::exception& e) {
@@ -721,7 +725,7 @@ std::string lower_capture_text(const std::string& json_text, const std::string& 
 }
 
 ir::Program lower_capture(const std::string& json_text, const std::string& file) {
-  return lower_capture_detailed(json_text, file, LowerOptions{}).program;
+  return lower_capture_detailed(json_text, file, LowerOptions{}).program();
 }
 
 }  // namespace solar::frontend

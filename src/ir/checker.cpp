@@ -4,11 +4,14 @@
 #include "solar/ir/checker.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <tuple>
 
 #include "checker_context.h"
 #include "int_util.h"
 #include "solar/ir/affine.h"
+#include "solar/ir/parse_count.h"
 #include "solar/ir/printer.h"
 
 namespace solar::ir {
@@ -450,9 +453,16 @@ class Checker {
 
 }  // namespace
 
+namespace {
+std::atomic<int64_t> checks{0};
+}  // namespace
+
 std::vector<Diagnostic> check(const Program& p, const SymbolValues& sizes) {
+  checks.fetch_add(1, std::memory_order_relaxed);
   return Checker(p, sizes).run();
 }
+
+int64_t check_count() { return checks.load(std::memory_order_relaxed); }
 
 SymbolValues check_or_throw(const Program& p, const SymbolValues& overrides) {
   SymbolValues sizes = bind_sizes(p, overrides);

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "solar/einsum/graph.h"
+#include "solar/einsum/lifted_program.h"
 #include "solar/hw/device.h"
 #include "solar/ir/ast.h"
 #include "solar/ir/checker.h"
@@ -38,12 +39,12 @@ sol::AnalysisOptions sol_options(const std::string& level, const std::string& ca
   return o;
 }
 
-SolReport analyze(const ir::Program& program, const std::string& device,
-                  const AnalysisOptions& options, Provenance provenance, const std::string& source,
-                  const std::map<std::string, std::string>& phases) {
-  const ir::SymbolValues values =
-      ir::check_or_throw(program, ir::parse_size_overrides(options.sizes));
-  einsum::Graph g = einsum::lift(program, values);
+namespace {
+
+// The report of `g`, the program lifted at `options.sizes`.
+SolReport analyze_graph(einsum::Graph g, const std::string& device, const AnalysisOptions& options,
+                        Provenance provenance, const std::string& source,
+                        const std::map<std::string, std::string>& phases) {
   einsum::assume_routing(g, einsum::parse_routing(options.routing));
   g.source = source.empty() ? "<ir>" : source;
   hw::Device d = hw::resolve_device(device);
@@ -63,6 +64,25 @@ SolReport analyze(const ir::Program& program, const std::string& device,
     add_parallel(r, layout);
   }
   return make_sol_report(std::move(r), options.measured, options.top);
+}
+
+}  // namespace
+
+SolReport analyze(const ir::Program& program, const std::string& device,
+                  const AnalysisOptions& options, Provenance provenance, const std::string& source,
+                  const std::map<std::string, std::string>& phases) {
+  return analyze_graph(
+      einsum::lift(ir::check_program(program, ir::parse_size_overrides(options.sizes))), device,
+      options, std::move(provenance), source, phases);
+}
+
+SolReport analyze(const einsum::LiftedProgram& program, const std::string& device,
+                  const AnalysisOptions& options, Provenance provenance, const std::string& source,
+                  const std::map<std::string, std::string>& phases) {
+  if (!options.sizes.empty()) {
+    return analyze(program.program(), device, options, std::move(provenance), source, phases);
+  }
+  return analyze_graph(program.graph(), device, options, std::move(provenance), source, phases);
 }
 
 }  // namespace solar::report

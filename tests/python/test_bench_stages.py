@@ -61,10 +61,10 @@ def get_init_inputs():
 
 @pytest.fixture
 def commands(monkeypatch):
-    """The calls into the C++ core's analysis (``_core.analyze``, ``_core.totals``) and command
-    line (``_core.run_cli``), by name, in order."""
+    """The calls into the C++ core's analysis (``_core.analyze``, ``_core.executor_seconds``) and
+    command line (``_core.run_cli``), by name, in order."""
     calls: list[str] = []
-    for name in ("analyze", "totals", "run_cli"):
+    for name in ("analyze", "executor_seconds", "run_cli"):
         real = getattr(_core, name)
 
         def counted(*args, _real=real, _name=name, **kwargs):
@@ -80,9 +80,9 @@ def test_solar_analyze_runs_the_sol_analysis_once(commands, tmp_path, capsys):
     assert cli.main(["analyze", str(MODELS / "mlp.py"), "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["verification"]["mode"] == "whole_program"  # chosen by the budgets (auto)
-    # one count of FLOPs for the budget (the lift alone), one SOL analysis for the report, no
+    # one estimate for the budget (the lift alone), one SOL analysis for the report, no
     # command line
-    assert commands == ["totals", "analyze"]
+    assert commands == ["executor_seconds", "analyze"]
 
 
 def test_the_time_budget_reads_the_flops_without_the_analysis(commands):
@@ -101,9 +101,9 @@ def test_the_time_budget_reads_the_flops_without_the_analysis(commands):
     assert "about 0.000356 s in SOLAR's executor" in v["why"]
     assert "budget of 0.0001 s" in v["why"]
     assert report.data["totals"]["flops"] == 65536
-    # counts for the mode, then for the one per-op check's time (its only size, the real one,
+    # estimates for the mode, then for the one per-op check's time (its only size, the real one,
     # is over the budget too: not run), then the one SOL analysis
-    assert commands == ["totals", "totals", "analyze"]
+    assert commands == ["executor_seconds", "executor_seconds", "analyze"]
     assert _core.totals(report.ir)["flops"] == 65536  # the lift's counts, as the report's
 
 

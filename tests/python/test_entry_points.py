@@ -285,29 +285,56 @@ def test_sweep_children_state_every_option(files):
     states_every_option(record["report"])
 
 
-def test_the_program_is_parsed_once_per_analysis(files):
-    # The lowering parses and checks the program once and hands the parsed solar.Program on:
-    # the verification (whole program here), the mode's estimate and the analysis read it.
-    import solar
+def _counts() -> tuple[int, int, int]:
     from solar import _core
 
-    before = _core.parse_count()
-    report = solar.analyze_file(files / "emb.py", verify_mode="whole_program")
+    return _core.parse_count(), _core.check_count(), _core.lift_count()
+
+
+@pytest.mark.parametrize("verify_mode", ["whole_program", "auto"])
+def test_the_program_is_parsed_checked_and_lifted_once_per_analysis(files, verify_mode):
+    # The lowering parses and checks the program once and hands its LoweringResult on, which
+    # lifts it once, when first asked for: the mode's estimate ("auto"), the verification's run
+    # (whole program here) and the analysis read them.
+    import solar
+
+    before = _counts()
+    report = solar.analyze_file(files / "emb.py", verify_mode=verify_mode)
     assert report.verification["status"] == "passed"
-    assert _core.parse_count() - before == 1
+    assert report.verification["mode"] == "whole_program"
+    parses, checks, lifts = (after - b for after, b in zip(_counts(), before, strict=True))
+    assert (parses, checks, lifts) == (1, 1, 1)
+
+
+def test_each_one_op_program_is_parsed_checked_and_lifted_once(files):
+    # Per op, each one-op program's LoweringResult is run and estimated, not its text: one
+    # parse and one check (its lowering's) and one lift (the estimate), as the whole program's
+    # (one of each, its lift the analysis's).
+    import solar
+
+    before = _counts()
+    report = solar.analyze_file(files / "emb.py", verify_mode="per_op")
+    assert report.verification["mode"] == "per_op"
+    ops = report.verification["ops"]
+    assert ops and all(op["result"] == "passed" for op in ops)
+    parses, checks, lifts = (after - b for after, b in zip(_counts(), before, strict=True))
+    assert parses == 1 + len(ops)
+    assert (checks, lifts) == (parses, parses)
 
 
 @pytest.mark.parametrize("command", ["sol", "compare", "provision", "curve"])
-def test_a_model_file_command_parses_the_program_once(files, capsys, command):
+def test_a_model_file_command_parses_checks_and_lifts_the_program_once(files, capsys, command):
     # `solar sol|compare|provision|curve MODEL.py`: the C++ command runs on the lowering
-    # result's program (_core.run_on_program), not on its text parsed again.
-    from solar import _core, cli
+    # result's program and graph (_core.run_on_program), neither parsed, checked nor lifted
+    # again.
+    from solar import cli
 
     args = {"compare": ["--hw", "H100-SXM"], "provision": ["--latency", "1ms", "--hw", "B200"]}
-    before = _core.parse_count()
+    before = _counts()
     rc = cli.main([command, str(files / "emb.py"), *args.get(command, ["--hw", "H100-SXM"])])
     assert rc == 0, capsys.readouterr().err
-    assert _core.parse_count() - before == 1
+    parses, checks, lifts = (after - b for after, b in zip(_counts(), before, strict=True))
+    assert (parses, checks, lifts) == (1, 1, 1)
 
 
 def _document(*ops: str) -> dict:

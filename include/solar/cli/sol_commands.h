@@ -18,17 +18,18 @@
 #include <string>
 #include <vector>
 
-#include "solar/ir/ast.h"
+#include "solar/einsum/lifted_program.h"
 #include "solar/report/provenance.h"
 
 namespace solar::cli {
 
 // A program handed over in memory by a frontend (python/solar/cli.py, `solar CMD MODEL.py`),
-// parsed once (frontend::LowerResult::program): it stands for the FILE argument (which names the
-// model file: reports show its name), and the reports carry the frontend's capture, coverage and
-// verification. `program` is the caller's, and outlives the command.
+// parsed, checked and lifted once (frontend::LowerResult::lifted: without --size, the command
+// reads the graph it holds): it stands for the FILE argument (which names the model file: reports
+// show its name), and the reports carry the frontend's capture, coverage and verification.
+// `program` is the caller's, and outlives the command.
 struct ProgramInput {
-  const ir::Program* program = nullptr;
+  const einsum::LiftedProgram* program = nullptr;
   report::Provenance provenance;
   // Set: the command checks what it can without the program (its options, devices with their
   // `--set` overrides, policy, fidelities, latency) and stops there (check_program_args).

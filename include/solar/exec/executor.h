@@ -12,6 +12,7 @@
 
 #include "solar/exec/tensor.h"
 #include "solar/ir/ast.h"
+#include "solar/ir/checker.h"
 #include "solar/ir/sizes.h"
 
 namespace solar::exec {
@@ -32,6 +33,10 @@ struct RunOptions {
 // declared dtype and shape) and returns the outputs by name. Missing, extra, or mis-shaped inputs,
 // out-of-range data-dependent indices, and exceeding the memory limit are UserErrors.
 TensorMap run(const ir::Program& p, const TensorMap& inputs, const RunOptions& options = {});
+
+// run on a program already checked (ir::check_program) at its sizes, without checking it again
+// (options.size_overrides unused: the sizes are p's).
+TensorMap run(const ir::CheckedProgram& p, const TensorMap& inputs, const RunOptions& options = {});
 
 // Bytes `run` would allocate for `p` at these sizes (the number compared with the memory limit):
 // every declared tensor at its dtype size, plus the largest scratch buffer one statement needs

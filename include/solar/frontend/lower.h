@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "solar/einsum/lifted_program.h"
 #include "solar/ir/ast.h"
 
 namespace solar::frontend {
@@ -64,8 +66,11 @@ struct RandomDraw {
 };
 
 struct LowerResult {
-  std::string ir;                            // the checked IR text
-  ir::Program program;                       // ... parsed (the one parse of an analysis)
+  std::string ir;  // the checked IR text
+  // ... parsed (the one parse of an analysis), with its check (the lowering's) and its einsum
+  // graph (lifted when first asked for): the one check and the one lift of an analysis. Shared
+  // by the copies of a result.
+  std::shared_ptr<const einsum::LiftedProgram> lifted;
   std::vector<UnsupportedNode> unsupported;  // in node order
   std::vector<LoweredNode> lowered_nodes;    // the nodes that were lowered, in node order
   std::vector<RandomDraw> random;            // the random draws, in node order
@@ -74,6 +79,8 @@ struct LowerResult {
   std::map<std::string, std::string> tensor_phases;
   int64_t nodes = 0;              // the capture's nodes
   int64_t node_output_bytes = 0;  // the bytes of every node's outputs
+
+  const ir::Program& program() const { return lifted->program(); }
 };
 
 // lower_capture_text with options; also lists the nodes that were not lowered.

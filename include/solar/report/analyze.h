@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "solar/einsum/lifted_program.h"
 #include "solar/ir/ast.h"
 #include "solar/report/provenance.h"
 #include "solar/report/sol_report.h"
@@ -53,6 +54,12 @@ sol::AnalysisOptions sol_options(const std::string& level, const std::string& ca
 // (frontend::LowerResult::tensor_phases): the report gains its `training` section
 // (docs/training.md). UserError (DiagnosticError) for a bad program, device or option.
 SolReport analyze(const ir::Program& program, const std::string& device,
+                  const AnalysisOptions& options, Provenance provenance, const std::string& source,
+                  const std::map<std::string, std::string>& phases = {});
+
+// analyze on a program held with its check and its graph (a lowering's): at no `options.sizes`,
+// the graph it holds, neither checked nor lifted again.
+SolReport analyze(const einsum::LiftedProgram& program, const std::string& device,
                   const AnalysisOptions& options, Provenance provenance, const std::string& source,
                   const std::map<std::string, std::string>& phases = {});
 

@@ -271,13 +271,14 @@ def _index_values(node: dict, inputs: dict[str, torch.Tensor], gen: torch.Genera
 def verify_per_op(
     document: dict,
     skip_nodes: set[str],
-    lower: Callable[[str], str],
-    run_and_compare: Callable[[str, dict, dict, dict], list[dict]],
+    lower: Callable[[str], Any],
+    run_and_compare: Callable[[Any, dict, dict, dict], list[dict]],
     real_budget_bytes: int,
 ) -> list[dict]:
     """One check per distinct configuration of the lowered nodes (``skip_nodes``: not lowered).
-    ``lower(capture_json) -> ir``; ``run_and_compare(ir, inputs, expected, dtypes)`` runs the IR
-    and compares each output. Returns one entry per configuration, in first-occurrence order."""
+    ``lower(capture_json) -> program`` (the one-node program: a ``LoweringResult``, checked by its
+    lowering); ``run_and_compare(program, inputs, expected, dtypes)`` runs it and compares each
+    output. Returns one entry per configuration, in first-occurrence order."""
     shapes = {t["name"]: t["shape"] for t in document["tensors"]}
     dtypes = {t["name"]: t["dtype"] for t in document["tensors"]}
     ranks = {n: len(s) for n, s in shapes.items()}
@@ -295,8 +296,8 @@ class _Engine:
     """What checks one configuration besides PyTorch: ``verify_per_op``'s ``lower``,
     ``run_and_compare`` and ``real_budget_bytes``."""
 
-    lower: Callable[[str], str]
-    run_and_compare: Callable[[str, dict, dict, dict], list[dict]]
+    lower: Callable[[str], Any]
+    run_and_compare: Callable[[Any, dict, dict, dict], list[dict]]
     real_budget_bytes: int
 
 
@@ -521,14 +522,14 @@ def _check(nodes: list[dict], k: int, tensors: tuple[dict, dict], engine: _Engin
         empty = {n: r for n, r in named.items() if r.numel() == 0}
         doc = _one_node_document(node, args, inputs, outputs, dtypes, empty)
         try:
-            ir = engine.lower(doc)
+            program = engine.lower(doc)
         except ValueError as e:  # the rule refuses the reduced node
             errors.append(f"{how}: lowering: {_first_line(str(e))}")
             continue
         feed = {n: to_numpy(t) for n, t in inputs.items()}
         expected = {n: to_numpy(t) for n, t in outputs.items()}
         try:
-            compared = engine.run_and_compare(ir, feed, expected, dtypes)
+            compared = engine.run_and_compare(program, feed, expected, dtypes)
         except OverTimeBudgetError as e:  # too slow at this size in SOLAR's executor: the next one
             errors.append(f"{how}: {e}")
             continue

@@ -111,8 +111,8 @@ class Capture:
     def per_op_checks(
         self,
         skip: set[str],
-        lower_one: Callable[[str], str],
-        run_and_compare: Callable[[str, dict, dict, dict], list[dict]],
+        lower_one: Callable[[str], Any],
+        run_and_compare: Callable[[Any, dict, dict, dict], list[dict]],
         budget_bytes: int,
     ) -> list[dict]:
         """Each distinct op configuration of the document run alone by PyTorch and by SOLAR

@@ -9,15 +9,11 @@ from solar import _core
 from solar.document import format_bytes, graph_bytes
 from solar.options import AnalysisError
 
-# Conservative rates of SOLAR's reference executor, for the estimate of its time
-# (``executor_seconds``), per kind of work as the einsum counts split it, each at most the
-# slowest figure measured on one core of a loaded machine (bench/README.md, "Verification
-# time"): multiply-adds (matmuls, convolutions, transposed convolutions: the GEMM fast path),
-# the other ops (elementwise, reductions, selects: the interpreter), and the bytes each op reads
-# and writes.
-EXECUTOR_MACS_PER_S = 1e8
-EXECUTOR_OPS_PER_S = 5e7
-EXECUTOR_BYTES_PER_S = 5e8
+# The rates of SOLAR's executor its time is estimated at (``executor_seconds``; exec/estimate.h,
+# bench/README.md "Verification time"): multiply-adds, other ops, and bytes read and written.
+EXECUTOR_MACS_PER_S = _core.EXECUTOR_MACS_PER_S
+EXECUTOR_OPS_PER_S = _core.EXECUTOR_OPS_PER_S
+EXECUTOR_BYTES_PER_S = _core.EXECUTOR_BYTES_PER_S
 
 
 class OverTimeBudgetError(Exception):
@@ -25,7 +21,7 @@ class OverTimeBudgetError(Exception):
     is over the verification budget; the message says so."""
 
 
-def choose_mode(captured: Any, ir_text: Any, budget_mb: float, budget_s: float) -> tuple[str, str]:
+def choose_mode(captured: Any, program: Any, budget_mb: float, budget_s: float) -> tuple[str, str]:
     """ "whole_program" or "per_op", and why. The executor's time is estimated from the
     program's counts (``executor_seconds``: the einsum counts, not the SOL analysis, which runs
     once, after verification)."""
@@ -37,7 +33,7 @@ def choose_mode(captured: Any, ir_text: Any, budget_mb: float, budget_s: float) 
             f"the whole program holds {format_bytes(need)} of tensors, over the verification "
             f"budget of {format_bytes(budget_mb * 1e6)} (--verify-budget-mb)"
         )
-    seconds = executor_seconds(ir_text)
+    seconds = executor_seconds(program)
     if seconds > budget_s:
         return "per_op", (
             f"the whole program would take about {seconds:.3g} s in SOLAR's executor, over the "
@@ -49,9 +45,10 @@ def choose_mode(captured: Any, ir_text: Any, budget_mb: float, budget_s: float) 
     )
 
 
-def over_time_budget(ir_text: Any, budget_s: float) -> str | None:
-    """Why running ``ir_text`` in SOLAR's executor would exceed ``budget_s`` (None: it fits)."""
-    seconds = executor_seconds(ir_text)
+def over_time_budget(program: Any, budget_s: float) -> str | None:
+    """Why running ``program`` (as ``executor_seconds`` takes it) in SOLAR's executor would
+    exceed ``budget_s`` (None: it fits)."""
+    seconds = executor_seconds(program)
     if seconds <= budget_s:
         return None
     return (
@@ -60,20 +57,13 @@ def over_time_budget(ir_text: Any, budget_s: float) -> str | None:
     )
 
 
-def executor_seconds(ir_text: Any) -> float:
-    """The estimated time of SOLAR's executor on the program: its multiply-adds at
-    ``EXECUTOR_MACS_PER_S``, its other ops at ``EXECUTOR_OPS_PER_S`` and the bytes its ops
-    read and write at ``EXECUTOR_BYTES_PER_S`` (the counts of ``_core.totals``)."""
-    t = _totals(ir_text)
-    return (
-        t["macs"] / EXECUTOR_MACS_PER_S
-        + t["other_ops"] / EXECUTOR_OPS_PER_S
-        + (t["bytes_read"] + t["bytes_written"]) / EXECUTOR_BYTES_PER_S
-    )
-
-
-def _totals(ir_text: Any) -> dict:
+def executor_seconds(program: Any) -> float:
+    """The estimated time of SOLAR's executor on ``program`` (IR text, a ``Program`` or a
+    ``LoweringResult``, whose graph is lifted once): its multiply-adds at
+    ``EXECUTOR_MACS_PER_S``, its other ops at ``EXECUTOR_OPS_PER_S`` and the bytes its ops read
+    and write at ``EXECUTOR_BYTES_PER_S`` (``_core.executor_seconds``, the estimate of ``solar ir
+    run --budget-s``)."""
     try:
-        return _core.totals(ir_text)
+        return _core.executor_seconds(program)
     except _core.IRError as e:
         raise AnalysisError(str(e)) from e

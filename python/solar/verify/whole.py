@@ -28,7 +28,8 @@ def verify_whole(
     ties: dict[str, dict] | None = None,
     values: dict[str, np.ndarray] | None = None,
 ) -> dict:
-    """Runs the lowered program on the golden inputs and compares each output with the
+    """Runs the lowered program (``ir_text``: as ``solar.ir.run`` takes it; the lowering's
+    ``LoweringResult``, checked once) on the golden inputs and compares each output with the
     framework's (``values``, when given, gains SOLAR's value of each compared output).
     ``lowering``: the ``_core.LoweringResult`` of ``ir_text`` (None: nothing fed, no draws):
     the outputs of nodes that were not lowered (``fed_outputs``) are read from ``golden`` as
@@ -58,7 +59,7 @@ def verify_whole(
             if name not in golden:
                 raise AnalysisError(f"the lowered program's {role} '{name}' is not in the capture")
             feed[name] = golden[name]
-    got = ir.run(program, feed)
+    got = ir.run(ir_text, feed)  # a LoweringResult's program is not checked again
     dtypes = {t["name"]: t["dtype"] for t in document["tensors"]}
     lowest = lowest_precision_computed(document)
     ties = ties or {}
