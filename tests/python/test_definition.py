@@ -1053,6 +1053,35 @@ def test_a_custom_entry_point_that_reads_values_makes_the_inputs_for_real(tmp_pa
     assert entry["report"]["bytes"]["fused"] == 1088
 
 
+def test_a_group_whose_first_trace_would_be_on_a_huge_workload_is_one_line(tmp_path, torch):
+    # The definition fuzz's defect (seed 17): paged decode, its block table made by a custom
+    # entry point (randperm, sliced, viewed). The group's symbolic trace is made on its first
+    # workload whose symbolic sizes are all 2 or more: here the second, of batch_size 10^12
+    # (q alone 10^12 x 8 x 64 x 2 B = 1.024 PB), whose block table cannot be viewed as
+    # 10^12 x 4 on FakeTensors (8 pages), so the first workload's inputs were made for real,
+    # and the second's then too, without their memory check: an internal error (the
+    # allocator's). Now the second's inputs are checked; they cannot be made, so the first
+    # workload is traced on itself, and the second is refused in one line.
+    source = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "benchmarks")
+    with open(os.path.join(source, "paged_decode", "definition.json")) as f:
+        definition = json.load(f)
+    given = {
+        "q": {"type": "random"},
+        "k_cache": {"type": "random"},
+        "v_cache": {"type": "random"},
+        "block_table": {"type": "custom"},
+        "sm_scale": {"type": "scalar", "value": 0.125},
+    }
+    workloads = [
+        {"uuid": "b1", "axes": {"batch_size": 1, "pages_per_seq": 4, "num_pages": 8}},
+        {"uuid": "huge", "axes": {"batch_size": 10**12, "pages_per_seq": 4, "num_pages": 8}},
+    ]
+    folder = write(tmp_path / "p", definition, [{**w, "inputs": given} for w in workloads])
+    rc, _, err = solar("analyze", folder, "--suite-only")
+    assert rc == 1 and err.count("\n") == 1, err
+    assert "workload.jsonl:2: the inputs need" in err and "internal error" not in err, err
+
+
 def analysed_in_a_child(folder: str) -> tuple[dict, int]:
     """``solar analyze FOLDER --json`` in a child process: its one workload's JSON entry and
     the child's peak resident memory in bytes (ru_maxrss, measured by a parent of its own so

@@ -441,41 +441,54 @@ def _load_model_file(path: str, fake: bool | str) -> tuple[Any, tuple]:
                 f"{path}: defines no '{attr}' (a model file defines class Model(nn.Module), "
                 "get_inputs() and get_init_inputs())"
             )
-    torch.manual_seed(0)
-    if not fake:  # (a failure with FakeTensors is retried for real by capture_model_file)
-        init = call_model_code(path, "get_init_inputs()", CaptureError, module.get_init_inputs)
-        model = call_model_code(path, "Model(...)", CaptureError, lambda: module.Model(*init))
-        _check_initialised(path, module.Model, model)
+    # (a failure with FakeTensors is retried for real by capture_model_file)
+    how = "real" if not fake else ("meta" if fake == "meta" else "fake")
+    model, mode = build_model(path, module, how)
+    if mode is None:
         inputs = call_model_code(path, "get_inputs()", CaptureError, module.get_inputs)
         if not isinstance(inputs, (list, tuple)):
             raise CaptureError(
                 f"{path}: get_inputs() returned {type(inputs).__name__}, not a list of inputs"
             )
-        inputs = tuple(inputs)
-    elif fake == "meta":  # built on the meta device, its tensors then CPU FakeTensors
+        return model, tuple(inputs)
+    with mode:
+        inputs = within_build_budget(path, "get_inputs()", CaptureError, module.get_inputs)
+    return model, tuple(inputs)
+
+
+def build_model(path: str, module: Any, how: str) -> tuple[Any, Any]:
+    """``(model, mode)``: the model file's ``Model(*get_init_inputs())`` (``module``: the file
+    imported, ``model_module``; ``get_init_inputs`` optional), built after
+    ``torch.manual_seed(0)``: ``how`` "real" (mode None), "fake" (built in a fresh
+    ``FakeTensorMode``, the mode) or "meta" (``without_weights``: no weight initialised, its
+    tensors FakeTensors of the mode). The file's own code stops after the build budget
+    (``within_build_budget``) and its errors are one line naming its line; a ``Model`` whose
+    ``__init__`` skips ``super().__init__()`` is refused (``_check_initialised``). The one
+    loader of a model's build: ``load_model_file`` and the serving decoder
+    (``solar.torch.serve``) call it."""
+    torch.manual_seed(0)
+    get_init = getattr(module, "get_init_inputs", list)
+    if how == "real":
+        init = call_model_code(path, "get_init_inputs()", CaptureError, get_init)
+        model = call_model_code(path, "Model(...)", CaptureError, lambda: module.Model(*init))
+        mode = None
+    elif how == "meta":  # built on the meta device, its tensors then CPU FakeTensors
         model, mode = within_build_budget(
             path,
             "Model(...)",
             CaptureError,
-            lambda: without_weights(lambda: module.Model(*module.get_init_inputs())),
+            lambda: without_weights(lambda: module.Model(*get_init())),
         )
-        _check_initialised(path, module.Model, model)
-        with mode:
-            inputs = tuple(
-                within_build_budget(path, "get_inputs()", CaptureError, module.get_inputs)
-            )
     else:
         from torch._subclasses.fake_tensor import FakeTensorMode
 
-        with FakeTensorMode(allow_non_fake_inputs=True):
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+        with mode:
             model = within_build_budget(
-                path, "Model(...)", CaptureError, lambda: module.Model(*module.get_init_inputs())
+                path, "Model(...)", CaptureError, lambda: module.Model(*get_init())
             )
-            _check_initialised(path, module.Model, model)
-            inputs = tuple(
-                within_build_budget(path, "get_inputs()", CaptureError, module.get_inputs)
-            )
-    return model, inputs
+    _check_initialised(path, module.Model, model)
+    return model, mode
 
 
 @contextlib.contextmanager

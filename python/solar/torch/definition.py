@@ -805,9 +805,10 @@ class Captures:
                 workload,
             )
             if example is not workload and self.namespace is not None:
-                other = make(self.definition, example, self.namespace, made.fake, check=False)
-                if tuple(_fixed_of(other.inputs)) == fixed:  # else: traced on this workload
+                other = self._example(example, made.fake)
+                if other is not None and tuple(_fixed_of(other.inputs)) == fixed:
                     traces.append(self._trace(example, other, dynamic, group))
+                # else: traced on this workload
             if not traces:
                 traces.append(self._trace(workload, made, dynamic, group))
             yield traces[0]
@@ -825,6 +826,15 @@ class Captures:
         ):
             traces.append(self._trace(workload, made, dynamic, group))
             yield traces[-1]
+
+    def _example(self, example: Workload, fake: bool) -> Made | None:
+        """The inputs of the workload a group's first trace is made on, as FakeTensors or real
+        (their memory checked first); None where they cannot be made (too large for real, or
+        a failure of its own: that workload reports it when it is analysed)."""
+        try:
+            return make(self.definition, example, self.namespace, fake)
+        except ValueError:
+            return None
 
     def _trace(self, workload: Workload, made: Made, dynamic: list, group: tuple) -> Any:
         from solar.torch._symbolic import capture_symbolic

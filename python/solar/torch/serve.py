@@ -74,21 +74,17 @@ def _load(path: str, weights: bool, prog: str = "solar") -> tuple[Any, Any, Any]
     for real (mode None)."""
     import sys
 
-    import torch
-
-    from solar._modelfile import call_model_code
-    from solar.torch.capture import CaptureError, model_module, without_weights
+    from solar.torch.capture import CaptureError, build_model, model_module
 
     module = model_module(path, "_solar_serve_")
     if not hasattr(module, "Model"):
         raise AnalysisError(f"{path}: defines no 'Model'; {EXPECTED}")
-    torch.manual_seed(0)
-    get_init = getattr(module, "get_init_inputs", lambda: [])
-    init = call_model_code(path, "get_init_inputs()", CaptureError, get_init)
     if not weights:
         try:
-            model, mode = without_weights(lambda: module.Model(*init))
+            model, mode = build_model(path, module, "meta")
             return module, model, mode
+        except CaptureError:  # past the build budget, or an uninitialised Model: as for real
+            raise
         except Exception as e:  # an init that reads tensor values: built for real
             text = " ".join(str(e).split("\n")[0].split())[:120]
             print(
@@ -96,8 +92,7 @@ def _load(path: str, weights: bool, prog: str = "solar") -> tuple[Any, Any, Any]
                 f"({type(e).__name__}: {text}); building it for real",
                 file=sys.stderr,
             )
-            torch.manual_seed(0)
-    model = call_model_code(path, "Model(...)", CaptureError, lambda: module.Model(*init))
+    model, _ = build_model(path, module, "real")
     return module, model, None
 
 
