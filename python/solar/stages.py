@@ -44,7 +44,9 @@ from solar.verify.budget import OverTimeBudgetError, choose_mode, over_time_budg
 from solar.verify.float64 import (
     Float64UnavailableError,
     conditioned_recheck,
+    failed_rebuild,
     float64_capture_differs,
+    float64_impossible,
     recheck_in_float64,
 )
 from solar.verify.per_op import per_op_verification
@@ -461,45 +463,56 @@ def verify_on_twin(
 def _recheck_in_float64(
     verification: dict, lowered: Lowered, golden: dict, budget_mb: float
 ) -> None:
-    """``recheck_in_float64`` with the capture rebuilt in float64 (nothing when the
-    framework does not recheck); ``golden``: the first check's data, whose outputs give the
-    framework's own float32 error (``conditioned_recheck``). A float64 program whose
-    tensors exceed ``budget_mb`` (its float tensors at 8 bytes an element) is not run."""
+    """``recheck_in_float64`` with the outcome of ``float64_check`` (nothing when the framework
+    does not recheck), or why there is none."""
     captured = lowered.captured
-
-    def rerun() -> tuple[dict, dict]:
-        need = graph_bytes(captured.document, float_bytes=8)
-        if need > budget_mb * 1e6:
-            budget = format_bytes(budget_mb * 1e6)
-            raise Float64UnavailableError(
-                f"the float64 program would hold {format_bytes(need)} of tensors, over "
-                f"the verification budget of {budget} (--verify-budget-mb)"
-            )
-        captured64 = captured.in_float64()
-        reason = float64_capture_differs(captured.document, captured64.document)
-        if reason is not None:
-            raise Float64UnavailableError(reason)
-        lowered64 = lower(captured64, lowered.options)
-        golden64 = captured64.golden(recorded(lowered64.result))
-        got64: dict[str, np.ndarray] = {}
-        v64 = verify_whole(
-            lowered64.result,
-            captured64.document,
-            golden64,
-            lowered64.result,
-            topk_indices(captured64.document),
-            got64,
-        )
-        widened: dict[str, float] = {}
-        if v64["status"] == "failed":
-            widened = conditioned_recheck(
-                v64, captured.document, captured64.document, golden, golden64, got64
-            )
-        return v64, widened
-
     if not captured.rechecks_in_float64:
         return
-    recheck_in_float64(verification, captured.document, rerun)
+    outcome: tuple[dict, dict] | str | None = float64_impossible(captured.document)
+    if outcome is None:
+        try:
+            outcome = float64_check(lowered, golden, budget_mb)
+        except Exception as e:  # noqa: BLE001 - a diagnosis only: the reason is recorded
+            outcome = failed_rebuild(e)
+    recheck_in_float64(verification, captured.document, outcome)
+
+
+def float64_check(lowered: Lowered, golden: dict, budget_mb: float) -> tuple[dict, dict]:
+    """The whole-program check of ``lowered``'s capture rebuilt in float64
+    (``Captured.in_float64``), lowered and run again, and the outputs whose allowance the
+    framework's own conditioning widened (``conditioned_recheck``; ``golden``: the first
+    check's data, whose outputs give the framework's own float32 error). A float64 program
+    whose tensors exceed ``budget_mb`` (its float tensors at 8 bytes an element) is not run:
+    ``Float64UnavailableError``, as when the program cannot be rebuilt."""
+    captured = lowered.captured
+    need = graph_bytes(captured.document, float_bytes=8)
+    if need > budget_mb * 1e6:
+        budget = format_bytes(budget_mb * 1e6)
+        raise Float64UnavailableError(
+            f"the float64 program would hold {format_bytes(need)} of tensors, over "
+            f"the verification budget of {budget} (--verify-budget-mb)"
+        )
+    captured64 = captured.in_float64()
+    reason = float64_capture_differs(captured.document, captured64.document)
+    if reason is not None:
+        raise Float64UnavailableError(reason)
+    lowered64 = lower(captured64, lowered.options)
+    golden64 = captured64.golden(recorded(lowered64.result))
+    got64: dict[str, np.ndarray] = {}
+    v64 = verify_whole(
+        lowered64.result,
+        captured64.document,
+        golden64,
+        lowered64.result,
+        topk_indices(captured64.document),
+        got64,
+    )
+    widened: dict[str, float] = {}
+    if v64["status"] == "failed":
+        widened = conditioned_recheck(
+            v64, captured.document, captured64.document, golden, golden64, got64
+        )
+    return v64, widened
 
 
 def _verify_per_op(lowered: Lowered, budget_mb: float, budget_s: float) -> dict:

@@ -3,7 +3,6 @@ ill-conditioned problem, or a lowering bug (docs/capture.md, "Verification")."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,17 +20,18 @@ _LOW_FLOATS = REAL_FLOATS[1:]  # below float64
 
 
 def recheck_in_float64(
-    verification: dict, document: dict, rerun: Callable[[], tuple[dict, dict]] | None
+    verification: dict, document: dict, outcome: tuple[dict, dict] | str
 ) -> None:
-    """After a failed whole-program check, runs both sides again in float64: ``rerun()`` gives
-    the verification of the model captured with its floating-point weights and inputs made
-    float64 (lowered, run by SOLAR's executor and compared with the framework's float64 run,
-    ``TOLERANCES["f64"]``; ``Float64UnavailableError`` when it cannot be), and the outputs whose
-    allowance was widened by the framework's own conditioning (``conditioned_recheck``: {output:
-    the framework's own float32 error}). If float64 agrees, the float32 disagreement is rounding
-    amplified by the problem (ill-conditioning) and ``verification`` becomes ``passed``; if it
-    disagrees too, it stays ``failed`` (a lowering bug). Either way, or when float64 is not
-    possible, ``verification["conditioning"]`` says so and ``detail`` gains one clause. Changes
+    """After a failed whole-program check, its float64 recheck's ``outcome`` (``float64_check``
+    in ``solar.stages``): the verification of the model captured with its floating-point
+    weights and inputs made float64 (lowered, run by SOLAR's executor and compared with the
+    framework's float64 run, ``TOLERANCES["f64"]``) and the outputs whose allowance was widened
+    by the framework's own conditioning (``conditioned_recheck``: {output: the framework's own
+    float32 error}); or why there is none (a str: ``float64_impossible``, or the rebuild's
+    failure). If float64 agrees, the float32 disagreement is rounding amplified by the problem
+    (ill-conditioning) and ``verification`` becomes ``passed``; if it disagrees too, it stays
+    ``failed`` (a lowering bug). Either way, or when float64 is not possible,
+    ``verification["conditioning"]`` says so and ``detail`` gains one clause. Changes
     ``verification`` in place."""
     compared = [o for o in verification["outputs"] if o["max_rel_err"] is not None]
     low = [o for o in compared if o["dtype"] in _LOW_FLOATS]
@@ -40,20 +40,12 @@ def recheck_in_float64(
         "float64_max_rel_err": None,
         "float64_outputs": [],
     }
-    reason = _float64_impossible(document, rerun)
-    widened: dict[str, float] = {}
-    if reason is None:
-        try:
-            v64, widened = rerun()
-        except Float64UnavailableError as e:
-            reason = str(e)
-        except Exception as e:  # a diagnosis only: the float32 result stands, with the reason
-            reason = f"the float64 run failed: {type(e).__name__}: {_first_line(str(e))}"
-    if reason is not None:
-        entry.update(result="not_possible", verdict=f"no float64 recheck: {reason}")
+    if isinstance(outcome, str):
+        entry.update(result="not_possible", verdict=f"no float64 recheck: {outcome}")
         verification["detail"] += f"; {entry['verdict']}"
         verification["conditioning"] = entry
         return
+    v64, widened = outcome
     errors = [o["max_rel_err"] for o in v64["outputs"] if o["max_rel_err"] is not None]
     entry["float64_max_rel_err"] = max(errors, default=None)
     entry["float64_outputs"] = v64["outputs"]
@@ -152,15 +144,23 @@ def _as_float64(a: Any, dtype: str) -> np.ndarray | None:
     return None
 
 
-def _float64_impossible(document: dict, rerun: Any) -> str | None:
+def float64_impossible(document: dict) -> str | None:
+    """Why the program has nothing to recheck in float64 (None: it has)."""
     dtypes = {t["dtype"] for t in document["tensors"]}
     if not dtypes & set(_LOW_FLOATS):
         if "f64" in dtypes:
             return "the program already runs in float64"
         return "the program has no floating-point tensors"
-    if rerun is None:
-        return NO_FLOAT64_MODEL
     return None
+
+
+def failed_rebuild(e: Exception) -> str:
+    """Why the float64 recheck could not be made, from what its rebuild raised: a
+    ``Float64UnavailableError``'s message, else the failure (a diagnosis only: the float32
+    result stands, with the reason)."""
+    if isinstance(e, Float64UnavailableError):
+        return str(e)
+    return f"the float64 run failed: {type(e).__name__}: {_first_line(str(e))}"
 
 
 NO_FLOAT64_MODEL = "no model to rebuild in float64 (a capture given without its model)"
