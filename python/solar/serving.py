@@ -114,12 +114,11 @@ def run_serving(
         options = options.replace(analysis={"extra": extra})
     reports = []
     verifications = []
+    unverified = options.replace(verification={"enabled": False})  # built once, for every batch
     with timed(stage_times, "capture"):
         step = load_steps()
     for i, batch in enumerate(batches):
-        step_options = options
-        if i > 0 or not verify:
-            step_options = options.replace(verification={"enabled": False})
+        step_options = options if i == 0 and verify else unverified
         report = run(lambda batch=batch: step(batch), step_options, stage_times)
         verification = dict(report.verification)
         if i > 0 and verify:

@@ -177,6 +177,30 @@ def test_mla_decoder_reads_its_latent_cache():
     assert fused["step_s"] == pytest.approx((weights + cache) / H100_BANDWIDTH, rel=0.01)
 
 
+def test_the_options_are_checked_once_not_once_a_batch(monkeypatch):
+    # issue 41: a serving run's Options are checked where they are made, not again for each
+    # batch's step (the step's phase, batch and context were checked, a thrown-away Options
+    # each, two a batch). Count the Options made (each is checked when made): the entry's
+    # Options.of, the report's top (3) added to its analysis, and the unverified copy for the
+    # batches after the first: 3, for one batch or for three.
+    from solar.options import Options
+
+    made = []
+    checked = Options.__post_init__
+
+    def counting(self):
+        made.append(1)
+        checked(self)
+
+    monkeypatch.setattr(Options, "__post_init__", counting)
+    counts = []
+    for batches in ([1], [1, 2, 4]):
+        made.clear()
+        serve.analyze_serving(MODELS / "llama_gqa.py", "decode", batches, 64, verify=False)
+        counts.append(len(made))
+    assert counts == [3, 3]
+
+
 def test_parse_batches():
     assert serving.parse_batches("1..512") == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     assert serving.parse_batches("3..20") == [3, 4, 8, 16, 20]

@@ -131,8 +131,14 @@ class Decoder:
     mode: Any = None  # the FakeTensorMode of a model built without weights; None: real
 
     def step(self, phase: str, batch: int, context: int) -> Step:
-        """The step of ``phase`` at ``batch`` x ``context`` (module doc)."""
+        """The step of ``phase`` at ``batch`` x ``context`` (module doc); a one-line error for
+        a step that cannot be served (``check_step``)."""
         check_step(phase, batch, context)
+        return self.checked_step(phase, batch, context)
+
+    def checked_step(self, phase: str, batch: int, context: int) -> Step:
+        """``step`` for a phase, batch and context already checked (``serve_file``: by its
+        ``Options``, once)."""
         if self.lm is not None:
             return hf_step(self.lm, phase, batch, context, self.mode)
         from solar._modelfile import call_model_code
@@ -176,7 +182,7 @@ def load_decoder(path: str, weights: bool = True, prog: str = "solar") -> Decode
 def step_of_file(path: str, phase: str, batch: int, context: int) -> Step:
     """The step of ``phase`` at ``batch`` x ``context`` of a model file (module doc)."""
     check_step(phase, batch, context)
-    return load_decoder(path).step(phase, batch, context)
+    return load_decoder(path).checked_step(phase, batch, context)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -418,8 +424,8 @@ def hf_step(lm: Any, phase: str, batch: int, context: int, mode: Any = None) -> 
     """The step of a Hugging Face causal LM (module doc): decode, ``batch`` new tokens at
     position ``context`` - 1 attending to ``context`` tokens (the ``context - 1`` cached ones,
     inputs, and their own); prefill, ``batch`` x ``context`` prompt tokens. ``mode``: the
-    FakeTensorMode of a model built without weights (the inputs are then FakeTensors too)."""
-    check_step(phase, batch, context)
+    FakeTensorMode of a model built without weights (the inputs are then FakeTensors too).
+    ``phase``, ``batch`` and ``context`` are the caller's, checked (``Decoder.step``)."""
     check_served_layers(lm)
     shapes = _state_shapes(lm, mode)
     step = _hf_step_module()(lm, context, [[name for name, _, _ in layer] for layer in shapes])
@@ -545,7 +551,7 @@ def serve_file(
             check_heads(decoder.lm, serving_tp(a.devices or 0, a.parallel or ""), source)
 
         def step(batch: int) -> TorchCaptured:
-            s = decoder.step(program.phase, batch, program.context)
+            s = decoder.checked_step(program.phase, batch, program.context)
             captured = TorchCaptured(recapture(s.module, s.inputs), recapture, s.module, s.inputs)
             if decoder.mode is not None and decoder.lm is not None:
                 captured.twin = lambda: twin_step(decoder.lm, program.phase, batch, source)
