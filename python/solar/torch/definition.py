@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import inspect
 import linecache
 import math
@@ -694,7 +695,6 @@ class Captures:
         workloads: list[Workload],
         namespace: dict | None = None,
         once: bool = True,
-        fake: bool = True,
     ) -> None:
         self.definition = definition
         self.namespace = namespace
@@ -710,8 +710,7 @@ class Captures:
         self._traces: dict[tuple, list[Any]] = {}
         # the groups whose program values of the data decide, and why (the cell's reason)
         self._by_values: dict[tuple, str] = {}
-        # first captured on FakeTensors (``fake_first``); the groups captured on real inputs
-        self.fake = fake
+        # the groups captured on real inputs (the others first on FakeTensors: ``fake_first``)
         self._real: set[tuple] = set()
 
     def fake_first(self, workload: Workload) -> bool:
@@ -719,7 +718,7 @@ class Captures:
         of the data decide the program, or a capture of the group on them could not be
         used (``made_real``)."""
         key = _fixed_values(self.definition, workload)
-        return self.fake and key not in self._by_values and key not in self._real
+        return key not in self._by_values and key not in self._real
 
     def made_real(self, workload: Workload) -> None:
         """``workload``'s group is captured on real inputs from now on: its traces made on
@@ -928,17 +927,15 @@ class Made:
         return self.inputs.fake is not None
 
 
-def make(
-    definition: Definition, workload: Workload, namespace: dict, fake: bool, check: bool = True
-) -> Made:
+def make(definition: Definition, workload: Workload, namespace: dict, fake: bool) -> Made:
     """``workload``'s inputs and ``run`` on them (``Made``): FakeTensors in a fresh
-    ``FakeTensorMode``, or real (``check``: their memory checked first, ``make_inputs``); the
+    ``FakeTensorMode``, or real (their memory checked first, ``make_inputs``); the
     safetensors inputs whose files are not there are checked (``check_safetensors``)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     on_cpu = OnCpu()
     mode = FakeTensorMode(allow_non_fake_inputs=True) if fake else None
-    inputs = make_inputs(definition, workload, namespace, on_cpu, check, mode)
+    inputs = make_inputs(definition, workload, namespace, on_cpu, fake=mode)
     check_safetensors(definition, workload, namespace, inputs, on_cpu)
     module, tensors = reference_module(definition, namespace, inputs, on_cpu)
     return Made(inputs, module, tensors, on_cpu)
@@ -977,6 +974,7 @@ def analyse_workload(
             fell_back.append(_made_for_real(workload, e))
     made = made or make(definition, workload, namespace, fake=False)
 
+    @functools.cache  # the golden run's and a float64 recheck's inputs: made once
     def build() -> tuple[Any, tuple]:
         real = make(definition, workload, namespace, fake=False)
         return real.module, real.tensors
