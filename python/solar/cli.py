@@ -122,10 +122,8 @@ def _run_on_model_file(args: list[str]) -> int:
         print(f"solar {command}: error: {_one_line(e)}", file=sys.stderr)
         return 1
     v = verified.verification
-    if v["status"] == "failed":
-        print(
-            f"solar {command}: error: {path}: verification failed: {v['detail']}", file=sys.stderr
-        )
+    if v.status == "failed":
+        print(f"solar {command}: error: {path}: verification failed: {v.detail}", file=sys.stderr)
         return 1
     return adapters.run_command(verified, command, args[1:], index - 1)
 

@@ -86,13 +86,15 @@ class LoweringOptions:
 
 @dataclass(frozen=True)
 class VerificationOptions:
-    """``enabled`` False: verification "not_run"; ``mode``: "auto" (whole program when it fits
-    ``budget_mb`` and ``budget_s``, else per op), "whole_program" or "per_op"."""
+    """``enabled`` False: verification "not_run", ``skipped`` saying why (None: ``--no-verify``'s
+    words); ``mode``: "auto" (whole program when it fits ``budget_mb`` and ``budget_s``, else per
+    op), "whole_program" or "per_op"."""
 
     enabled: bool = True
     mode: str = "auto"
     budget_mb: float = DEFAULT_VERIFY_BUDGET_MB
     budget_s: float = DEFAULT_VERIFY_BUDGET_S
+    skipped: str | None = None
 
 
 # The keywords of ``_core.AnalysisOptions`` that ``AnalysisOptions`` names (the rest ride in

@@ -113,28 +113,27 @@ def run_serving(
         extra = (*options.analysis.extra, ("top", SERVING_TOP))
         options = options.replace(analysis={"extra": extra})
     reports = []
-    verifications = []
-    unverified = options.replace(verification={"enabled": False})  # built once, for every batch
     with timed(stage_times, "capture"):
         step = load_steps()
+    step_options = options
     for i, batch in enumerate(batches):
-        step_options = options if i == 0 and verify else unverified
         report = run(lambda batch=batch: step(batch), step_options, stage_times)
-        verification = dict(report.verification)
-        if i > 0 and verify:
-            verification = {
-                "status": "not_run",
-                "mode": None,
-                "detail": f"the step of batch {batches[0]} was verified "
-                f"({verifications[0]['status']}); these differ from it only in the batch size",
-            }
-        if i == 0 and verification["status"] == "failed":
+        if i == 0 and report.verification["status"] == "failed":
             raise AnalysisError(
                 f"{source}: verification of the {phase} step at batch {batch} failed: "
-                f"{verification['detail']}"
+                f"{report.verification['detail']}"
+            )
+        if i == 0 and len(batches) > 1:  # the others are not run again: made once, saying so
+            status = report.verification["status"]
+            skipped = (
+                f"the step of batch {batch} was verified ({status}); these differ from it "
+                "only in the batch size"
+            )
+            step_options = options.replace(
+                verification={"enabled": False, "skipped": skipped if verify else None}
             )
         reports.append(report)
-        verifications.append(verification)
+    verifications = [r.verification for r in reports]
     with timed(stage_times, "analysis"):
         core = _core.serving_report(
             phase,

@@ -7,7 +7,7 @@
   options is checked, once (``Options.__post_init__``).
 - ``Captured``: what every adapter (PyTorch, JAX, a training step, a serving step, the LLM
   agent's translation) gives: the capture document, ``golden(wanted)``, ``in_float64()``,
-  ``per_op_cases(...)``.
+  ``per_op_cases(skip, budget_bytes)`` (``OpConfig`` objects: ``solar.verify.per_op``).
 - ``lower(captured, options.lowering) -> Lowered``: the lowered program, held once, with its
   coverage; ``verify(lowered, options.verification) -> Verified``; ``analyse(verified,
   options.analysis) -> Analysed`` (``Report``: a handle on the engine's report).
@@ -24,13 +24,13 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 import numpy as np
 
-from solar import _core, ir
+from solar import _core
 from solar.document import capture_section, format_bytes, framework_name, graph_bytes
 from solar.options import (
     AnalysisError,
@@ -39,8 +39,8 @@ from solar.options import (
     Options,
     VerificationOptions,
 )
-from solar.verify import GoldenUnavailableError, fed_outputs, not_run
-from solar.verify.budget import OverTimeBudgetError, choose_mode, over_time_budget
+from solar.verify import GoldenUnavailableError, Verification, fed_outputs, not_run
+from solar.verify.budget import choose_mode
 from solar.verify.float64 import (
     Float64UnavailableError,
     conditioned_recheck,
@@ -49,8 +49,8 @@ from solar.verify.float64 import (
     float64_impossible,
     recheck_in_float64,
 )
-from solar.verify.per_op import per_op_verification
-from solar.verify.whole import compare_output, topk_indices, verify_whole
+from solar.verify.per_op import OpConfig, check_op, per_op_verification
+from solar.verify.whole import topk_indices, verify_whole
 
 # The stages ``run`` can stop after.
 UNTIL = ("captured", "lowered", "verified", "analysed")
@@ -139,8 +139,12 @@ def lower_detailed(
 
 def provenance(sections: dict[str, Any] | None = None) -> Any:
     """The ``_core.Provenance`` of ``sections`` (its keywords: ``source``, ``capture``,
-    ``coverage``, ``verification``, ``agent``; None or absent: an IR file's)."""
-    return _core.Provenance(**{k: v for k, v in (sections or {}).items() if v is not None})
+    ``coverage``, ``verification`` (a ``Verification``), ``agent``; None or absent: an IR
+    file's)."""
+    given = {k: v for k, v in (sections or {}).items() if v is not None}
+    if isinstance(given.get("verification"), Verification):
+        given["verification"] = given["verification"].to_dict()
+    return _core.Provenance(**given)
 
 
 def analyze(program: Any, hw: str, options: Any, sections: dict[str, Any] | None = None) -> Any:
@@ -202,7 +206,7 @@ class Translation:
     """A program the LLM agent wrote whole (``--llm``), verified as it was written."""
 
     ir: str
-    verification: dict
+    verification: Verification
 
 
 class Captured(Protocol):
@@ -233,15 +237,10 @@ class Captured(Protocol):
         """The program rebuilt with float64 weights and inputs (None: the framework does not
         recheck; ``Float64UnavailableError``: it cannot)."""
 
-    def per_op_cases(
-        self,
-        skip: set[str],
-        lower_one: Callable[[str], Any],
-        run_and_compare: Callable[[Any, dict, dict, dict], list[dict]],
-        budget_bytes: int,
-    ) -> list[dict] | None:
-        """Each distinct op configuration run alone by the framework and by SOLAR (None: per-op
-        verification is not available for this framework)."""
+    def per_op_cases(self, skip: set[str], budget_bytes: int) -> Iterable[OpConfig] | None:
+        """Each distinct op configuration (its nodes not in ``skip``), with the sizes the
+        framework ran it at, tensors under ``budget_bytes`` (None: per-op verification is not
+        available for this framework)."""
 
 
 @dataclass
@@ -267,14 +266,19 @@ class Lowered:
         return None if self.captured.translation is not None else self.result.coverage
 
 
-@dataclass
+@dataclass(frozen=True)
 class Verified:
     """A lowered program and its verification (``golden``: the data of a whole-program
     check)."""
 
     lowered: Lowered
-    verification: dict
+    verification: Verification
     golden: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @staticmethod
+    def skipped(lowered: Lowered, reason: str) -> Verified:
+        """``lowered``, not verified ("not_run"; ``reason``: why, and what that means)."""
+        return Verified(lowered, not_run(reason))
 
 
 def lower(captured: Captured, options: LoweringOptions = LOWERING) -> Lowered:
@@ -291,50 +295,25 @@ def verify(lowered: Lowered, options: VerificationOptions = VERIFICATION) -> Ver
     whole-program check is rechecked in float64 (``recheck_in_float64``)."""
     captured = lowered.captured
     if captured.translation is not None:
-        return Verified(lowered, dict(captured.translation.verification))
+        return Verified(lowered, captured.translation.verification)
     if not options.enabled:
-        return Verified(
-            lowered,
-            not_run(
-                "verification skipped (--no-verify): the lowered program was NOT "
-                "checked against the framework; the numbers are unverified"
-            ),
-        )
+        return Verified.skipped(lowered, options.skipped or NO_VERIFY)
     if captured.twin is not None and options.mode == "auto":  # built without weights
         return Verified(lowered, verify_on_twin(lowered, options, captured.twin))
     mode, why = options.mode, f"{options.mode} verification requested"
+    on_reduced = None
     if mode == "auto":
-        budgets = (options.budget_mb, options.budget_s)
-        mode, why = choose_mode(captured, lowered.result, *budgets)
+        mode, why = choose_mode(captured, lowered.result, options.budget_mb, options.budget_s)
         on_reduced, why = _on_reduced_workload(lowered, options, mode, why)
-        if on_reduced is not None:
-            mode, why = "reduced", on_reduced["why"]
     golden: dict[str, np.ndarray] = {}
-    if mode == "reduced":
+    if on_reduced is not None:
         verification = on_reduced
     elif mode == "whole_program":
-        if not captured.has_data:
-            raise AnalysisError("whole-program verification needs real inputs")
-        ties = topk_indices(captured.document)  # their keys recorded, then compared
-        try:
-            keys = [t["keys"] for t in ties.values()]
-            golden.update(captured.golden([*recorded(lowered.result), *keys]))
-        except GoldenUnavailableError as e:
-            verification = not_run(f"{e}; the lowered program was NOT checked")
-            verification["mode"] = "whole_program"
-        else:
-            verification = verify_whole(
-                lowered.result, captured.document, golden, lowered.result, ties
-            )
-            if verification["status"] == "failed":
-                _recheck_in_float64(verification, lowered, golden, options.budget_mb)
+        verification, golden = _verify_whole(lowered, options.budget_mb)
     else:
         verification = _verify_per_op(lowered, options.budget_mb, options.budget_s)
-    verification["why"] = why
-    notes = list(captured.golden_notes or [])
-    if notes:
-        verification["notes"] = notes
-    return Verified(lowered, verification, golden)
+    notes = tuple(captured.golden_notes or ())
+    return Verified(lowered, verification.replace(why=why, notes=notes), golden)
 
 
 def analyse(verified: Verified, options: AnalysisOptions = ANALYSIS) -> Analysed:
@@ -391,6 +370,29 @@ def run(
 # ---------------------------------------------------------------------------------------------
 # Verification helpers
 
+NO_VERIFY = (
+    "verification skipped (--no-verify): the lowered program was NOT checked against the "
+    "framework; the numbers are unverified"
+)
+
+
+def _verify_whole(lowered: Lowered, budget_mb: float) -> tuple[Verification, dict]:
+    """The whole program run on the framework's golden data (``verify_whole``) and the data; a
+    failed check rechecked in float64 (``_recheck_in_float64``)."""
+    captured = lowered.captured
+    if not captured.has_data:
+        raise AnalysisError("whole-program verification needs real inputs")
+    ties = topk_indices(captured.document)  # their keys recorded, then compared
+    try:
+        keys = [t["keys"] for t in ties.values()]
+        golden = captured.golden([*recorded(lowered.result), *keys])
+    except GoldenUnavailableError as e:
+        return not_run(f"{e}; the lowered program was NOT checked", "whole_program"), {}
+    verification = verify_whole(lowered.result, captured.document, golden, lowered.result, ties)
+    if verification.status == "failed":
+        verification = _recheck_in_float64(verification, lowered, golden, budget_mb)
+    return verification, golden
+
 
 def recorded(lowered: Any) -> list[str]:
     """The intermediate tensors a golden run must record (``lowered``: a
@@ -403,12 +405,12 @@ def recorded(lowered: Any) -> list[str]:
 
 def _on_reduced_workload(
     lowered: Lowered, options: VerificationOptions, mode: str, why: str
-) -> tuple[dict | None, str]:
+) -> tuple[Verification | None, str]:
     """The verification of a benchmark workload whose whole program is over the budgets
     (``mode`` "per_op") on a reduced workload of its definition: ``verify_on_twin`` with the
     reduced workload, whole, as the twin, and the full-size program per op, in place of per op
     alone. ``(None, why)`` when the capture has no reduced workload or its whole program fits
-    (``why`` then says why none was made, where one was tried)."""
+    (``why`` then says why none was made, where one was tried; else the reduced one's why)."""
     reduced = getattr(lowered.captured, "reduced", None)
     if reduced is None or mode != "per_op":
         return None, why
@@ -417,7 +419,7 @@ def _on_reduced_workload(
     except AnalysisError as e:
         return None, f"{why}; no reduced workload ({e})"
     reason = f"{why}: verified on a reduced workload of the same definition"
-    return verify_on_twin(lowered, options, lambda: twin, reason), why
+    return verify_on_twin(lowered, options, lambda: twin, reason), reason
 
 
 def verify_on_twin(
@@ -426,7 +428,7 @@ def verify_on_twin(
     twin: Callable[[], tuple[Any, str]],
     why: str = "the model was built without its weights (larger built for real than "
     "--verify-budget-mb)",
-) -> dict:
+) -> Verification:
     """The verification of a program built without weights on its reduced twin: the twin
     (``twin()``: its ``Captured``, with real weights, and what it is) lowered and verified as
     any program (whole when it fits, a failed check rechecked in float64), and the full-size
@@ -441,43 +443,42 @@ def verify_on_twin(
         twin_v = verify(twin_lowered, options).verification
     full = _verify_per_op(lowered, options.budget_mb, options.budget_s)
     order = ("passed", "partial", "not_verified", "not_run", "failed")
-    status = max(twin_v["status"], full["status"], key=order.index)
-    if status == "not_run" and "passed" in (twin_v["status"], full["status"]):
+    status = max(twin_v.status, full.status, key=order.index)
+    if status == "not_run" and "passed" in (twin_v.status, full.status):
         status = "partial"
     head = f"verified on {what}" if what is not None else "no reduced twin"
-    detail = f"{head}: {twin_v['status']} ({twin_v['detail']}); per op at full size: "
-    detail += f"{full['status']} ({full['detail']})"
-    verification = {
-        "status": status,
-        "mode": "twin",
-        "detail": detail,
-        "why": why,
-        "ops": full.get("ops", []),
-    }
-    for key in ("outputs", "not_compared", "conditioning"):
-        if key in twin_v:
-            verification[key] = twin_v[key]
-    return verification
+    detail = f"{head}: {twin_v.status} ({twin_v.detail}); per op at full size: "
+    detail += f"{full.status} ({full.detail})"
+    return Verification(
+        status,
+        "twin",
+        detail,
+        why=why,
+        ops=full.ops if full.ops is not None else [],
+        outputs=twin_v.outputs,
+        not_compared=twin_v.not_compared,
+        conditioning=twin_v.conditioning,
+    )
 
 
 def _recheck_in_float64(
-    verification: dict, lowered: Lowered, golden: dict, budget_mb: float
-) -> None:
-    """``recheck_in_float64`` with the outcome of ``float64_check`` (nothing when the framework
-    does not recheck), or why there is none."""
+    verification: Verification, lowered: Lowered, golden: dict, budget_mb: float
+) -> Verification:
+    """``recheck_in_float64`` with the outcome of ``float64_check`` (``verification`` as it is
+    when the framework does not recheck), or why there is none."""
     captured = lowered.captured
     if not captured.rechecks_in_float64:
-        return
-    outcome: tuple[dict, dict] | str | None = float64_impossible(captured.document)
+        return verification
+    outcome: tuple[Verification, dict] | str | None = float64_impossible(captured.document)
     if outcome is None:
         try:
             outcome = float64_check(lowered, golden, budget_mb)
         except Exception as e:  # noqa: BLE001 - a diagnosis only: the reason is recorded
             outcome = failed_rebuild(e)
-    recheck_in_float64(verification, captured.document, outcome)
+    return recheck_in_float64(verification, captured.document, outcome)
 
 
-def float64_check(lowered: Lowered, golden: dict, budget_mb: float) -> tuple[dict, dict]:
+def float64_check(lowered: Lowered, golden: dict, budget_mb: float) -> tuple[Verification, dict]:
     """The whole-program check of ``lowered``'s capture rebuilt in float64
     (``Captured.in_float64``), lowered and run again, and the outputs whose allowance the
     framework's own conditioning widened (``conditioned_recheck``; ``golden``: the first
@@ -507,42 +508,24 @@ def float64_check(lowered: Lowered, golden: dict, budget_mb: float) -> tuple[dic
         topk_indices(captured64.document),
         got64,
     )
-    widened: dict[str, float] = {}
-    if v64["status"] == "failed":
-        widened = conditioned_recheck(
-            v64, captured.document, captured64.document, golden, golden64, got64
-        )
-    return v64, widened
+    if v64.status != "failed":
+        return v64, {}
+    return conditioned_recheck(v64, captured.document, captured64.document, golden, golden64, got64)
 
 
-def _verify_per_op(lowered: Lowered, budget_mb: float, budget_s: float) -> dict:
-    """Each distinct lowered op configuration alone at reduced size, by the capture's
-    ``per_op_cases``; "not_run" for a framework without it. A one-op program whose estimated
-    executor time is over ``budget_s`` is not run (``OverTimeBudgetError``: that size is
-    refused, and the next one tried)."""
+def _verify_per_op(lowered: Lowered, budget_mb: float, budget_s: float) -> Verification:
+    """Each distinct lowered op configuration alone at reduced size, as the capture's
+    ``per_op_cases`` ran it, run by SOLAR (``check_op``: a size whose estimated executor time is
+    over ``budget_s`` is refused, and the next one tried); "not_run" for a framework without
+    it."""
     captured = lowered.captured
     framework = framework_name(captured.document)
-    disabled = lowered.options.disabled_rules
-
-    def lower_one(capture_json: str) -> Any:
-        return lower_detailed(capture_json, False, disabled)
-
-    def run_and_compare(lowered: Any, feed: dict, expected: dict, dtypes: dict) -> list[dict]:
-        # the one-op program's LoweringResult: parsed and checked once (by its lowering), lifted
-        # once (for the estimate)
-        too_slow = over_time_budget(lowered, budget_s)
-        if too_slow is not None:
-            raise OverTimeBudgetError(too_slow)
-        got = ir.run(lowered, feed)
-        return [compare_output(n, dtypes[n], np.asarray(got[n]), e) for n, e in expected.items()]
-
     # Not checked alone: nodes without a rule, and random draws (their values are the
     # framework's, not computed by SOLAR).
     result = lowered.result
     skip = {u["node"] for u in result.unsupported} | {d["node"] for d in result.random}
-    ops = captured.per_op_cases(skip, lower_one, run_and_compare, int(budget_mb * 1e6))
-    if ops is None:
-        verification = not_run(f"per-op verification is not available for {framework} captures")
-        verification["mode"] = "per_op"
-        return verification
-    return per_op_verification(ops, framework)
+    configs = captured.per_op_cases(skip, int(budget_mb * 1e6))
+    if configs is None:
+        return not_run(f"per-op verification is not available for {framework} captures", "per_op")
+    disabled = lowered.options.disabled_rules
+    return per_op_verification([check_op(c, disabled, budget_s) for c in configs], framework)

@@ -275,8 +275,8 @@ def test_plurals_follow_the_one_rule_of_the_core():
     # the per-op verification's detail: 1 configuration of 1 node, then 2 of 1 + 2 = 3 nodes
     one = {"result": "passed", "nodes": 1, "size": "full"}
     two = {"result": "passed", "nodes": 2, "size": "reduced 4x"}
-    assert "(1 node) run alone" in per_op_verification([one], "PyTorch")["detail"]
-    detail = per_op_verification([one, two], "PyTorch")["detail"]
+    assert "(1 node) run alone" in per_op_verification([one], "PyTorch").detail
+    detail = per_op_verification([one, two], "PyTorch").detail
     assert "2 of 2 distinct op configuration(s) (3 nodes) run alone" in detail
     assert "1 at reduced size" in detail
 
@@ -307,8 +307,8 @@ def test_a_per_op_verification_that_fails_names_each_failing_op_configuration():
     skipped = {"op": "aten.sort.default", "result": "not_verified", "nodes": 1, "size": None}
     skipped["reason"] = "real size: over the verification budget"
     v = per_op_verification([ok, wrong, skipped], "PyTorch")
-    assert v["status"] == "failed"
-    assert v["detail"] == (
+    assert v.status == "failed"
+    assert v.detail == (
         "2 of 3 distinct op configuration(s) (4 nodes) run alone and compared with PyTorch, 1 at "
         "reduced size; 1 failed: aten.index.Tensor at reduced (exact, sizes / 8): index "
         "bf16[8, 64] max_abs_err=0.5 max_rel_err=0.25 (rtol=0.02 atol=0.01); 1 NOT verified: "
@@ -316,6 +316,6 @@ def test_a_per_op_verification_that_fails_names_each_failing_op_configuration():
     )
     # more than three of a kind: the first three and how many more
     many = [dict(skipped, op=f"aten.op{i}.default") for i in range(5)]
-    assert per_op_verification(many, "PyTorch")["detail"].endswith(
+    assert per_op_verification(many, "PyTorch").detail.endswith(
         "aten.op2.default (real size: over the verification budget); and 2 more"
     )

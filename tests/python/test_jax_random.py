@@ -88,10 +88,10 @@ def test_verification_fails_with_another_draw():
     cap = capture_of("random_noise")
     lowered = stages.lower_detailed(cap.to_json(), False, ())
     golden = cap.golden()
-    assert verify_whole(lowered.ir, cap.document, golden, lowered)["status"] == "passed"
+    assert verify_whole(lowered.ir, cap.document, golden, lowered).status == "passed"
     golden["normal"] = np.zeros_like(golden["normal"])
     result = verify_whole(lowered.ir, cap.document, golden, lowered)
-    assert result["status"] == "failed"
+    assert result.status == "failed"
 
 
 def test_bernoulli_dropout_mask():

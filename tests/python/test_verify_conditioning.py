@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 import solar  # noqa: E402
 from solar import stages  # noqa: E402
 from solar import torch as solar_torch  # noqa: E402
+from solar.verify import Verification  # noqa: E402
 from solar.verify.float64 import _as_float64, conditioned_recheck  # noqa: E402
 from solar.verify.whole import TOLERANCES, compare_output, lowest_precision_computed  # noqa: E402
 
@@ -137,19 +138,16 @@ def test_a_model_that_fixes_its_dtype_has_no_float64_form(monkeypatch):
     assert "stays f32 when the model and its inputs are made float64" in v["detail"]
 
 
-def _recheck(got: float, want: float, low: float) -> tuple[dict, dict[str, float]]:
+def _recheck(got: float, want: float, low: float) -> tuple[Verification, dict[str, float]]:
     """One f32 output y = [want, 0.5]: PyTorch's float32 value of y[0] is ``low``, its float64
     one ``want``, SOLAR's float64 one ``got``; runs the widened float64 comparison."""
     document = {"tensors": [{"name": "y", "dtype": "f32", "shape": [2]}], "outputs": ["y"]}
     golden = {"y": np.array([low, 0.5], dtype=np.float32)}
     golden64 = {"y": np.array([want, 0.5])}
     got64 = {"y": np.array([got, 0.5])}
-    v64 = {
-        "status": "failed",
-        "outputs": [compare_output("y", "f64", got64["y"], golden64["y"])],
-    }
-    widened = conditioned_recheck(v64, document, document, golden, golden64, got64)
-    return v64, widened
+    compared = [compare_output("y", "f64", got64["y"], golden64["y"])]
+    v64 = Verification("failed", "whole_program", "", outputs=compared)
+    return conditioned_recheck(v64, document, document, golden, golden64, got64)
 
 
 def test_the_float64_allowance_grows_with_the_frameworks_own_float32_error():
@@ -163,19 +161,19 @@ def test_the_float64_allowance_grows_with_the_frameworks_own_float32_error():
     assert not plain["passed"]
     v64, widened = _recheck(want + 2e-9, want, 1.0)
     assert widened == {"y": 2.0**-10}
-    assert v64["status"] == "passed" and v64["outputs"][0]["passed"]
+    assert v64.status == "passed" and v64.outputs[0]["passed"]
     # atol becomes 1e-12 + 2^-29 / 1.0009765625 ~ 1.8626e-9
-    assert v64["outputs"][0]["atol"] == pytest.approx(1e-12 + 2.0**-29 / (1 + 2.0**-10), rel=1e-12)
+    assert v64.outputs[0]["atol"] == pytest.approx(1e-12 + 2.0**-29 / (1 + 2.0**-10), rel=1e-12)
     # off by 4e-9 > 2.865e-9: still failed, and nothing is reported as widened
     v64, widened = _recheck(want + 4e-9, want, 1.0)
-    assert widened == {} and v64["status"] == "failed"
+    assert widened == {} and v64.status == "failed"
 
 
 def test_a_well_conditioned_output_gets_no_allowance():
     # PyTorch's float32 and float64 values agree exactly (E = 0): a lowering error of 1e-6
     # (over the plain bound ~1e-9 * 1 + 1e-12) stays failed.
     v64, widened = _recheck(1.0 + 1e-6, 1.0, 1.0)
-    assert widened == {} and v64["status"] == "failed"
+    assert widened == {} and v64.status == "failed"
 
 
 def test_efficientnet_with_pooled_stages_passes_within_its_conditioning():

@@ -18,7 +18,7 @@ from solar.llm.config import LLMConfig, LLMError
 from solar.llm.tasks import op_task, program_task
 from solar.options import DEFAULT_HW, DEFAULT_POLICIES, Options
 from solar.stages import Translation, run
-from solar.verify import GoldenUnavailableError
+from solar.verify import GoldenUnavailableError, Verification
 
 FRAGMENT_OP = "solar.ir_fragment"
 
@@ -72,12 +72,7 @@ def translated(path: str, config: LLMConfig, log: Callable[[str], None] | None =
         "nodes": [],
         "outputs": [],
     }
-    verification = {
-        "status": "passed",
-        "mode": "whole_program",
-        "detail": detail,
-        "outputs": t.verification,
-    }
+    verification = Verification("passed", "whole_program", detail, outputs=t.verification)
     return TranslatedProgram(
         document,
         Translation(t.ir, verification),

@@ -33,6 +33,7 @@ from solar._modelfile import framework_of
 from solar.options import DEFAULT_HW, AnalysisError, Options
 from solar.stages import Report, run
 from solar.verify.float64 import NO_FLOAT64_MODEL, Float64UnavailableError
+from solar.verify.per_op import OpConfig
 
 __all__ = [
     "TorchCaptured",
@@ -131,8 +132,10 @@ class TorchCaptured:
         model64, inputs64 = to_float64(model), to_float64(inputs)
         return TorchCaptured(self.recapture(model64, inputs64), self.recapture, model64, inputs64)
 
-    def per_op_cases(self, skip, lower_one, run_and_compare, budget_bytes) -> list[dict]:  # noqa: ANN001
-        return self.capture.per_op_checks(skip, lower_one, run_and_compare, budget_bytes)
+    def per_op_cases(self, skip: set[str], budget_bytes: int) -> list[OpConfig]:
+        from solar.torch._per_op import per_op_configs
+
+        return per_op_configs(self.document, skip, budget_bytes)
 
 
 def captured_call(

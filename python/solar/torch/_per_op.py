@@ -25,18 +25,16 @@ only the batch and the trailing dims shrink. Then a fourth map, ``floor``, in th
 every size to S // d but none below ``MIN_SHRINK`` (a 3-D convolution whose depth 16 would
 otherwise shrink below its kernel). PyTorch decides whether a reduced node is valid:
 the op must run and give outputs of the original ranks and dtypes, and the lowering must accept
-it. If no map works, the node runs at its real size when its tensors fit ``real_budget_bytes`` (a
-reduced map over that budget is not tried) and ``run_and_compare`` accepts its time (it raises
-``solar.verify.budget.OverTimeBudgetError`` when the one-node program's estimated executor time is
-over ``--verify-budget-s``); otherwise it is listed as not verified, with each size's reason.
+it, within ``--verify-budget-s`` of estimated executor time (``solar.verify.per_op.check_op``,
+which asks for the sizes in turn). If no map works, the node runs at its real size when its
+tensors fit ``real_budget_bytes`` (a reduced map over that budget is not tried); otherwise it is
+listed as not verified, with each size's reason.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -48,7 +46,7 @@ from solar.torch._golden import (
     to_numpy,
 )
 from solar.torch._serialize import DTYPES
-from solar.verify.budget import OverTimeBudgetError
+from solar.verify.per_op import OpCase, OpConfig, first_line
 
 MIN_SHRINK = 16  # sizes below this are kept (kernel sizes, heads, small channel counts)
 TARGET_BYTES = 1 << 20  # the reduced node's tensors, in all
@@ -268,17 +266,11 @@ def _index_values(node: dict, inputs: dict[str, torch.Tensor], gen: torch.Genera
         inputs[index["tensor"]] = drawn.to(old.dtype)
 
 
-def verify_per_op(
-    document: dict,
-    skip_nodes: set[str],
-    lower: Callable[[str], Any],
-    run_and_compare: Callable[[Any, dict, dict, dict], list[dict]],
-    real_budget_bytes: int,
-) -> list[dict]:
-    """One check per distinct configuration of the lowered nodes (``skip_nodes``: not lowered).
-    ``lower(capture_json) -> program`` (the one-node program: a ``LoweringResult``, checked by its
-    lowering); ``run_and_compare(program, inputs, expected, dtypes)`` runs it and compares each
-    output. Returns one entry per configuration, in first-occurrence order."""
+def per_op_configs(document: dict, skip_nodes: set[str], real_budget_bytes: int) -> list[OpConfig]:
+    """One ``OpConfig`` per distinct configuration of the lowered nodes (``skip_nodes``: not
+    lowered), in first-occurrence order; its cases (``_cases``) are the sizes PyTorch runs it
+    at, made as they are asked for (``solar.verify.per_op.check_op`` lowers and runs each in
+    turn, until one passes through SOLAR)."""
     shapes = {t["name"]: t["shape"] for t in document["tensors"]}
     dtypes = {t["name"]: t["dtype"] for t in document["tensors"]}
     ranks = {n: len(s) for n, s in shapes.items()}
@@ -287,18 +279,16 @@ def verify_per_op(
         if node["name"] in skip_nodes or node["op"] in _UNSPECIFIED_VALUES:
             continue
         groups.setdefault(config_key(node, dtypes, ranks), []).append(node)
-    engine = _Engine(lower, run_and_compare, real_budget_bytes)
-    return [_check(nodes, k, (shapes, dtypes), engine) for k, nodes in enumerate(groups.values())]
-
-
-@dataclass(frozen=True)
-class _Engine:
-    """What checks one configuration besides PyTorch: ``verify_per_op``'s ``lower``,
-    ``run_and_compare`` and ``real_budget_bytes``."""
-
-    lower: Callable[[str], Any]
-    run_and_compare: Callable[[Any, dict, dict, dict], list[dict]]
-    real_budget_bytes: int
+    return [
+        OpConfig(
+            op=nodes[0]["op"],
+            nodes=len(nodes),
+            example_node=nodes[0]["name"],
+            real_shapes={n: shapes[n] for n in _names(nodes[0])},
+            cases=_cases(nodes[0], k, (shapes, dtypes), real_budget_bytes),
+        )
+        for k, nodes in enumerate(groups.values())
+    ]
 
 
 def _shape_of(node: dict, shapes: dict, name: str) -> list[int] | None:
@@ -465,20 +455,12 @@ def _candidates(node, shapes, dtypes, real_budget_bytes):
         yield "real size", {}
 
 
-def _check(nodes: list[dict], k: int, tensors: tuple[dict, dict], engine: _Engine) -> dict:
-    """The check of one configuration (``nodes``, the ``k``-th; ``tensors``: the document's
-    shapes and dtypes by name): its first node run by PyTorch and by SOLAR at the first size
-    of ``_candidates`` that both accept."""
+def _cases(node: dict, k: int, tensors: tuple[dict, dict], real_budget_bytes: int):
+    """The ``OpCase`` of ``node`` (the ``k``-th configuration's; ``tensors``: the document's
+    shapes and dtypes by name) at each size of ``_candidates`` in turn, run by PyTorch on
+    seeded random data; a size PyTorch refuses is a case with its reason."""
     shapes, dtypes = tensors
-    node = nodes[0]
-    entry = {
-        "op": node["op"],
-        "nodes": len(nodes),
-        "example_node": node["name"],
-        "real_shapes": {n: shapes[n] for n in _names(node)},
-    }
-    errors = []
-    for how, mapping in _candidates(node, shapes, dtypes, engine.real_budget_bytes):
+    for how, mapping in _candidates(node, shapes, dtypes, real_budget_bytes):
         gen = torch.Generator().manual_seed(k)
         inputs = {
             n: _random(
@@ -500,7 +482,7 @@ def _check(nodes: list[dict], k: int, tensors: tuple[dict, dict], engine: _Engin
         try:
             result = _call(node["op"], args, inputs)
         except Exception as e:  # PyTorch refuses the reduced node: try the next candidate
-            errors.append(f"{how}: PyTorch: {type(e).__name__}: {_first_line(str(e))}")
+            yield OpCase(how, refused=f"PyTorch: {type(e).__name__}: {first_line(str(e))}")
             continue
         results = list(result) if isinstance(result, (tuple, list)) else [result]
         ok = len(results) == len(node["outputs"]) and all(
@@ -513,41 +495,21 @@ def _check(nodes: list[dict], k: int, tensors: tuple[dict, dict], engine: _Engin
             for name, r in zip(node["outputs"], results, strict=False)
         )
         if not ok:
-            errors.append(f"{how}: PyTorch's outputs differ in number, rank or dtype")
+            yield OpCase(how, refused="PyTorch's outputs differ in number, rank or dtype")
             continue
         # A zero-element output (batch norm's saved statistics in eval mode) holds nothing to
         # compare: the one-node program keeps it as an intermediate, not an output.
         named = {n: r for n, r in zip(node["outputs"], results, strict=True) if n is not None}
         outputs = {n: r for n, r in named.items() if r.numel() > 0}
         empty = {n: r for n, r in named.items() if r.numel() == 0}
-        doc = _one_node_document(node, args, inputs, outputs, dtypes, empty)
-        try:
-            program = engine.lower(doc)
-        except ValueError as e:  # the rule refuses the reduced node
-            errors.append(f"{how}: lowering: {_first_line(str(e))}")
-            continue
-        feed = {n: to_numpy(t) for n, t in inputs.items()}
-        expected = {n: to_numpy(t) for n, t in outputs.items()}
-        try:
-            compared = engine.run_and_compare(program, feed, expected, dtypes)
-        except OverTimeBudgetError as e:  # too slow at this size in SOLAR's executor: the next one
-            errors.append(f"{how}: {e}")
-            continue
-        entry.update(
-            size=how,
+        yield OpCase(
+            how,
+            document=_one_node_document(node, args, inputs, outputs, dtypes, empty),
+            feed={n: to_numpy(t) for n, t in inputs.items()},
+            expected={n: to_numpy(t) for n, t in outputs.items()},
+            dtypes=dtypes,
             shapes={n: list(t.shape) for n, t in {**inputs, **outputs}.items()},
-            outputs=compared,
-            result="passed" if all(c["passed"] for c in compared) else "failed",
         )
-        return entry
-    entry.update(
-        size=None,
-        shapes=None,
-        outputs=[],
-        result="not_verified",
-        reason="; ".join(errors) or "too big to run at its real size, and cannot be reduced",
-    )
-    return entry
 
 
 def _names(node: dict) -> list[str]:
@@ -574,8 +536,3 @@ def _one_node_document(node, args, inputs, outputs, dtypes, empty=None) -> str:
         "outputs": list(outputs),
     }
     return json.dumps(doc)
-
-
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else ""

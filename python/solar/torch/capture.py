@@ -108,19 +108,6 @@ class Capture:
             return True
         return any(b.kind == "constant" for b in self.traced.placeholders.values())
 
-    def per_op_checks(
-        self,
-        skip: set[str],
-        lower_one: Callable[[str], Any],
-        run_and_compare: Callable[[Any, dict, dict, dict], list[dict]],
-        budget_bytes: int,
-    ) -> list[dict]:
-        """Each distinct op configuration of the document run alone by PyTorch and by SOLAR
-        (``solar.torch._per_op``; ``solar.stages.verify`` calls it)."""
-        from solar.torch._per_op import verify_per_op
-
-        return verify_per_op(self.document, skip, lower_one, run_and_compare, budget_bytes)
-
     def golden(self, model: Any, inputs: tuple, intermediates: Any = ()) -> dict[str, np.ndarray]:
         """Runs ``model(*inputs)`` once, for real, and returns every graph input, weight, buffer
         and constant (their values before the run) and every graph output, by capture name,

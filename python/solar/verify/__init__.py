@@ -11,12 +11,15 @@ chooses and runs the checks is ``solar.stages.verify``; the checks are here:
 - ``solar.verify.per_op``: the record of each op configuration run alone
   (``per_op_verification``).
 
-A verification is a dict (``status``, ``mode``, ``detail``, ``why``, and the outputs or ops it
-compared): the report's ``verification`` section (docs/report.md).
+A verification is a frozen ``Verification`` record (``status``, ``mode``, ``detail``, ``why``,
+and the outputs or ops it compared); its ``to_dict()`` is the report's ``verification`` section
+(docs/report.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -32,5 +35,41 @@ def fed_outputs(lowering: Any) -> list[str]:
     return [o for u in lowering.unsupported for o in u["outputs"]]
 
 
-def not_run(detail: str) -> dict:
-    return {"status": "not_run", "mode": None, "detail": detail}
+@dataclass(frozen=True)
+class Verification:
+    """The outcome of one verification (the report's ``verification`` section, docs/report.md):
+    ``status`` ("passed", "partial", "failed", "not_verified", "not_run"), ``mode``
+    ("whole_program", "per_op", "twin", "reduced"; None: nothing ran), ``detail`` (what ran, in
+    words), ``why`` that mode; what it compared: the whole program's ``outputs`` and the outputs
+    it did not compare (``not_compared``), the float64 recheck of a failed check
+    (``conditioning``), the op configurations run alone (``ops``); ``notes``: how the golden run
+    was made. A field that is None (or ``notes`` empty) is absent from the section."""
+
+    status: str
+    mode: str | None
+    detail: str
+    why: str | None = None
+    outputs: list[dict] | None = None
+    not_compared: list[str] | None = None
+    conditioning: dict | None = None
+    ops: list[dict] | None = None
+    notes: tuple[str, ...] = ()
+
+    def replace(self, **changes: Any) -> Verification:
+        """A copy with ``changes`` (the record itself never changes)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """The report's ``verification`` section: ``status``, ``mode`` and ``detail`` always,
+        every other field when it is set."""
+        section: dict[str, Any] = {"status": self.status, "mode": self.mode, "detail": self.detail}
+        for f in dataclasses.fields(self)[3:]:
+            value = getattr(self, f.name)
+            if value is not None and value != ():
+                section[f.name] = list(value) if f.name == "notes" else value
+        return section
+
+
+def not_run(detail: str, mode: str | None = None) -> Verification:
+    """A verification that ran nothing (``detail``: why, and what that means)."""
+    return Verification("not_run", mode, detail)

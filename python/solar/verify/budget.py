@@ -16,11 +16,6 @@ EXECUTOR_OPS_PER_S = _core.EXECUTOR_OPS_PER_S
 EXECUTOR_BYTES_PER_S = _core.EXECUTOR_BYTES_PER_S
 
 
-class OverTimeBudgetError(Exception):
-    """Raised instead of running a program whose estimated executor time (``executor_seconds``)
-    is over the verification budget; the message says so."""
-
-
 def choose_mode(captured: Any, program: Any, budget_mb: float, budget_s: float) -> tuple[str, str]:
     """ "whole_program" or "per_op", and why. The executor's time is estimated from the
     program's counts (``executor_seconds``: the einsum counts, not the SOL analysis, which runs

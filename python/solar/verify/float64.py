@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from solar.document import REAL_FLOATS, framework_name
+from solar.verify import Verification
 from solar.verify.whole import TOLERANCES, _core_array, compare_output
 
 
@@ -20,8 +21,8 @@ _LOW_FLOATS = REAL_FLOATS[1:]  # below float64
 
 
 def recheck_in_float64(
-    verification: dict, document: dict, outcome: tuple[dict, dict] | str
-) -> None:
+    verification: Verification, document: dict, outcome: tuple[Verification, dict] | str
+) -> Verification:
     """After a failed whole-program check, its float64 recheck's ``outcome`` (``float64_check``
     in ``solar.stages``): the verification of the model captured with its floating-point
     weights and inputs made float64 (lowered, run by SOLAR's executor and compared with the
@@ -31,9 +32,8 @@ def recheck_in_float64(
     failure). If float64 agrees, the float32 disagreement is rounding amplified by the problem
     (ill-conditioning) and ``verification`` becomes ``passed``; if it disagrees too, it stays
     ``failed`` (a lowering bug). Either way, or when float64 is not possible,
-    ``verification["conditioning"]`` says so and ``detail`` gains one clause. Changes
-    ``verification`` in place."""
-    compared = [o for o in verification["outputs"] if o["max_rel_err"] is not None]
+    the returned record's ``conditioning`` says so and its ``detail`` gains one clause."""
+    compared = [o for o in verification.outputs or [] if o["max_rel_err"] is not None]
     low = [o for o in compared if o["dtype"] in _LOW_FLOATS]
     entry: dict[str, Any] = {
         "float32_max_rel_err": max((o["max_rel_err"] for o in low), default=None),
@@ -42,16 +42,16 @@ def recheck_in_float64(
     }
     if isinstance(outcome, str):
         entry.update(result="not_possible", verdict=f"no float64 recheck: {outcome}")
-        verification["detail"] += f"; {entry['verdict']}"
-        verification["conditioning"] = entry
-        return
+        detail = f"{verification.detail}; {entry['verdict']}"
+        return verification.replace(detail=detail, conditioning=entry)
     v64, widened = outcome
-    errors = [o["max_rel_err"] for o in v64["outputs"] if o["max_rel_err"] is not None]
+    errors = [o["max_rel_err"] for o in v64.outputs or [] if o["max_rel_err"] is not None]
     entry["float64_max_rel_err"] = max(errors, default=None)
-    entry["float64_outputs"] = v64["outputs"]
+    entry["float64_outputs"] = v64.outputs
     f32 = _fmt_err(entry["float32_max_rel_err"])
     f64 = _fmt_err(entry["float64_max_rel_err"])
-    if v64["status"] == "passed" and widened:
+    status = verification.status
+    if v64.status == "passed" and widened:
         entry.update(
             result="float64_agrees_within_conditioning",
             verdict="ill-conditioned in float32 and float64: the float64 runs agree within "
@@ -59,22 +59,22 @@ def recheck_in_float64(
             f"run is up to {_fmt_err(max(widened.values()))} off its float64 run; max rel err "
             f"{f32} in float32, {f64} in float64)",
         )
-        verification["status"] = "passed"
-    elif v64["status"] == "passed":
+        status = "passed"
+    elif v64.status == "passed":
         entry.update(
             result="float64_agrees",
             verdict="ill-conditioned in float32: the float64 runs agree "
             f"(max rel err {f32} in float32, {f64} in float64)",
         )
-        verification["status"] = "passed"
+        status = "passed"
     else:
         entry.update(
             result="float64_disagrees",
             verdict="the float64 runs disagree too: a lowering bug, not rounding "
             f"(max rel err {f32} in float32, {f64} in float64)",
         )
-    verification["detail"] += f"; {entry['verdict']}"
-    verification["conditioning"] = entry
+    detail = f"{verification.detail}; {entry['verdict']}"
+    return verification.replace(status=status, detail=detail, conditioning=entry)
 
 
 # Unit roundoff of each low-precision float (half the spacing at 1: 2^-(mantissa bits + 1)).
@@ -90,20 +90,26 @@ CONDITIONING_SLACK = 1024.0
 
 
 def conditioned_recheck(
-    v64: dict, document: dict, document64: dict, golden: dict, golden64: dict, got64: dict
-) -> dict[str, float]:
+    v64: Verification,
+    document: dict,
+    document64: dict,
+    golden: dict,
+    golden64: dict,
+    got64: dict,
+) -> tuple[Verification, dict[str, float]]:
     """Compares each failed float64 output again with its absolute allowance widened by the
     program's own conditioning: rounding amplified by a factor K shows as K * u32 in the
     framework's float32 run and as K * u64 in both float64 runs, so SOLAR's float64 error may be
     ``CONDITIONING_SLACK * (u64 / u) * E`` more than the f64 tolerance allows, where E is the
     framework's own max |float32 - float64| on that output and u the unit roundoff of its dtype.
     A lowering bug moves the output by the same amount in both precisions and stays failed
-    (it could hide only under 1024 * 2^-29 * E ~ 1.9e-6 E). Updates ``v64`` in place; returns
-    {output: E} for the outputs whose allowance was widened (empty: none)."""
+    (it could hide only under 1024 * 2^-29 * E ~ 1.9e-6 E). Returns ``v64`` so compared again,
+    and {output: E} for the outputs whose allowance was widened (empty: none)."""
     dtype = {t["name"]: t["dtype"] for t in document["tensors"]}
     widened: dict[str, float] = {}
     pairs = dict(zip(document64["outputs"], document["outputs"], strict=True))
-    for k, o in enumerate(v64["outputs"]):
+    outputs = list(v64.outputs or [])
+    for k, o in enumerate(outputs):
         name = pairs.get(o["name"])
         if o["passed"] or name is None or dtype.get(name) not in _UNIT_ROUNDOFF:
             continue
@@ -125,12 +131,14 @@ def conditioned_recheck(
         got = got64.get(o["name"])
         if got is None:
             continue
-        v64["outputs"][k] = compare_output(
+        outputs[k] = compare_output(
             o["name"], "f64", got, want, rtol=rtol, atol=atol + allowance / scale
         )
         widened[o["name"]] = framework_err
-    v64["status"] = "passed" if all(o["passed"] for o in v64["outputs"]) else "failed"
-    return widened if v64["status"] == "passed" else {}
+    v64 = v64.replace(
+        outputs=outputs, status="passed" if all(o["passed"] for o in outputs) else "failed"
+    )
+    return v64, (widened if v64.status == "passed" else {})
 
 
 def _as_float64(a: Any, dtype: str) -> np.ndarray | None:

@@ -12,7 +12,7 @@ import numpy as np
 from solar import _core, ir
 from solar.document import REAL_FLOATS, framework_name
 from solar.options import AnalysisError
-from solar.verify import fed_outputs
+from solar.verify import Verification, fed_outputs
 
 # (rtol, atol) per dtype, from the C++ oracle's one table (exec/verify.h). The framework computes
 # in the dtype, SOLAR's executor in double and rounds once per store, so the difference is the
@@ -27,7 +27,7 @@ def verify_whole(
     lowering: Any = None,
     ties: dict[str, dict] | None = None,
     values: dict[str, np.ndarray] | None = None,
-) -> dict:
+) -> Verification:
     """Runs the lowered program (``ir_text``: as ``solar.ir.run`` takes it; the lowering's
     ``LoweringResult``, checked once) on the golden inputs and compares each output with the
     framework's (``values``, when given, gains SOLAR's value of each compared output).
@@ -113,13 +113,8 @@ def verify_whole(
                 else ""
             )
         )
-    return {
-        "status": "passed" if passed else "failed",
-        "mode": "whole_program",
-        "detail": detail,
-        "outputs": outputs,
-        "not_compared": not_compared,
-    }
+    status = "passed" if passed else "failed"
+    return Verification(status, "whole_program", detail, outputs=outputs, not_compared=not_compared)
 
 
 def lowest_precision_computed(document: dict) -> dict[str, str]:
