@@ -22,10 +22,11 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -81,15 +82,25 @@ STAGES = ("capture", "lowering", "verification", "analysis")
 
 @dataclass
 class Report:
-    """The SOL report of a captured model: the ``sol`` command's JSON report (docs/report.md)
-    with three more sections, ``capture``, ``coverage`` and ``verification``."""
+    """The SOL report of a captured model, over the engine's report (``core``, a
+    ``_core.Report``): the ``sol`` command's JSON report (docs/report.md) with three more
+    sections, ``capture``, ``coverage`` and ``verification`` (``data``, read from ``core``
+    once), its terminal table, and what the analysis was made from: the lowered program
+    (``ir``), the capture and the golden data of a whole-program check."""
 
-    data: dict
-    table: str = ""  # the ``sol`` command's terminal table
+    core: Any = field(repr=False)
     ir: str = ""  # the lowered program
     capture_json: str = ""
     golden: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
-    core: Any = field(default=None, repr=False)  # the _core.Report: its other outputs
+
+    @functools.cached_property
+    def data(self) -> dict:
+        return json.loads(self.core.to_json())
+
+    @property
+    def table(self) -> str:
+        """The ``sol`` command's terminal table (``_core.Report.render``)."""
+        return self.core.render()
 
     @property
     def verification(self) -> dict:
@@ -106,9 +117,7 @@ class Report:
         """The terminal report (``_core.Report.render``): the unsupported operators, then the
         table with the verification's status line in its header; ``details`` (``--details``):
         every per-op check and per-node note, as the JSON lists them."""
-        if details and self.core is not None:
-            return self.core.render(details=True)
-        return self.table
+        return self.core.render(details=True) if details else self.table
 
     def write_outputs(self, outputs: Sequence[tuple[str, str]]) -> None:
         """Writes ``[(kind, path), ...]`` (kind: html, trace, csv, dot), all or none."""
@@ -162,14 +171,7 @@ def analyze(program: Any, hw: str, options: Any, sections: dict[str, Any] | None
 
 def report_of(core: Any, ir_text: str = "", capture_json: str = "", golden: dict | None = None):
     """A ``Report`` of a ``_core.Report``."""
-    return Report(
-        json.loads(core.to_json()),
-        table=core.render(),
-        ir=ir_text,
-        capture_json=capture_json,
-        golden=golden or {},
-        core=core,
-    )
+    return Report(core, ir=ir_text, capture_json=capture_json, golden=golden or {})
 
 
 class AgentReport(Report):
@@ -178,7 +180,7 @@ class AgentReport(Report):
 
     @staticmethod
     def of(report: Report) -> AgentReport:
-        return AgentReport(**{f.name: getattr(report, f.name) for f in fields(report)})
+        return AgentReport(report.core, report.ir, report.capture_json, report.golden)
 
     def summary(self, details: bool = False) -> str:
         lines = []
