@@ -40,7 +40,7 @@ from solar.options import (
     Options,
     VerificationOptions,
 )
-from solar.verify import GoldenUnavailableError, Verification, fed_outputs, not_run
+from solar.verify import Verification, not_run
 from solar.verify.budget import choose_mode
 from solar.verify.float64 import (
     Float64UnavailableError,
@@ -51,7 +51,7 @@ from solar.verify.float64 import (
     recheck_in_float64,
 )
 from solar.verify.per_op import OpConfig, check_op, per_op_verification
-from solar.verify.whole import topk_indices, verify_whole
+from solar.verify.whole import check_whole, recorded, topk_indices, verify_whole
 
 # The stages ``run`` can stop after.
 UNTIL = ("captured", "lowered", "verified", "analysed")
@@ -379,30 +379,14 @@ NO_VERIFY = (
 
 
 def _verify_whole(lowered: Lowered, budget_mb: float) -> tuple[Verification, dict]:
-    """The whole program run on the framework's golden data (``verify_whole``) and the data; a
+    """The whole program run on the framework's golden data (``check_whole``) and the data; a
     failed check rechecked in float64 (``_recheck_in_float64``)."""
-    captured = lowered.captured
-    if not captured.has_data:
+    if not lowered.captured.has_data:
         raise AnalysisError("whole-program verification needs real inputs")
-    ties = topk_indices(captured.document)  # their keys recorded, then compared
-    try:
-        keys = [t["keys"] for t in ties.values()]
-        golden = captured.golden([*recorded(lowered.result), *keys])
-    except GoldenUnavailableError as e:
-        return not_run(f"{e}; the lowered program was NOT checked", "whole_program"), {}
-    verification = verify_whole(lowered.result, captured.document, golden, lowered.result, ties)
+    verification, golden = check_whole(lowered.result, lowered.captured)
     if verification.status == "failed":
         verification = _recheck_in_float64(verification, lowered, golden, budget_mb)
     return verification, golden
-
-
-def recorded(lowered: Any) -> list[str]:
-    """The intermediate tensors a golden run must record (``lowered``: a
-    ``_core.LoweringResult``): the outputs of nodes without a rule (fed to the program as
-    inputs) and the framework's random draws, from the same run as the outputs they are
-    compared with."""
-    fed = fed_outputs(lowered)
-    return fed + [d["value_of"] for d in lowered.random if d["value_of"] not in fed]
 
 
 def _on_reduced_workload(

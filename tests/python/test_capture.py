@@ -345,12 +345,12 @@ def test_verification_and_sol_report_on_a_hand_written_program():
     model, inputs, cap = captured("mlp")
     golden = cap.golden(model, inputs)
     v = verify_whole(MLP_IR, cap.document, golden)
-    assert v["status"] == "passed", v
-    (out,) = v["outputs"]
+    assert v.status == "passed", v
+    (out,) = v.outputs
     assert out["name"] == "addmm_1" and out["max_abs_err"] < 1e-5
     assert (out["rtol"], out["atol"]) == TOLERANCES["f32"]
     wrong = dict(golden, addmm_1=golden["addmm_1"] + np.float32(1e-2))
-    assert verify_whole(MLP_IR, cap.document, wrong)["status"] == "failed"
+    assert verify_whole(MLP_IR, cap.document, wrong).status == "failed"
     report = stages.analyze(MLP_IR, "H100-SXM", _core.AnalysisOptions())
     data, table = json.loads(report.to_json()), report.render()
     assert data["hardware"]["name"] == "H100-SXM"

@@ -325,7 +325,7 @@ def test_tied_indices_are_accepted_only_when_they_select_equal_keys():
 
 
 def test_the_topk_indices_are_found_once_per_check(monkeypatch):
-    from solar import stages
+    from solar.verify import whole
     from solar.verify.whole import topk_indices
 
     calls = []
@@ -335,7 +335,7 @@ def test_the_topk_indices_are_found_once_per_check(monkeypatch):
         calls.append(document)
         return found(document)
 
-    monkeypatch.setattr(stages, "topk_indices", counted)
+    monkeypatch.setattr(whole, "topk_indices", counted)
     data = solar.analyze_file(MODELS / "topk_ties.py", hw="H100-SXM").data
     assert "verified up to ties in topk" in data["verification"]["detail"]
     # one topk's indices: found once, by the check, which records their keys in the golden run

@@ -368,7 +368,8 @@ def test_a_model_that_captures_differently_names_the_nodes_and_the_real_capture_
     # node differs.
     import torch
 
-    from solar.torch import TorchCaptured, differing_nodes, prefer_real
+    from solar.torch import prefer_real
+    from solar.torch.capture import TorchCaptured, differing_nodes
 
     fake = _document("aten.add.Tensor", "aten.mul.Tensor")
     real = _document("aten.add.Tensor", "aten.mul.Scalar")

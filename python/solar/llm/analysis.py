@@ -147,7 +147,8 @@ def with_fallback(
 ):
     """The model file captured, each node without a rule replaced by the agent's verified
     fragment (``translate_unsupported``), as a Captured with the real model's golden data."""
-    from solar.torch import TorchCaptured, _no_recapture, capture_file
+    from solar.torch import _no_recapture, capture_file
+    from solar.torch.capture import TorchCaptured
 
     cap, run_golden = capture_file(path, golden=True)
     golden = run_golden()

@@ -24,16 +24,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from solar._modelfile import framework_of
 from solar.options import DEFAULT_HW, AnalysisError, Options
 from solar.stages import Report, run
 from solar.verify.float64 import NO_FLOAT64_MODEL, Float64UnavailableError
-from solar.verify.per_op import OpConfig
+
+if TYPE_CHECKING:
+    from solar.torch.capture import TorchCaptured
 
 __all__ = [
     "TorchCaptured",
@@ -46,96 +45,14 @@ __all__ = [
 ]
 
 
-@dataclass
-class TorchCaptured:
-    """A PyTorch capture (``solar.torch.capture.Capture`` or ``TrainCapture``) with what makes its
-    golden data: the ``model`` and ``inputs`` it traced (real, or FakeTensors), ``build()`` that
-    builds them for real (a model file), or ``given`` golden data (a dict or a function of the
-    wanted intermediates). ``recapture(model, inputs)``: the same program captured again (the
-    float64 rebuild, a capture of the real model)."""
+def __getattr__(name: str) -> Any:
+    """``TorchCaptured`` lives with the capture (``solar.torch.capture``, which imports torch):
+    named here without importing torch until it is asked for."""
+    if name == "TorchCaptured":
+        from solar.torch.capture import TorchCaptured
 
-    capture: Any
-    recapture: Callable[[Any, tuple], Any]
-    model: Any = None
-    inputs: tuple = ()
-    build: Callable[[], tuple[Any, tuple]] | None = None
-    given: Any = None
-    agent: list[dict] | None = None  # --llm-fallback: the nodes the LLM agent wrote
-    default_policy: str | None = None
-    translation: Any = None
-    rechecks_in_float64: bool = True
-    # A model built without weights: its reduced twin's step, ``() -> (TorchCaptured, what)``,
-    # verified in its place (``solar.stages.verify``; ``solar.torch.serve.twin_step``).
-    twin: Callable[[], tuple[Any, str]] | None = None
-    # A benchmark workload: the same definition at a reduced workload, ``() -> (TorchCaptured,
-    # what)``, verified whole where the whole program is over the verification budgets
-    # (``solar.stages.verify``; ``solar.torch.definition.reduced_workload``).
-    reduced: Callable[[], tuple[Any, str]] | None = None
-
-    @property
-    def document(self) -> dict:
-        return self.capture.document
-
-    @property
-    def golden_notes(self) -> list[str]:
-        return self.capture.golden_notes
-
-    def to_json(self) -> str:
-        return self.capture.to_json()
-
-    def _real(self) -> bool:
-        from solar.torch.capture import is_fake
-
-        return self.model is not None and not is_fake(self.inputs)
-
-    @property
-    def has_data(self) -> bool:
-        return self.given is not None or self.build is not None or self._real()
-
-    def golden(self, wanted: list[str]) -> dict[str, np.ndarray]:
-        if self.given is not None:
-            return self.given(wanted) if callable(self.given) else self.given
-        if self._real():
-            return self.capture.golden(self.model, self.inputs, wanted)
-        from solar.torch.capture import check_real_build, real_build_bytes
-
-        source = str(self.document.get("source"))
-        need = real_build_bytes(self.model)
-        per_op = f"a --verify-budget-mb under {need / 1e6:.0f} to verify it per op"
-        if self.model is not None and getattr(self.model, "config", None) is not None:
-            per_op += " (--serve verifies a reduced twin of the same architecture)"
-        check_real_build(source, need, "whole-program verification", per_op)
-        model, inputs = self.build()  # a model file built with FakeTensors: now for real
-        real = self.capture
-        if self.capture.holds_fake_values():  # lifted constants were captured as FakeTensors
-            real = self.recapture(model, inputs)
-            if real.to_json() != self.capture.to_json():
-                source = self.document.get("source")
-                raise AnalysisError(
-                    f"{source}: the model captures differently when built for real "
-                    f"({differing_nodes(self.document, real.document)}); give a larger "
-                    "--verify-budget-mb to capture the real model from the start"
-                )
-        data = real.golden(model, inputs, wanted)
-        self.capture.golden_notes = real.golden_notes
-        return data
-
-    def in_float64(self) -> TorchCaptured:
-        from solar.torch.capture import to_float64
-
-        if self.build is not None:
-            model, inputs = self.build()
-        elif self._real():
-            model, inputs = self.model, self.inputs
-        else:
-            raise Float64UnavailableError(NO_FLOAT64_MODEL)
-        model64, inputs64 = to_float64(model), to_float64(inputs)
-        return TorchCaptured(self.recapture(model64, inputs64), self.recapture, model64, inputs64)
-
-    def per_op_cases(self, skip: set[str], budget_bytes: int) -> list[OpConfig]:
-        from solar.torch._per_op import per_op_configs
-
-        return per_op_configs(self.document, skip, budget_bytes)
+        return TorchCaptured
+    raise AttributeError(f"module 'solar.torch' has no attribute '{name}'")
 
 
 def captured_call(
@@ -148,7 +65,7 @@ def captured_call(
     """``model(*example_inputs)``'s forward or training step (``options.program``), captured;
     ``specialise``: values of the data decide the forward, traced on them at once
     (``solar.torch.capture.capture``)."""
-    from solar.torch.capture import capture, capture_train
+    from solar.torch.capture import TorchCaptured, capture, capture_train
 
     inputs = (
         tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
@@ -169,6 +86,7 @@ def captured_file(path: str, options: Options, prog: str = "solar") -> TorchCapt
     """A model file's forward or training step (``options.program``), captured with FakeTensors
     when the model can be built so (no memory), else built for real (a note on stderr)."""
     from solar.torch.capture import (
+        TorchCaptured,
         capture,
         capture_model_file,
         capture_train,
@@ -197,25 +115,6 @@ def captured_file(path: str, options: Options, prog: str = "solar") -> TorchCapt
     return prefer_real(captured, options, prog)
 
 
-def differing_nodes(fake: dict, real: dict) -> str:
-    """Which nodes of two captures of one model differ: the count and the first three, each
-    as ``name (op)`` in the first capture against the second; or how the tensors differ."""
-
-    def key(node: dict) -> str:
-        return f"{node['name']} ({node['op']})"
-
-    a, b = fake["nodes"], real["nodes"]
-    differ = [(x, y) for x, y in zip(a, b, strict=False) if x != y]
-    if not differ and len(a) == len(b):
-        return "the same nodes; their tensors differ"
-    shown = ", ".join(f"{key(x)} / {key(y)}" for x, y in differ[:3])
-    more = f" and {len(differ) - 3} more" if len(differ) > 3 else ""
-    counts = f"{len(a)} node(s) built with FakeTensors, {len(b)} built for real"
-    if not differ:
-        return counts
-    return f"{counts}; {len(differ)} differ: {shown}{more} (FakeTensors / real)"
-
-
 def whole_verified(captured: TorchCaptured, options: Options) -> bool:
     """Whether ``captured``'s whole program will be verified on its golden run: verification
     on, not per op, and the graph's tensors within ``--verify-budget-mb``."""
@@ -233,7 +132,7 @@ def prefer_real(captured: TorchCaptured, options: Options, prog: str) -> TorchCa
     the two captures differ, stderr names the nodes that do."""
     import sys
 
-    from solar.torch.capture import is_fake
+    from solar.torch.capture import TorchCaptured, differing_nodes, is_fake
 
     if not whole_verified(captured, options) or not is_fake(captured.inputs):
         return captured
@@ -299,6 +198,8 @@ def analyze_capture(
     a dict, a function ``golden(wanted_intermediates) -> dict``, or None (no real data: per-op
     verification). Without its model, a failed check is not rechecked in float64 (the report
     says so)."""
+    from solar.torch.capture import TorchCaptured
+
     opts = Options.of(hw, policy=policy, **options)
     return run(lambda: TorchCaptured(cap, _no_recapture, given=golden), opts)
 

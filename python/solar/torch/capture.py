@@ -32,6 +32,7 @@ import torch
 from solar import document as capture_document
 from solar._modelfile import call_model_code, import_model_file, within_build_budget
 from solar.document import write_npz
+from solar.options import AnalysisError
 from solar.torch._golden import has_fp4_products, has_random_dropout, run_graph, to_numpy
 from solar.torch._serialize import serialize
 from solar.torch._trace import (
@@ -42,6 +43,8 @@ from solar.torch._trace import (
     on_cpu_mode,
     trace,
 )
+from solar.verify.float64 import NO_FLOAT64_MODEL, Float64UnavailableError
+from solar.verify.per_op import OpConfig
 
 # transformers warns, once per kernel, that a hybrid's layers fall back to their reference
 # PyTorch implementation (causal_conv1d, flash-linear-attention not installed): SOLAR traces
@@ -570,3 +573,112 @@ def _source_of(model: Any) -> str | None:
         return os.path.basename(inspect.getsourcefile(target) or "") or None
     except (TypeError, OSError):
         return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The adapter's Captured
+
+
+@dataclass
+class TorchCaptured:
+    """A PyTorch capture (``solar.torch.capture.Capture`` or ``TrainCapture``) with what makes its
+    golden data: the ``model`` and ``inputs`` it traced (real, or FakeTensors), ``build()`` that
+    builds them for real (a model file), or ``given`` golden data (a dict or a function of the
+    wanted intermediates). ``recapture(model, inputs)``: the same program captured again (the
+    float64 rebuild, a capture of the real model)."""
+
+    capture: Any
+    recapture: Callable[[Any, tuple], Any]
+    model: Any = None
+    inputs: tuple = ()
+    build: Callable[[], tuple[Any, tuple]] | None = None
+    given: Any = None
+    agent: list[dict] | None = None  # --llm-fallback: the nodes the LLM agent wrote
+    default_policy: str | None = None
+    translation: Any = None
+    rechecks_in_float64: bool = True
+    # A model built without weights: its reduced twin's step, ``() -> (TorchCaptured, what)``,
+    # verified in its place (``solar.stages.verify``; ``solar.torch.serve.twin_step``).
+    twin: Callable[[], tuple[Any, str]] | None = None
+    # A benchmark workload: the same definition at a reduced workload, ``() -> (TorchCaptured,
+    # what)``, verified whole where the whole program is over the verification budgets
+    # (``solar.stages.verify``; ``solar.torch.definition.reduced_workload``).
+    reduced: Callable[[], tuple[Any, str]] | None = None
+
+    @property
+    def document(self) -> dict:
+        return self.capture.document
+
+    @property
+    def golden_notes(self) -> list[str]:
+        return self.capture.golden_notes
+
+    def to_json(self) -> str:
+        return self.capture.to_json()
+
+    def _real(self) -> bool:
+        return self.model is not None and not is_fake(self.inputs)
+
+    @property
+    def has_data(self) -> bool:
+        return self.given is not None or self.build is not None or self._real()
+
+    def golden(self, wanted: list[str]) -> dict[str, np.ndarray]:
+        if self.given is not None:
+            return self.given(wanted) if callable(self.given) else self.given
+        if self._real():
+            return self.capture.golden(self.model, self.inputs, wanted)
+        source = str(self.document.get("source"))
+        need = real_build_bytes(self.model)
+        per_op = f"a --verify-budget-mb under {need / 1e6:.0f} to verify it per op"
+        if self.model is not None and getattr(self.model, "config", None) is not None:
+            per_op += " (--serve verifies a reduced twin of the same architecture)"
+        check_real_build(source, need, "whole-program verification", per_op)
+        model, inputs = self.build()  # a model file built with FakeTensors: now for real
+        real = self.capture
+        if self.capture.holds_fake_values():  # lifted constants were captured as FakeTensors
+            real = self.recapture(model, inputs)
+            if real.to_json() != self.capture.to_json():
+                source = self.document.get("source")
+                raise AnalysisError(
+                    f"{source}: the model captures differently when built for real "
+                    f"({differing_nodes(self.document, real.document)}); give a larger "
+                    "--verify-budget-mb to capture the real model from the start"
+                )
+        data = real.golden(model, inputs, wanted)
+        self.capture.golden_notes = real.golden_notes
+        return data
+
+    def in_float64(self) -> TorchCaptured:
+        if self.build is not None:
+            model, inputs = self.build()
+        elif self._real():
+            model, inputs = self.model, self.inputs
+        else:
+            raise Float64UnavailableError(NO_FLOAT64_MODEL)
+        model64, inputs64 = to_float64(model), to_float64(inputs)
+        return TorchCaptured(self.recapture(model64, inputs64), self.recapture, model64, inputs64)
+
+    def per_op_cases(self, skip: set[str], budget_bytes: int) -> list[OpConfig]:
+        from solar.torch._per_op import per_op_configs
+
+        return per_op_configs(self.document, skip, budget_bytes)
+
+
+def differing_nodes(fake: dict, real: dict) -> str:
+    """Which nodes of two captures of one model differ: the count and the first three, each
+    as ``name (op)`` in the first capture against the second; or how the tensors differ."""
+
+    def key(node: dict) -> str:
+        return f"{node['name']} ({node['op']})"
+
+    a, b = fake["nodes"], real["nodes"]
+    differ = [(x, y) for x, y in zip(a, b, strict=False) if x != y]
+    if not differ and len(a) == len(b):
+        return "the same nodes; their tensors differ"
+    shown = ", ".join(f"{key(x)} / {key(y)}" for x, y in differ[:3])
+    more = f" and {len(differ) - 3} more" if len(differ) > 3 else ""
+    counts = f"{len(a)} node(s) built with FakeTensors, {len(b)} built for real"
+    if not differ:
+        return counts
+    return f"{counts}; {len(differ)} differ: {shown}{more} (FakeTensors / real)"

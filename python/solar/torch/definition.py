@@ -741,9 +741,10 @@ class Captures:
         WHY") and the notes that say so. ``made``: the workload's inputs and ``run`` on them,
         whose fixed values (its non-tensor arguments) a shared capture must have too;
         ``build``: the same made for real, for the golden run of a capture of FakeTensors."""
-        from solar.torch import TorchCaptured, captured_call
+        from solar.torch import captured_call
         from solar.torch._symbolic import NotBoundError
         from solar.torch._trace import DataDependentError
+        from solar.torch.capture import TorchCaptured
 
         self._done.add(workload.index)
         source = f"{self.definition.name}:{workload.uuid}"

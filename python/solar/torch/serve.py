@@ -523,8 +523,7 @@ def serve_file(
     and its real build (``real_build_bytes``) within ``--verify-budget-mb``. A larger causal
     LM is verified on a reduced twin (``twin_of``), a larger ``get_serve_inputs`` decoder per
     op at full size."""
-    from solar.torch import TorchCaptured
-    from solar.torch.capture import capture, check_real_build, real_build_bytes
+    from solar.torch.capture import TorchCaptured, capture, check_real_build, real_build_bytes
 
     path = os.fspath(path)
     program = options.program
@@ -666,8 +665,7 @@ def twin_step(lm: Any, phase: str, batch: int, source: str) -> tuple[Any, str]:
     ``AnalysisError`` when the twin cannot be built."""
     import torch
 
-    from solar.torch import TorchCaptured
-    from solar.torch.capture import capture
+    from solar.torch.capture import TorchCaptured, capture
 
     config, what = twin_narrow_enough(lm)
     dtypes = [p.dtype for p in lm.parameters() if p.is_floating_point()]

@@ -3,7 +3,8 @@
 chooses and runs the checks is ``solar.stages.verify``; the checks are here:
 
 - ``solar.verify.whole``: the whole program run on the framework's golden data, output by
-  output (``verify_whole``, ``compare_output`` by the C++ oracle, ``TOLERANCES``);
+  output (``check_whole``: the golden run and ``verify_whole``; ``compare_output`` by the C++
+  oracle, ``TOLERANCES``);
 - ``solar.verify.float64``: a failed check run again in float64, both sides
   (``recheck_in_float64``, ``conditioned_recheck``);
 - ``solar.verify.budget``: whole program or per op, by the budgets (``choose_mode``, the
@@ -27,12 +28,6 @@ class GoldenUnavailableError(Exception):
     """Raised by a capture's golden function when its framework cannot record a tensor the
     verification needs (e.g. an intermediate of JAX's jitted run); the verification is then
     "not_run" with the message as its reason."""
-
-
-def fed_outputs(lowering: Any) -> list[str]:
-    """The outputs of nodes without a rule (``lowering``: a ``_core.LoweringResult``): the
-    program reads them as inputs, fed from the framework's run."""
-    return [o for u in lowering.unsupported for o in u["outputs"]]
 
 
 @dataclass(frozen=True)

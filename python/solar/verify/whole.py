@@ -12,12 +12,41 @@ import numpy as np
 from solar import _core, ir
 from solar.document import REAL_FLOATS, framework_name
 from solar.options import AnalysisError
-from solar.verify import Verification, fed_outputs
+from solar.verify import GoldenUnavailableError, Verification, not_run
 
 # (rtol, atol) per dtype, from the C++ oracle's one table (exec/verify.h). The framework computes
 # in the dtype, SOLAR's executor in double and rounds once per store, so the difference is the
 # framework's rounding: a few ulps times a reduction's depth.
 TOLERANCES = {d: _core.tolerance(d) for d in ("f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2")}
+
+
+def check_whole(lowering: Any, captured: Any) -> tuple[Verification, dict[str, np.ndarray]]:
+    """The whole-program check of ``lowering`` (a ``_core.LoweringResult``) against
+    ``captured`` (a ``solar.stages.Captured``): one golden run of the framework, recording
+    what the check needs besides the outputs (``recorded``, the keys of topk indices), then
+    ``verify_whole``; and the golden data ("not_run" and none when the framework cannot record
+    them: ``GoldenUnavailableError``)."""
+    ties = topk_indices(captured.document)  # their keys recorded, then compared
+    try:
+        golden = captured.golden([*recorded(lowering), *(t["keys"] for t in ties.values())])
+    except GoldenUnavailableError as e:
+        return not_run(f"{e}; the lowered program was NOT checked", "whole_program"), {}
+    return verify_whole(lowering, captured.document, golden, lowering, ties), golden
+
+
+def fed_outputs(lowering: Any) -> list[str]:
+    """The outputs of nodes without a rule (``lowering``: a ``_core.LoweringResult``): the
+    program reads them as inputs, fed from the framework's run."""
+    return [o for u in lowering.unsupported for o in u["outputs"]]
+
+
+def recorded(lowering: Any) -> list[str]:
+    """The intermediate tensors a golden run must record (``lowering``: a
+    ``_core.LoweringResult``): the outputs of nodes without a rule (fed to the program as
+    inputs) and the framework's random draws, from the same run as the outputs they are
+    compared with."""
+    fed = fed_outputs(lowering)
+    return fed + [d["value_of"] for d in lowering.random if d["value_of"] not in fed]
 
 
 def verify_whole(
