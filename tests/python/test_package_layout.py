@@ -253,7 +253,14 @@ def test_only_the_torch_adapter_imports_torch_at_module_level():
 
 
 # What loads a model file (imports it and builds its model): the adapters' own loaders.
-LOADERS = ("import_model_file", "load_model_file", "model_module", "capture_model_file")
+LOADERS = (
+    "import_model_file",
+    "load_model_file",
+    "load_model",
+    "model_file",
+    "model_module",
+    "capture_model_file",
+)
 
 
 def test_nothing_outside_the_adapters_loads_a_model_file():

@@ -423,14 +423,56 @@ def load_model_file(
         return _load_model_file(path, fake)
 
 
-def _load_model_file(path: str, fake: bool | str) -> tuple[Any, tuple]:
-    module = model_module(path)
-    for attr in ("Model", "get_inputs", "get_init_inputs"):
+# What a benchmark-style model file defines, and says so when it does not.
+MODEL_FILE_NAMES = ("Model", "get_inputs", "get_init_inputs")
+MODEL_FILE = " (a model file defines class Model(nn.Module), get_inputs() and get_init_inputs())"
+
+
+def model_file(
+    path: str,
+    prefix: str = "_solar_model_",
+    needs: tuple[str, ...] = MODEL_FILE_NAMES,
+    expected: str = MODEL_FILE,
+) -> Any:
+    """The model file imported (``model_module``, as ``prefix`` + its name) with the names it
+    must define (``needs``): a one-line ``CaptureError`` naming the first it lacks, then
+    ``expected``."""
+    module = model_module(path, prefix)
+    for attr in needs:
         if not hasattr(module, attr):
-            raise CaptureError(
-                f"{path}: defines no '{attr}' (a model file defines class Model(nn.Module), "
-                "get_inputs() and get_init_inputs())"
+            raise CaptureError(f"{path}: defines no '{attr}'{expected}")
+    return module
+
+
+def load_model(
+    path: str, weights: bool, prog: str, prefix: str, needs: tuple[str, ...], expected: str
+) -> tuple[Any, Any, Any]:
+    """``(module, model, mode)``: the model file (``model_file``) and its
+    ``Model(*get_init_inputs())`` (``build_model``), built for real (mode None) or, without
+    ``weights``, on the meta device with FakeTensors of ``mode`` (no weight memory); a model
+    whose init reads tensor values is then built for real, a note on stderr (prefixed with
+    ``prog``) first. The serving decoder's loader (``solar.torch.serve``); ``load_model_file``
+    builds a model file's inputs too."""
+    module = model_file(path, prefix, needs, expected)
+    if not weights:
+        try:
+            model, mode = build_model(path, module, "meta")
+            return module, model, mode
+        except CaptureError:  # past the build budget, or an uninitialised Model: as for real
+            raise
+        except Exception as e:  # an init that reads tensor values: built for real
+            text = " ".join(str(e).split("\n")[0].split())[:120]
+            print(
+                f"{prog}: note: {os.path.basename(path)} cannot be built without its weights "
+                f"({type(e).__name__}: {text}); building it for real",
+                file=sys.stderr,
             )
+    model, _ = build_model(path, module, "real")
+    return module, model, None
+
+
+def _load_model_file(path: str, fake: bool | str) -> tuple[Any, tuple]:
+    module = model_file(path)
     # (a failure with FakeTensors is retried for real by capture_model_file)
     how = "real" if not fake else ("meta" if fake == "meta" else "fake")
     model, mode = build_model(path, module, how)
@@ -454,8 +496,8 @@ def build_model(path: str, module: Any, how: str) -> tuple[Any, Any]:
     tensors FakeTensors of the mode). The file's own code stops after the build budget
     (``within_build_budget``) and its errors are one line naming its line; a ``Model`` whose
     ``__init__`` skips ``super().__init__()`` is refused (``_check_initialised``). The one
-    loader of a model's build: ``load_model_file`` and the serving decoder
-    (``solar.torch.serve``) call it."""
+    loader of a model's build: ``load_model_file`` and ``load_model`` (the serving decoder's)
+    call it."""
     torch.manual_seed(0)
     get_init = getattr(module, "get_init_inputs", list)
     if how == "real":

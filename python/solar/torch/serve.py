@@ -66,36 +66,6 @@ class Step:
     name: str  # the causal LM's class, or the model's
 
 
-def _load(path: str, weights: bool, prog: str = "solar") -> tuple[Any, Any, Any]:
-    """The model file's module, ``Model(*get_init_inputs())`` built after
-    ``torch.manual_seed(0)``, and the FakeTensorMode its tensors live in: ``weights=False``
-    builds it without weights (``solar.torch.capture.without_weights``: no weight memory; a
-    model whose init reads tensor values is built for real, a note on stderr first), else
-    for real (mode None)."""
-    import sys
-
-    from solar.torch.capture import CaptureError, build_model, model_module
-
-    module = model_module(path, "_solar_serve_")
-    if not hasattr(module, "Model"):
-        raise AnalysisError(f"{path}: defines no 'Model'; {EXPECTED}")
-    if not weights:
-        try:
-            model, mode = build_model(path, module, "meta")
-            return module, model, mode
-        except CaptureError:  # past the build budget, or an uninitialised Model: as for real
-            raise
-        except Exception as e:  # an init that reads tensor values: built for real
-            text = " ".join(str(e).split("\n")[0].split())[:120]
-            print(
-                f"{prog}: note: {os.path.basename(path)} cannot be built without its weights "
-                f"({type(e).__name__}: {text}); building it for real",
-                file=sys.stderr,
-            )
-    model, _ = build_model(path, module, "real")
-    return module, model, None
-
-
 def causal_lms(model: Any) -> list[tuple[str, Any]]:
     """The outermost Hugging Face causal LMs in ``model`` (itself included): ``(path, module)``
     for each ``transformers.PreTrainedModel`` that can generate (has a language-model head)
@@ -169,7 +139,11 @@ def _within(mode: Any) -> Any:
 def load_decoder(path: str, weights: bool = True, prog: str = "solar") -> Decoder:
     """The model file as a decoder (module doc), built for real (``weights``) or without its
     weights (its steps' tensors are then FakeTensors); a one-line error when it is none."""
-    module, model, mode = _load(path, weights, prog)
+    from solar.torch.capture import load_model
+
+    module, model, mode = load_model(
+        path, weights, prog, "_solar_serve_", ("Model",), f"; {EXPECTED}"
+    )
     if hasattr(module, HOOK):
         return Decoder(path, module, model, mode=mode)
     lms = causal_lms(model)
