@@ -245,13 +245,13 @@ class Captured(Protocol):
         available for this framework)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Lowered:
     """The lowered program of a capture, held once: ``result`` is the engine's
     ``_core.LoweringResult`` (ir, program, unsupported, random, coverage, tensor_phases, ...)."""
 
-    captured: Any
-    result: Any
+    captured: Captured
+    result: _core.LoweringResult
     options: LoweringOptions
 
     @property
@@ -259,7 +259,7 @@ class Lowered:
         return self.result.ir
 
     @property
-    def program(self) -> Any:
+    def program(self) -> _core.Program:
         """The checked ``solar.Program``: the one parse of the analysis (verification, the
         mode's estimate and the analysis read it)."""
         return self.result.program
