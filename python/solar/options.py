@@ -110,15 +110,18 @@ _NAMED_KEYWORDS = (
     "measured_on",
     "measured_method",
     "measured_nodes",
+    "top",
+    "serving",
 )
 
 
 @dataclass(frozen=True)
 class AnalysisOptions:
     """The device, the precision policy (None: the adapter's default) and the keywords of the
-    engine's analysis options (``_core.AnalysisOptions``: docs/report.md); ``extra``: its other
-    keywords (``capacity``, ``level``, ``sizes``, ``sets``, ``top``), as ``(name, value)``
-    pairs."""
+    engine's analysis options (``_core.AnalysisOptions``: docs/report.md; ``top``: the groups and
+    ops a report shows; ``serving``: a serving step, whose outputs stay on the devices that
+    write them); ``extra``: its other keywords (``capacity``, ``level``, ``sizes``, ``sets``),
+    as ``(name, value)`` pairs."""
 
     hw: str = DEFAULT_HW
     policy: str | None = None
@@ -132,6 +135,8 @@ class AnalysisOptions:
     measured_on: str | None = None
     measured_method: str | None = None
     measured_nodes: str | None = None
+    top: int | None = None
+    serving: bool | None = None
     extra: tuple[tuple[str, Any], ...] = ()
 
     def keywords(self) -> dict[str, Any]:

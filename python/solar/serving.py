@@ -102,16 +102,17 @@ def run_serving(
     phase, batches, context = program.phase, program.batches, program.context
     verify = options.verification.enabled
     analysis = options.analysis
+    changes: dict[str, Any] = {}
     if analysis.parallel is not None or analysis.devices is not None:
         # In parallel, the step's outputs (its KV-cache rows, its logits) stay on the devices
         # that write them (docs/serving.md, "Serving in parallel").
-        extra = (*(kv for kv in analysis.extra if kv[0] != "serving"), ("serving", True))
-        options = options.replace(analysis={"extra": extra})
-    if not any(k == "top" for k, _ in options.analysis.extra):
+        changes["serving"] = True
+    if analysis.top is None:
         # The step's report shows its 3 heaviest cache groups and slowest ops (the JSON has
         # them all), so that a decode step's report and table fit one screen.
-        extra = (*options.analysis.extra, ("top", SERVING_TOP))
-        options = options.replace(analysis={"extra": extra})
+        changes["top"] = SERVING_TOP
+    if changes:
+        options = options.replace(analysis=changes)
     reports = []
     with timed(stage_times, "capture"):
         step = load_steps()
