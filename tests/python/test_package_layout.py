@@ -252,6 +252,30 @@ def test_only_the_torch_adapter_imports_torch_at_module_level():
     assert eager == []
 
 
+# The one module outside the PyTorch adapter that imports torch itself (inside its functions):
+# the calibration's timing of PyTorch kernels on a GPU.
+TORCH_OUTSIDE_THE_ADAPTER = ["solar.timing.calibrate"]
+
+
+def test_torch_itself_is_imported_by_the_torch_adapter_only():
+    # Any import of torch, at any depth of a module (inside functions too): outside solar.torch
+    # a module reaches PyTorch through the adapter (``from solar import torch``), never itself.
+    found = set()
+    for name, path in sorted(modules().items()):
+        if name == "solar.torch" or name.startswith("solar.torch."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            if any(re.match(r"torch(\.|$)", n) for n in names):
+                found.add(name)
+    assert sorted(found) == TORCH_OUTSIDE_THE_ADAPTER
+
+
 # What loads a model file (imports it and builds its model): the adapters' own loaders.
 LOADERS = (
     "import_model_file",

@@ -118,13 +118,11 @@ def progress(line: str) -> None:
 
 
 def _framework_version(framework: str) -> str:
-    if framework == "JAX":
-        import jax
+    """The framework's release (PyTorch's without its local build tag: 2.13.0, not 2.13.0+cpu),
+    from its installed metadata: the framework itself is not imported here."""
+    from importlib.metadata import version
 
-        return jax.__version__
-    import torch
-
-    return torch.__version__.split("+")[0]
+    return version("jax" if framework == "JAX" else "torch").split("+")[0]
 
 
 def analyze_with_fallback(

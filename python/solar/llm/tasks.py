@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 import numpy as np
 
@@ -91,58 +90,16 @@ def _program_data(path: str, framework: str) -> tuple[list, list, list]:
 
 def op_task(document: dict, node: dict, seed: int = 0) -> tuple[Task, list[str], list[str]]:
     """The task of translating one capture node, run by itself in PyTorch on seeded random
-    inputs; also the capture tensors bound to the program's inputs (in0..) and outputs (out0..).
+    inputs (``solar.torch.op_run.run_op``); also the capture tensors bound to the program's
+    inputs (in0..) and outputs (out0..).
 
     Float inputs are standard normal, integer inputs uniform in 0..3, bool inputs random."""
-    import torch
-
-    from solar.torch._serialize import DTYPES
-    from solar.torch.capture import to_numpy
+    from solar.torch.op_run import run_op
 
     op_name = node["op"]
-    op = _resolve_op(op_name)
     tensors = {t["name"]: t for t in document["tensors"]}
-    torch_dtypes = {v: k for k, v in DTYPES.items()}
-    generator = torch.Generator().manual_seed(seed)
-    bound: list[str] = []  # capture tensor of in0, in1, ...
-    values: dict[str, torch.Tensor] = {}
-
-    def value_of(v: Any) -> Any:
-        if isinstance(v, dict) and "tensor" in v:
-            name = v["tensor"]
-            if name not in values:
-                values[name] = _random_tensor(tensors[name], torch_dtypes, generator)
-                bound.append(name)
-            return values[name]
-        if isinstance(v, list):
-            return [value_of(x) for x in v]
-        if isinstance(v, str) and v in ("inf", "-inf", "nan"):
-            return float(v)
-        return v
-
-    schema = op._schema
-    positional, keywords, lines = [], {}, []
-    for arg in schema.arguments:
-        if arg.name not in node["args"]:
-            continue  # Device, Layout, MemoryFormat: left out of the capture, defaults apply
-        raw = node["args"][arg.name]
-        value = value_of(raw)
-        if "ScalarType" in str(arg.type) and isinstance(raw, str):
-            value = torch_dtypes[raw]
-        if arg.kwarg_only:
-            keywords[arg.name] = value
-        else:
-            positional.append(value)
-        lines.append(f"{arg.name} = {_describe(raw, bound)}")
-    with torch.no_grad():
-        result = op(*positional, **keywords)
-    results = list(result) if isinstance(result, (tuple, list)) else [result]
-    out_names = [n for n in node["outputs"] if n is not None]
-    out_values = [r for r, n in zip(results, node["outputs"], strict=False) if n is not None]
-    if len(out_values) != len(out_names):
-        raise LLMError(
-            f"{op_name}: returned {len(results)} values for {len(node['outputs'])} outputs"
-        )
+    run = run_op(document, node, seed)
+    bound, out_names = run.bound, run.out_names
     ins = [
         Tensor(f"in{i}", tensors[n]["dtype"], tuple(tensors[n]["shape"]), f"capture tensor {n}")
         for i, n in enumerate(bound)
@@ -152,59 +109,27 @@ def op_task(document: dict, node: dict, seed: int = 0) -> tuple[Task, list[str],
         for i, n in enumerate(out_names)
     ]
     expected = {}
-    for t, v in zip(outs, out_values, strict=True):
+    for t, v in zip(outs, run.outputs, strict=True):
         if tuple(v.shape) != t.shape:
             raise LLMError(
                 f"{op_name}: output shape {list(v.shape)} is not the capture's {list(t.shape)}"
             )
-        expected[t.name] = (t.dtype, to_numpy(v))
+        expected[t.name] = (t.dtype, v)
     args_for_key = json.dumps(node["args"], sort_keys=True)
     for i, name in enumerate(bound):  # the key names inputs by position, not by capture name
         args_for_key = args_for_key.replace(json.dumps({"tensor": name}), f'"<in{i}>"')
     task = Task(
         label=f"node '{node['name']}' ({op_name})",
-        messages=op_prompt(op_name, str(schema), lines, ins, outs),
-        feed={t.name: to_numpy(values[n]) for t, n in zip(ins, bound, strict=True)},
+        messages=op_prompt(op_name, run.schema, run.lines, ins, outs),
+        feed={t.name: run.inputs[n] for t, n in zip(ins, bound, strict=True)},
         expected=expected,
         key={
             "kind": "op",
             "op": op_name,
-            "schema": str(schema),
+            "schema": run.schema,
             "args": args_for_key,
             "contract": [[t.name, t.dtype, list(t.shape)] for t in ins + outs],
         },
         feed_dtypes={t.name: t.dtype for t in ins},
     )
     return task, bound, out_names
-
-
-def _resolve_op(name: str) -> Any:
-    import torch
-
-    parts = name.split(".")
-    if len(parts) != 3 or parts[0] != "aten":
-        raise LLMError(f"'{name}' is not an ATen operator; the fallback translates ATen ops only")
-    try:
-        return getattr(getattr(torch.ops.aten, parts[1]), parts[2])
-    except AttributeError:
-        raise LLMError(f"unknown ATen operator '{name}'") from None
-
-
-def _random_tensor(info: dict, torch_dtypes: dict, generator: Any) -> Any:
-    import torch
-
-    dtype = torch_dtypes[info["dtype"]]
-    shape = tuple(info["shape"])
-    if dtype == torch.bool:
-        return torch.randint(0, 2, shape, generator=generator).to(torch.bool)
-    if dtype.is_floating_point:
-        return torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype)
-    return torch.randint(0, 4, shape, generator=generator, dtype=dtype)
-
-
-def _describe(raw: Any, bound: list[str]) -> str:
-    if isinstance(raw, dict) and "tensor" in raw:
-        return f"in{bound.index(raw['tensor'])}"
-    if isinstance(raw, list):
-        return "[" + ", ".join(_describe(x, bound) for x in raw) + "]"
-    return json.dumps(raw)
