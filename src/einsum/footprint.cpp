@@ -10,6 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "solar/einsum/translation.h"
 #include "solar/ir/dtype.h"
 #include "solar/util/checked.h"
 #include "solar/util/error.h"
@@ -783,11 +784,6 @@ std::optional<int64_t> progressions_union(const std::vector<Image>& images, int6
 }  // namespace
 
 bool same_map(const AccessMap& a, const AccessMap& b) {
-  const auto same_domain = [](const ir::AffineDomain& x, const ir::AffineDomain& y) {
-    return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const auto& l, const auto& r) {
-      return l.var == r.var && l.lo == r.lo && l.hi == r.hi;
-    });
-  };
   return a.data_dependent == b.data_dependent && a.moved == b.moved && a.offset == b.offset &&
          a.index == b.index && a.strides == b.strides && a.extent == b.extent &&
          a.guarded == b.guarded && same_domain(a.domain, b.domain) && a.text == b.text;

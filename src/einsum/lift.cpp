@@ -21,6 +21,7 @@
 #include "footprint.h"
 #include "solar/einsum/graph.h"
 #include "solar/einsum/lift_count.h"
+#include "solar/einsum/translation.h"
 #include "solar/ir/checker.h"
 #include "solar/ir/diagnostic.h"
 #include "solar/ir/printer.h"
@@ -302,9 +303,9 @@ class Lifter {
     return std::make_pair(name.substr(0, eq + 1), v);
   }
 
-  // How every index constant of a's moving maps moves to b's (nullopt: b is not a moved a). b
-  // must be the next iteration of a's statement: its name a's with the last repeat index one more
-  // (the same kernel, the other repeat indices the same).
+  // How every index constant of a's moving maps moves to b's (map_shift; nullopt: b is not a
+  // moved a). b must be the next iteration of a's statement: its name a's with the last repeat
+  // index one more (the same kernel, the other repeat indices the same).
   std::optional<std::vector<int64_t>> step_delta(const Node& a, const Node& b) const {
     const auto x_at = last_binding(a.name);
     const auto y_at = last_binding(b.name);
@@ -316,13 +317,7 @@ class Lifter {
         a.reads.size() != b.reads.size() || a.writes[0].tensor != b.writes[0].tensor) {
       return std::nullopt;
     }
-    if (a.domain.size() != b.domain.size()) return std::nullopt;
-    for (size_t k = 0; k < a.domain.size(); ++k) {
-      if (a.domain[k].var != b.domain[k].var || !(a.domain[k].lo == b.domain[k].lo) ||
-          !(a.domain[k].hi == b.domain[k].hi)) {
-        return std::nullopt;
-      }
-    }
+    if (!same_domain(a.domain, b.domain)) return std::nullopt;
     const std::vector<const AccessMap*> x = moving_maps(a), y = moving_maps(b);
     if (x.size() != y.size()) return std::nullopt;
     std::vector<int64_t> delta;
@@ -330,16 +325,15 @@ class Lifter {
     for (size_t k = 0; k < x.size(); ++k) {
       const AccessMap& p = *x[k];
       const AccessMap& q = *y[k];
-      if (p.offset != q.offset || p.strides != q.strides || p.extent != q.extent ||
-          p.guarded != q.guarded || p.index.size() != q.index.size() ||
+      // each map of the same tensor (its text's name) at the same offset, only its index moved
+      // (no map of a scan step is data-dependent: scan_step)
+      const std::optional<MapShift> shift = map_shift(p, q);
+      if (!shift || shift->offset != 0 ||
           p.text.substr(0, p.text.find('[')) != q.text.substr(0, q.text.find('['))) {
         return std::nullopt;
       }
-      for (size_t d = 0; d < p.index.size(); ++d) {
-        if (p.index[d].coeffs != q.index[d].coeffs) return std::nullopt;
-        delta.push_back(q.index[d].constant - p.index[d].constant);
-        moves = moves || (k + 1 == x.size() && delta.back() != 0);
-      }
+      delta.insert(delta.end(), shift->index.begin(), shift->index.end());
+      moves = moves || (k + 1 == x.size() && shift->moves());  // the write moves
     }
     if (!moves) return std::nullopt;
     return delta;

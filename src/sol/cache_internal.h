@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "solar/einsum/translation.h"
 #include "solar/ir/affine.h"
 #include "solar/ir/dtype.h"
 #include "solar/sol/analysis.h"
@@ -294,18 +295,13 @@ struct Unit {
   std::vector<UAccess> reads, writes;
 };
 
-bool same_domain(const ir::AffineDomain& a, const ir::AffineDomain& b);
+using einsum::same_domain;  // include/solar/einsum/translation.h
 
 // A movement node that copies with affine maps over its own elements (a materialised reshape,
 // permute, slice or dtype copy): it can run inside a tiled group like an elementwise kernel.
 // A take or gather reads one element of a row chosen by its index tensor: it can run there too,
 // the chosen dimension held whole.
 bool copies_over_own_elements(const einsum::Node& n);
-
-// When `b` is `a` translated (the same einsum, every map's offset and index constants shifted by
-// the same amounts at every point, and at least one write moved): the shifts, per map (reads
-// then writes) its offset shift then one per index dimension.
-std::optional<std::vector<int64_t>> translation(const einsum::Node& a, const einsum::Node& b);
 
 // The name of a run's step loop: the innermost repeat index in the first node's name
 // ("step[t=1,u=2]": u), made distinct from the node's loops.
@@ -482,9 +478,9 @@ struct CacheOptimizer::Impl {
     for (size_t n = 0; n < n_nodes;) {
       size_t e = n + 1;
       const std::optional<std::vector<int64_t>> d =
-          e < n_nodes ? translation(g.nodes[n], g.nodes[e]) : std::nullopt;
+          e < n_nodes ? einsum::translation(g.nodes[n], g.nodes[e]) : std::nullopt;
       if (d) {
-        while (e + 1 < n_nodes && translation(g.nodes[e], g.nodes[e + 1]) == d) ++e;
+        while (e + 1 < n_nodes && einsum::translation(g.nodes[e], g.nodes[e + 1]) == d) ++e;
         ++e;
         run_delta[n] = *d;
       }

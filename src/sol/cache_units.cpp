@@ -49,14 +49,6 @@ std::pair<int64_t, int64_t> lin_range(const Lin& f, const std::vector<UVar>& var
   return {lo, hi};
 }
 
-bool same_domain(const ir::AffineDomain& a, const ir::AffineDomain& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t k = 0; k < a.size(); ++k) {
-    if (a[k].var != b[k].var || !(a[k].lo == b[k].lo) || !(a[k].hi == b[k].hi)) return false;
-  }
-  return true;
-}
-
 bool copies_over_own_elements(const einsum::Node& n) {
   if (n.kind != einsum::NodeKind::Movement) return false;
   for (const auto* list : {&n.reads, &n.writes}) {
@@ -170,42 +162,6 @@ std::optional<einsum::Node> take_over_points(const einsum::Node& n) {
 }
 
 }  // namespace
-
-std::optional<std::vector<int64_t>> translation(const einsum::Node& a, const einsum::Node& b) {
-  if (a.kind != einsum::NodeKind::Einsum || b.kind != einsum::NodeKind::Einsum ||
-      a.reduction != b.reduction || !same_domain(a.domain, b.domain) ||
-      a.reads.size() != b.reads.size() || a.writes.size() != b.writes.size()) {
-    return std::nullopt;
-  }
-  std::vector<int64_t> delta;
-  bool moves = false;
-  for (const bool write : {false, true}) {
-    const auto& xs = write ? a.writes : a.reads;
-    const auto& ys = write ? b.writes : b.reads;
-    for (size_t i = 0; i < xs.size(); ++i) {
-      if (xs[i].tensor != ys[i].tensor || xs[i].maps.size() != ys[i].maps.size()) {
-        return std::nullopt;
-      }
-      for (size_t k = 0; k < xs[i].maps.size(); ++k) {
-        const einsum::AccessMap& x = xs[i].maps[k];
-        const einsum::AccessMap& y = ys[i].maps[k];
-        if (x.data_dependent || y.data_dependent || x.guarded != y.guarded ||
-            x.strides != y.strides || x.extent != y.extent || x.index.size() != y.index.size()) {
-          return std::nullopt;
-        }
-        delta.push_back(y.offset - x.offset);
-        moves = moves || (write && y.offset != x.offset);
-        for (size_t d = 0; d < x.index.size(); ++d) {
-          if (x.index[d].coeffs != y.index[d].coeffs) return std::nullopt;
-          delta.push_back(y.index[d].constant - x.index[d].constant);
-          moves = moves || (write && delta.back() != 0);
-        }
-      }
-    }
-  }
-  if (!moves) return std::nullopt;
-  return delta;
-}
 
 std::string step_name(const einsum::Node& n) {
   std::string name = "step";
