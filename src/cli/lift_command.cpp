@@ -64,6 +64,8 @@ int run(const std::vector<std::string>& args, std::ostream& out) {
   }
   const LiftArgs a = parse_args(args);
   const ir::SymbolValues sizes = ir::parse_size_overrides(a.sizes);  // bad options before the file
+  // One parse, one check (with the overrides; a derived size may be given at the value it
+  // derives to, unlike `solar sol`), one lift of the checked program.
   const einsum::Graph g = einsum::lift(ir::parse_file(a.file), sizes);
   out << (a.dot ? einsum::graph_to_dot(g) : einsum::print_graph(g));
   return 0;

@@ -2,6 +2,7 @@
 // (include/solar/cli/lift_command.h).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,6 +12,8 @@
 
 #include "solar/cli/lift_command.h"
 #include "solar/einsum/graph.h"
+#include "solar/einsum/lift_count.h"
+#include "solar/ir/parse_count.h"
 #include "solar/ir/parser.h"
 
 namespace solar::einsum {
@@ -161,6 +164,36 @@ TEST_F(LiftCommand, PrintsTheGraphAtTheGivenSizes) {
   EXPECT_NE(out.find("macs 48,"), std::string::npos);  // 8 * 3 * 2
   EXPECT_EQ(std::get<1>(run({"--size=N=8", file, "--dot"})),
             graph_to_dot(lift_text(kSmall, {{"N", 8}})));
+}
+
+// One run parses its file once, checks it once, with the --size overrides (a derived size may be
+// given at the value it derives to), and lifts the checked program once (ir/parse_count.h,
+// einsum/lift_count.h).
+TEST_F(LiftCommand, ParsesChecksAndLiftsOnce) {
+  const std::string file = write("derived.ir",
+                                 "size N = 4\nsize M = N * 2\ninput x : f32[M]\noutput y : f32[M]\n"
+                                 "kernel k {\n  for i in 0..M:\n    y[i] = x[i]\n}\n");
+  const std::vector<std::vector<std::string>> runs = {
+      {file}, {file, "--size", "N=8"}, {file, "--size", "N=8,M=16"}, {file, "--dot"}};
+  for (const std::vector<std::string>& args : runs) {
+    const int64_t parses = ir::parse_count();
+    const int64_t checks = ir::check_count();
+    const int64_t lifts = lift_count();
+    const auto [rc, out, err] = run(args);
+    EXPECT_EQ(rc, 0) << err;
+    EXPECT_EQ(ir::parse_count() - parses, 1) << args.size();
+    EXPECT_EQ(ir::check_count() - checks, 1) << args.size();
+    EXPECT_EQ(lift_count() - lifts, 1) << args.size();
+  }
+  // A derived size at another value than it derives to: one check, and no lift.
+  const int64_t checks = ir::check_count();
+  const int64_t lifts = lift_count();
+  EXPECT_EQ(run({file, "--size", "M=9"}),
+            std::make_tuple(1, std::string(),
+                            std::string("solar lift: error: size 'M' is derived from other sizes "
+                                        "and is 8 here, not 9\n")));
+  EXPECT_EQ(ir::check_count() - checks, 1);
+  EXPECT_EQ(lift_count() - lifts, 0);
 }
 
 TEST_F(LiftCommand, Help) {

@@ -221,9 +221,10 @@ struct Graph {
   const TensorInfo* find_tensor(std::string_view name) const;
 };
 
-// Lifts a program that passes the checker at `sizes` (checked again here; DiagnosticError if not).
-// `sizes` sets free sizes (as --size does), and may also hold derived sizes at the values they
-// derive to (so the result of ir::check_or_throw can be passed as is).
+// Lifts a program that passes the checker at `sizes`: checks it (once; DiagnosticError if it does
+// not pass), then lifts the checked program. `sizes` sets free sizes (as --size does), and may
+// also hold derived sizes at the values they derive to (so the result of ir::check_or_throw can
+// be passed as is). A program checked already: lift(const ir::CheckedProgram&).
 Graph lift(const ir::Program& p, const ir::SymbolValues& sizes);
 
 // Lifts a program already checked (ir::check_program) at its bound sizes, without checking it
