@@ -1,7 +1,7 @@
 // Translations: how the index constants of one access map, or of every map of one node, move to
 // another's, the same einsum shifted by constant amounts. The lift collapses the steps of a scan
-// by them (src/einsum/lift.cpp, "Scans"); the cache-aware optimiser takes a run of translated
-// nodes as the steps of one loop (src/sol/cache_internal.h).
+// by them (src/einsum/lift_scans.cpp; docs/einsum.md, "Scans"); the cache-aware optimiser takes a
+// run of translated nodes as the steps of one loop (src/sol/cache_internal.h).
 #pragma once
 
 #include <cstdint>
