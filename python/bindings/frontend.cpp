@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bindings.h"
 #include "solar/einsum/lifted_program.h"
 #include "solar/frontend/lower.h"
 #include "solar/ir/parser.h"
+#include "solar/report/provenance.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -31,6 +33,38 @@ nb::dict unsupported_dict(const frontend::UnsupportedNode& u) {
   d["inputs"] = nb::cast(u.inputs);
   d["outputs"] = nb::cast(u.outputs);
   d["output_bytes"] = u.output_bytes;
+  return d;
+}
+
+// The report's `coverage` section of `r` (report::coverage_of), its keys in the order
+// docs/report.md lists them.
+nb::dict coverage_dict(const frontend::LowerResult& r) {
+  std::vector<report::UnsupportedOp> unsupported;
+  for (const frontend::UnsupportedNode& u : r.unsupported) {
+    unsupported.push_back(
+        {u.node, u.op, u.location, u.reason, u.inputs, u.outputs, u.output_bytes});
+  }
+  const report::Coverage c =
+      report::coverage_of(r.nodes, r.node_output_bytes, std::move(unsupported));
+  nb::list ops;
+  for (const report::UnsupportedOp& u : c.unsupported_ops) {
+    nb::dict d;
+    d["node"] = u.node;
+    d["op"] = u.op;
+    d["location"] = u.location;
+    d["reason"] = u.reason;
+    d["inputs"] = nb::cast(u.inputs);
+    d["outputs"] = nb::cast(u.outputs);
+    d["output_bytes"] = u.output_bytes;
+    ops.append(d);
+  }
+  nb::dict d;
+  d["nodes"] = c.nodes;
+  d["lowered"] = c.lowered;
+  d["unsupported_ops"] = ops;
+  d["unsupported_bytes"] = c.unsupported_bytes;
+  d["share_nodes"] = c.share_nodes;
+  d["share_bytes"] = c.share_bytes;
   return d;
 }
 
@@ -138,31 +172,7 @@ void bind_frontend(nb::module_& m) {
           },
           "Per lowered node, the tensors it writes.")
       .def_prop_ro(
-          "coverage",
-          [](const frontend::LowerResult& r) {
-            nb::list ops;
-            int64_t missing = 0;
-            for (const frontend::UnsupportedNode& u : r.unsupported) {
-              nb::dict d = unsupported_dict(u);
-              nb::del(d["index"]);
-              ops.append(d);
-              missing += u.output_bytes;
-            }
-            const int64_t lowered = r.nodes - static_cast<int64_t>(r.unsupported.size());
-            nb::dict c;
-            c["nodes"] = r.nodes;
-            c["lowered"] = lowered;
-            c["unsupported_ops"] = ops;
-            c["unsupported_bytes"] = missing;
-            c["share_nodes"] =
-                r.nodes != 0 ? static_cast<double>(r.nodes - lowered) / static_cast<double>(r.nodes)
-                             : 0.0;
-            c["share_bytes"] =
-                r.node_output_bytes != 0
-                    ? static_cast<double>(missing) / static_cast<double>(r.node_output_bytes)
-                    : 0.0;
-            return c;
-          },
+          "coverage", &coverage_dict,
           "The report's `coverage` section (docs/report.md): nodes, lowered, unsupported_ops, "
           "unsupported_bytes, share_nodes, share_bytes.");
 

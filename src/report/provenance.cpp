@@ -1,10 +1,12 @@
 // The capture, coverage and verification sections (include/solar/report/provenance.h).
 #include "solar/report/provenance.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "json_parts.h"
@@ -210,6 +212,21 @@ nlohmann::json capture_to_json(const CaptureInfo& c, const std::string& graph_so
           {"framework_version", nullable(c.framework_version)},
           {"method", c.method},
           {"source", c.source.empty() ? detail::source_name(graph_source) : c.source}};
+}
+
+Coverage coverage_of(int64_t nodes, int64_t node_output_bytes,
+                     std::vector<UnsupportedOp> unsupported_ops) {
+  Coverage c;
+  c.nodes = nodes;
+  c.lowered = nodes - static_cast<int64_t>(unsupported_ops.size());
+  for (const UnsupportedOp& u : unsupported_ops) c.unsupported_bytes += u.output_bytes;
+  c.unsupported_ops = std::move(unsupported_ops);
+  c.share_nodes =
+      nodes != 0 ? static_cast<double>(nodes - c.lowered) / static_cast<double>(nodes) : 0.0;
+  c.share_bytes = node_output_bytes != 0 ? static_cast<double>(c.unsupported_bytes) /
+                                               static_cast<double>(node_output_bytes)
+                                         : 0.0;
+  return c;
 }
 
 nlohmann::json coverage_to_json(const std::optional<Coverage>& c) {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "solar/einsum/graph.h"
 #include "solar/hw/device.h"
@@ -65,6 +66,43 @@ Report captured_report() {
                          sol::implemented_fidelities());
   r.provenance = provenance_from_json(kCapture, kCoverage, kVerification);
   return r;
+}
+
+TEST(Provenance, CoverageCountsTheNodesLeftOutAndTheirBytes) {
+  // 8 captured nodes writing 1024 B; 2 left out, writing 96 B and 160 B.
+  const Coverage c = coverage_of(
+      8, 1024,
+      {{"sort", "aten.sort.default", "model.py:12", "no lowering rule", {"x"}, {"sort"}, 96},
+       {"topk", "aten.topk.default", "", "no lowering rule", {"sort"}, {"topk", "idx"}, 160}});
+  EXPECT_EQ(c.nodes, 8);
+  EXPECT_EQ(c.lowered, 6);                  // 8 - 2
+  EXPECT_EQ(c.unsupported_bytes, 256);      // 96 + 160
+  EXPECT_DOUBLE_EQ(c.share_nodes, 0.25);    // (8 - 6) / 8
+  EXPECT_DOUBLE_EQ(c.share_bytes, 0.25);    // 256 / 1024
+  ASSERT_EQ(c.unsupported_ops.size(), 2u);  // kept, in node order
+  EXPECT_EQ(c.unsupported_ops[1].node, "topk");
+  EXPECT_EQ(c.unsupported_ops[1].outputs, (std::vector<std::string>{"topk", "idx"}));
+  // kCoverage's model: 4 nodes writing 512 B, one (64 B) left out: 3 lowered, 1 / 4 = 0.25 of
+  // the nodes, 64 / 512 = 0.125 of the bytes; its JSON is what the frontend hands over.
+  const Coverage one = coverage_of(
+      4, 512,
+      {{"sort", "aten.sort.default", "model.py:12", "no lowering rule", {"x"}, {"sort"}, 64}});
+  EXPECT_EQ(coverage_to_json(one), kCoverage);
+  // Every node lowered: 5 - 0 = 5, shares 0 / 5 and 0 / 640.
+  const Coverage all = coverage_of(5, 640, {});
+  EXPECT_EQ(all.lowered, 5);
+  EXPECT_EQ(all.unsupported_bytes, 0);
+  EXPECT_EQ(all.share_nodes, 0.0);
+  EXPECT_EQ(all.share_bytes, 0.0);
+  // Nothing to divide by (no node, no byte): shares 0, not NaN.
+  const Coverage empty = coverage_of(0, 0, {});
+  EXPECT_EQ(empty.share_nodes, 0.0);  // 0 nodes: 0, not 0 / 0
+  EXPECT_EQ(empty.share_bytes, 0.0);  // 0 bytes: 0, not 0 / 0
+  // A node left out that writes nothing (bytes 0 in all): share of the nodes 1 / 1, of bytes 0.
+  const Coverage nothing_written = coverage_of(1, 0, {{"n", "aten.x", "", "no rule", {}, {}, 0}});
+  EXPECT_EQ(nothing_written.lowered, 0);
+  EXPECT_DOUBLE_EQ(nothing_written.share_nodes, 1.0);  // (1 - 0) / 1
+  EXPECT_EQ(nothing_written.share_bytes, 0.0);
 }
 
 TEST(Provenance, JsonHoldsEverySectionWithOneSchema) {

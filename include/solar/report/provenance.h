@@ -1,8 +1,9 @@
 // Where a report's program came from and how far it was checked: the `capture`, `coverage` and
 // `verification` sections of every report (docs/report.md, "Capture, coverage, verification").
 // One schema for every frontend: an IR file analysed directly fills them too (frontend "ir",
-// no coverage, verification not_verified). The frontends (python/solar) compute the values; the
-// report only holds and renders them.
+// no coverage, verification not_verified). The frontends (python/solar) compute the values, but
+// for the coverage's counts and shares (coverage_of, from the lowering's); the report holds and
+// renders them.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +48,14 @@ struct Coverage {
   double share_nodes = 0;
   double share_bytes = 0;
 };
+
+// The coverage of a captured graph of `nodes` nodes whose outputs are `node_output_bytes` bytes,
+// `unsupported_ops` of them (in node order) not lowered: lowered = nodes - unsupported_ops;
+// unsupported_bytes, their output bytes summed; share_nodes = (nodes - lowered) / nodes and
+// share_bytes = unsupported_bytes / node_output_bytes, each 0 when what it divides by is 0. The
+// `coverage` section of a program lowered from a capture (_core.LoweringResult.coverage).
+Coverage coverage_of(int64_t nodes, int64_t node_output_bytes,
+                     std::vector<UnsupportedOp> unsupported_ops);
 
 enum class VerificationStatus { Passed, Failed, Partial, NotRun, NotVerified };
 
