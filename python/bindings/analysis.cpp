@@ -91,13 +91,6 @@ std::string json_text(const nlohmann::json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-// The serving report of a decoder's steps (docs/serving.md): the JSON and the table.
-struct ServingReport {
-  nlohmann::json json;
-  std::string table;
-  std::string table_after_step;  // the table after the one step's own report (ServingContext)
-};
-
 // `Report`: a SOL report's JSON, its renderings and the files they are written to.
 void bind_report(nb::module_& m) {
   nb::class_<report::SolReport>(m, "Report",
@@ -275,14 +268,14 @@ void bind_analyze(nb::module_& m) {
 
 // The serving report of a decoder's steps: `ServingReport`, `serving_report`, `serving_tp`.
 void bind_serving(nb::module_& m) {
-  nb::class_<ServingReport>(m, "ServingReport",
-                            "The serving figures of a decoder's steps (docs/serving.md).")
+  nb::class_<report::ServingReport>(m, "ServingReport",
+                                    "The serving figures of a decoder's steps (docs/serving.md).")
       .def(
-          "to_json", [](const ServingReport& s) { return json_text(s.json); },
+          "to_json", [](const report::ServingReport& s) { return json_text(s.json); },
           "The serving report as JSON (keys sorted).")
       .def(
           "render",
-          [](const ServingReport& s, bool after_step_report) {
+          [](const report::ServingReport& s, bool after_step_report) {
             return after_step_report ? s.table_after_step : s.table;
           },
           "after_step_report"_a = false,
@@ -294,40 +287,11 @@ void bind_serving(nb::module_& m) {
       [](const std::string& phase, int64_t context,
          const std::vector<std::pair<int64_t, const report::SolReport*>>& steps,
          const std::vector<std::string>& verification) {
-        if (steps.empty()) throw UserError("no serving step to report");
-        std::vector<sol::ServeStep> serve;
-        report::ServingContext c;
-        const report::Report& first = steps.front().second->report;
-        c.source = first.graph.source;
-        c.device = first.device.name;
-        c.dram_bandwidth_bytes_per_s = first.analysis.dram_bandwidth_bytes_per_s;
-        c.policy = first.analysis.policy;
-        c.cache_state = first.analysis.memory.state;
+        std::vector<report::ServingStep> serving;
         for (const auto& [batch, s] : steps) {
-          SOLAR_CHECK(s != nullptr, "a serving step without its report");
-          const report::Report& r = s->report;
-          if (r.device.name != c.device || r.analysis.policy != c.policy ||
-              r.analysis.memory.state != c.cache_state) {
-            throw UserError(
-                "serving steps analysed on different devices, policies or cache states");
-          }
-          serve.push_back({batch, r.analysis.results, r.parallel});
-          std::vector<report::RoutedRead> routed;
-          for (report::RoutedRead& rr : report::routed_reads(r.graph)) {
-            if (rr.routed) routed.push_back(std::move(rr));
-          }
-          if (!routed.empty()) c.routing = einsum::routing_name(r.graph.routing);
-          c.routed.push_back(std::move(routed));
+          serving.push_back({batch, s != nullptr ? &s->report : nullptr});
         }
-        for (const std::string& v : verification) {
-          c.verification.push_back(parse_section(v, "verification"));
-        }
-        const sol::Serving summary =
-            sol::summarize_serving(sol::parse_serve_phase(phase), context, serve);
-        nlohmann::json json = report::serving_to_json(summary, c);
-        std::string table = report::render_serving(summary, c);
-        c.after_step_report = true;
-        return ServingReport{std::move(json), std::move(table), report::render_serving(summary, c)};
+        return report::serving_report(phase, context, serving, verification);
       },
       "phase"_a, "context"_a, "steps"_a, "verification"_a = std::vector<std::string>{},
       "The serving report of a decoder: `phase` 'prefill' or 'decode', `context` tokens, "

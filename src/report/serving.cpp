@@ -1,16 +1,20 @@
 // The serving report (include/solar/report/serving.h).
 #include "solar/report/serving.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "format.h"
 #include "json_parts.h"
+#include "solar/einsum/graph.h"
 #include "solar/report/report.h"
+#include "solar/sol/serving.h"
 #include "solar/util/error.h"
 
 namespace solar::report {
@@ -69,6 +73,16 @@ std::string batch_text(double b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", b);
   return buf;
+}
+
+// A step's verification object from its JSON text; null for none.
+nlohmann::json parse_verification(const std::string& text) {
+  if (text.empty()) return nullptr;
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(std::string("the 'verification' section is not JSON: ") + e.what());
+  }
 }
 
 }  // namespace
@@ -252,6 +266,50 @@ std::string render_serving(const sol::Serving& s, const ServingContext& c) {
       out += "\n";
     }
   }
+  return out;
+}
+
+ServingContext serving_context(const std::vector<ServingStep>& steps) {
+  if (steps.empty()) throw UserError("no serving step to report");
+  const Report* first = steps.front().report;
+  SOLAR_CHECK(first != nullptr, "a serving step without its report");
+  ServingContext c;
+  c.source = first->graph.source;
+  c.device = first->device.name;
+  c.dram_bandwidth_bytes_per_s = first->analysis.dram_bandwidth_bytes_per_s;
+  c.policy = first->analysis.policy;
+  c.cache_state = first->analysis.memory.state;
+  for (const ServingStep& s : steps) {
+    SOLAR_CHECK(s.report != nullptr, "a serving step without its report");
+    const Report& r = *s.report;
+    if (r.device.name != c.device || r.analysis.policy != c.policy ||
+        r.analysis.memory.state != c.cache_state) {
+      throw UserError("serving steps analysed on different devices, policies or cache states");
+    }
+    std::vector<RoutedRead> routed;
+    for (RoutedRead& rr : routed_reads(r.graph)) {
+      if (rr.routed) routed.push_back(std::move(rr));
+    }
+    if (!routed.empty()) c.routing = einsum::routing_name(r.graph.routing);
+    c.routed.push_back(std::move(routed));
+  }
+  return c;
+}
+
+ServingReport serving_report(std::string_view phase, int64_t context,
+                             const std::vector<ServingStep>& steps,
+                             const std::vector<std::string>& verification) {
+  ServingContext c = serving_context(steps);
+  for (const std::string& v : verification) c.verification.push_back(parse_verification(v));
+  std::vector<sol::ServeStep> serve;
+  for (const ServingStep& s : steps) {
+    serve.push_back({s.batch, s.report->analysis.results, s.report->parallel});
+  }
+  const sol::Serving summary =
+      sol::summarize_serving(sol::parse_serve_phase(phase), context, serve);
+  ServingReport out{serving_to_json(summary, c), render_serving(summary, c), ""};
+  c.after_step_report = true;
+  out.table_after_step = render_serving(summary, c);
   return out;
 }
 
