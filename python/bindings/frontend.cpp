@@ -36,28 +36,20 @@ nb::dict unsupported_dict(const frontend::UnsupportedNode& u) {
   return d;
 }
 
-// The report's `coverage` section of `r` (report::coverage_of), its keys in the order
-// docs/report.md lists them.
+// The report's `coverage` section of `r`: its counts and shares report::coverage_of's, each
+// node left out as `unsupported` lists it (unsupported_dict), less its index.
 nb::dict coverage_dict(const frontend::LowerResult& r) {
   std::vector<report::UnsupportedOp> unsupported;
+  nb::list ops;
   for (const frontend::UnsupportedNode& u : r.unsupported) {
     unsupported.push_back(
         {u.node, u.op, u.location, u.reason, u.inputs, u.outputs, u.output_bytes});
+    nb::dict d = unsupported_dict(u);
+    nb::del(d["index"]);
+    ops.append(d);
   }
   const report::Coverage c =
       report::coverage_of(r.nodes, r.node_output_bytes, std::move(unsupported));
-  nb::list ops;
-  for (const report::UnsupportedOp& u : c.unsupported_ops) {
-    nb::dict d;
-    d["node"] = u.node;
-    d["op"] = u.op;
-    d["location"] = u.location;
-    d["reason"] = u.reason;
-    d["inputs"] = nb::cast(u.inputs);
-    d["outputs"] = nb::cast(u.outputs);
-    d["output_bytes"] = u.output_bytes;
-    ops.append(d);
-  }
   nb::dict d;
   d["nodes"] = c.nodes;
   d["lowered"] = c.lowered;

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from solar.torch._where import is_library_file, user_location
+from solar.verify.per_op import first_line as _first_line  # one definition, framework-free
 
 
 class CaptureError(ValueError):
@@ -591,11 +592,6 @@ class _FunctionModule(nn.Module):
 
     def forward(self, *args: Any) -> Any:
         return self.fn(*args)
-
-
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else ""
 
 
 # Ops kept whole although Core ATen decomposes them: their rules know more than the pieces say.
